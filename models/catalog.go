@@ -1,0 +1,355 @@
+// Package models is the model catalog: one JSON file per model in this directory, embedded into every binary
+// and loaded, validated and looked up here. A model entry says where the weights come from (repository and
+// pinned revision), which engine serves them, on what instance type, the latency SLO, the queue shield depth,
+// the fleet bounds and the planning defaults.
+package models
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+//go:embed *.json
+var embedded embed.FS
+
+// Engines lists the TTS engines the inference container implements.
+var Engines = []string{"kokoro", "espeak", "calibration"}
+
+// DefaultModel is the model the CDK app and the CLIs use when none is named.
+const DefaultModel = "kokoro-82m"
+
+// LocalInstanceType is the instance type recorded for runs on the local emulator.
+const LocalInstanceType = "local"
+
+// Model is one catalog entry.
+type Model struct {
+	// ID names the model everywhere: stack names, endpoint name (speech-<id>), artifact directory.
+	ID string `json:"id"`
+	// Description is one line for humans.
+	Description string `json:"description,omitempty"`
+	// Engine is the container engine that serves the model (see Engines).
+	Engine string `json:"engine"`
+	// Source is where the weights come from; nil for engines without weights (espeak).
+	Source *Source `json:"source,omitempty"`
+	// InstanceType is the SageMaker instance type, e.g. ml.g5.xlarge.
+	InstanceType string `json:"instance_type"`
+	// InitialInstanceCount is the endpoint's instance count at creation.
+	InitialInstanceCount int `json:"initial_instance_count"`
+	// SLO is the latency objective that qmax measures against.
+	SLO SLO `json:"slo"`
+	// QueueMaxDepth is the container's shield depth once a plan passes the gate.
+	QueueMaxDepth int `json:"queue_max_depth"`
+	// Scaling holds the fleet bounds and whether autoscaling is wanted.
+	Scaling Scaling `json:"scaling"`
+	// Planning holds the defaults of tts-bench plan.
+	Planning Planning `json:"planning"`
+	// Container holds SageMaker timeouts for the container.
+	Container Container `json:"container"`
+
+	file string
+}
+
+// Source pins the Hugging Face files of a model.
+type Source struct {
+	// Repo is the Hugging Face repository, owner/name.
+	Repo string `json:"repo"`
+	// Revision is the full 40-hex commit the files are pinned at.
+	Revision string `json:"revision"`
+	// Files are the paths (globs allowed) synced into the weights bucket.
+	Files []string `json:"files"`
+}
+
+// SLO is a latency objective on time to first audio byte.
+type SLO struct {
+	// TTFABMs is the bound on the percentile of time to first audio byte, in milliseconds.
+	TTFABMs int `json:"ttfab_ms"`
+	// Percentile is the percentile the bound applies to (95 for p95).
+	Percentile int `json:"percentile"`
+}
+
+// Scaling holds fleet bounds.
+type Scaling struct {
+	// Autoscaling says whether the endpoint stack should create scaling once a plan passes the gate.
+	Autoscaling bool `json:"autoscaling"`
+	// MinInstances is the smallest fleet.
+	MinInstances int `json:"min_instances"`
+	// MaxInstances is the largest fleet.
+	MaxInstances int `json:"max_instances"`
+}
+
+// Planning holds the defaults for tts-bench plan.
+type Planning struct {
+	// SurgeRatio is the factor by which load may grow within one T_plan, in [1, 1.5).
+	SurgeRatio float64 `json:"surge_ratio"`
+	// DetectionBufferS is the time from a surge until a scale-out is asked for, in seconds.
+	DetectionBufferS float64 `json:"detection_buffer_s"`
+}
+
+// Container holds SageMaker container timeouts.
+type Container struct {
+	// StartupHealthCheckTimeoutS bounds the time until /ping answers 200 on a new instance.
+	StartupHealthCheckTimeoutS int `json:"startup_health_check_timeout_s"`
+	// ModelDownloadTimeoutS bounds the time to download the model data to a new instance.
+	ModelDownloadTimeoutS int `json:"model_download_timeout_s"`
+	// InvocationTimeoutS is the longest one invocation may take (SageMaker allows at most 3600 s for streaming).
+	InvocationTimeoutS int `json:"invocation_timeout_s"`
+}
+
+// File is the catalog file the model was loaded from.
+func (m Model) File() string { return m.file }
+
+// EndpointName is the SageMaker endpoint name of the model.
+func (m Model) EndpointName() string { return "speech-" + m.ID }
+
+// VariantName is the production variant every endpoint uses.
+const VariantName = "AllTraffic"
+
+// Revision is the pinned weights revision, or "none" for engines without weights.
+func (m Model) Revision() string {
+	if m.Source == nil {
+		return "none"
+	}
+	return m.Source.Revision
+}
+
+// WeightsPrefix is the uncompressed S3 prefix (without bucket) that holds the model's files.
+func (m Model) WeightsPrefix() string { return "models/" + m.ID + "/" + m.Revision() + "/" }
+
+// Catalog is a validated set of models keyed by id.
+type Catalog struct {
+	models map[string]Model
+}
+
+// IDs returns the model ids in order.
+func (c Catalog) IDs() []string {
+	ids := make([]string, 0, len(c.models))
+	for id := range c.models {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Get returns the model with the given id, or an error listing the known ones.
+func (c Catalog) Get(id string) (Model, error) {
+	m, ok := c.models[id]
+	if !ok {
+		return Model{}, fmt.Errorf("unknown model %q: the catalog has %s", id, strings.Join(c.IDs(), ", "))
+	}
+	return m, nil
+}
+
+// Default loads the catalog embedded in the binary.
+func Default() (Catalog, error) { return Load(embedded) }
+
+// ValidationError lists every problem found in the catalog.
+type ValidationError struct {
+	// Problems are the individual findings, each naming file, field and fix.
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	return "invalid model catalog:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// Load reads every *.json file at the root of fsys as a model and validates them all. It returns a
+// *ValidationError with every problem at once when any file is invalid.
+func Load(fsys fs.FS) (Catalog, error) {
+	names, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		return Catalog{}, fmt.Errorf("list catalog files: %w", err)
+	}
+	if len(names) == 0 {
+		return Catalog{}, errors.New("model catalog is empty: add one <model-id>.json file per model")
+	}
+	cat := Catalog{models: map[string]Model{}}
+	var problems []string
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: cannot read: %v", name, err))
+			continue
+		}
+		m, probs := Parse(name, data)
+		problems = append(problems, probs...)
+		if len(probs) == 0 {
+			if prev, dup := cat.models[m.ID]; dup {
+				problems = append(problems, fmt.Sprintf("%s: id %q is already used by %s: ids must be unique", name, m.ID, prev.file))
+				continue
+			}
+			cat.models[m.ID] = m
+		}
+	}
+	if len(problems) > 0 {
+		return Catalog{}, &ValidationError{Problems: problems}
+	}
+	return cat, nil
+}
+
+// Parse decodes and validates one catalog file. It returns every problem, each prefixed with the file name.
+func Parse(file string, data []byte) (Model, []string) {
+	var problems []string
+	add := func(field, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("%s: %s: %s", file, field, fmt.Sprintf(format, args...)))
+	}
+	var raw any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Model{}, []string{fmt.Sprintf("%s: not valid JSON: %v", file, err)}
+	}
+	for _, f := range unknownFields(raw, reflect.TypeOf(Model{}), "") {
+		add(f, "unknown field: remove it or check its spelling against models/catalog.go")
+	}
+	var m Model
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			add(te.Field, "has type %s, want %s", te.Value, te.Type)
+		} else {
+			add("(file)", "cannot decode: %v", err)
+		}
+		return Model{}, problems
+	}
+	m.file = file
+	m.validate(add)
+	if len(problems) > 0 {
+		return Model{}, problems
+	}
+	return m, nil
+}
+
+var (
+	idPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,40}[a-z0-9]$`)
+	revisionPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	repoPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	instancePattern = regexp.MustCompile(`^ml\.[a-z0-9]+\.[a-z0-9]+$`)
+)
+
+// validate reports every semantic problem of a decoded entry through add.
+func (m Model) validate(add func(field, format string, args ...any)) {
+	if !idPattern.MatchString(m.ID) {
+		add("id", "%q is not a valid model id: use 2-42 lowercase letters, digits and hyphens (it becomes part of stack and endpoint names)", m.ID)
+	} else if want := m.ID + ".json"; path.Base(m.file) != want {
+		add("id", "%q does not match the file name: rename the file to %s or change the id", m.ID, want)
+	}
+	if !contains(Engines, m.Engine) {
+		add("engine", "unknown engine %q: use one of %s", m.Engine, strings.Join(Engines, ", "))
+	}
+	if m.Source != nil {
+		if !repoPattern.MatchString(m.Source.Repo) {
+			add("source.repo", "%q is not a Hugging Face repository: use owner/name", m.Source.Repo)
+		}
+		if !revisionPattern.MatchString(m.Source.Revision) {
+			add("source.revision", "%q is not a pinned commit: use the full 40-hex-character commit id, not a branch or tag", m.Source.Revision)
+		}
+		if len(m.Source.Files) == 0 {
+			add("source.files", "is empty: list the files (globs allowed) the model needs")
+		}
+		for i, f := range m.Source.Files {
+			if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") {
+				add(fmt.Sprintf("source.files[%d]", i), "%q must be a relative path inside the repository", f)
+			}
+		}
+	} else if m.Engine == "kokoro" {
+		add("source", "is missing: the kokoro engine needs weights; give repo, revision and files")
+	}
+	if m.InstanceType != LocalInstanceType && !instancePattern.MatchString(m.InstanceType) {
+		add("instance_type", "%q is not a SageMaker instance type: use a name like ml.g5.xlarge", m.InstanceType)
+	}
+	if m.InitialInstanceCount < 1 {
+		add("initial_instance_count", "is %d: it must be at least 1", m.InitialInstanceCount)
+	}
+	if m.SLO.TTFABMs <= 0 {
+		add("slo.ttfab_ms", "is %d: the SLO must be a positive number of milliseconds", m.SLO.TTFABMs)
+	}
+	if m.SLO.Percentile < 50 || m.SLO.Percentile > 99 {
+		add("slo.percentile", "is %d: use a percentile between 50 and 99 (95 for p95)", m.SLO.Percentile)
+	}
+	if m.QueueMaxDepth < 1 {
+		add("queue_max_depth", "is %d: the shield depth must be at least 1 (0 = unbounded is only the measurement configuration, set by the stack)", m.QueueMaxDepth)
+	}
+	if m.Scaling.MinInstances < 1 {
+		add("scaling.min_instances", "is %d: it must be at least 1", m.Scaling.MinInstances)
+	}
+	if m.Scaling.MaxInstances < 1 {
+		add("scaling.max_instances", "is %d: it must be at least 1", m.Scaling.MaxInstances)
+	}
+	if m.Scaling.MinInstances > m.Scaling.MaxInstances {
+		add("scaling.min_instances", "is %d, above scaling.max_instances %d: lower the minimum or raise the maximum", m.Scaling.MinInstances, m.Scaling.MaxInstances)
+	}
+	if m.InitialInstanceCount > m.Scaling.MaxInstances && m.Scaling.MaxInstances >= 1 {
+		add("initial_instance_count", "is %d, above scaling.max_instances %d", m.InitialInstanceCount, m.Scaling.MaxInstances)
+	}
+	if m.Planning.SurgeRatio < 1 || m.Planning.SurgeRatio >= 1.5 {
+		add("planning.surge_ratio", "is %g: use a ratio in [1, 1.5) (1.25 means load may grow 25%% within one T_plan)", m.Planning.SurgeRatio)
+	}
+	if m.Planning.DetectionBufferS < 0 {
+		add("planning.detection_buffer_s", "is %g: it must not be negative", m.Planning.DetectionBufferS)
+	}
+	if m.Container.StartupHealthCheckTimeoutS < 60 || m.Container.StartupHealthCheckTimeoutS > 3600 {
+		add("container.startup_health_check_timeout_s", "is %d: SageMaker accepts 60 to 3600 seconds", m.Container.StartupHealthCheckTimeoutS)
+	}
+	if m.Container.ModelDownloadTimeoutS < 60 || m.Container.ModelDownloadTimeoutS > 3600 {
+		add("container.model_download_timeout_s", "is %d: SageMaker accepts 60 to 3600 seconds", m.Container.ModelDownloadTimeoutS)
+	}
+	if m.Container.InvocationTimeoutS < 1 || m.Container.InvocationTimeoutS > 3600 {
+		add("container.invocation_timeout_s", "is %d: use 1 to 3600 seconds", m.Container.InvocationTimeoutS)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownFields walks a decoded JSON value against a struct type and returns the dotted paths of keys the
+// type does not declare, so that every misspelt field is reported, not only the first.
+func unknownFields(raw any, t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		ft, ok := fields[k]
+		if !ok {
+			out = append(out, prefix+k)
+			continue
+		}
+		out = append(out, unknownFields(obj[k], ft, prefix+k+".")...)
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package models
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestDefaultCatalogHoldsBothModels(t *testing.T) {
+	// GIVEN the embedded catalog WHEN it is loaded THEN both models validate with the pinned values.
+	cat, err := Default()
+	if err != nil {
+		t.Fatalf("Default: %v", err)
+	}
+	k, err := cat.Get("kokoro-82m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Source.Revision != "1939ad2a8e416c0acfeecc08a694d14ef25f2231" || k.Source.Repo != "onnx-community/Kokoro-82M-v1.0-ONNX" {
+		t.Errorf("kokoro source = %+v", k.Source)
+	}
+	if k.InstanceType != "ml.g5.xlarge" || k.SLO.TTFABMs != 3000 || k.QueueMaxDepth != 50 ||
+		k.Scaling.MinInstances != 1 || k.Scaling.MaxInstances != 9 || !k.Scaling.Autoscaling ||
+		k.Planning.SurgeRatio != 1.25 || k.Planning.DetectionBufferS != 60 || k.Engine != "kokoro" {
+		t.Errorf("kokoro entry = %+v", k)
+	}
+	if k.EndpointName() != "speech-kokoro-82m" || k.WeightsPrefix() != "models/kokoro-82m/1939ad2a8e416c0acfeecc08a694d14ef25f2231/" {
+		t.Errorf("names: %s %s", k.EndpointName(), k.WeightsPrefix())
+	}
+	e, err := cat.Get("espeak-ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Engine != "espeak" || e.Source != nil || e.InstanceType != "ml.c5.large" || e.Revision() != "none" {
+		t.Errorf("espeak entry = %+v", e)
+	}
+	if _, err := cat.Get("nope"); err == nil || !strings.Contains(err.Error(), "espeak-ng, kokoro-82m") {
+		t.Errorf("unknown model error = %v", err)
+	}
+}
+
+const good = `{"id":"m1","engine":"espeak","instance_type":"ml.c5.large","initial_instance_count":1,
+"slo":{"ttfab_ms":1000,"percentile":95},"queue_max_depth":4,
+"scaling":{"autoscaling":true,"min_instances":1,"max_instances":3},
+"planning":{"surge_ratio":1.25,"detection_buffer_s":60},
+"container":{"startup_health_check_timeout_s":300,"model_download_timeout_s":300,"invocation_timeout_s":60}}`
+
+func TestCatalogValidation(t *testing.T) {
+	cases := []struct {
+		name  string
+		file  string
+		edit  func(string) string
+		wants []string // every substring must appear in the error
+	}{
+		{"valid", "m1.json", func(s string) string { return s }, nil},
+		{"unknown top-level and nested fields reported together", "m1.json", func(s string) string {
+			return strings.Replace(strings.Replace(s, `"engine"`, `"engin":1,"engine"`, 1), `"percentile"`, `"pct":3,"percentile"`, 1)
+		}, []string{"m1.json: engin: unknown field", "m1.json: slo.pct: unknown field"}},
+		{"short revision", "m1.json", func(s string) string {
+			return strings.Replace(s, `"engine":"espeak"`, `"engine":"kokoro","source":{"repo":"a/b","revision":"main","files":["x.onnx"]}`, 1)
+		}, []string{"m1.json: source.revision: \"main\" is not a pinned commit"}},
+		{"min above max", "m1.json", func(s string) string { return strings.Replace(s, `"min_instances":1`, `"min_instances":5`, 1) },
+			[]string{"scaling.min_instances: is 5, above scaling.max_instances 3"}},
+		{"non-positive SLO", "m1.json", func(s string) string { return strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":0`, 1) },
+			[]string{"slo.ttfab_ms: is 0"}},
+		{"unknown engine", "m1.json", func(s string) string { return strings.Replace(s, `"espeak"`, `"piper"`, 1) },
+			[]string{`engine: unknown engine "piper": use one of kokoro, espeak, calibration`}},
+		{"kokoro without source", "m1.json", func(s string) string { return strings.Replace(s, `"espeak"`, `"kokoro"`, 1) },
+			[]string{"source: is missing"}},
+		{"id does not match file", "other.json", func(s string) string { return s }, []string{`id: "m1" does not match the file name`}},
+		{"wrong type", "m1.json", func(s string) string { return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":"4"`, 1) },
+			[]string{"queue_max_depth: has type string"}},
+		{"surge out of range", "m1.json", func(s string) string { return strings.Replace(s, `"surge_ratio":1.25`, `"surge_ratio":1.5`, 1) },
+			[]string{"planning.surge_ratio: is 1.5"}},
+		{"several problems at once", "m1.json", func(s string) string {
+			return strings.Replace(strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":-1`, 1), `"instance_type":"ml.c5.large"`, `"instance_type":"big"`, 1)
+		}, []string{"slo.ttfab_ms", "instance_type: \"big\""}},
+		{"not JSON", "m1.json", func(string) string { return "{" }, []string{"m1.json: not valid JSON"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// GIVEN a catalog directory with one edited file WHEN it loads THEN the error names file, field and fix.
+			_, err := Load(fstest.MapFS{tc.file: {Data: []byte(tc.edit(good))}})
+			if len(tc.wants) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want error containing %q, got none", tc.wants)
+			}
+			for _, w := range tc.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEmptyCatalog(t *testing.T) {
+	if _, err := Load(fstest.MapFS{}); err == nil {
+		t.Fatal("empty catalog loaded")
+	}
+}
