@@ -1,0 +1,74 @@
+# speech-infra — build, test and synthesize.
+#
+#   make test    set up what is missing, then run every test and linter (what CI runs)
+#   make synth   synthesize the CDK app for MODEL (default kokoro-82m) into cdk.out/
+#   make build   build every binary into bin/
+#   make lint    gofmt, go vet, and cfn-lint over every synthesized template
+#
+# Every target that needs a tool depends on `deps`, which installs only what is missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+MODEL ?= kokoro-82m
+MODELS := kokoro-82m espeak-ng
+GO ?= go
+CDK := npx --no-install cdk
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
+
+# Fragments owned by parts of the project (the container, ...) add their own targets.
+include $(wildcard mk/*.mk)
+
+GO_FILES = $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './.cache/*' -not -path './cdk.out/*')
+CMDS := $(notdir $(wildcard cmd/*))
+
+.PHONY: all build build-cmds test test-go synth synth-all lint lint-go lint-cfn deps deps-node deps-tools clean help
+
+all: build
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+
+deps: deps-node deps-tools $(DEPS_EXTRA) ## install what the build and tests need (only what is missing)
+
+deps-node: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+deps-tools:
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: install AWS's CloudFormation linter (pip install cfn-lint) and re-run" >&2; exit 1; }
+
+build: build-cmds $(BUILD_EXTRA) ## build every binary into bin/
+
+build-cmds:
+	@mkdir -p bin
+	@for c in $(CMDS); do echo "go build -o bin/$$c ./cmd/$$c"; $(GO) build -o bin/$$c ./cmd/$$c; done
+
+test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
+
+test-go: deps
+	$(GO) test -count=1 ./...
+
+synth: deps ## synthesize the CDK app for MODEL into cdk.out/
+	$(CDK) synth -q -c model=$(MODEL)
+	@echo "templates: $$(ls cdk.out/*.template.json | tr '\n' ' ')"
+
+# Every model's app, each into its own directory, for the linters.
+synth-all: deps
+	@for m in $(MODELS); do echo "synth $$m"; $(CDK) synth -q -c model=$$m -o cdk.out/lint/$$m > /dev/null; done
+
+lint: lint-go lint-cfn ## gofmt, go vet, cfn-lint
+
+lint-go:
+	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd container && $(GO) vet ./...
+
+lint-cfn: synth-all deps-tools
+	cfn-lint --format parseable -- cdk.out/lint/*/*.template.json
+	@echo "cfn-lint: no errors or warnings in $$(ls cdk.out/lint/*/*.template.json | wc -l) templates"
+
+clean: ## remove build outputs
+	rm -rf bin cdk.out

@@ -1,0 +1,44 @@
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// AppConfig is everything the app needs, resolved from context and environment by main.go.
+type AppConfig struct {
+	// Model is the catalog entry whose endpoint stack to synthesize.
+	Model models.Model
+	// Env is the target account and region; nil synthesizes environment-agnostic stacks.
+	Env *awscdk.Environment
+	// ContainerDir is the inference container's directory (default "container").
+	ContainerDir string
+}
+
+// App holds the stacks of one synthesis.
+type App struct {
+	// Foundation is the shared stack.
+	Foundation *FoundationStack
+	// Endpoint is the selected model's endpoint stack.
+	Endpoint *EndpointStack
+}
+
+// Build adds the speech-infra stacks for cfg to app and applies the cdk-nag AWS Solutions checks to all of them.
+func Build(app awscdk.App, cfg AppConfig) *App {
+	foundation := NewFoundationStack(app, FoundationStackName, &FoundationStackProps{
+		StackProps: awscdk.StackProps{Env: cfg.Env},
+	})
+	endpoint := NewEndpointStack(app, EndpointStackName(cfg.Model.ID), &EndpointStackProps{
+		StackProps:    awscdk.StackProps{Env: cfg.Env},
+		Model:         cfg.Model,
+		WeightsBucket: foundation.WeightsBucket,
+		ExecutionRole: foundation.ExecutionRole,
+		ContainerDir:  cfg.ContainerDir,
+	})
+	endpoint.AddStackDependency(foundation.Stack, jsii.String("the endpoint reads weights from the foundation bucket with the foundation role"))
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	return &App{Foundation: foundation, Endpoint: endpoint}
+}

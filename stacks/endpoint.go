@@ -1,0 +1,162 @@
+package stacks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssagemaker"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// ContainerModelDir is where SageMaker places the uncompressed ModelDataSource files inside the container.
+const ContainerModelDir = "/opt/ml/model"
+
+// EndpointStackName returns the per-model endpoint stack name; several models live side by side.
+func EndpointStackName(modelID string) string { return "SpeechEndpointStack-" + modelID }
+
+// EndpointStackProps configures one model's endpoint.
+type EndpointStackProps struct {
+	awscdk.StackProps
+	// Model is the catalog entry to serve.
+	Model models.Model
+	// WeightsBucket holds the model's files under Model.WeightsPrefix().
+	WeightsBucket awss3.IBucket
+	// ExecutionRole is the SageMaker execution role from the foundation stack.
+	ExecutionRole awsiam.IRole
+	// ContainerDir is the directory of the inference container's Dockerfile (normally "container").
+	ContainerDir string
+}
+
+// EndpointStack is one model's SageMaker model, endpoint config and endpoint.
+type EndpointStack struct {
+	awscdk.Stack
+	// Endpoint is the SageMaker endpoint named speech-<model>.
+	Endpoint awssagemaker.CfnEndpoint
+	// EndpointConfig is the endpoint's configuration with the single AllTraffic variant.
+	EndpointConfig awssagemaker.CfnEndpointConfig
+	// Model is the SageMaker model.
+	Model awssagemaker.CfnModel
+}
+
+// measurementEnvironment is the container environment before a plan passes the gate: an unbounded queue
+// (QUEUE_MAX_DEPTH=0), so that qmax can measure the instance rather than the shield.
+func measurementEnvironment(m models.Model) map[string]*string {
+	env := map[string]*string{
+		"ENGINE":          jsii.String(m.Engine),
+		"MODEL_ID":        jsii.String(m.ID),
+		"QUEUE_MAX_DEPTH": jsii.String("0"),
+	}
+	if m.Source != nil {
+		env["MODEL_DIR"] = jsii.String(ContainerModelDir)
+	}
+	return env
+}
+
+// NewEndpointStack creates the endpoint stack for one model.
+func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStackProps) *EndpointStack {
+	m := props.Model
+	sprops := props.StackProps
+	if sprops.Description == nil {
+		sprops.Description = jsii.String(fmt.Sprintf("speech-infra: SageMaker real-time endpoint %s (%s on %s)", m.EndpointName(), m.ID, m.InstanceType))
+	}
+	stack := awscdk.NewStack(scope, &id, &sprops)
+	awscdk.Tags_Of(stack).Add(jsii.String("speech-infra:model"), jsii.String(m.ID), nil)
+
+	containerDir := props.ContainerDir
+	if containerDir == "" {
+		containerDir = "container"
+	}
+	image := awsecrassets.NewDockerImageAsset(stack, jsii.String("InferenceImage"), &awsecrassets.DockerImageAssetProps{
+		Directory: jsii.String(containerDir),
+		Platform:  awsecrassets.Platform_LINUX_AMD64(),
+		Exclude:   jsii.Strings("**/*_test.go", "testdata", "README.md"),
+	})
+
+	env := measurementEnvironment(m)
+	container := &awssagemaker.CfnModel_ContainerDefinitionProperty{
+		Image:       image.ImageUri(),
+		Environment: &env,
+	}
+	if m.Source != nil {
+		container.ModelDataSource = &awssagemaker.CfnModel_ModelDataSourceProperty{
+			S3DataSource: &awssagemaker.CfnModel_S3DataSourceProperty{
+				S3Uri:           jsii.String(fmt.Sprintf("s3://%s/%s", *props.WeightsBucket.BucketName(), m.WeightsPrefix())),
+				S3DataType:      jsii.String("S3Prefix"),
+				CompressionType: jsii.String("None"),
+			},
+		}
+	}
+	model := awssagemaker.NewCfnModel(stack, jsii.String("Model"), &awssagemaker.CfnModelProps{
+		ExecutionRoleArn: props.ExecutionRole.RoleArn(),
+		PrimaryContainer: container,
+	})
+
+	variant := &awssagemaker.CfnEndpointConfig_ProductionVariantProperty{
+		VariantName:          jsii.String(models.VariantName),
+		ModelName:            model.AttrModelName(),
+		InstanceType:         jsii.String(m.InstanceType),
+		InitialInstanceCount: jsii.Number(float64(m.InitialInstanceCount)),
+		InitialVariantWeight: jsii.Number(1),
+		ContainerStartupHealthCheckTimeoutInSeconds: jsii.Number(float64(m.Container.StartupHealthCheckTimeoutS)),
+		ModelDataDownloadTimeoutInSeconds:           jsii.Number(float64(m.Container.ModelDownloadTimeoutS)),
+		RoutingConfig: &awssagemaker.CfnEndpointConfig_RoutingConfigProperty{
+			RoutingStrategy: jsii.String("LEAST_OUTSTANDING_REQUESTS"),
+		},
+	}
+	configProps := &awssagemaker.CfnEndpointConfigProps{ProductionVariants: &[]interface{}{variant}}
+	// SageMaker rejects a KmsKeyId for instance types with local NVMe storage: that storage is encrypted in
+	// hardware (XTS-AES-256) and no key can be attached. Other instance types get a rotated customer key.
+	if !HasInstanceStorage(m.InstanceType) {
+		key := awskms.NewKey(stack, jsii.String("EndpointStorageKey"), &awskms.KeyProps{
+			EnableKeyRotation: jsii.Bool(true),
+			Description:       jsii.String("Encrypts the ML storage volume of " + m.EndpointName()),
+			RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+			PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
+		})
+		configProps.KmsKeyId = key.KeyArn()
+	}
+	config := awssagemaker.NewCfnEndpointConfig(stack, jsii.String("EndpointConfig"), configProps)
+
+	endpoint := awssagemaker.NewCfnEndpoint(stack, jsii.String("Endpoint"), &awssagemaker.CfnEndpointProps{
+		EndpointName:       jsii.String(m.EndpointName()),
+		EndpointConfigName: config.AttrEndpointConfigName(),
+	})
+
+	awscdk.NewCfnOutput(stack, jsii.String("EndpointName"), &awscdk.CfnOutputProps{Value: endpoint.AttrEndpointName(), Description: jsii.String("SageMaker endpoint to invoke")})
+	awscdk.NewCfnOutput(stack, jsii.String("VariantName"), &awscdk.CfnOutputProps{Value: jsii.String(models.VariantName), Description: jsii.String("Production variant that scaling targets")})
+	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String("Key prefix in the foundation weights bucket where the model's files must be before the endpoint starts")})
+
+	return &EndpointStack{Stack: stack, Endpoint: endpoint, EndpointConfig: config, Model: model}
+}
+
+// HasInstanceStorage reports whether a SageMaker instance type comes with local NVMe instance storage (the
+// families ending in "d" such as c5d or m5d, and the GPU families g4dn, g5, g6, p3dn, p4d, p5 and their
+// relatives). Such instances reject a KmsKeyId on the endpoint config.
+func HasInstanceStorage(instanceType string) bool {
+	parts := strings.Split(instanceType, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	family := parts[1]
+	for _, p := range []string{"g4dn", "g5", "g6", "g6e", "gr6", "p3dn", "p4d", "p4de", "p5", "p5e", "inf2", "trn1"} {
+		if family == p {
+			return true
+		}
+	}
+	// Families like c5d, m5d, r5d, m6id: generation digit, optional letters, then a trailing "d".
+	if strings.HasSuffix(family, "d") && len(family) > 2 {
+		if _, err := strconv.Atoi(family[1:2]); err == nil {
+			return true
+		}
+	}
+	return false
+}

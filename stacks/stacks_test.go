@@ -1,0 +1,336 @@
+package stacks
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// assert runs a CDK assertion. A failed assertion panics inside jsii; recovering here turns it into a test
+// failure instead of killing the test binary.
+func assert(t *testing.T, what string, fn func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	fn()
+}
+
+func catalogModel(t *testing.T, id string) models.Model {
+	t.Helper()
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	m, err := cat.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+type synthesized struct {
+	app  *App
+	cdk  awscdk.App
+	dir  string
+	once sync.Once
+}
+
+var (
+	appsMu sync.Mutex
+	apps   = map[string]*synthesized{}
+)
+
+// containerDir is the real inference container directory the image asset stages.
+const containerDir = "../container"
+
+// buildApp synthesizes the whole app for one model once per test binary and shares it between tests.
+func buildApp(t *testing.T, modelID string) *synthesized {
+	t.Helper()
+	appsMu.Lock()
+	s, ok := apps[modelID]
+	if !ok {
+		s = &synthesized{}
+		apps[modelID] = s
+	}
+	appsMu.Unlock()
+	s.once.Do(func() {
+		s.dir, _ = os.MkdirTemp("", "cdkout-")
+		s.cdk = awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(s.dir)})
+		s.app = Build(s.cdk, AppConfig{Model: catalogModel(t, modelID), ContainerDir: containerDir})
+		s.cdk.Synth(nil)
+	})
+	if s.app == nil {
+		t.Fatalf("synthesis of %s failed earlier", modelID)
+	}
+	return s
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, s := range apps {
+		if s.dir != "" {
+			os.RemoveAll(s.dir)
+		}
+	}
+	jsii.Close()
+	os.Exit(code)
+}
+
+func TestWeightsBucketIsSecured(t *testing.T) {
+	// GIVEN the app for kokoro-82m WHEN synthesized THEN the weights bucket is encrypted, private, versioned,
+	// retained, logs its access and refuses plain HTTP.
+	s := buildApp(t, "kokoro-82m")
+	tpl := assertions.Template_FromStack(s.app.Foundation.Stack, nil)
+	assert(t, "weights bucket properties", func() {
+		tpl.HasResource(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
+			"DeletionPolicy":      "Retain",
+			"UpdateReplacePolicy": "Retain",
+			"Properties": map[string]interface{}{
+				"BucketEncryption": map[string]interface{}{"ServerSideEncryptionConfiguration": []interface{}{
+					map[string]interface{}{"ServerSideEncryptionByDefault": map[string]interface{}{"SSEAlgorithm": "AES256"}},
+				}},
+				"PublicAccessBlockConfiguration": map[string]interface{}{
+					"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+				},
+				"VersioningConfiguration": map[string]interface{}{"Status": "Enabled"},
+				"LoggingConfiguration":    assertions.Match_ObjectLike(&map[string]interface{}{"LogFilePrefix": "weights/"}),
+			},
+		})
+	})
+	assert(t, "two buckets: weights and access logs", func() { tpl.ResourceCountIs(jsii.String("AWS::S3::Bucket"), jsii.Number(2)) })
+	assert(t, "TLS enforced", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::S3::BucketPolicy"), map[string]interface{}{
+			"PolicyDocument": map[string]interface{}{"Statement": assertions.Match_ArrayWith(&[]interface{}{
+				assertions.Match_ObjectLike(&map[string]interface{}{
+					"Effect":    "Deny",
+					"Action":    "s3:*",
+					"Condition": map[string]interface{}{"Bool": map[string]interface{}{"aws:SecureTransport": "false"}},
+				}),
+			})},
+		})
+	})
+}
+
+// policyStatements returns the statements of the execution role's policy from the synthesized template.
+func policyStatements(t *testing.T, s *synthesized) []map[string]any {
+	t.Helper()
+	tpl := assertions.Template_FromStack(s.app.Foundation.Stack, nil)
+	policies := tpl.FindResources(jsii.String("AWS::IAM::Policy"), nil)
+	if len(*policies) != 1 {
+		t.Fatalf("want exactly one IAM policy, got %d", len(*policies))
+	}
+	var out []map[string]any
+	for _, p := range *policies {
+		raw, _ := json.Marshal(p)
+		var res struct {
+			Properties struct {
+				PolicyDocument struct{ Statement []map[string]any }
+			}
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		out = res.Properties.PolicyDocument.Statement
+	}
+	return out
+}
+
+func TestExecutionRoleIsLeastPrivilege(t *testing.T) {
+	// GIVEN the synthesized foundation WHEN reading the execution role's policy THEN S3 reads are limited to
+	// the models/ prefix, and Resource "*" appears only for the two actions AWS cannot scope.
+	s := buildApp(t, "kokoro-82m")
+	stmts := policyStatements(t, s)
+	bySid := map[string]map[string]any{}
+	for _, st := range stmts {
+		bySid[fmt.Sprint(st["Sid"])] = st
+		if st["Resource"] == "*" {
+			switch fmt.Sprint(st["Action"]) {
+			case "ecr:GetAuthorizationToken", "cloudwatch:PutMetricData":
+			default:
+				t.Errorf("statement %v grants %v on Resource *", st["Sid"], st["Action"])
+			}
+		}
+		if strings.Contains(fmt.Sprint(st["Action"]), "*") {
+			t.Errorf("statement %v uses a wildcard action %v", st["Sid"], st["Action"])
+		}
+	}
+	read, ok := bySid["ReadModelWeights"]
+	if !ok {
+		t.Fatalf("no ReadModelWeights statement in %v", stmts)
+	}
+	if got := mustJSON(read["Resource"]); !strings.Contains(got, `"/models/*"`) || !strings.Contains(got, "WeightsBucket") {
+		t.Errorf("ReadModelWeights resource = %s, want the weights bucket's models/* objects", got)
+	}
+	if read["Action"] != "s3:GetObject" {
+		t.Errorf("ReadModelWeights action = %v, want s3:GetObject only", read["Action"])
+	}
+	list := bySid["ListModelWeights"]
+	if got := mustJSON(list["Condition"]); !strings.Contains(got, `"s3:prefix":["models/*"]`) {
+		t.Errorf("ListModelWeights condition = %s", got)
+	}
+	if got := mustJSON(bySid["PutEndpointMetrics"]["Condition"]); !strings.Contains(got, "cloudwatch:namespace") {
+		t.Errorf("PutMetricData is not limited by namespace: %s", got)
+	}
+	if got := mustJSON(bySid["WriteEndpointLogs"]["Resource"]); !strings.Contains(got, "/aws/sagemaker/Endpoints/speech-*") {
+		t.Errorf("logs resource = %s", got)
+	}
+	for _, st := range stmts {
+		if strings.Contains(fmt.Sprint(st["Action"]), "s3:Put") || strings.Contains(fmt.Sprint(st["Action"]), "s3:Delete") {
+			t.Errorf("execution role may write the bucket: %v", st)
+		}
+	}
+	tpl := assertions.Template_FromStack(s.app.Foundation.Stack, nil)
+	assert(t, "role trusts SageMaker only", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::IAM::Role"), map[string]interface{}{
+			"AssumeRolePolicyDocument": map[string]interface{}{"Statement": []interface{}{map[string]interface{}{
+				"Action": "sts:AssumeRole", "Effect": "Allow",
+				"Principal": map[string]interface{}{"Service": "sagemaker.amazonaws.com"},
+			}}},
+		})
+	})
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestEndpointFromCatalog(t *testing.T) {
+	for _, id := range []string{"kokoro-82m", "espeak-ng"} {
+		t.Run(id, func(t *testing.T) {
+			// GIVEN the catalog entry WHEN the app is synthesized THEN model, endpoint config and endpoint carry its values.
+			m := catalogModel(t, id)
+			s := buildApp(t, id)
+			tpl := assertions.Template_FromStack(s.app.Endpoint.Stack, nil)
+			assert(t, "endpoint name", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Endpoint"), map[string]interface{}{"EndpointName": "speech-" + id})
+			})
+			assert(t, "endpoint config variant", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SageMaker::EndpointConfig"), map[string]interface{}{
+					"ProductionVariants": []interface{}{assertions.Match_ObjectLike(&map[string]interface{}{
+						"VariantName":          "AllTraffic",
+						"InstanceType":         m.InstanceType,
+						"InitialInstanceCount": m.InitialInstanceCount,
+						"InitialVariantWeight": 1,
+						"ContainerStartupHealthCheckTimeoutInSeconds": m.Container.StartupHealthCheckTimeoutS,
+						"ModelDataDownloadTimeoutInSeconds":           m.Container.ModelDownloadTimeoutS,
+						"RoutingConfig":                               map[string]interface{}{"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"},
+					})},
+				})
+			})
+			env := map[string]interface{}{"ENGINE": m.Engine, "QUEUE_MAX_DEPTH": "0", "MODEL_ID": id}
+			if m.Source != nil {
+				env["MODEL_DIR"] = "/opt/ml/model"
+			}
+			assert(t, "container environment in measurement configuration", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Model"), map[string]interface{}{
+					"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{"Environment": env}),
+				})
+			})
+			if m.Source != nil {
+				assert(t, "uncompressed S3 prefix model data source", func() {
+					tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Model"), map[string]interface{}{
+						"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{
+							"ModelDataSource": map[string]interface{}{"S3DataSource": map[string]interface{}{
+								"S3DataType": "S3Prefix", "CompressionType": "None",
+								"S3Uri": assertions.Match_AnyValue(),
+							}},
+						}),
+					})
+				})
+				s3uri := mustJSON(tpl.ToJSON())
+				if !strings.Contains(s3uri, "/models/kokoro-82m/1939ad2a8e416c0acfeecc08a694d14ef25f2231/") {
+					t.Errorf("template lacks the pinned weights prefix")
+				}
+				// ml.g5.xlarge has NVMe instance storage: no KMS key may be attached.
+				assert(t, "no KMS key on instance-storage types", func() { tpl.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(0)) })
+			} else {
+				assert(t, "no model data for weightless engines", func() {
+					tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Model"), map[string]interface{}{
+						"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{"ModelDataSource": assertions.Match_Absent()}),
+					})
+				})
+				assert(t, "rotated KMS key on the ML storage volume", func() {
+					tpl.HasResourceProperties(jsii.String("AWS::KMS::Key"), map[string]interface{}{"EnableKeyRotation": true})
+					tpl.HasResourceProperties(jsii.String("AWS::SageMaker::EndpointConfig"), map[string]interface{}{"KmsKeyId": assertions.Match_AnyValue()})
+				})
+			}
+			assert(t, "no scaling resources before a plan", func() {
+				tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), jsii.Number(0))
+				tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), jsii.Number(0))
+			})
+			assert(t, "outputs", func() {
+				tpl.HasOutput(jsii.String("VariantName"), map[string]interface{}{"Value": "AllTraffic"})
+				tpl.HasOutput(jsii.String("EndpointName"), map[string]interface{}{"Value": assertions.Match_AnyValue()})
+			})
+			if got := *s.app.Endpoint.Stack.StackName(); got != "SpeechEndpointStack-"+id {
+				t.Errorf("stack name = %s", got)
+			}
+		})
+	}
+}
+
+func TestStackNamesDoNotCollide(t *testing.T) {
+	// GIVEN two models WHEN both are synthesized THEN their per-model stacks, endpoints and templates differ and
+	// both share the one foundation stack name.
+	a, b := buildApp(t, "kokoro-82m"), buildApp(t, "espeak-ng")
+	if *a.app.Endpoint.StackName() == *b.app.Endpoint.StackName() {
+		t.Errorf("endpoint stack names collide: %s", *a.app.Endpoint.StackName())
+	}
+	if *a.app.Foundation.StackName() != FoundationStackName || *b.app.Foundation.StackName() != FoundationStackName {
+		t.Errorf("foundation stack names: %s, %s", *a.app.Foundation.StackName(), *b.app.Foundation.StackName())
+	}
+	for _, s := range []*synthesized{a, b} {
+		files, _ := filepath.Glob(filepath.Join(s.dir, "*.template.json"))
+		if len(files) != 2 {
+			t.Errorf("%s: want 2 templates, got %v", s.dir, files)
+		}
+	}
+}
+
+func TestNoUnsuppressedNagErrors(t *testing.T) {
+	for _, id := range []string{"kokoro-82m", "espeak-ng"} {
+		s := buildApp(t, id)
+		for _, st := range []awscdk.Stack{s.app.Foundation.Stack, s.app.Endpoint.Stack} {
+			// GIVEN the AwsSolutions pack on the app WHEN synthesized THEN no error or warning annotation remains.
+			ann := assertions.Annotations_FromStack(st)
+			nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+			if got := mustJSON(ann.FindError(jsii.String("*"), nag)); got != "[]" {
+				t.Errorf("%s %s: unsuppressed cdk-nag errors: %s", id, *st.StackName(), got)
+			}
+			if got := mustJSON(ann.FindWarning(jsii.String("*"), nag)); got != "[]" {
+				t.Errorf("%s %s: unsuppressed cdk-nag warnings: %s", id, *st.StackName(), got)
+			}
+		}
+	}
+	// The checks really run: the foundation's report names rules found compliant.
+	report, err := os.ReadFile(filepath.Join(buildApp(t, "kokoro-82m").dir, "AwsSolutions--SpeechFoundationStack-NagReport.csv"))
+	if err != nil || !strings.Contains(string(report), `"AwsSolutions-S10"`) {
+		t.Errorf("cdk-nag report missing or without S10: %v", err)
+	}
+}
+
+func TestHasInstanceStorage(t *testing.T) {
+	cases := map[string]bool{
+		"ml.g5.xlarge": true, "ml.g4dn.xlarge": true, "ml.c5d.large": true, "ml.m5d.xlarge": true, "ml.p4d.24xlarge": true,
+		"ml.c5.large": false, "ml.m5.xlarge": false, "ml.g4.xlarge": false, "local": false, "ml.inf1.xlarge": false,
+	}
+	for it, want := range cases {
+		if got := HasInstanceStorage(it); got != want {
+			t.Errorf("HasInstanceStorage(%q) = %v, want %v", it, got, want)
+		}
+	}
+}
