@@ -10,7 +10,7 @@ set -euo pipefail
 
 version="1.30.0"
 member="package/bin/napi-v6/linux/x64/libonnxruntime.so.1"
-sha256="${ONNXRUNTIME_SHA256:-PINNED_SHA256}"
+sha256="${ONNXRUNTIME_SHA256:-ffb75a925ba05e47b235bb66e3e3911714a80b328a9c9425539feb204aa32a23}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest_dir="$root/.cache/onnxruntime"

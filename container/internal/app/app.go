@@ -1,0 +1,181 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/speech-infra/speech-infra/container/internal/engine"
+	"github.com/speech-infra/speech-infra/container/internal/espeak"
+	"github.com/speech-infra/speech-infra/container/internal/kokoro"
+	"github.com/speech-infra/speech-infra/container/internal/manifest"
+	"github.com/speech-infra/speech-infra/container/internal/server"
+)
+
+// Stage names, in the order a starting container prints them.
+const (
+	StageContainerStarted = "container_started"
+	StageWeightsVerified  = "weights_verified"
+	StageEngineLoaded     = "engine_loaded"
+	StageWarmupDone       = "warmup_done"
+	StageReady            = "ready"
+)
+
+// StageTimeFormat is RFC 3339 in UTC with nanoseconds always written out.
+const StageTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// Stage writes the stage line `=== STAGE <name> t=<time> ===` to w.
+func Stage(w io.Writer, name string) {
+	fmt.Fprintf(w, "=== STAGE %s t=%s ===\n", name, time.Now().UTC().Format(StageTimeFormat))
+}
+
+// UsageError is a command-line mistake (exit status 2).
+type UsageError struct{ Msg string }
+
+// Error implements error.
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usage is the command-line summary.
+const Usage = `usage: speech-container serve
+
+Serves the SageMaker inference contract (GET /ping, POST /invocations) on
+SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE
+(espeak|kokoro|calibration), MODEL_DIR, INSTANCE_ID, QUEUE_MAX_DEPTH,
+ENGINE_WORKERS, SCHEDULER (first-chunk|fifo), CALIBRATION_SEGMENT_MS,
+MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
+(cpu|cuda), METRICS_INTERVAL. See container/README.md.`
+
+// Run runs the command line args (without the program name). It serves until
+// ctx ends (SIGTERM), then drains and returns nil.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) != 1 || args[0] != "serve" {
+		return &UsageError{Msg: Usage}
+	}
+	out := server.NewLockedWriter(stdout)
+	Stage(out, StageContainerStarted)
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "speech-container: "+format+"\n", args...) }
+
+	srv := server.New(server.Options{
+		InstanceID: cfg.InstanceID, QueueMaxDepth: cfg.QueueMaxDepth, Workers: cfg.Workers,
+		Scheduler: cfg.Scheduler, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
+	}, out)
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		return fmt.Errorf("listen on port %d (SAGEMAKER_BIND_TO_PORT): %w", cfg.Port, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	defer hs.Close()
+
+	// /ping answers 503 while the weights are checked and the engine loads.
+	if err := verifyWeights(cfg, logf); err != nil {
+		return err
+	}
+	Stage(out, StageWeightsVerified)
+	eng, err := LoadEngine(cfg, logf)
+	if err != nil {
+		return fmt.Errorf("load engine %s: %w", cfg.Engine, err)
+	}
+	defer eng.Close()
+	Stage(out, StageEngineLoaded)
+	if err := Warmup(ctx, eng); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("warm up engine %s: %w", cfg.Engine, err)
+	}
+	Stage(out, StageWarmupDone)
+	if err := srv.Attach(eng); err != nil {
+		return err
+	}
+	defer srv.Close()
+	srv.SetReady()
+	Stage(out, StageReady)
+	logf("serving engine %s on port %d (workers %d, scheduler %s, queue max depth %d)", eng.Name(), cfg.Port, cfg.Workers, cfg.Scheduler, cfg.QueueMaxDepth)
+
+	mctx, stopMetrics := context.WithCancel(context.Background())
+	defer stopMetrics()
+	go srv.RunMetrics(mctx, cfg.MetricsInterval)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logf("shutting down: draining in-flight requests (grace %s)", cfg.ShutdownGrace)
+	gctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	if left := srv.Drain(gctx); left > 0 {
+		logf("grace period over with %d requests in flight; closing them", left)
+		hs.Close()
+	} else {
+		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer scancel()
+		hs.Shutdown(sctx)
+	}
+	srv.EmitMetrics()
+	logf("stopped")
+	return nil
+}
+
+// verifyWeights checks MODEL_DIR against its manifest: required for kokoro,
+// done when a manifest is present for the other engines.
+func verifyWeights(cfg Config, logf func(string, ...any)) error {
+	_, statErr := os.Stat(filepath.Join(cfg.ModelDir, manifest.FileName))
+	if cfg.Engine != EngineKokoro && errors.Is(statErr, os.ErrNotExist) {
+		logf("engine %s has no model weights to verify", cfg.Engine)
+		return nil
+	}
+	m, err := manifest.Verify(cfg.ModelDir)
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	logf("verified %d model files in %s", len(m.Files), cfg.ModelDir)
+	return nil
+}
+
+// LoadEngine builds the engine cfg names.
+func LoadEngine(cfg Config, logf func(string, ...any)) (engine.Engine, error) {
+	switch cfg.Engine {
+	case EngineCalibration:
+		return &engine.Calibration{SegmentCompute: cfg.CalibrationSegment}, nil
+	case EngineEspeak:
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		return espeak.NewPool(exe, nil, cfg.Workers)
+	case EngineKokoro:
+		return kokoro.Load(kokoro.Config{ModelDir: cfg.ModelDir, LibPath: cfg.ONNXRuntimeLib, Provider: cfg.ONNXProvider, Logf: logf})
+	}
+	return nil, fmt.Errorf("unknown engine %q", cfg.Engine)
+}
+
+// Warmup synthesizes one short sentence so the first real request does not
+// pay for lazy initialization, and checks that it produced audio.
+func Warmup(ctx context.Context, eng engine.Engine) error {
+	n := 0
+	err := eng.Synthesize(ctx, engine.Segment{Text: "Hello.", Voice: eng.DefaultVoice(), Speed: 1}, func(s []int16) error {
+		n += len(s)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("warm-up produced no audio")
+	}
+	return nil
+}

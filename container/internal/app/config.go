@@ -1,0 +1,130 @@
+// Package app wires the container together: configuration from the
+// environment, the engine, the stage lines, the HTTP server and the SIGTERM
+// drain.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/speech-infra/speech-infra/container/internal/server"
+)
+
+// Engine names for ENGINE.
+const (
+	EngineEspeak      = "espeak"
+	EngineKokoro      = "kokoro"
+	EngineCalibration = "calibration"
+)
+
+// Config is the container's configuration, read from the environment.
+type Config struct {
+	Port               int           // SAGEMAKER_BIND_TO_PORT, default 8080
+	Engine             string        // ENGINE: espeak (default), kokoro, calibration
+	ModelDir           string        // MODEL_DIR, default /opt/ml/model
+	InstanceID         string        // INSTANCE_ID, default the hostname
+	QueueMaxDepth      int           // QUEUE_MAX_DEPTH, default 0 (unbounded)
+	Workers            int           // ENGINE_WORKERS, default: espeak the CPU count, others 1
+	Scheduler          string        // SCHEDULER: first-chunk (default) or fifo
+	CalibrationSegment time.Duration // CALIBRATION_SEGMENT_MS, default 200
+	MaxTextChars       int           // MAX_TEXT_CHARS, default 5000
+	MaxBodyBytes       int64         // MAX_BODY_BYTES, default 1 MiB
+	ShutdownGrace      time.Duration // SHUTDOWN_GRACE, default 25s
+	ONNXRuntimeLib     string        // ONNXRUNTIME_LIB
+	ONNXProvider       string        // ONNX_PROVIDER: cpu (default) or cuda
+	MetricsInterval    time.Duration // METRICS_INTERVAL, default 10s
+}
+
+// DefaultONNXRuntimeLib is where the image installs ONNX Runtime; outside the
+// image set ONNXRUNTIME_LIB (scripts/install-onnxruntime.sh installs it at
+// .cache/onnxruntime/libonnxruntime.so.1 in the repository).
+const DefaultONNXRuntimeLib = "/opt/onnxruntime/lib/libonnxruntime.so.1"
+
+// ConfigFromEnv reads the configuration through getenv and returns every
+// problem at once, each naming its variable and the values it takes.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	var errs []error
+	str := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	num := func(name string, def, lo int) int {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo {
+			errs = append(errs, fmt.Errorf("%s=%q: use a whole number >= %d", name, v, lo))
+			return def
+		}
+		return n
+	}
+	dur := func(name string, def time.Duration) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			if n, nerr := strconv.Atoi(v); nerr == nil {
+				d, err = time.Duration(n)*time.Second, nil
+			}
+		}
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: use a duration such as 25s", name, v))
+			return def
+		}
+		return d
+	}
+	host, _ := os.Hostname()
+	c := Config{
+		Port:            num("SAGEMAKER_BIND_TO_PORT", 8080, 1),
+		Engine:          str("ENGINE", EngineEspeak),
+		ModelDir:        str("MODEL_DIR", "/opt/ml/model"),
+		InstanceID:      str("INSTANCE_ID", host),
+		QueueMaxDepth:   num("QUEUE_MAX_DEPTH", 0, 0),
+		Scheduler:       str("SCHEDULER", server.FirstChunk),
+		MaxTextChars:    num("MAX_TEXT_CHARS", 5000, 1),
+		MaxBodyBytes:    int64(num("MAX_BODY_BYTES", 1<<20, 1)),
+		ShutdownGrace:   dur("SHUTDOWN_GRACE", 25*time.Second),
+		ONNXRuntimeLib:  str("ONNXRUNTIME_LIB", DefaultONNXRuntimeLib),
+		ONNXProvider:    str("ONNX_PROVIDER", "cpu"),
+		MetricsInterval: dur("METRICS_INTERVAL", 10*time.Second),
+	}
+	c.CalibrationSegment = time.Duration(num("CALIBRATION_SEGMENT_MS", 200, 0)) * time.Millisecond
+	defWorkers := 1
+	if c.Engine == EngineEspeak {
+		defWorkers = runtime.NumCPU()
+	}
+	c.Workers = num("ENGINE_WORKERS", defWorkers, 1)
+	if c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("SAGEMAKER_BIND_TO_PORT=%d: use a port in 1-65535", c.Port))
+	}
+	switch c.Engine {
+	case EngineEspeak, EngineKokoro, EngineCalibration:
+	default:
+		errs = append(errs, fmt.Errorf("ENGINE=%q: use espeak, kokoro or calibration", c.Engine))
+	}
+	if c.Scheduler != server.FirstChunk && c.Scheduler != server.FIFO {
+		errs = append(errs, fmt.Errorf("SCHEDULER=%q: use %s or %s", c.Scheduler, server.FirstChunk, server.FIFO))
+	}
+	if c.ONNXProvider != "cpu" && c.ONNXProvider != "cuda" {
+		errs = append(errs, fmt.Errorf("ONNX_PROVIDER=%q: use cpu or cuda", c.ONNXProvider))
+	}
+	if c.MetricsInterval <= 0 {
+		errs = append(errs, fmt.Errorf("METRICS_INTERVAL must be positive"))
+	}
+	if c.InstanceID == "" {
+		c.InstanceID = "unknown"
+	}
+	c.ModelDir = filepath.Clean(c.ModelDir)
+	return c, errors.Join(errs...)
+}

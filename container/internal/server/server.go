@@ -1,0 +1,376 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/speech-infra/speech-infra/container/internal/audio"
+	"github.com/speech-infra/speech-infra/container/internal/engine"
+	"github.com/speech-infra/speech-infra/container/internal/segment"
+)
+
+// Options configure a Server.
+type Options struct {
+	// InstanceID is echoed in X-Amzn-SageMaker-Custom-Attributes.
+	InstanceID string
+	// QueueMaxDepth bounds admitted requests; 0 is unbounded.
+	QueueMaxDepth int
+	// Workers is the number of synthesis slots.
+	Workers int
+	// Scheduler is FirstChunk or FIFO.
+	Scheduler string
+	// MaxTextChars bounds a request's text in characters.
+	MaxTextChars int
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+}
+
+// Server serves the SageMaker inference contract. It answers /ping with 503
+// until Attach and SetReady, and again once Drain starts.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	out   io.Writer
+	gate  *Gate
+	sched atomic.Pointer[Scheduler]
+	eng   engine.Engine
+
+	ready    atomic.Bool
+	draining atomic.Bool
+	seq      atomic.Uint64
+	idPrefix string
+}
+
+// LockedWriter serializes writes so log, metric and stage lines from many
+// goroutines never interleave.
+type LockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLockedWriter wraps w.
+func NewLockedWriter(w io.Writer) *LockedWriter { return &LockedWriter{w: w} }
+
+// Write implements io.Writer.
+func (l *LockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// New returns a server that writes its request logs and metrics to out (one
+// JSON object per line; wrap out in a LockedWriter if others write to it).
+func New(opts Options, out io.Writer) *Server {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return &Server{
+		opts:     opts,
+		out:      out,
+		log:      slog.New(slog.NewJSONHandler(out, nil)),
+		gate:     NewGate(opts.QueueMaxDepth),
+		idPrefix: hex.EncodeToString(b),
+	}
+}
+
+// Gate returns the server's queue gate.
+func (s *Server) Gate() *Gate { return s.gate }
+
+// Attach starts the scheduler's workers on eng. Requests get 503 until then.
+func (s *Server) Attach(eng engine.Engine) error {
+	sched, err := NewScheduler(eng, s.opts.Scheduler, s.opts.Workers)
+	if err != nil {
+		return err
+	}
+	s.eng = eng
+	s.sched.Store(sched)
+	return nil
+}
+
+// SetReady makes /ping answer 200 (until Drain).
+func (s *Server) SetReady() { s.ready.Store(true) }
+
+// Drain stops admitting requests (and /ping turns 503), then waits until every
+// admitted request has finished or ctx ends. It returns the number still in
+// flight when it returned.
+func (s *Server) Drain(ctx context.Context) int {
+	s.draining.Store(true)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.gate.Depth() > 0 {
+		select {
+		case <-ctx.Done():
+			return s.gate.Depth()
+		case <-t.C:
+		}
+	}
+	return 0
+}
+
+// Close stops the scheduler's workers.
+func (s *Server) Close() {
+	if sc := s.sched.Load(); sc != nil {
+		sc.Close()
+	}
+}
+
+// ServeHTTP routes /ping and /invocations; anything else is 404, a wrong
+// method 405.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", "instance-id="+s.opts.InstanceID)
+	switch r.URL.Path {
+	case "/ping":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "use GET /ping"})
+			return
+		}
+		s.ping(w)
+	case "/invocations":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "use POST /invocations"})
+			return
+		}
+		s.invoke(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found", "message": "this server serves GET /ping and POST /invocations"})
+	}
+}
+
+func (s *Server) ping(w http.ResponseWriter) {
+	switch {
+	case s.draining.Load():
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	case !s.ready.Load():
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// requestLog is one request's structured log record.
+type requestLog struct {
+	id          string
+	outcome     string
+	status      int
+	queueDepth  int
+	queueWait   time.Duration
+	ttfab       time.Duration
+	total       time.Duration
+	bytes       int64
+	segments    int
+	chars       int
+	voice       string
+	format      string
+	err         string
+	firstSample bool
+	logged      bool
+}
+
+func (s *Server) logRequest(l *requestLog) {
+	if l.logged {
+		return
+	}
+	l.logged = true
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	attrs := []any{
+		"id", l.id, "outcome", l.outcome, "status", l.status, "queue_depth", l.queueDepth,
+		"queue_wait_ms", ms(l.queueWait), "total_ms", ms(l.total), "bytes", l.bytes,
+		"segments", l.segments, "chars", l.chars,
+	}
+	if l.firstSample {
+		attrs = append(attrs, "ttfab_ms", ms(l.ttfab))
+	}
+	if s.eng != nil {
+		attrs = append(attrs, "engine", s.eng.Name())
+	}
+	if l.voice != "" {
+		attrs = append(attrs, "voice", l.voice, "format", l.format)
+	}
+	if l.err != "" {
+		attrs = append(attrs, "error", l.err)
+	}
+	s.log.Info("request", attrs...)
+}
+
+func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	l := &requestLog{id: s.requestID(r)}
+	w.Header().Set("X-Request-Id", l.id)
+	defer func() {
+		l.total = time.Since(start)
+		s.logRequest(l)
+	}()
+	fail := func(status int, outcome string, v any) {
+		l.status, l.outcome = status, outcome
+		writeJSON(w, status, v)
+	}
+	sched := s.sched.Load()
+	switch {
+	case s.draining.Load():
+		fail(http.StatusServiceUnavailable, "shutting_down", map[string]string{"error": "shutting_down", "message": "this instance is draining; retry on another"})
+		return
+	case sched == nil || !s.ready.Load():
+		fail(http.StatusServiceUnavailable, "not_ready", map[string]string{"error": "not_ready", "message": "the engine is still loading; retry when /ping answers 200"})
+		return
+	}
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	req, rerr := DecodeRequest(body, Limits{MaxTextChars: s.opts.MaxTextChars, Voices: s.eng.Voices(), DefaultVoice: s.eng.DefaultVoice()})
+	if rerr != nil {
+		l.err = rerr.Error()
+		fail(rerr.Status, "bad_request", rerr)
+		return
+	}
+	l.voice, l.format, l.chars = req.Voice, req.Format, len([]rune(req.Text))
+	depth, ok := s.gate.Acquire()
+	l.queueDepth = depth
+	if !ok {
+		fail(http.StatusServiceUnavailable, "queue_saturated", struct {
+			Error         string `json:"error"`
+			QueueDepth    int    `json:"queue_depth"`
+			MaxQueueDepth int    `json:"max_queue_depth"`
+		}{"queue_saturated", depth, s.gate.Max()})
+		return
+	}
+	defer s.gate.Release()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	segs := segment.Split(req.Text)
+	l.segments = len(segs)
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, 16), admitted: start}
+	sched.submit(j)
+
+	rc := http.NewResponseController(w)
+	started := false
+	begin := func() {
+		started = true
+		h := w.Header()
+		h.Set("X-Sample-Rate", strconv.Itoa(s.eng.SampleRate()))
+		h.Set("X-Engine", s.eng.Name())
+		if req.Format == FormatWAV {
+			h.Set("Content-Type", "audio/wav")
+		} else {
+			h.Set("Content-Type", "audio/pcm")
+			h.Set("X-Audio-Format", "pcm_s16le; channels=1")
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+	var buf []byte
+	for {
+		var c chunk
+		select {
+		case c = <-j.out:
+		case <-ctx.Done():
+			l.status, l.outcome, l.err = 499, "client_gone", "the client closed the connection"
+			if started {
+				l.status = http.StatusOK
+			}
+			return
+		}
+		if c.err != nil {
+			l.err = c.err.Error()
+			if !started {
+				fail(http.StatusInternalServerError, "engine_error", map[string]string{"error": "engine_failure", "message": c.err.Error()})
+				return
+			}
+			// The status line is gone already: cut the stream so the client
+			// sees a truncated response instead of a short but clean one.
+			l.status, l.outcome = http.StatusOK, "engine_error_midstream"
+			l.total = time.Since(start)
+			s.logRequest(l)
+			panic(http.ErrAbortHandler)
+		}
+		buf = buf[:0]
+		if !started {
+			begin()
+			if req.Format == FormatWAV {
+				buf = append(buf, audio.WAVHeader(s.eng.SampleRate())...)
+			}
+		}
+		if len(c.samples) > 0 && !l.firstSample {
+			l.firstSample = true
+			l.ttfab = time.Since(start)
+			l.queueWait = j.started.Sub(start)
+		}
+		buf = audio.PCM16Bytes(buf, c.samples)
+		if len(buf) > 0 {
+			n, err := w.Write(buf)
+			l.bytes += int64(n)
+			if err != nil {
+				l.status, l.outcome, l.err = http.StatusOK, "client_gone", err.Error()
+				return
+			}
+			rc.Flush()
+		}
+		if c.end {
+			l.status, l.outcome = http.StatusOK, "ok"
+			return
+		}
+	}
+}
+
+func (s *Server) requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Amzn-SageMaker-Inference-Id"); id != "" {
+		return id
+	}
+	return fmt.Sprintf("%s-%d", s.idPrefix, s.seq.Add(1))
+}
+
+// EmitMetrics writes one CloudWatch embedded-metric-format line with the
+// current queue depth, the peak depth and the rejections since the last line.
+func (s *Server) EmitMetrics() {
+	line := map[string]any{
+		"_aws": map[string]any{
+			"Timestamp": time.Now().UnixMilli(),
+			"CloudWatchMetrics": []any{map[string]any{
+				"Namespace":  MetricsNamespace,
+				"Dimensions": [][]string{{"InstanceId"}},
+				"Metrics": []map[string]string{
+					{"Name": "QueueDepth", "Unit": "Count"},
+					{"Name": "QueueDepthPeak", "Unit": "Count"},
+					{"Name": "QueueRejections", "Unit": "Count"},
+				},
+			}},
+		},
+		"InstanceId":      s.opts.InstanceID,
+		"QueueDepth":      s.gate.Depth(),
+		"QueueDepthPeak":  s.gate.TakePeak(),
+		"QueueRejections": s.gate.TakeRejected(),
+	}
+	b, _ := json.Marshal(line)
+	s.out.Write(append(b, '\n'))
+}
+
+// MetricsNamespace is the CloudWatch namespace of the container's metrics.
+const MetricsNamespace = "SpeechInfra/Container"
+
+// RunMetrics calls EmitMetrics every interval until ctx ends.
+func (s *Server) RunMetrics(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.EmitMetrics()
+		}
+	}
+}

@@ -1,0 +1,39 @@
+// Command speech-container is the inference server measured and deployed by
+// speech-infra: `speech-container serve` serves the SageMaker inference
+// contract with the engine ENGINE names. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/speech-infra/speech-infra/container/internal/app"
+	"github.com/speech-infra/speech-infra/container/internal/espeak"
+)
+
+func main() {
+	// The espeak engine re-executes this binary as its worker processes.
+	if os.Getenv(espeak.RoleEnv) == espeak.RoleWorker {
+		if err := espeak.RunWorker(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "speech-container espeak worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	var ue *app.UsageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, ue.Msg)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "speech-container:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,41 @@
+# The inference container (container/, its own Go module with cgo).
+#
+#   make deps-container   install libespeak-ng-dev, espeak-ng, sox and ONNX Runtime (only what is missing)
+#   make container-build  build bin/speech-container
+#   make container-test   build, then go test the container module against the real libraries
+#   make container-bench  the gate/stream and espeak benchmarks
+#
+# Paths are relative to the repository root, where the root Makefile includes this file.
+
+CONTAINER_APT_PACKAGES := libespeak-ng-dev espeak-ng sox libsox-fmt-base python3-onnx python3-numpy
+CONTAINER_ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so.1
+CONTAINER_ENV := CGO_ENABLED=1 ONNXRUNTIME_LIB=$(CONTAINER_ORT_LIB)
+
+DEPS_EXTRA += deps-container
+BUILD_EXTRA += container-build
+TEST_EXTRA += container-test
+
+.PHONY: deps-container container-build container-test container-bench container-testdata
+
+deps-container: ## install the container's system packages and ONNX Runtime (only what is missing)
+	@missing=""; for p in $(CONTAINER_APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "apt-get install -y$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@bash scripts/install-onnxruntime.sh
+
+container-build: ## build bin/speech-container (cgo: libespeak-ng, ONNX Runtime loaded at run time)
+	@mkdir -p bin
+	cd container && $(CONTAINER_ENV) $(GO) build -o $(CURDIR)/bin/speech-container .
+
+container-test: deps-container container-build ## test the container module (tests use bin/speech-container)
+	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 ./...
+
+container-bench: deps-container container-build ## benchmarks: gate and stream overhead, espeak pool vs serialized
+	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+container-testdata: ## regenerate the tiny stand-in Kokoro model in container/testdata (Debian python3-onnx)
+	/usr/bin/python3 container/testdata/make_tiny_kokoro.py
