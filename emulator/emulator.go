@@ -1,0 +1,302 @@
+// Package emulator is a local emulator of the SageMaker inference subset speech-infra uses, speaking the AWS
+// wire protocols so the aws-sdk-go-v2 clients (and the AWS CLI) talk to it unchanged: SageMaker (awsJson1_1),
+// SageMaker Runtime (restJson1 with event-stream responses), Application Auto Scaling (awsJson1_1), CloudWatch
+// (Smithy RPCv2 CBOR) and CloudWatch Logs (awsJson1_1), all on one URL.
+//
+// Endpoint instances are real container processes (the binary built from container/) on their own loopback
+// ports. A router sends each request to the instance with the fewest outstanding requests and publishes
+// ConcurrentRequestsPerModel; an autoscaler evaluates alarms and applies scaling policies with the Application
+// Auto Scaling semantics. State lives in a directory on disk, guarded by a lock, so a second process sees what
+// the first did and a restarted emulator restarts the instances it had.
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultPort is the loopback port the emulator listens on unless told otherwise.
+const DefaultPort = 4599
+
+// DefaultMetricPeriod is the resolution of the published metrics and the evaluation period of the autoscaler:
+// SageMaker's high-resolution metrics are 10-second datapoints.
+const DefaultMetricPeriod = 10 * time.Second
+
+// ErrLocked says another emulator already serves the state directory.
+var ErrLocked = errors.New("another emulator is already running on this state directory")
+
+// Options configure an emulator.
+type Options struct {
+	// StateDir holds state.json, the lock, the log streams and the discovery file. Required.
+	StateDir string
+	// Addr is the listen address; DefaultPort on 127.0.0.1 when empty. Port 0 picks a free port.
+	Addr string
+	// ContainerBin is the inference container binary each instance runs (`<bin> serve`). Required to run
+	// instances; control-plane operations work without it.
+	ContainerBin string
+	// MetricPeriod is the datapoint resolution and the autoscaler's evaluation period (DefaultMetricPeriod when
+	// zero). Tests shorten it so scaling happens in seconds.
+	MetricPeriod time.Duration
+	// Log receives the emulator's own diagnostics; io.Discard when nil.
+	Log io.Writer
+}
+
+// Info is what a running emulator publishes in <state dir>/emulator.json for other processes.
+type Info struct {
+	// PID is the emulator's process id.
+	PID int `json:"pid"`
+	// URL is the base URL every AWS client points at.
+	URL string `json:"url"`
+	// Started is when the emulator started.
+	Started time.Time `json:"started"`
+}
+
+// Emulator is one running emulator: a listener, the persisted state and the instance processes.
+type Emulator struct {
+	opts     Options
+	log      *log.Logger
+	lock     *os.File
+	listener net.Listener
+	server   *http.Server
+
+	mu     sync.Mutex
+	st     *state
+	fleets map[string]*fleet
+
+	logs    *logStore
+	metrics *metricStore
+
+	wg   sync.WaitGroup
+	done chan struct{}
+}
+
+// Open locks the state directory, loads the state and listens. It returns ErrLocked (wrapped) when another
+// emulator holds the directory and a clear error when the port is taken. Call Run to serve.
+func Open(opts Options) (*Emulator, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("emulator: no state directory given")
+	}
+	if opts.Addr == "" {
+		opts.Addr = fmt.Sprintf("127.0.0.1:%d", DefaultPort)
+	}
+	if opts.MetricPeriod <= 0 {
+		opts.MetricPeriod = DefaultMetricPeriod
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	lock, err := acquireLock(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadState(opts.StateDir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	logs, err := openLogStore(filepath.Join(opts.StateDir, "logs"))
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("emulator cannot listen on %s: the port is taken by another program; choose another with --port: %w", opts.Addr, err)
+		}
+		return nil, fmt.Errorf("emulator cannot listen on %s: %w", opts.Addr, err)
+	}
+	e := &Emulator{
+		opts:     opts,
+		log:      log.New(opts.Log, "emulator: ", log.LstdFlags|log.Lmicroseconds),
+		lock:     lock,
+		listener: ln,
+		st:       st,
+		fleets:   map[string]*fleet{},
+		logs:     logs,
+		metrics:  newMetricStore(opts.MetricPeriod),
+		done:     make(chan struct{}),
+	}
+	e.server = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	return e, nil
+}
+
+// acquireLock takes an exclusive, non-blocking flock on <dir>/emulator.lock. The kernel releases it when the
+// process dies, so a crashed emulator never leaves a stale lock.
+func acquireLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "emulator.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open emulator lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s)", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// Running reports whether an emulator holds the lock of stateDir and, if so, what it published about itself.
+func Running(stateDir string) (Info, bool, error) {
+	f, err := os.OpenFile(filepath.Join(stateDir, "emulator.lock"), os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return Info{}, false, nil
+	}
+	if err != nil {
+		return Info{}, false, fmt.Errorf("open emulator lock: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return Info{}, false, nil
+	}
+	b, err := os.ReadFile(filepath.Join(stateDir, "emulator.json"))
+	if err != nil {
+		// Locked but not yet published: it is starting.
+		return Info{}, true, nil
+	}
+	var info Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		return Info{}, true, fmt.Errorf("read %s: %w", filepath.Join(stateDir, "emulator.json"), err)
+	}
+	return info, true, nil
+}
+
+// URL is the base URL of the emulator, e.g. http://127.0.0.1:4599.
+func (e *Emulator) URL() string { return "http://" + e.listener.Addr().String() }
+
+// Run serves until ctx is done, then stops every instance process, releases the lock and returns. Endpoints
+// found in the state are brought back to their instance count first.
+func (e *Emulator) Run(ctx context.Context) error {
+	info := Info{PID: os.Getpid(), URL: e.URL(), Started: time.Now().UTC()}
+	b, _ := json.Marshal(info)
+	infoPath := filepath.Join(e.opts.StateDir, "emulator.json")
+	if err := os.WriteFile(infoPath, b, 0o644); err != nil {
+		return fmt.Errorf("publish emulator info: %w", err)
+	}
+	defer os.Remove(infoPath)
+	defer e.lock.Close()
+
+	e.mu.Lock()
+	for name := range e.st.Endpoints {
+		e.fleetLocked(name)
+	}
+	e.mu.Unlock()
+
+	e.wg.Add(2)
+	go func() { defer e.wg.Done(); e.sampleLoop() }()
+	go func() { defer e.wg.Done(); e.scaleLoop() }()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- e.server.Serve(e.listener) }()
+	e.log.Printf("listening on %s, state in %s", e.URL(), e.opts.StateDir)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.server.Shutdown(shutdownCtx)
+	close(e.done)
+	e.stopFleets()
+	e.wg.Wait()
+	e.logs.close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_1), the
+// /service/<service>/operation/<op> path (rpcv2Cbor) or the /endpoints/<name>/ path (restJson1).
+func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		service, op, _ := strings.Cut(target, ".")
+		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if err != nil {
+			writeJSONError(w, errorf("SerializationException", 400, "read request body: %v", err))
+			return
+		}
+		var handler func(op string, body []byte) (any, *apiError)
+		switch service {
+		case "SageMaker":
+			handler = e.sagemaker
+		case "AnyScaleFrontendService":
+			handler = e.autoscaling
+		case "Logs_20140328":
+			handler = e.cwlogs
+		default:
+			writeJSONError(w, errorf("UnknownOperationException", 400, "unknown service in X-Amz-Target %q", target))
+			return
+		}
+		out, apiErr := handler(op, body)
+		if apiErr != nil {
+			writeJSONError(w, apiErr)
+			return
+		}
+		writeJSON(w, out)
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/service/GraniteServiceVersion20100801/operation/"); ok {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		if err != nil {
+			writeCBORError(w, errorf("SerializationException", 400, "read request body: %v", err))
+			return
+		}
+		out, apiErr := e.cloudwatch(rest, body)
+		if apiErr != nil {
+			writeCBORError(w, apiErr)
+			return
+		}
+		writeCBOR(w, out)
+		return
+	}
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/endpoints/"); ok && r.Method == http.MethodPost {
+		name, action, _ := strings.Cut(rest, "/")
+		switch action {
+		case "invocations":
+			e.invoke(w, r, name)
+			return
+		case "invocations-response-stream":
+			e.invokeStream(w, r, name)
+			return
+		}
+	}
+	if r.URL.Path == "/_emulator/health" {
+		writeJSON(w, map[string]any{"pid": os.Getpid(), "url": e.URL()})
+		return
+	}
+	writeJSONError(w, errorf("UnknownOperationException", 404, "the emulator does not implement %s %s", r.Method, r.URL.Path))
+}
+
+// saveLocked persists the state; e.mu must be held. A failed write is logged: the in-memory state stays
+// authoritative and the next mutation tries again.
+func (e *Emulator) saveLocked() {
+	if err := e.st.save(e.opts.StateDir); err != nil {
+		e.log.Print(err)
+	}
+}
+
+func arn(service, resource string) string {
+	return fmt.Sprintf("arn:aws:%s:%s:%s:%s", service, region, account, resource)
+}

@@ -1,0 +1,393 @@
+package emulator
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+var sagemakerName = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
+
+func validation(format string, args ...any) *apiError {
+	return errorf("ValidationException", http.StatusBadRequest, format, args...)
+}
+
+// sagemaker serves the SageMaker (awsJson1_1, X-Amz-Target SageMaker.<op>) operations.
+func (e *Emulator) sagemaker(op string, body []byte) (any, *apiError) {
+	switch op {
+	case "CreateModel":
+		return e.createModel(body)
+	case "DescribeModel":
+		return e.describeModel(body)
+	case "DeleteModel":
+		return e.deleteModel(body)
+	case "CreateEndpointConfig":
+		return e.createEndpointConfig(body)
+	case "DescribeEndpointConfig":
+		return e.describeEndpointConfig(body)
+	case "DeleteEndpointConfig":
+		return e.deleteEndpointConfig(body)
+	case "CreateEndpoint":
+		return e.createEndpoint(body)
+	case "DescribeEndpoint":
+		return e.describeEndpoint(body)
+	case "DeleteEndpoint":
+		return e.deleteEndpoint(body)
+	case "ListEndpoints":
+		return e.listEndpoints(body)
+	case "UpdateEndpointWeightsAndCapacities":
+		return e.updateWeightsAndCapacities(body)
+	}
+	return nil, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement SageMaker.%s", op)
+}
+
+func (e *Emulator) createModel(body []byte) (any, *apiError) {
+	var in struct {
+		ModelName        string
+		PrimaryContainer *containerDef
+		Containers       []containerDef
+		ExecutionRoleArn string
+	}
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	if !sagemakerName.MatchString(in.ModelName) {
+		return nil, validation("1 validation error detected: Value '%s' at 'modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.ModelName)
+	}
+	c := in.PrimaryContainer
+	if c == nil && len(in.Containers) > 0 {
+		c = &in.Containers[0]
+	}
+	if c == nil {
+		return nil, validation("Either PrimaryContainer or Containers must be specified.")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.st.Models[in.ModelName]; ok {
+		return nil, validation("Cannot create already existing model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+	}
+	m := &modelRec{Name: in.ModelName, Arn: arn("sagemaker", "model/"+strings.ToLower(in.ModelName)), Container: *c, ExecutionRoleArn: in.ExecutionRoleArn, Created: time.Now().UTC()}
+	e.st.Models[in.ModelName] = m
+	e.saveLocked()
+	return map[string]any{"ModelArn": m.Arn}, nil
+}
+
+type nameInput struct {
+	ModelName          string
+	EndpointConfigName string
+	EndpointName       string
+}
+
+func (e *Emulator) describeModel(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m, ok := e.st.Models[in.ModelName]
+	if !ok {
+		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+	}
+	return map[string]any{
+		"ModelName":        m.Name,
+		"ModelArn":         m.Arn,
+		"PrimaryContainer": m.Container,
+		"ExecutionRoleArn": m.ExecutionRoleArn,
+		"CreationTime":     newEpoch(m.Created),
+	}, nil
+}
+
+func (e *Emulator) deleteModel(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.st.Models[in.ModelName]; !ok {
+		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+	}
+	delete(e.st.Models, in.ModelName)
+	e.saveLocked()
+	return map[string]any{}, nil
+}
+
+func (e *Emulator) createEndpointConfig(body []byte) (any, *apiError) {
+	var in struct {
+		EndpointConfigName string
+		ProductionVariants []variantRec
+	}
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	if !sagemakerName.MatchString(in.EndpointConfigName) {
+		return nil, validation("1 validation error detected: Value '%s' at 'endpointConfigName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.EndpointConfigName)
+	}
+	if len(in.ProductionVariants) != 1 {
+		return nil, validation("the emulator supports exactly one production variant, got %d", len(in.ProductionVariants))
+	}
+	v := in.ProductionVariants[0]
+	if v.VariantName == "" || v.ModelName == "" {
+		return nil, validation("ProductionVariants[0] needs VariantName and ModelName.")
+	}
+	if v.InitialInstanceCount < 1 {
+		return nil, validation("1 validation error detected: Value '%d' at 'productionVariants.1.member.initialInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", v.InitialInstanceCount)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.st.Models[v.ModelName]; !ok {
+		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(v.ModelName)))
+	}
+	if _, ok := e.st.EndpointConfigs[in.EndpointConfigName]; ok {
+		return nil, validation("Cannot create already existing endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	}
+	if v.InitialVariantWeight == 0 {
+		in.ProductionVariants[0].InitialVariantWeight = 1
+	}
+	c := &endpointConfigRec{Name: in.EndpointConfigName, Arn: arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)), Variants: in.ProductionVariants, Created: time.Now().UTC()}
+	e.st.EndpointConfigs[c.Name] = c
+	e.saveLocked()
+	return map[string]any{"EndpointConfigArn": c.Arn}, nil
+}
+
+func (e *Emulator) describeEndpointConfig(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
+	if !ok {
+		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	}
+	return map[string]any{
+		"EndpointConfigName": c.Name,
+		"EndpointConfigArn":  c.Arn,
+		"ProductionVariants": c.Variants,
+		"CreationTime":       newEpoch(c.Created),
+	}, nil
+}
+
+func (e *Emulator) deleteEndpointConfig(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.st.EndpointConfigs[in.EndpointConfigName]; !ok {
+		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	}
+	delete(e.st.EndpointConfigs, in.EndpointConfigName)
+	e.saveLocked()
+	return map[string]any{}, nil
+}
+
+func endpointNotFound(name string) *apiError {
+	return validation("Could not find endpoint \"%s\".", arn("sagemaker", "endpoint/"+strings.ToLower(name)))
+}
+
+func (e *Emulator) createEndpoint(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	if !sagemakerName.MatchString(in.EndpointName) {
+		return nil, validation("1 validation error detected: Value '%s' at 'endpointName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.EndpointName)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
+	if !ok {
+		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	}
+	if _, ok := e.st.Endpoints[in.EndpointName]; ok {
+		return nil, validation("Cannot create already existing endpoint \"%s\".", arn("sagemaker", "endpoint/"+strings.ToLower(in.EndpointName)))
+	}
+	v := c.Variants[0]
+	now := time.Now().UTC()
+	ep := &endpointRec{
+		Name: in.EndpointName, Arn: arn("sagemaker", "endpoint/"+strings.ToLower(in.EndpointName)),
+		ConfigName: c.Name, Status: statusCreating, Variant: v.VariantName, ModelName: v.ModelName,
+		InstanceType: v.InstanceType, Weight: v.InitialVariantWeight, Desired: v.InitialInstanceCount,
+		Created: now, Modified: now,
+	}
+	e.st.Endpoints[ep.Name] = ep
+	e.saveLocked()
+	e.fleetLocked(ep.Name).kickNow()
+	return map[string]any{"EndpointArn": ep.Arn}, nil
+}
+
+func (e *Emulator) describeEndpoint(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ep, ok := e.st.Endpoints[in.EndpointName]
+	if !ok {
+		return nil, endpointNotFound(in.EndpointName)
+	}
+	out := map[string]any{
+		"EndpointName":       ep.Name,
+		"EndpointArn":        ep.Arn,
+		"EndpointConfigName": ep.ConfigName,
+		"EndpointStatus":     ep.Status,
+		"CreationTime":       newEpoch(ep.Created),
+		"LastModifiedTime":   newEpoch(ep.Modified),
+		"ProductionVariants": []map[string]any{{
+			"VariantName":          ep.Variant,
+			"CurrentWeight":        ep.Weight,
+			"DesiredWeight":        ep.Weight,
+			"CurrentInstanceCount": len(ep.Instances),
+			"DesiredInstanceCount": ep.Desired,
+			"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.modelImage(ep.ModelName)}},
+		}},
+	}
+	if ep.FailureReason != "" {
+		out["FailureReason"] = ep.FailureReason
+	}
+	return out, nil
+}
+
+func (s *state) modelImage(model string) string {
+	if m, ok := s.Models[model]; ok {
+		return m.Container.Image
+	}
+	return ""
+}
+
+func (e *Emulator) deleteEndpoint(body []byte) (any, *apiError) {
+	var in nameInput
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.st.Endpoints[in.EndpointName]; !ok {
+		return nil, endpointNotFound(in.EndpointName)
+	}
+	// The endpoint disappears at once; its fleet notices and stops the instances in the background.
+	delete(e.st.Endpoints, in.EndpointName)
+	e.saveLocked()
+	if f, ok := e.fleets[in.EndpointName]; ok {
+		f.kickNow()
+	}
+	return map[string]any{}, nil
+}
+
+func (e *Emulator) listEndpoints(body []byte) (any, *apiError) {
+	var in struct {
+		NameContains string
+		StatusEquals string
+		SortBy       string
+		SortOrder    string
+	}
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	eps := make([]*endpointRec, 0, len(e.st.Endpoints))
+	for _, ep := range e.st.Endpoints {
+		if in.NameContains != "" && !strings.Contains(ep.Name, in.NameContains) {
+			continue
+		}
+		if in.StatusEquals != "" && ep.Status != in.StatusEquals {
+			continue
+		}
+		eps = append(eps, ep)
+	}
+	sort.Slice(eps, func(i, j int) bool {
+		var less bool
+		switch in.SortBy {
+		case "Name":
+			less = eps[i].Name < eps[j].Name
+		case "Status":
+			less = eps[i].Status < eps[j].Status
+		default:
+			less = eps[i].Created.Before(eps[j].Created)
+		}
+		if in.SortOrder != "Ascending" {
+			return !less
+		}
+		return less
+	})
+	list := make([]map[string]any, 0, len(eps))
+	for _, ep := range eps {
+		list = append(list, map[string]any{
+			"EndpointName":     ep.Name,
+			"EndpointArn":      ep.Arn,
+			"CreationTime":     newEpoch(ep.Created),
+			"LastModifiedTime": newEpoch(ep.Modified),
+			"EndpointStatus":   ep.Status,
+		})
+	}
+	return map[string]any{"Endpoints": list}, nil
+}
+
+func (e *Emulator) updateWeightsAndCapacities(body []byte) (any, *apiError) {
+	var in struct {
+		EndpointName                string
+		DesiredWeightsAndCapacities []struct {
+			VariantName          string
+			DesiredWeight        *float64
+			DesiredInstanceCount *int
+		}
+	}
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ep, ok := e.st.Endpoints[in.EndpointName]
+	if !ok {
+		return nil, endpointNotFound(in.EndpointName)
+	}
+	if len(in.DesiredWeightsAndCapacities) == 0 {
+		return nil, validation("DesiredWeightsAndCapacities must not be empty.")
+	}
+	if ep.Status != statusInService {
+		return nil, validation("Cannot update in-progress endpoint \"%s\".", ep.Arn)
+	}
+	desired := ep.Desired
+	for _, d := range in.DesiredWeightsAndCapacities {
+		if d.VariantName != ep.Variant {
+			return nil, validation("The variant name(s) [%s] is/are not present in the endpoint \"%s\".", d.VariantName, ep.Arn)
+		}
+		if d.DesiredInstanceCount != nil {
+			if *d.DesiredInstanceCount < 0 {
+				return nil, validation("DesiredInstanceCount must be at least 0, got %d.", *d.DesiredInstanceCount)
+			}
+			desired = *d.DesiredInstanceCount
+		}
+		if d.DesiredWeight != nil {
+			ep.Weight = *d.DesiredWeight
+		}
+	}
+	e.setDesiredLocked(ep, desired)
+	return map[string]any{"EndpointArn": ep.Arn}, nil
+}
+
+// setDesiredLocked changes the instance count of an InService endpoint, moving it to Updating until the fleet
+// matches; e.mu must be held.
+func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) {
+	ep.Modified = time.Now().UTC()
+	ep.FailureReason = ""
+	if desired != ep.Desired || desired != len(ep.Instances) {
+		ep.Desired = desired
+		ep.Status = statusUpdating
+	}
+	e.saveLocked()
+	e.fleetLocked(ep.Name).kickNow()
+}
+
+func resourceIDOf(endpoint, variant string) string {
+	return fmt.Sprintf("endpoint/%s/variant/%s", endpoint, variant)
+}

@@ -1,0 +1,273 @@
+package emulator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// account and region are what the emulator writes into ARNs.
+const (
+	account = "000000000000"
+	region  = "us-east-1"
+)
+
+// Endpoint statuses, as SageMaker names them.
+const (
+	statusCreating  = "Creating"
+	statusUpdating  = "Updating"
+	statusInService = "InService"
+	statusDeleting  = "Deleting"
+	statusFailed    = "Failed"
+)
+
+// state is everything the emulator persists in <state dir>/state.json. Metrics are kept in memory only.
+type state struct {
+	Models          map[string]*modelRec          `json:"models"`
+	EndpointConfigs map[string]*endpointConfigRec `json:"endpoint_configs"`
+	Endpoints       map[string]*endpointRec       `json:"endpoints"`
+	Targets         map[string]*targetRec         `json:"targets"`
+	Policies        map[string]*policyRec         `json:"policies"`
+	Alarms          map[string]*alarmRec          `json:"alarms"`
+	Activities      []*activityRec                `json:"activities"`
+	NextInstance    int                           `json:"next_instance"`
+}
+
+type containerDef struct {
+	Image        string            `json:"Image,omitempty"`
+	ModelDataURL string            `json:"ModelDataUrl,omitempty"`
+	Environment  map[string]string `json:"Environment,omitempty"`
+}
+
+type modelRec struct {
+	Name             string       `json:"name"`
+	Arn              string       `json:"arn"`
+	Container        containerDef `json:"container"`
+	ExecutionRoleArn string       `json:"execution_role_arn,omitempty"`
+	Created          time.Time    `json:"created"`
+}
+
+type variantRec struct {
+	VariantName          string  `json:"VariantName"`
+	ModelName            string  `json:"ModelName"`
+	InitialInstanceCount int     `json:"InitialInstanceCount"`
+	InstanceType         string  `json:"InstanceType,omitempty"`
+	InitialVariantWeight float64 `json:"InitialVariantWeight,omitempty"`
+	StartupTimeoutS      int     `json:"ContainerStartupHealthCheckTimeoutInSeconds,omitempty"`
+	DownloadTimeoutS     int     `json:"ModelDataDownloadTimeoutInSeconds,omitempty"`
+}
+
+type endpointConfigRec struct {
+	Name     string       `json:"name"`
+	Arn      string       `json:"arn"`
+	Variants []variantRec `json:"variants"`
+	Created  time.Time    `json:"created"`
+}
+
+type endpointRec struct {
+	Name          string    `json:"name"`
+	Arn           string    `json:"arn"`
+	ConfigName    string    `json:"config_name"`
+	Status        string    `json:"status"`
+	FailureReason string    `json:"failure_reason,omitempty"`
+	Variant       string    `json:"variant"`
+	ModelName     string    `json:"model_name"`
+	InstanceType  string    `json:"instance_type"`
+	Weight        float64   `json:"weight"`
+	Desired       int       `json:"desired"`
+	Instances     []string  `json:"instances"`
+	Created       time.Time `json:"created"`
+	Modified      time.Time `json:"modified"`
+}
+
+type suspendedState struct {
+	DynamicScalingInSuspended  *bool `json:"DynamicScalingInSuspended,omitempty"`
+	DynamicScalingOutSuspended *bool `json:"DynamicScalingOutSuspended,omitempty"`
+	ScheduledScalingSuspended  *bool `json:"ScheduledScalingSuspended,omitempty"`
+}
+
+type targetRec struct {
+	Namespace     string         `json:"namespace"`
+	ResourceID    string         `json:"resource_id"`
+	Dimension     string         `json:"dimension"`
+	Min           int            `json:"min"`
+	Max           int            `json:"max"`
+	RoleARN       string         `json:"role_arn,omitempty"`
+	Arn           string         `json:"arn"`
+	Suspended     suspendedState `json:"suspended"`
+	Created       time.Time      `json:"created"`
+	LastScaleOut  time.Time      `json:"last_scale_out"`
+	LastScaleIn   time.Time      `json:"last_scale_in"`
+	LastOutPolicy string         `json:"last_out_policy,omitempty"`
+}
+
+type dimension struct {
+	Name  string `json:"Name"`
+	Value string `json:"Value"`
+}
+
+type stepAdjustment struct {
+	MetricIntervalLowerBound *float64 `json:"MetricIntervalLowerBound,omitempty"`
+	MetricIntervalUpperBound *float64 `json:"MetricIntervalUpperBound,omitempty"`
+	ScalingAdjustment        int      `json:"ScalingAdjustment"`
+}
+
+type stepConfig struct {
+	AdjustmentType         string           `json:"AdjustmentType,omitempty"`
+	StepAdjustments        []stepAdjustment `json:"StepAdjustments,omitempty"`
+	MinAdjustmentMagnitude *int             `json:"MinAdjustmentMagnitude,omitempty"`
+	Cooldown               *int             `json:"Cooldown,omitempty"`
+	MetricAggregationType  string           `json:"MetricAggregationType,omitempty"`
+}
+
+type predefinedMetric struct {
+	PredefinedMetricType string `json:"PredefinedMetricType"`
+	ResourceLabel        string `json:"ResourceLabel,omitempty"`
+}
+
+type customizedMetric struct {
+	MetricName string      `json:"MetricName,omitempty"`
+	Namespace  string      `json:"Namespace,omitempty"`
+	Dimensions []dimension `json:"Dimensions,omitempty"`
+	Statistic  string      `json:"Statistic,omitempty"`
+	Unit       string      `json:"Unit,omitempty"`
+	Metrics    []any       `json:"Metrics,omitempty"`
+}
+
+type targetTrackingConfig struct {
+	TargetValue                   *float64          `json:"TargetValue"`
+	PredefinedMetricSpecification *predefinedMetric `json:"PredefinedMetricSpecification,omitempty"`
+	CustomizedMetricSpecification *customizedMetric `json:"CustomizedMetricSpecification,omitempty"`
+	ScaleOutCooldown              *int              `json:"ScaleOutCooldown,omitempty"`
+	ScaleInCooldown               *int              `json:"ScaleInCooldown,omitempty"`
+	DisableScaleIn                *bool             `json:"DisableScaleIn,omitempty"`
+}
+
+type policyRec struct {
+	Name           string                `json:"name"`
+	Arn            string                `json:"arn"`
+	Namespace      string                `json:"namespace"`
+	ResourceID     string                `json:"resource_id"`
+	Dimension      string                `json:"dimension"`
+	Type           string                `json:"type"`
+	Step           *stepConfig           `json:"step,omitempty"`
+	TargetTracking *targetTrackingConfig `json:"target_tracking,omitempty"`
+	// OwnAlarms are the alarms a target tracking policy created and deletes with itself.
+	OwnAlarms []string  `json:"own_alarms,omitempty"`
+	Created   time.Time `json:"created"`
+	// LastFired is when a step policy last changed capacity, for its cooldown.
+	LastFired time.Time `json:"last_fired"`
+}
+
+type alarmRec struct {
+	Name               string      `json:"name"`
+	Arn                string      `json:"arn"`
+	Description        string      `json:"description,omitempty"`
+	ActionsEnabled     bool        `json:"actions_enabled"`
+	AlarmActions       []string    `json:"alarm_actions,omitempty"`
+	OKActions          []string    `json:"ok_actions,omitempty"`
+	InsufficientData   []string    `json:"insufficient_data_actions,omitempty"`
+	Namespace          string      `json:"namespace"`
+	MetricName         string      `json:"metric_name"`
+	Dimensions         []dimension `json:"dimensions,omitempty"`
+	Statistic          string      `json:"statistic,omitempty"`
+	Unit               string      `json:"unit,omitempty"`
+	Period             int         `json:"period"`
+	EvaluationPeriods  int         `json:"evaluation_periods"`
+	DatapointsToAlarm  int         `json:"datapoints_to_alarm,omitempty"`
+	Threshold          float64     `json:"threshold"`
+	ComparisonOperator string      `json:"comparison_operator"`
+	TreatMissingData   string      `json:"treat_missing_data,omitempty"`
+	State              string      `json:"state"`
+	StateReason        string      `json:"state_reason"`
+	StateUpdated       time.Time   `json:"state_updated"`
+	ConfigUpdated      time.Time   `json:"config_updated"`
+	// LastValue is the newest datapoint the last evaluation saw; step policies measure breaches from it.
+	LastValue float64 `json:"last_value"`
+}
+
+type activityRec struct {
+	ID          string    `json:"id"`
+	Namespace   string    `json:"namespace"`
+	ResourceID  string    `json:"resource_id"`
+	Dimension   string    `json:"dimension"`
+	Description string    `json:"description"`
+	Cause       string    `json:"cause"`
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	StatusCode  string    `json:"status_code"`
+	Message     string    `json:"message,omitempty"`
+}
+
+func newState() *state {
+	return &state{
+		Models:          map[string]*modelRec{},
+		EndpointConfigs: map[string]*endpointConfigRec{},
+		Endpoints:       map[string]*endpointRec{},
+		Targets:         map[string]*targetRec{},
+		Policies:        map[string]*policyRec{},
+		Alarms:          map[string]*alarmRec{},
+	}
+}
+
+// loadState reads state.json from dir, or returns an empty state when there is none yet.
+func loadState(dir string) (*state, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return newState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read emulator state: %w", err)
+	}
+	s := newState()
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("read emulator state %s: %w", filepath.Join(dir, "state.json"), err)
+	}
+	// Maps missing from an older file come back nil; make them usable.
+	fresh := newState()
+	if s.Models == nil {
+		s.Models = fresh.Models
+	}
+	if s.EndpointConfigs == nil {
+		s.EndpointConfigs = fresh.EndpointConfigs
+	}
+	if s.Endpoints == nil {
+		s.Endpoints = fresh.Endpoints
+	}
+	if s.Targets == nil {
+		s.Targets = fresh.Targets
+	}
+	if s.Policies == nil {
+		s.Policies = fresh.Policies
+	}
+	if s.Alarms == nil {
+		s.Alarms = fresh.Alarms
+	}
+	return s, nil
+}
+
+// save writes the state atomically (write to a temporary file, then rename), so a crash never leaves half a file.
+func (s *state) save(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode emulator state: %w", err)
+	}
+	tmp := filepath.Join(dir, "state.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("write emulator state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "state.json")); err != nil {
+		return fmt.Errorf("write emulator state: %w", err)
+	}
+	return nil
+}
+
+func targetKey(ns, resourceID, dim string) string { return ns + "|" + resourceID + "|" + dim }
+
+func policyKey(ns, resourceID, dim, name string) string {
+	return targetKey(ns, resourceID, dim) + "|" + name
+}

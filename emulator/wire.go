@@ -1,0 +1,292 @@
+package emulator
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go/encoding/cbor"
+)
+
+// apiError is an error in the AWS shape: a modeled error code, an HTTP status and a message.
+type apiError struct {
+	// Code is the error shape name, e.g. ValidationException.
+	Code string
+	// Status is the HTTP status code.
+	Status int
+	// Message is the human-readable message.
+	Message string
+	// Extra holds additional members of the error shape (e.g. OriginalStatusCode of ModelError).
+	Extra map[string]any
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code string, status int, format string, args ...any) *apiError {
+	return &apiError{Code: code, Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// epoch is a timestamp that travels as epoch seconds: a JSON number in the awsJson protocols and a CBOR tag 1
+// in rpcv2Cbor.
+type epoch struct{ time.Time }
+
+func newEpoch(t time.Time) *epoch { return &epoch{t} }
+
+// MarshalJSON writes fractional epoch seconds.
+func (e epoch) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(float64(e.UnixNano())/1e9, 'f', 3, 64)), nil
+}
+
+// UnmarshalJSON reads epoch seconds (a number) or an RFC 3339 string.
+func (e *epoch) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if s == "null" {
+		return nil
+	}
+	if strings.HasPrefix(s, `"`) {
+		var str string
+		if err := json.Unmarshal(b, &str); err != nil {
+			return err
+		}
+		t, err := time.Parse(time.RFC3339Nano, str)
+		if err != nil {
+			return fmt.Errorf("timestamp %q: %w", str, err)
+		}
+		e.Time = t
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("timestamp %s: %w", s, err)
+	}
+	sec, frac := math.Modf(f)
+	e.Time = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	return nil
+}
+
+// decodeJSON decodes an awsJson request body into v; an empty body is an empty object.
+func decodeJSON(body []byte, v any) *apiError {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the request body: %v", err)
+	}
+	return nil
+}
+
+// writeJSON writes an awsJson1_1 success response.
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeJSONError(w, errorf("InternalFailure", 500, "encode response: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// writeJSONError writes an error in the awsJson / restJson1 shape: X-Amzn-ErrorType header and a body with
+// __type and message.
+func writeJSONError(w http.ResponseWriter, e *apiError) {
+	body := map[string]any{"__type": e.Code, "message": e.Message}
+	for k, v := range e.Extra {
+		body[k] = v
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("X-Amzn-ErrorType", e.Code)
+	w.WriteHeader(e.Status)
+	w.Write(b)
+}
+
+// cborToAny converts a decoded CBOR value into the value encoding/json would produce, with timestamps (tag 1)
+// as epoch seconds, so that one set of request structs serves both protocols.
+func cborToAny(v cbor.Value) (any, error) {
+	switch x := v.(type) {
+	case cbor.Uint:
+		return float64(x), nil
+	case cbor.NegInt:
+		return -float64(x), nil
+	case cbor.Float32:
+		return float64(x), nil
+	case cbor.Float64:
+		return float64(x), nil
+	case cbor.String:
+		return string(x), nil
+	case cbor.Slice:
+		return base64.StdEncoding.EncodeToString(x), nil
+	case cbor.Bool:
+		return bool(x), nil
+	case *cbor.Nil, *cbor.Undefined:
+		return nil, nil
+	case cbor.List:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			a, err := cborToAny(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	case cbor.Map:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			a, err := cborToAny(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = a
+		}
+		return out, nil
+	case *cbor.Tag:
+		if x.ID == 1 {
+			return cborToAny(x.Value)
+		}
+		return nil, fmt.Errorf("unsupported CBOR tag %d", x.ID)
+	default:
+		return nil, fmt.Errorf("unsupported CBOR value %T", v)
+	}
+}
+
+// decodeCBOR decodes an rpcv2Cbor request body into v.
+func decodeCBOR(body []byte, v any) *apiError {
+	if len(body) == 0 {
+		return nil
+	}
+	val, err := cbor.Decode(body)
+	if err != nil {
+		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the CBOR request body: %v", err)
+	}
+	a, err := cborToAny(val)
+	if err != nil {
+		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the CBOR request body: %v", err)
+	}
+	b, _ := json.Marshal(a)
+	if err := json.Unmarshal(b, v); err != nil {
+		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the request body: %v", err)
+	}
+	return nil
+}
+
+var epochType = reflect.TypeOf(epoch{})
+
+// toCBOR converts a response struct into a CBOR value: members named by their json tags, nil pointers, nil
+// slices and omitempty zero values left out, timestamps (epoch) as tag 1 and float64 as doubles.
+func toCBOR(v reflect.Value) (cbor.Value, bool) {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	if v.Type() == epochType {
+		t := v.Interface().(epoch)
+		return &cbor.Tag{ID: 1, Value: cbor.Float64(float64(t.UnixNano()) / 1e9)}, true
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return cbor.String(v.String()), true
+	case reflect.Bool:
+		return cbor.Bool(v.Bool()), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i := v.Int(); i < 0 {
+			return cbor.NegInt(uint64(-i)), true
+		} else {
+			return cbor.Uint(uint64(i)), true
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return cbor.Uint(v.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return cbor.Float64(v.Float()), true
+	case reflect.Slice:
+		if v.IsNil() {
+			return nil, false
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return cbor.Slice(v.Bytes()), true
+		}
+		l := cbor.List{}
+		for i := 0; i < v.Len(); i++ {
+			if e, ok := toCBOR(v.Index(i)); ok {
+				l = append(l, e)
+			}
+		}
+		return l, true
+	case reflect.Map:
+		if v.IsNil() {
+			return nil, false
+		}
+		m := cbor.Map{}
+		iter := v.MapRange()
+		for iter.Next() {
+			if e, ok := toCBOR(iter.Value()); ok {
+				m[iter.Key().String()] = e
+			}
+		}
+		return m, true
+	case reflect.Struct:
+		m := cbor.Map{}
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			fv := v.Field(i)
+			if strings.Contains(opts, "omitempty") && fv.IsZero() {
+				continue
+			}
+			if e, ok := toCBOR(fv); ok {
+				m[name] = e
+			}
+		}
+		return m, true
+	}
+	return nil, false
+}
+
+// writeCBOR writes an rpcv2Cbor success response.
+func writeCBOR(w http.ResponseWriter, v any) {
+	val, ok := toCBOR(reflect.ValueOf(v))
+	if !ok {
+		val = cbor.Map{}
+	}
+	w.Header().Set("Content-Type", "application/cbor")
+	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+	w.WriteHeader(http.StatusOK)
+	w.Write(cbor.Encode(val))
+}
+
+// writeCBORError writes an rpcv2Cbor error. CloudWatch is awsQueryCompatible, so the query error code also
+// travels in X-Amzn-Query-Error.
+func writeCBORError(w http.ResponseWriter, e *apiError) {
+	m := cbor.Map{
+		"__type":  cbor.String("com.amazonaws.cloudwatch#" + e.Code),
+		"message": cbor.String(e.Message),
+	}
+	fault := "Sender"
+	if e.Status >= 500 {
+		fault = "Receiver"
+	}
+	w.Header().Set("Content-Type", "application/cbor")
+	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+	w.Header().Set("X-Amzn-Query-Error", e.Code+";"+fault)
+	w.WriteHeader(e.Status)
+	w.Write(cbor.Encode(m))
+}
