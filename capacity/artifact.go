@@ -1,0 +1,277 @@
+package capacity
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// SchemaVersion is the schema version this package writes and the only one it reads.
+const SchemaVersion = 1
+
+// Transports the load generator can measure over; every artifact records one.
+const (
+	// TransportSageMakerStream is InvokeEndpointWithResponseStream against a SageMaker (or emulated) endpoint.
+	TransportSageMakerStream = "sagemaker-stream"
+	// TransportHTTP is a direct HTTP POST to a container.
+	TransportHTTP = "http"
+)
+
+// Transports lists the known transports.
+var Transports = []string{TransportSageMakerStream, TransportHTTP}
+
+// Artifact file names inside artifacts/<model>/.
+const (
+	QMaxFile   = "qmax.json"
+	TTotalFile = "ttotal.json"
+	PlanFile   = "plan.json"
+)
+
+// ArtifactDir is the directory, relative to the repository root, that holds a model's artifacts.
+func ArtifactDir(modelID string) string { return filepath.Join("artifacts", modelID) }
+
+// DefaultQMaxPath is where tts-bench qmax writes its artifact for a model.
+func DefaultQMaxPath(modelID string) string { return filepath.Join(ArtifactDir(modelID), QMaxFile) }
+
+// DefaultTTotalPath is where tts-bench ttotal writes its artifact for a model.
+func DefaultTTotalPath(modelID string) string { return filepath.Join(ArtifactDir(modelID), TTotalFile) }
+
+// DefaultPlanPath is where tts-bench plan writes the plan and where the endpoint stack looks for it.
+func DefaultPlanPath(modelID string) string { return filepath.Join(ArtifactDir(modelID), PlanFile) }
+
+// LoadError reports every problem found while strictly decoding one artifact.
+type LoadError struct {
+	// Kind is the artifact kind: qmax, ttotal or plan.
+	Kind string
+	// Source names the file (or "input") that was decoded.
+	Source string
+	// Problems are the individual findings, each naming the JSON field.
+	Problems []string
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("%s is not a valid %s artifact:\n  %s", e.Source, e.Kind, strings.Join(e.Problems, "\n  "))
+}
+
+// decodeStrict decodes data into v and reports every unknown field, every missing required field (a field
+// whose json tag lacks omitempty) and type errors, each by its dotted JSON path. The standard decoder stops at
+// the first unknown field and matches keys case-insensitively; walking the raw value first reports them all
+// and keeps "Q_MAX" from silently filling q_max.
+func decodeStrict(data []byte, v any) []string {
+	var raw any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return []string{fmt.Sprintf("not valid JSON: %v", err)}
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return []string{"not a JSON object: an artifact is one object with a schema_version field"}
+	}
+	problems := walkFields(raw, reflect.TypeOf(v).Elem(), "")
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "(value)"
+			}
+			problems = append(problems, fmt.Sprintf("%s: has JSON type %s, want %s", field, te.Value, te.Type))
+		} else {
+			problems = append(problems, fmt.Sprintf("cannot decode: %v", err))
+		}
+	}
+	return problems
+}
+
+var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// walkFields compares a decoded JSON value with a Go type and returns one problem per unknown key and per
+// missing required key.
+func walkFields(raw any, t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // e.g. time.Time: a leaf with its own syntax
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		arr, ok := raw.([]any)
+		if !ok {
+			return nil // type errors are reported by the decoder
+		}
+		var out []string
+		for i, el := range arr {
+			out = append(out, walkFields(el, t.Elem(), fmt.Sprintf("%s[%d]", strings.TrimSuffix(prefix, "."), i)+".")...)
+		}
+		return out
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil
+	}
+	type field struct {
+		t        reflect.Type
+		required bool
+	}
+	fields := map[string]field{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = field{t: f.Type, required: !strings.Contains(opts, "omitempty")}
+	}
+	var out []string
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s%s: unknown field: remove it or check its spelling (schema_version %d)", prefix, k, SchemaVersion))
+			continue
+		}
+		out = append(out, walkFields(obj[k], f.t, prefix+k+".")...)
+	}
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if _, present := obj[n]; !present && fields[n].required {
+			out = append(out, fmt.Sprintf("%s%s: missing required field", prefix, n))
+		}
+	}
+	return out
+}
+
+// parseArtifact strictly decodes one artifact kind into v.
+func parseArtifact(kind, source string, data []byte, v any) error {
+	if problems := decodeStrict(data, v); len(problems) > 0 {
+		return &LoadError{Kind: kind, Source: source, Problems: problems}
+	}
+	return nil
+}
+
+// loadArtifact reads path and strictly decodes it into v.
+func loadArtifact(kind, path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s artifact: %w", kind, err)
+	}
+	return parseArtifact(kind, path, data, v)
+}
+
+// MarshalArtifact renders an artifact as indented JSON with a trailing newline, the form written to disk.
+func MarshalArtifact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode artifact: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteJSON writes v as an artifact to path atomically (see WriteFileAtomic).
+func WriteJSON(path string, v any) error {
+	data, err := MarshalArtifact(v)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data)
+}
+
+// WriteFileAtomic writes data to path so that readers see either the old file or the complete new one: it
+// writes a temporary file in the same directory (creating the directory), syncs it and renames it over path.
+func WriteFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: create directory: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: create temporary file: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("write %s: sync: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("write %s: chmod: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: rename into place: %w", path, err)
+	}
+	return nil
+}
+
+// DigestBytes returns "sha256:<hex>" of data.
+func DigestBytes(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// FileDigest returns "sha256:<hex>" of the file's contents.
+func FileDigest(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("digest %s: %w", path, err)
+	}
+	return DigestBytes(data), nil
+}
+
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidDigest reports whether s has the form "sha256:" followed by 64 lowercase hex digits.
+func ValidDigest(s string) bool { return digestPattern.MatchString(s) }
+
+func knownTransport(t string) bool {
+	for _, k := range Transports {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// validFileName reports whether name is a plain file name (no directory part), as artifacts record the
+// files beside them.
+func validFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
+}

@@ -1,0 +1,358 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// Measurement is what a measured plan is built from: both artifacts, verified, with the file names and
+// digests the plan records.
+type Measurement struct {
+	// QMax is the qmax artifact.
+	QMax *QMax
+	// QMaxFile is its file name; the gate looks for it beside the plan.
+	QMaxFile string
+	// QMaxSHA256 is the digest of its file.
+	QMaxSHA256 string
+	// TTotal is the ttotal artifact.
+	TTotal *TTotal
+	// TTotalFile is its file name; the gate looks for it beside the plan.
+	TTotalFile string
+	// TTotalSHA256 is the digest of its file.
+	TTotalSHA256 string
+}
+
+// LoadMeasurement loads, digests and verifies the two artifacts. Every problem of both is returned at once.
+func LoadMeasurement(qmaxPath, ttotalPath string) (Measurement, error) {
+	var ms Measurement
+	var errs []error
+	q, err := LoadQMax(qmaxPath)
+	if err != nil {
+		errs = append(errs, err)
+	} else if v := q.Verify(); len(v) > 0 {
+		errs = append(errs, joinErrors(qmaxPath+" is not a valid qmax artifact (re-run tts-bench qmax)", v))
+	}
+	t, err := LoadTTotal(ttotalPath)
+	if err != nil {
+		errs = append(errs, err)
+	} else if v := t.Verify(); len(v) > 0 {
+		errs = append(errs, joinErrors(ttotalPath+" is not a valid ttotal artifact (re-run tts-bench ttotal)", v))
+	}
+	if len(errs) > 0 {
+		return ms, errors.Join(errs...)
+	}
+	ms.QMax, ms.TTotal = q, t
+	ms.QMaxFile, ms.TTotalFile = baseName(qmaxPath), baseName(ttotalPath)
+	if ms.QMaxSHA256, err = FileDigest(qmaxPath); err != nil {
+		return ms, err
+	}
+	if ms.TTotalSHA256, err = FileDigest(ttotalPath); err != nil {
+		return ms, err
+	}
+	return ms, nil
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// FromArtifacts builds a measured plan for model m. It returns an error (an input problem, not an
+// infeasible plan) when the artifacts are for another model or the options are out of range.
+func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
+	q, t := ms.QMax, ms.TTotal
+	if q == nil || t == nil {
+		return nil, errors.New("build plan: both the qmax and the ttotal artifact are needed")
+	}
+	if q.Model != m.ID {
+		return nil, fmt.Errorf("build plan: %s is for model %q, not %q: pass the %s artifact or --model %s", ms.QMaxFile, q.Model, m.ID, m.ID, q.Model)
+	}
+	if t.Model != m.ID {
+		return nil, fmt.Errorf("build plan: %s is for model %q, not %q: pass the %s artifact or --model %s", ms.TTotalFile, t.Model, m.ID, m.ID, t.Model)
+	}
+	if !validFileName(ms.QMaxFile) || !validFileName(ms.TTotalFile) {
+		return nil, errors.New("build plan: artifact file names must be plain names: the plan records them relative to its own directory")
+	}
+	p := &Plan{
+		SchemaVersion: SchemaVersion,
+		Measured:      true,
+		Fingerprint: Fingerprint{
+			Model: m.ID, ModelRevision: q.ModelRevision, InstanceType: q.InstanceType,
+			ContainerDigest: q.ContainerDigest, SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile,
+			Transport: q.Transport,
+		},
+		Inputs: baseInputs(m, o),
+	}
+	in := &p.Inputs
+	in.QMaxFile, in.QMaxSHA256 = ms.QMaxFile, ms.QMaxSHA256
+	in.TTotalFile, in.TTotalSHA256 = ms.TTotalFile, ms.TTotalSHA256
+	in.DryRun = q.DryRun || t.DryRun
+	in.QMax = q.QMax
+	in.TTotalS = t.TTotalS
+	in.Throughput = q.throughputCurve()
+	h := in.SurgeRatio - 1
+	in.CloudWatchRatio = q.cloudWatchRatio((1 - h) * float64(q.QMax))
+	defaultTrough(in)
+	if errs := verifyInputs(*in); len(errs) > 0 {
+		return nil, joinErrors("build plan", errs)
+	}
+	finish(p, []Finding{
+		measurementValidity(m, ms),
+		sloConsistency(m, q),
+		transportConsistency(q, t),
+	})
+	return p, nil
+}
+
+func measurementValidity(m models.Model, ms Measurement) Finding {
+	q, t := ms.QMax, ms.TTotal
+	f := Finding{Name: FindingMeasurementValidity, Status: StatusPass}
+	var details, recs []string
+	worst := func(s Status) {
+		if s == StatusFail || (s == StatusWarn && f.Status == StatusPass) {
+			f.Status = s
+		}
+	}
+	if t.QMaxSHA256 != ms.QMaxSHA256 {
+		worst(StatusFail)
+		details = append(details, fmt.Sprintf("%s was measured against a qmax artifact with digest %s, not %s (%s)", ms.TTotalFile, t.QMaxSHA256, ms.QMaxSHA256, ms.QMaxFile))
+		recs = append(recs, "re-run tts-bench ttotal against this qmax artifact, or pass the matching --qmax")
+	}
+	if q.InstanceType != t.InstanceType {
+		worst(StatusFail)
+		details = append(details, fmt.Sprintf("qmax was measured on %s but ttotal on %s", q.InstanceType, t.InstanceType))
+		recs = append(recs, "measure both on the same instance type")
+	}
+	var unusable []string
+	for _, s := range q.Steps {
+		if s.Usable {
+			continue
+		}
+		if s.Concurrency == q.QMax || s.Concurrency == q.BracketLowestFail {
+			worst(StatusFail)
+			details = append(details, fmt.Sprintf("the step at concurrency %d that brackets Q_max is not usable (%s)", s.Concurrency, s.UnusableReason))
+			recs = append(recs, "re-run tts-bench qmax so that the bracketing steps are usable")
+		} else {
+			unusable = append(unusable, fmt.Sprintf("%d (%s)", s.Concurrency, s.UnusableReason))
+		}
+	}
+	if len(unusable) > 0 {
+		worst(StatusWarn)
+		details = append(details, "steps not usable and left out of the throughput curve: "+strings.Join(unusable, ", "))
+	}
+	if q.BracketLowestFail == 0 {
+		worst(StatusWarn)
+		details = append(details, fmt.Sprintf("no step failed the SLO, so Q_max %d is only a lower bound", q.QMax))
+		recs = append(recs, "extend the staircase past the first failing step (tts-bench qmax --max-concurrency)")
+	}
+	for _, s := range q.Steps {
+		if s.Usable && s.CloudWatchRatio > 0 && math.Abs(s.CloudWatchRatio-1) > 0.1 {
+			worst(StatusWarn)
+			details = append(details, fmt.Sprintf("at concurrency %d CloudWatch saw %s× the client's concurrency", s.Concurrency, num(s.CloudWatchRatio)))
+			break
+		}
+	}
+	if len(t.MissingStages) > 0 {
+		worst(StatusWarn)
+		details = append(details, "ttotal missed stages: "+strings.Join(t.MissingStages, ", "))
+	}
+	if q.DryRun || t.DryRun {
+		worst(StatusWarn)
+		details = append(details, "derived from a dry run: the numbers are for rehearsal and the deploy gate refuses this plan")
+		recs = append(recs, "run tts-bench qmax and ttotal without --dry-run, then tts-bench plan again")
+	}
+	if q.ModelRevision != m.Revision() {
+		worst(StatusWarn)
+		details = append(details, fmt.Sprintf("measured model revision %s but the catalog pins %s: the deploy gate will refuse this plan", q.ModelRevision, m.Revision()))
+		recs = append(recs, "re-measure the pinned revision")
+	}
+	if q.InstanceType != m.InstanceType && q.InstanceType != models.LocalInstanceType {
+		worst(StatusWarn)
+		details = append(details, fmt.Sprintf("measured on %s but the catalog deploys %s: the deploy gate will refuse this plan on %s", q.InstanceType, m.InstanceType, m.InstanceType))
+		recs = append(recs, "re-measure on the catalog's instance type")
+	}
+	if f.Status == StatusPass {
+		details = append(details, fmt.Sprintf("%s and %s verify and are live; all %d staircase steps are usable", ms.QMaxFile, ms.TTotalFile, len(q.Steps)))
+	}
+	f.Detail = strings.Join(details, "; ")
+	f.Recommendation = strings.Join(recs, "; ")
+	return f
+}
+
+func sloConsistency(m models.Model, q *QMax) Finding {
+	f := Finding{Name: FindingSLOConsistency}
+	if q.SLOTTFABMs == m.SLO.TTFABMs && q.SLOPercentile == m.SLO.Percentile {
+		f.Status = StatusPass
+		f.Detail = fmt.Sprintf("qmax was judged against the catalog SLO, p%d TTFAB ≤ %d ms", m.SLO.Percentile, m.SLO.TTFABMs)
+		return f
+	}
+	f.Status = StatusFail
+	f.Detail = fmt.Sprintf("qmax was judged against p%d TTFAB ≤ %d ms but the catalog SLO is p%d ≤ %d ms, so Q_max does not answer the question",
+		q.SLOPercentile, q.SLOTTFABMs, m.SLO.Percentile, m.SLO.TTFABMs)
+	f.Recommendation = "re-run tts-bench qmax with the catalog's SLO"
+	return f
+}
+
+func transportConsistency(q *QMax, t *TTotal) Finding {
+	f := Finding{Name: FindingTransportConsistency}
+	if q.Transport == t.Transport {
+		f.Status = StatusPass
+		f.Detail = fmt.Sprintf("both artifacts were measured over %s", q.Transport)
+		return f
+	}
+	f.Status = StatusFail
+	f.Detail = fmt.Sprintf("qmax was measured over %s but ttotal over %s", q.Transport, t.Transport)
+	f.Recommendation = "re-run tts-bench ttotal with --transport " + q.Transport
+	return f
+}
+
+// WhatIf holds assumed measurements for a plan without artifacts (tts-bench plan --what-if).
+type WhatIf struct {
+	// QMax is the assumed Q_max (key q_max, required).
+	QMax int
+	// TTotalS is the assumed T_total in seconds (key t_total_s, required).
+	TTotalS float64
+	// ThroughputRPS is the assumed per-instance throughput at C_scale_max (key throughput_rps, required).
+	ThroughputRPS float64
+	// ThroughputAtQMaxRPS is the throughput at Q_max (key throughput_at_q_max_rps); 0 assumes a constant
+	// response time between C_scale_max and Q_max.
+	ThroughputAtQMaxRPS float64
+	// CloudWatchRatio is the CloudWatch/client concurrency ratio (key cloudwatch_ratio); 0 means 1.
+	CloudWatchRatio float64
+	// Transport is the transport assumed (key transport); empty means sagemaker-stream.
+	Transport string
+	// ContainerDigest is recorded in the fingerprint when given (key container_digest).
+	ContainerDigest string
+}
+
+// WhatIfKeys lists the keys ParseWhatIf accepts; the first three are required.
+var WhatIfKeys = []string{"q_max", "t_total_s", "throughput_rps", "throughput_at_q_max_rps", "cloudwatch_ratio", "transport", "container_digest"}
+
+// ParseWhatIf parses "key=value,key=value" (see WhatIfKeys) and reports every problem at once.
+func ParseWhatIf(s string) (WhatIf, error) {
+	var w WhatIf
+	var errs []error
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%q is not key=value", part))
+			continue
+		}
+		if seen[k] {
+			errs = append(errs, fmt.Errorf("%s is given twice", k))
+		}
+		seen[k] = true
+		float := func(dst *float64) {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
+				errs = append(errs, fmt.Errorf("%s=%s: want a positive number", k, v))
+				return
+			}
+			*dst = x
+		}
+		switch k {
+		case "q_max":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				errs = append(errs, fmt.Errorf("q_max=%s: want a whole number of concurrent requests, at least 1", v))
+			}
+			w.QMax = n
+		case "t_total_s":
+			float(&w.TTotalS)
+		case "throughput_rps":
+			float(&w.ThroughputRPS)
+		case "throughput_at_q_max_rps":
+			float(&w.ThroughputAtQMaxRPS)
+		case "cloudwatch_ratio":
+			float(&w.CloudWatchRatio)
+		case "transport":
+			if !knownTransport(v) {
+				errs = append(errs, fmt.Errorf("transport=%s: want one of %s", v, strings.Join(Transports, ", ")))
+			}
+			w.Transport = v
+		case "container_digest":
+			if !ValidDigest(v) {
+				errs = append(errs, fmt.Errorf("container_digest=%s: want sha256:<64 hex digits>", v))
+			}
+			w.ContainerDigest = v
+		default:
+			errs = append(errs, fmt.Errorf("unknown key %q: use %s", k, strings.Join(WhatIfKeys, ", ")))
+		}
+	}
+	var missing []string
+	for _, k := range WhatIfKeys[:3] {
+		if !seen[k] {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Errorf("missing %s: a what-if needs q_max, t_total_s and throughput_rps (per instance at C_scale_max)", strings.Join(missing, ", ")))
+	}
+	if len(errs) > 0 {
+		return WhatIf{}, errors.Join(errs...)
+	}
+	return w, nil
+}
+
+// FromWhatIf builds an unmeasured plan (Measured false) from assumed numbers, for exploration. Gate never
+// accepts it.
+func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
+	transport := w.Transport
+	if transport == "" {
+		transport = TransportSageMakerStream
+	}
+	p := &Plan{
+		SchemaVersion: SchemaVersion,
+		Measured:      false,
+		Fingerprint: Fingerprint{
+			Model: m.ID, ModelRevision: m.Revision(), InstanceType: m.InstanceType, ContainerDigest: w.ContainerDigest,
+			SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile, Transport: transport,
+		},
+		Inputs: baseInputs(m, o),
+	}
+	in := &p.Inputs
+	in.QMax, in.TTotalS = w.QMax, w.TTotalS
+	in.CloudWatchRatio = w.CloudWatchRatio
+	if in.CloudWatchRatio == 0 {
+		in.CloudWatchRatio = 1
+	}
+	cmax := (1 - (in.SurgeRatio - 1)) * float64(w.QMax)
+	atQ := w.ThroughputAtQMaxRPS
+	if atQ == 0 && cmax > 0 {
+		atQ = w.ThroughputRPS * float64(w.QMax) / cmax
+	}
+	if cmax > 0 && cmax < float64(w.QMax) {
+		in.Throughput = []ThroughputPoint{{Concurrency: cmax, RPS: w.ThroughputRPS}, {Concurrency: float64(w.QMax), RPS: atQ}}
+	} else {
+		in.Throughput = []ThroughputPoint{{Concurrency: float64(w.QMax), RPS: w.ThroughputRPS}}
+	}
+	defaultTrough(in)
+	if errs := verifyInputs(*in); len(errs) > 0 {
+		return nil, joinErrors("build what-if plan", errs)
+	}
+	finish(p, []Finding{
+		{Name: FindingMeasurementValidity, Status: StatusWarn,
+			Detail:         "what-if plan: the numbers are assumptions, not measurements (measured: false); the deploy gate refuses it",
+			Recommendation: "measure with tts-bench qmax and tts-bench ttotal, then run tts-bench plan without --what-if"},
+		{Name: FindingSLOConsistency, Status: StatusPass,
+			Detail: fmt.Sprintf("what-if: Q_max is assumed to be judged against the catalog SLO, p%d TTFAB ≤ %d ms", m.SLO.Percentile, m.SLO.TTFABMs)},
+		{Name: FindingTransportConsistency, Status: StatusPass,
+			Detail: "what-if: both measurements are assumed over " + transport},
+	})
+	return p, nil
+}

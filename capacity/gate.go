@@ -1,0 +1,182 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// Deployment is what is about to be deployed.
+type Deployment struct {
+	// Model is the catalog entry being deployed.
+	Model models.Model
+	// InstanceType is the instance type being deployed ("local" on the emulator).
+	InstanceType string
+	// ContainerDigest is the SourceDigest of the container being deployed.
+	ContainerDigest string
+	// Transport is the transport clients will use; "" accepts any.
+	Transport string
+	// AutoscalingOverride overrides the catalog's scaling.autoscaling when set (-c autoscaling=true|false).
+	AutoscalingOverride *bool
+}
+
+// Decision is the gate's answer.
+type Decision struct {
+	// Enabled is true when scaling, alarms and the queue shield may be created from Plan.
+	Enabled bool
+	// Explicit is true when autoscaling was asked for explicitly (AutoscalingOverride true): a refusal is
+	// then an error rather than a warning.
+	Explicit bool
+	// Reasons say, as sentences that name the fix, why the gate refused (or that it is off). Empty when Enabled.
+	Reasons []string
+	// Plan is the accepted plan when Enabled, nil otherwise.
+	Plan *Plan
+}
+
+// Gate decides whether the deployment may create autoscaling from the plan at planPath. It accepts only when
+// autoscaling is on for the model (catalog, overridden by AutoscalingOverride) and the plan exists, parses
+// strictly, verifies, is feasible, is measured (not what-if), was derived from live (not dry-run) artifacts,
+// the artifacts beside it (when present) match the digests it records, and its fingerprint matches the
+// deployment (model, revision, instance type, container digest, SLO, and transport when given). Every
+// reason that applies is reported, not only the first.
+func Gate(d Deployment, planPath string) Decision {
+	id := d.Model.ID
+	dec := Decision{Explicit: d.AutoscalingOverride != nil && *d.AutoscalingOverride}
+	on := d.Model.Scaling.Autoscaling
+	if d.AutoscalingOverride != nil {
+		on = *d.AutoscalingOverride
+	}
+	if !on {
+		why := fmt.Sprintf("autoscaling is off for %s in the model catalog (scaling.autoscaling)", id)
+		if d.AutoscalingOverride != nil {
+			why = fmt.Sprintf("autoscaling is off for %s (-c autoscaling=false)", id)
+		}
+		dec.Reasons = []string{why + ": the endpoint keeps a fixed fleet and the unbounded measurement queue; enable it with -c autoscaling=true once a plan exists"}
+		return dec
+	}
+	measureFirst := fmt.Sprintf("run tts-bench qmax, tts-bench ttotal and tts-bench plan for %s first", id)
+	if _, err := os.Stat(planPath); errors.Is(err, fs.ErrNotExist) {
+		dec.Reasons = []string{fmt.Sprintf("no plan at %s: %s", planPath, measureFirst)}
+		return dec
+	}
+	p, err := LoadPlan(planPath)
+	if err != nil {
+		dec.Reasons = []string{fmt.Sprintf("plan at %s cannot be used: %v: run tts-bench plan again", planPath, err)}
+		return dec
+	}
+	if errs := p.Verify(); len(errs) > 0 {
+		dec.Reasons = []string{fmt.Sprintf("plan at %s does not verify: %v: run tts-bench plan again instead of editing it", planPath, errors.Join(errs...))}
+		return dec
+	}
+	var reasons []string
+	if !p.Measured {
+		reasons = append(reasons, fmt.Sprintf("plan at %s is a what-if plan (measured: false), built from assumed numbers: %s", planPath, measureFirst))
+	}
+	if !p.Feasible() {
+		var failed []string
+		for _, f := range p.Findings {
+			if f.Status == StatusFail {
+				failed = append(failed, f.Name+" ("+f.Detail+")")
+			}
+		}
+		reasons = append(reasons, fmt.Sprintf("plan at %s is infeasible: %v: follow the findings' recommendations (tts-bench plan prints them) and plan again",
+			planPath, failed))
+	}
+	if p.Inputs.DryRun {
+		reasons = append(reasons, fmt.Sprintf("plan at %s was derived from dry-run artifacts: run tts-bench qmax and tts-bench ttotal without --dry-run, then tts-bench plan", planPath))
+	}
+	if p.Measured {
+		reasons = append(reasons, checkArtifacts(p, filepath.Dir(planPath))...)
+	}
+	reasons = append(reasons, checkFingerprint(p.Fingerprint, d, planPath)...)
+	if len(reasons) > 0 {
+		dec.Reasons = reasons
+		return dec
+	}
+	dec.Enabled, dec.Plan = true, p
+	return dec
+}
+
+// checkArtifacts compares the artifacts beside the plan, when present, with the digests the plan records,
+// and refuses dry-run artifacts even if the plan's own flag was edited.
+func checkArtifacts(p *Plan, dir string) []string {
+	var reasons []string
+	for _, a := range []struct {
+		kind, file, digest string
+		dryRun             func(data []byte) (bool, error)
+	}{
+		{"qmax", p.Inputs.QMaxFile, p.Inputs.QMaxSHA256, func(b []byte) (bool, error) {
+			q, err := ParseQMax(p.Inputs.QMaxFile, b)
+			if err != nil {
+				return false, err
+			}
+			return q.DryRun, nil
+		}},
+		{"ttotal", p.Inputs.TTotalFile, p.Inputs.TTotalSHA256, func(b []byte) (bool, error) {
+			t, err := ParseTTotal(p.Inputs.TTotalFile, b)
+			if err != nil {
+				return false, err
+			}
+			return t.DryRun, nil
+		}},
+	} {
+		path := filepath.Join(dir, a.file)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the plan's recorded digest stands alone
+		}
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("cannot read the %s artifact %s: %v", a.kind, path, err))
+			continue
+		}
+		if got := DigestBytes(data); got != a.digest {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s has digest %s but the plan was derived from %s: the artifact changed after planning; restore it or run tts-bench plan again", a.kind, path, got, a.digest))
+			continue
+		}
+		if dry, err := a.dryRun(data); err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s cannot be read: %v", a.kind, path, err))
+		} else if dry && !p.Inputs.DryRun {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s is a dry run: run tts-bench %s without --dry-run, then tts-bench plan", a.kind, path, a.kind))
+		}
+	}
+	return reasons
+}
+
+// checkFingerprint compares what was measured with what is being deployed.
+func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
+	var reasons []string
+	again := "re-measure (tts-bench qmax, ttotal, plan) against what is deployed, or deploy what was measured"
+	mismatch := func(what, planned, deployed string) {
+		reasons = append(reasons, fmt.Sprintf("plan at %s was measured for %s %s but the deployment has %s: %s", planPath, what, quoteOrNone(planned), quoteOrNone(deployed), again))
+	}
+	if fp.Model != d.Model.ID {
+		mismatch("model", fp.Model, d.Model.ID)
+	}
+	if fp.ModelRevision != d.Model.Revision() {
+		mismatch("model revision", fp.ModelRevision, d.Model.Revision())
+	}
+	if fp.InstanceType != d.InstanceType {
+		mismatch("instance type", fp.InstanceType, d.InstanceType)
+	}
+	if fp.ContainerDigest != d.ContainerDigest {
+		mismatch("container digest", fp.ContainerDigest, d.ContainerDigest)
+	}
+	if fp.SLOTTFABMs != d.Model.SLO.TTFABMs || fp.SLOPercentile != d.Model.SLO.Percentile {
+		mismatch("SLO", fmt.Sprintf("p%d ≤ %d ms", fp.SLOPercentile, fp.SLOTTFABMs), fmt.Sprintf("p%d ≤ %d ms", d.Model.SLO.Percentile, d.Model.SLO.TTFABMs))
+	}
+	if d.Transport != "" && fp.Transport != d.Transport {
+		mismatch("transport", fp.Transport, d.Transport)
+	}
+	return reasons
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,279 @@
+// Command fixturegen writes the capacity fixtures under testdata/plans: a valid measured, feasible plan for
+// kokoro-82m with its qmax and ttotal artifacts, and one variant per way the deploy gate refuses a plan. The
+// fixtures are generated, not hand-written, so that their digests and derived numbers always agree with the
+// capacity package; the test beside this file fails when the committed fixtures are stale.
+//
+// Usage, from the repository root:
+//
+//	go run ./capacity/internal/fixturegen [-out testdata/plans]
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// ContainerDigest is the container digest every fixture except fingerprint-mismatch was "measured" with; a
+// deployment built for the fixtures passes it as its container digest.
+var ContainerDigest = fakeDigest("speech-infra fixture container v1")
+
+// OtherContainerDigest is the digest the fingerprint-mismatch fixture was measured with: an older container.
+var OtherContainerDigest = fakeDigest("speech-infra fixture container v0")
+
+func fakeDigest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Cases lists the fixture directories and what each is for.
+var Cases = []struct{ Name, Purpose string }{
+	{"valid", "measured, live, feasible; fingerprint matches kokoro-82m on ml.g5.xlarge with ContainerDigest: the gate accepts it"},
+	{"dry-run", "feasible, but both artifacts are dry runs: the gate refuses it (dry run)"},
+	{"infeasible", "measured and live, but peak 200 rps needs more than the catalog's 9 instances: the gate refuses it (infeasible)"},
+	{"what-if", "built with --what-if (measured: false): the gate refuses it (what-if)"},
+	{"tampered", "the valid plan, but qmax.json was edited after planning: the gate refuses it (digest mismatch)"},
+	{"fingerprint-mismatch", "measured with an older container (OtherContainerDigest): the gate refuses it (fingerprint)"},
+}
+
+func main() {
+	out := flag.String("out", filepath.Join("testdata", "plans"), "directory to write the fixtures into")
+	flag.Parse()
+	if err := Generate(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "fixturegen:", err)
+		os.Exit(1)
+	}
+}
+
+// Generate writes every fixture and the README under dir.
+func Generate(dir string) error {
+	cat, err := models.Default()
+	if err != nil {
+		return err
+	}
+	m, err := cat.Get("kokoro-82m")
+	if err != nil {
+		return err
+	}
+	opts := capacity.DefaultOptions(m)
+	opts.PeakRPS, opts.TroughRPS = 80, 10
+	start := time.Date(2025, 6, 2, 9, 0, 0, 0, time.UTC)
+
+	var valid *capacity.Plan
+	for _, c := range Cases {
+		caseDir := filepath.Join(dir, c.Name)
+		q := kokoroQMax(m, start, ContainerDigest)
+		t := kokoroTTotal(m, start.Add(2*time.Hour))
+		o := opts
+		switch c.Name {
+		case "dry-run":
+			q.DryRun, t.DryRun = true, true
+			q.RunID, t.RunID = "qmax-20250602T090000Z-dry", "ttotal-20250602T110000Z-dry"
+		case "infeasible":
+			o.PeakRPS = 200
+		case "fingerprint-mismatch":
+			q.ContainerDigest = OtherContainerDigest
+		}
+		p, err := writeCase(caseDir, m, q, t, o)
+		if err != nil {
+			return fmt.Errorf("fixture %s: %w", c.Name, err)
+		}
+		switch c.Name {
+		case "valid":
+			valid = p
+		case "what-if":
+			w := capacity.WhatIf{QMax: 40, TTotalS: 280.8, ThroughputRPS: 13.64, ContainerDigest: ContainerDigest}
+			wp, err := capacity.FromWhatIf(m, w, opts)
+			if err != nil {
+				return fmt.Errorf("fixture what-if: %w", err)
+			}
+			if err := capacity.WriteJSON(filepath.Join(caseDir, capacity.PlanFile), wp); err != nil {
+				return err
+			}
+		case "tampered":
+			path := filepath.Join(caseDir, capacity.QMaxFile)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			edited := bytes.Replace(data, []byte(`"ttfab_p50_ms": 1450`), []byte(`"ttfab_p50_ms": 1350`), 1)
+			if bytes.Equal(edited, data) {
+				return fmt.Errorf("fixture tampered: the edit did not apply")
+			}
+			if err := capacity.WriteFileAtomic(path, edited); err != nil {
+				return err
+			}
+		}
+	}
+	return writeReadme(filepath.Join(dir, "README.md"), valid)
+}
+
+// writeCase writes the two artifacts, builds the plan from the written files (so the recorded digests are
+// the files' digests) and writes it.
+func writeCase(dir string, m models.Model, q *capacity.QMax, t *capacity.TTotal, o capacity.Options) (*capacity.Plan, error) {
+	qPath, tPath := filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
+	if err := capacity.WriteJSON(qPath, q); err != nil {
+		return nil, err
+	}
+	qDigest, err := capacity.FileDigest(qPath)
+	if err != nil {
+		return nil, err
+	}
+	t.QMaxSHA256 = qDigest
+	if err := capacity.WriteJSON(tPath, t); err != nil {
+		return nil, err
+	}
+	ms, err := capacity.LoadMeasurement(qPath, tPath)
+	if err != nil {
+		return nil, err
+	}
+	p, err := capacity.FromArtifacts(m, ms, o)
+	if err != nil {
+		return nil, err
+	}
+	return p, capacity.WriteJSON(filepath.Join(dir, capacity.PlanFile), p)
+}
+
+// kokoroQMax is a plausible staircase for Kokoro-82M on one A10G: batching keeps the full-response time
+// nearly flat up to 40 concurrent requests, then the GPU saturates and TTFAB p95 passes the 3 s SLO.
+func kokoroQMax(m models.Model, start time.Time, digest string) *capacity.QMax {
+	type row struct {
+		c                  int
+		p50, p95, p99, rms float64
+		ok                 int
+	}
+	rows := []row{
+		{1, 390, 420, 450, 2000, 90},
+		{5, 430, 520, 560, 2020, 445},
+		{10, 560, 700, 760, 2050, 878},
+		{20, 870, 1150, 1240, 2120, 1698},
+		{30, 1450, 1800, 1950, 2200, 2454},
+		{40, 2100, 2750, 2980, 2260, 3186},
+		{50, 3350, 4600, 5200, 3300, 2727},
+	}
+	q := &capacity.QMax{
+		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
+		ModelRevision: m.Revision(), ContainerDigest: digest, Transport: capacity.TransportSageMakerStream,
+		SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile,
+		RunID: "qmax-20250602T090000Z", StartedAt: start, EndedAt: start.Add(58*time.Minute + 12*time.Second),
+		QMax: 40, BracketHighestPass: 40, BracketLowestFail: 50,
+		ServiceTimeMeanMs: 2000, ServiceTimeP95Ms: 2150,
+		RecordsFile: "qmax-records.jsonl", RecordsSHA256: fakeDigest("qmax-20250602T090000Z records"),
+	}
+	for _, r := range rows {
+		rps := math.Round(float64(r.c)/(r.rms/1000)*100) / 100
+		q.Steps = append(q.Steps, capacity.QMaxStep{
+			Concurrency: r.c, OKCount: r.ok, TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99,
+			ResponseMeanMs: r.rms, AchievedRPS: rps,
+			ClientConcurrencyMean: float64(r.c) - 0.02*float64(r.c), ClientConcurrencyPeak: r.c,
+			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1,
+			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs), Usable: true,
+		})
+	}
+	return q
+}
+
+// kokoroTTotal is a plausible scale-out from one to two ml.g5.xlarge instances.
+func kokoroTTotal(m models.Model, t0 time.Time) *capacity.TTotal {
+	stages := []struct {
+		name, source string
+		afterS       float64
+	}{
+		{"desired_count_set", "control-plane", 0},
+		{"container_started", "container", 142.6},
+		{"weights_downloaded", "container", 58.3},
+		{"model_loaded", "container", 21.4},
+		{"ping_healthy", "container", 6.1},
+		{"in_service", "control-plane", 48.9},
+		{"first_success", "client", 3.5},
+	}
+	t := &capacity.TTotal{
+		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
+		Transport: capacity.TransportSageMakerStream, RunID: "ttotal-20250602T110000Z",
+		FromInstances: 1, ToInstances: 2, MissingStages: []string{},
+	}
+	at := t0
+	longest := -1.0
+	for i, s := range stages {
+		at = at.Add(time.Duration(math.Round(s.afterS*1000)) * time.Millisecond)
+		t.Timeline = append(t.Timeline, capacity.Stage{Stage: s.name, At: at, Source: s.source})
+		if i == 0 {
+			continue
+		}
+		t.Durations = append(t.Durations, capacity.StageDuration{From: stages[i-1].name, To: s.name, DurationS: s.afterS})
+		t.TTotalS += s.afterS
+		if s.afterS > longest {
+			longest, t.DominantStage = s.afterS, s.name
+		}
+	}
+	t.TTotalS = math.Round(t.TTotalS*1000) / 1000
+	return t
+}
+
+var readme = template.Must(template.New("readme").Parse(`# Plan fixtures
+
+Generated by ` + "`go run ./capacity/internal/fixturegen`" + ` from the repository root; do not edit by hand
+(` + "`go test ./capacity/internal/fixturegen`" + ` fails when these files are stale). Each directory holds
+` + "`plan.json`" + ` with the ` + "`qmax.json`" + ` and ` + "`ttotal.json`" + ` it was derived from, beside it, as the gate expects.
+
+## Deployment that matches the fixtures
+
+| field | value |
+|---|---|
+| model | kokoro-82m (revision {{.Revision}}) |
+| instance type | {{.InstanceType}} |
+| container digest | ` + "`{{.Digest}}`" + ` |
+| SLO | p{{.Percentile}} TTFAB ≤ {{.SLO}} ms |
+| transport | {{.Transport}} |
+
+The fingerprint-mismatch case was measured with ` + "`{{.OtherDigest}}`" + ` instead.
+
+## Cases
+
+| directory | what the gate says |
+|---|---|
+{{range .Cases}}| ` + "`{{.Name}}/`" + ` | {{.Purpose}} |
+{{end}}
+## Numbers of the valid plan (what the endpoint stack must synthesize)
+
+| plan field | value |
+|---|---|
+| derived.min_instances | {{.P.Derived.MinInstances}} |
+| derived.max_instances | {{.P.Derived.MaxInstances}} |
+| derived.c_scale_max | {{.P.Derived.CScaleMax}} |
+| derived.c_scale_min | {{.P.Derived.CScaleMin}} |
+| inputs.cloudwatch_ratio | {{.P.Inputs.CloudWatchRatio}} |
+| derived.target_value | {{.P.Derived.TargetValue}} |
+| derived.scale_in_threshold | {{.P.Derived.ScaleInThreshold}} |
+| derived.scale_out_cooldown_s | {{.P.Derived.ScaleOutCooldownS}} |
+| derived.scale_in_cooldown_s | {{.P.Derived.ScaleInCooldownS}} |
+| derived.queue_max_depth | {{.P.Derived.QueueMaxDepth}} |
+| derived.t_plan_s | {{.P.Derived.TPlanS}} |
+| inputs.t_total_s | {{.P.Inputs.TTotalS}} |
+| fingerprint.slo_ttfab_ms | {{.P.Fingerprint.SLOTTFABMs}} |
+| verdict | {{.P.Verdict}} |
+`))
+
+func writeReadme(path string, p *capacity.Plan) error {
+	var buf strings.Builder
+	err := readme.Execute(&buf, map[string]any{
+		"Revision": p.Fingerprint.ModelRevision, "InstanceType": p.Fingerprint.InstanceType,
+		"Digest": ContainerDigest, "OtherDigest": OtherContainerDigest, "SLO": p.Fingerprint.SLOTTFABMs,
+		"Percentile": p.Fingerprint.SLOPercentile, "Transport": p.Fingerprint.Transport, "Cases": Cases, "P": p,
+	})
+	if err != nil {
+		return err
+	}
+	return capacity.WriteFileAtomic(path, []byte(buf.String()))
+}

@@ -1,0 +1,298 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// QMax is the artifact of tts-bench qmax: a closed-loop concurrency staircase on one pinned instance and the
+// highest concurrency whose TTFAB percentile still meets the SLO.
+type QMax struct {
+	// SchemaVersion is SchemaVersion.
+	SchemaVersion int `json:"schema_version"`
+	// Model is the catalog id of the model measured.
+	Model string `json:"model"`
+	// Endpoint is the endpoint measured, e.g. speech-kokoro-82m.
+	Endpoint string `json:"endpoint"`
+	// InstanceType is the instance type measured (ml.g5.xlarge, or "local" on the emulator).
+	InstanceType string `json:"instance_type"`
+	// ModelRevision is the pinned weights revision ("none" for engines without weights).
+	ModelRevision string `json:"model_revision"`
+	// ContainerDigest is the SourceDigest of the container that served the measurement.
+	ContainerDigest string `json:"container_digest"`
+	// Transport is how requests were sent (see Transports).
+	Transport string `json:"transport"`
+	// SLOTTFABMs is the TTFAB bound each step was judged against, in milliseconds.
+	SLOTTFABMs int `json:"slo_ttfab_ms"`
+	// SLOPercentile is the percentile the bound applies to (95 for p95).
+	SLOPercentile int `json:"slo_percentile"`
+	// RunID identifies the run; raw records carry it too.
+	RunID string `json:"run_id"`
+	// StartedAt is when the run started, UTC.
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is when the run ended, UTC.
+	EndedAt time.Time `json:"ended_at"`
+	// DryRun is true when the run changed nothing and its numbers must not drive a deployment.
+	DryRun bool `json:"dry_run"`
+	// Steps are the staircase steps, one per concurrency.
+	Steps []QMaxStep `json:"steps"`
+	// QMax is the highest passing concurrency below the lowest failing one.
+	QMax int `json:"q_max"`
+	// BracketHighestPass is the concurrency of the highest passing step below the lowest failing one (= QMax).
+	BracketHighestPass int `json:"bracket_highest_pass"`
+	// BracketLowestFail is the lowest failing concurrency; 0 when no step failed (QMax is then a lower bound).
+	BracketLowestFail int `json:"bracket_lowest_fail"`
+	// ServiceTimeMeanMs is the mean full-response time at concurrency 1 (uncontended).
+	ServiceTimeMeanMs float64 `json:"service_time_mean_ms"`
+	// ServiceTimeP95Ms is the p95 full-response time at concurrency 1.
+	ServiceTimeP95Ms float64 `json:"service_time_p95_ms"`
+	// RecordsFile is the file name (beside the artifact) of the raw per-request records, JSON lines.
+	RecordsFile string `json:"records_file"`
+	// RecordsSHA256 is the digest of RecordsFile, "sha256:<hex>".
+	RecordsSHA256 string `json:"records_sha256"`
+}
+
+// QMaxStep is one closed-loop step: exactly Concurrency requests in flight during the measurement window.
+type QMaxStep struct {
+	// Concurrency is the number of requests held in flight (closed loop).
+	Concurrency int `json:"concurrency"`
+	// OKCount is the number of successful requests in the window.
+	OKCount int `json:"ok_count"`
+	// ErrorCount is the number of failed or timed-out requests in the window; they count against the step.
+	ErrorCount int `json:"error_count"`
+	// RejectedCount is the number of 503 queue_saturated answers in the window; they count against the step.
+	RejectedCount int `json:"rejected_count"`
+	// TTFABP50Ms is the exact median time to first audio byte.
+	TTFABP50Ms float64 `json:"ttfab_p50_ms"`
+	// TTFABP95Ms is the exact 95th percentile time to first audio byte.
+	TTFABP95Ms float64 `json:"ttfab_p95_ms"`
+	// TTFABP99Ms is the exact 99th percentile time to first audio byte.
+	TTFABP99Ms float64 `json:"ttfab_p99_ms"`
+	// ResponseMeanMs is the mean full-response time (request written to last byte).
+	ResponseMeanMs float64 `json:"response_mean_ms"`
+	// AchievedRPS is the completed-request rate in the window, per second.
+	AchievedRPS float64 `json:"achieved_rps"`
+	// ClientConcurrencyMean is the mean number of requests in flight as the client counted them.
+	ClientConcurrencyMean float64 `json:"client_concurrency_mean"`
+	// ClientConcurrencyPeak is the peak number of requests in flight as the client counted them.
+	ClientConcurrencyPeak int `json:"client_concurrency_peak"`
+	// CloudWatchConcurrencyMax is the Maximum of ConcurrentRequestsPerModel over the window; absent when unread.
+	CloudWatchConcurrencyMax float64 `json:"cloudwatch_concurrency_max,omitempty"`
+	// CloudWatchRatio is CloudWatchConcurrencyMax ÷ ClientConcurrencyPeak; absent when unread.
+	CloudWatchRatio float64 `json:"cloudwatch_ratio,omitempty"`
+	// MeetsSLO is true when the TTFAB percentile met the SLO with errors and rejections counted against it.
+	MeetsSLO bool `json:"meets_slo"`
+	// Usable is false when the step cannot be trusted (too few samples, metric deviation, ...).
+	Usable bool `json:"usable"`
+	// UnusableReason says why Usable is false.
+	UnusableReason string `json:"unusable_reason,omitempty"`
+}
+
+// Throughput is the step's per-instance request rate: the achieved rate, or by Little's law concurrency ÷
+// mean full-response time when no rate was recorded. It is 0 when neither is known.
+func (s QMaxStep) Throughput() float64 {
+	if s.AchievedRPS > 0 {
+		return s.AchievedRPS
+	}
+	if s.ResponseMeanMs > 0 {
+		return float64(s.Concurrency) / (s.ResponseMeanMs / 1000)
+	}
+	return 0
+}
+
+// ttfabAt returns the recorded TTFAB at percentile p when the step records that percentile.
+func (s QMaxStep) ttfabAt(p int) (float64, bool) {
+	switch p {
+	case 50:
+		return s.TTFABP50Ms, true
+	case 95:
+		return s.TTFABP95Ms, true
+	case 99:
+		return s.TTFABP99Ms, true
+	}
+	return 0, false
+}
+
+// LoadQMax reads and strictly decodes a qmax artifact. It does not Verify it.
+func LoadQMax(path string) (*QMax, error) {
+	var q QMax
+	if err := loadArtifact("qmax", path, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// ParseQMax strictly decodes a qmax artifact; source names it in errors.
+func ParseQMax(source string, data []byte) (*QMax, error) {
+	var q QMax
+	if err := parseArtifact("qmax", source, data, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// Verify returns every semantic problem of the artifact, each naming the field and, where it helps, the fix.
+func (q *QMax) Verify() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if q.SchemaVersion != SchemaVersion {
+		add("schema_version: is %d, this tts-bench reads %d: re-run tts-bench qmax with this version", q.SchemaVersion, SchemaVersion)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"model", q.Model}, {"endpoint", q.Endpoint}, {"instance_type", q.InstanceType},
+		{"model_revision", q.ModelRevision}, {"run_id", q.RunID},
+	} {
+		if f.value == "" {
+			add("%s: is empty", f.name)
+		}
+	}
+	if !ValidDigest(q.ContainerDigest) {
+		add("container_digest: %q is not a digest: want sha256:<64 hex digits>", q.ContainerDigest)
+	}
+	if !knownTransport(q.Transport) {
+		add("transport: unknown transport %q: want one of %v", q.Transport, Transports)
+	}
+	if q.SLOTTFABMs <= 0 {
+		add("slo_ttfab_ms: is %d: must be positive", q.SLOTTFABMs)
+	}
+	if q.SLOPercentile < 50 || q.SLOPercentile > 99 {
+		add("slo_percentile: is %d: want 50 to 99", q.SLOPercentile)
+	}
+	errs = append(errs, verifyRunTimes(q.StartedAt, q.EndedAt)...)
+	if !validFileName(q.RecordsFile) {
+		add("records_file: %q is not a file name beside the artifact", q.RecordsFile)
+	}
+	if !ValidDigest(q.RecordsSHA256) {
+		add("records_sha256: %q is not a digest: want sha256:<64 hex digits>", q.RecordsSHA256)
+	}
+	if !(q.ServiceTimeMeanMs > 0) {
+		add("service_time_mean_ms: is %g: the uncontended service time must be positive", q.ServiceTimeMeanMs)
+	}
+	if !(q.ServiceTimeP95Ms > 0) {
+		add("service_time_p95_ms: is %g: must be positive", q.ServiceTimeP95Ms)
+	}
+	if len(q.Steps) == 0 {
+		add("steps: is empty: a qmax artifact needs the staircase it was measured with")
+		return errs
+	}
+	seen := map[int]bool{}
+	for i, s := range q.Steps {
+		p := fmt.Sprintf("steps[%d]", i)
+		if s.Concurrency < 1 {
+			add("%s.concurrency: is %d: must be at least 1", p, s.Concurrency)
+		}
+		if seen[s.Concurrency] {
+			add("%s.concurrency: %d appears twice: each concurrency is measured once", p, s.Concurrency)
+		}
+		seen[s.Concurrency] = true
+		if s.OKCount < 0 || s.ErrorCount < 0 || s.RejectedCount < 0 {
+			add("%s: counts must not be negative", p)
+		}
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"ttfab_p50_ms", s.TTFABP50Ms}, {"ttfab_p95_ms", s.TTFABP95Ms}, {"ttfab_p99_ms", s.TTFABP99Ms},
+			{"response_mean_ms", s.ResponseMeanMs}, {"achieved_rps", s.AchievedRPS},
+			{"client_concurrency_mean", s.ClientConcurrencyMean}, {"cloudwatch_concurrency_max", s.CloudWatchConcurrencyMax},
+			{"cloudwatch_ratio", s.CloudWatchRatio}} {
+			if v.x < 0 || math.IsNaN(v.x) || math.IsInf(v.x, 0) {
+				add("%s.%s: is %g: must be a non-negative number", p, v.name, v.x)
+			}
+		}
+		if s.ClientConcurrencyPeak < 0 {
+			add("%s.client_concurrency_peak: is %d: must not be negative", p, s.ClientConcurrencyPeak)
+		}
+		if s.TTFABP50Ms > s.TTFABP95Ms || s.TTFABP95Ms > s.TTFABP99Ms {
+			add("%s: percentiles out of order (p50 %g, p95 %g, p99 %g ms)", p, s.TTFABP50Ms, s.TTFABP95Ms, s.TTFABP99Ms)
+		}
+		if v, ok := s.ttfabAt(q.SLOPercentile); ok && s.MeetsSLO && v > float64(q.SLOTTFABMs) {
+			add("%s.meets_slo: is true but the p%d TTFAB %g ms exceeds the SLO %d ms", p, q.SLOPercentile, v, q.SLOTTFABMs)
+		}
+		if s.MeetsSLO && s.OKCount == 0 {
+			add("%s.meets_slo: is true but no request succeeded", p)
+		}
+		if !s.Usable && s.UnusableReason == "" {
+			add("%s.unusable_reason: is empty: say why the step is not usable", p)
+		}
+	}
+	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop").
+	steps := append([]QMaxStep(nil), q.Steps...)
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
+	lowestFail, highestPass := 0, 0
+	for _, s := range steps {
+		if !s.MeetsSLO {
+			lowestFail = s.Concurrency
+			break
+		}
+		highestPass = s.Concurrency
+	}
+	if q.BracketLowestFail != lowestFail {
+		add("bracket_lowest_fail: is %d but the lowest failing step is at concurrency %d (0 = none)", q.BracketLowestFail, lowestFail)
+	}
+	if q.BracketHighestPass != highestPass {
+		add("bracket_highest_pass: is %d but the highest passing step below the lowest failing one is at %d", q.BracketHighestPass, highestPass)
+	}
+	if q.QMax != highestPass {
+		add("q_max: is %d but the staircase gives %d", q.QMax, highestPass)
+	}
+	if q.QMax < 1 && highestPass < 1 {
+		add("q_max: is %d: no step met the SLO, so no concurrency is safe on this instance type: lower the load per instance, relax the SLO or choose a larger instance", q.QMax)
+	}
+	return errs
+}
+
+// verifyRunTimes checks that a run's times are set, UTC and in order.
+func verifyRunTimes(start, end time.Time) []error {
+	var errs []error
+	if start.IsZero() {
+		errs = append(errs, fmt.Errorf("started_at: is not set"))
+	}
+	if end.IsZero() {
+		errs = append(errs, fmt.Errorf("ended_at: is not set"))
+	}
+	if _, off := start.Zone(); off != 0 {
+		errs = append(errs, fmt.Errorf("started_at: %s is not UTC: write times with a Z suffix", start.Format(time.RFC3339Nano)))
+	}
+	if _, off := end.Zone(); off != 0 {
+		errs = append(errs, fmt.Errorf("ended_at: %s is not UTC: write times with a Z suffix", end.Format(time.RFC3339Nano)))
+	}
+	if end.Before(start) {
+		errs = append(errs, fmt.Errorf("ended_at: %s is before started_at %s", end.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano)))
+	}
+	return errs
+}
+
+// throughputCurve returns the staircase as (concurrency, rps) points from usable steps that completed
+// requests, sorted by concurrency.
+func (q *QMax) throughputCurve() []ThroughputPoint {
+	var pts []ThroughputPoint
+	for _, s := range q.Steps {
+		if !s.Usable || s.OKCount == 0 {
+			continue
+		}
+		if x := s.Throughput(); x > 0 {
+			pts = append(pts, ThroughputPoint{Concurrency: float64(s.Concurrency), RPS: x})
+		}
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].Concurrency < pts[j].Concurrency })
+	return pts
+}
+
+// cloudWatchRatio returns the CloudWatch/client concurrency ratio recorded on the usable step nearest to c
+// (the lower one on a tie), or 1 when no step recorded one.
+func (q *QMax) cloudWatchRatio(c float64) float64 {
+	best, bestDist := 1.0, math.Inf(1)
+	steps := append([]QMaxStep(nil), q.Steps...)
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
+	for _, s := range steps {
+		if !s.Usable || !(s.CloudWatchRatio > 0) {
+			continue
+		}
+		if d := math.Abs(float64(s.Concurrency) - c); d < bestDist {
+			best, bestDist = s.CloudWatchRatio, d
+		}
+	}
+	return best
+}

@@ -1,0 +1,129 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+)
+
+// Verify returns every problem of the plan: schema, fingerprint, inputs out of range, derived values that do
+// not follow from the inputs, findings missing or contradicting the inputs, and a verdict that does not follow
+// from the findings. A hand-edited plan fails here.
+func (p *Plan) Verify() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if p.SchemaVersion != SchemaVersion {
+		add("schema_version: is %d, this version reads %d: run tts-bench plan again", p.SchemaVersion, SchemaVersion)
+	}
+	fp := p.Fingerprint
+	for _, f := range []struct{ name, value string }{
+		{"fingerprint.model", fp.Model}, {"fingerprint.model_revision", fp.ModelRevision}, {"fingerprint.instance_type", fp.InstanceType},
+	} {
+		if f.value == "" {
+			add("%s: is empty", f.name)
+		}
+	}
+	if (p.Measured || fp.ContainerDigest != "") && !ValidDigest(fp.ContainerDigest) {
+		add("fingerprint.container_digest: %q is not a digest: want sha256:<64 hex digits>", fp.ContainerDigest)
+	}
+	if fp.SLOTTFABMs <= 0 {
+		add("fingerprint.slo_ttfab_ms: is %d: must be positive", fp.SLOTTFABMs)
+	}
+	if fp.SLOPercentile < 50 || fp.SLOPercentile > 99 {
+		add("fingerprint.slo_percentile: is %d: want 50 to 99", fp.SLOPercentile)
+	}
+	if !knownTransport(fp.Transport) {
+		add("fingerprint.transport: unknown transport %q", fp.Transport)
+	}
+	in := p.Inputs
+	if p.Measured {
+		if !validFileName(in.QMaxFile) || !validFileName(in.TTotalFile) {
+			add("inputs.qmax_file, inputs.ttotal_file: a measured plan names both artifacts by plain file name (got %q, %q)", in.QMaxFile, in.TTotalFile)
+		}
+		if !ValidDigest(in.QMaxSHA256) || !ValidDigest(in.TTotalSHA256) {
+			add("inputs.qmax_sha256, inputs.ttotal_sha256: a measured plan records both artifact digests (got %q, %q)", in.QMaxSHA256, in.TTotalSHA256)
+		}
+	} else if in.QMaxFile != "" || in.QMaxSHA256 != "" || in.TTotalFile != "" || in.TTotalSHA256 != "" {
+		add("inputs: a what-if plan (measured: false) records no artifacts")
+	}
+	inputErrs := verifyInputs(in)
+	for _, e := range inputErrs {
+		add("inputs.%v", e)
+	}
+	errs = append(errs, verifyFindings(p.Findings)...)
+	if want := verdict(p.Findings); p.Verdict != want {
+		add("verdict: is %q but the findings give %q", p.Verdict, want)
+	}
+	if len(inputErrs) > 0 {
+		return errs // derived values and model findings cannot be recomputed from invalid inputs
+	}
+	want := derive(in)
+	got := p.Derived
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"headroom", got.Headroom, want.Headroom},
+		{"c_scale_max", got.CScaleMax, want.CScaleMax},
+		{"c_scale_min", got.CScaleMin, want.CScaleMin},
+		{"t_plan_s", got.TPlanS, want.TPlanS},
+		{"scale_out_cooldown_s", float64(got.ScaleOutCooldownS), float64(want.ScaleOutCooldownS)},
+		{"scale_in_cooldown_s", float64(got.ScaleInCooldownS), float64(want.ScaleInCooldownS)},
+		{"throughput_rps", got.ThroughputRPS, want.ThroughputRPS},
+		{"throughput_at_q_max_rps", got.ThroughputAtQMaxRPS, want.ThroughputAtQMaxRPS},
+		{"min_instances", float64(got.MinInstances), float64(want.MinInstances)},
+		{"max_instances", float64(got.MaxInstances), float64(want.MaxInstances)},
+		{"smallest_safe_min_instances", float64(got.SmallestSafeMinInstances), float64(want.SmallestSafeMinInstances)},
+		{"target_value", got.TargetValue, want.TargetValue},
+		{"scale_in_threshold", got.ScaleInThreshold, want.ScaleInThreshold},
+		{"queue_max_depth", float64(got.QueueMaxDepth), float64(want.QueueMaxDepth)},
+	} {
+		if !nearlyEqual(c.got, c.want) {
+			add("derived.%s: is %g but the inputs give %g: run tts-bench plan again instead of editing the plan", c.name, c.got, c.want)
+		}
+	}
+	for _, w := range modelFindings(in, want) {
+		if f, ok := p.Finding(w.Name); ok && f.Status != w.Status {
+			add("findings.%s: is %s but the inputs give %s: run tts-bench plan again instead of editing the plan", w.Name, f.Status, w.Status)
+		}
+	}
+	return errs
+}
+
+func verifyFindings(fs []Finding) []error {
+	var errs []error
+	seen := map[string]bool{}
+	known := map[string]bool{}
+	for _, n := range FindingNames {
+		known[n] = true
+	}
+	for i, f := range fs {
+		if !known[f.Name] {
+			errs = append(errs, fmt.Errorf("findings[%d].name: unknown finding %q", i, f.Name))
+		}
+		if seen[f.Name] {
+			errs = append(errs, fmt.Errorf("findings[%d].name: %q appears twice", i, f.Name))
+		}
+		seen[f.Name] = true
+		if f.Status != StatusPass && f.Status != StatusWarn && f.Status != StatusFail {
+			errs = append(errs, fmt.Errorf("findings[%d].status: %q is not pass, warn or fail", i, f.Status))
+		}
+		if f.Detail == "" {
+			errs = append(errs, fmt.Errorf("findings[%d].detail: is empty", i))
+		}
+	}
+	for _, n := range FindingNames {
+		if !seen[n] {
+			errs = append(errs, fmt.Errorf("findings: %s is missing", n))
+		}
+	}
+	return errs
+}
+
+// nearlyEqual compares recomputed values with a relative tolerance that absorbs float differences between
+// platforms but not edits.
+func nearlyEqual(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
