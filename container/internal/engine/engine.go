@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -86,7 +87,7 @@ func (c *Calibration) Synthesize(ctx context.Context, seg Segment, emit Emit) er
 		speed = 1
 	}
 	runes := len([]rune(seg.Text))
-	total := int(float64(runes) * calibrationRuneAudio.Seconds() * CalibrationSampleRate / speed)
+	total := int(math.Round(float64(runes) * calibrationRuneAudio.Seconds() * CalibrationSampleRate / speed))
 	if total < 1 {
 		total = 1
 	}

@@ -54,7 +54,7 @@ func Split(text string) []string {
 			i++
 			cur.WriteRune(runes[i])
 		}
-		if i+1 == len(runes) || unicode.IsSpace(runes[i+1]) {
+		if runes[i] == '\n' || i+1 == len(runes) || unicode.IsSpace(runes[i+1]) {
 			flush()
 		}
 	}

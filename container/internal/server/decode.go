@@ -137,7 +137,11 @@ func decodeError(err error) *RequestError {
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
-		return badRequest(name, "unknown field %q: the body takes text, voice, speed and format", name)
+		field := name
+		if field == "" {
+			field = "body"
+		}
+		return badRequest(field, "unknown field %q: the body takes text, voice, speed and format", name)
 	}
 	return badRequest("body", "invalid JSON: %v", err)
 }

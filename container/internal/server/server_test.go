@@ -1,0 +1,558 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/container/internal/audio"
+	"github.com/speech-infra/speech-infra/container/internal/engine"
+)
+
+// recorder wraps a real engine, records the segments it is asked for in
+// order, and (while hold is open) keeps every call waiting so tests can line
+// requests up deterministically.
+type recorder struct {
+	engine.Engine
+	mu   sync.Mutex
+	seen []string
+	hold chan struct{}
+}
+
+func newRecorder(inner engine.Engine, held bool) *recorder {
+	r := &recorder{Engine: inner}
+	if held {
+		r.hold = make(chan struct{})
+	} else {
+		r.hold = closedChan()
+	}
+	return r
+}
+
+func closedChan() chan struct{} { c := make(chan struct{}); close(c); return c }
+
+func (r *recorder) release() { close(r.hold) }
+
+func (r *recorder) Synthesize(ctx context.Context, seg engine.Segment, emit engine.Emit) error {
+	r.mu.Lock()
+	r.seen = append(r.seen, seg.Text)
+	r.mu.Unlock()
+	select {
+	case <-r.hold:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return r.Engine.Synthesize(ctx, seg, emit)
+}
+
+func (r *recorder) order() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's log writes and the
+// test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func defaultOptions() Options {
+	return Options{InstanceID: "test-instance", Workers: 1, Scheduler: FirstChunk, MaxTextChars: 5000, MaxBodyBytes: 1 << 20}
+}
+
+func startServer(t testing.TB, opts Options, eng engine.Engine) (*Server, *httptest.Server, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	s := New(opts, logs)
+	if err := s.Attach(eng); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	return s, ts, logs
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	err    error
+}
+
+func post(ctx context.Context, url, body string) response {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/invocations", strings.NewReader(body))
+	if err != nil {
+		return response{err: err}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, header: res.Header, body: b, err: err}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestGateExactUnderConcurrency(t *testing.T) {
+	const n, k = 12, 5
+	rec := newRecorder(&engine.Calibration{}, true)
+	opts := defaultOptions()
+	opts.QueueMaxDepth, opts.Workers = n, 4
+	s, ts, _ := startServer(t, opts, rec)
+
+	results := make(chan response, n+k)
+	var wg sync.WaitGroup
+	for i := range n + k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- post(context.Background(), ts.URL, fmt.Sprintf(`{"text":"request %d."}`, i))
+		}()
+	}
+	// Every admitted request waits on the engine, so the k rejections must
+	// have been answered before anything completes.
+	rejected := 0
+	for rejected < k {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.status != http.StatusServiceUnavailable {
+			t.Fatalf("got status %d before release, want only 503s: %s", r.status, r.body)
+		}
+		want := fmt.Sprintf(`{"error":"queue_saturated","queue_depth":%d,"max_queue_depth":%d}`, n, n)
+		if strings.TrimSpace(string(r.body)) != want {
+			t.Errorf("503 body = %s, want %s", r.body, want)
+		}
+		rejected++
+	}
+	if d := s.Gate().Depth(); d != n {
+		t.Fatalf("gate depth = %d, want %d", d, n)
+	}
+	rec.release()
+	wg.Wait()
+	close(results)
+	ok := 0
+	for r := range results {
+		if r.status != http.StatusOK {
+			t.Errorf("admitted request got %d: %s", r.status, r.body)
+			continue
+		}
+		if len(r.body) <= audio.WAVHeaderSize {
+			t.Errorf("admitted request got only %d bytes", len(r.body))
+		}
+		ok++
+	}
+	if ok != n {
+		t.Errorf("%d requests completed, want %d", ok, n)
+	}
+	if d := s.Gate().Depth(); d != 0 {
+		t.Errorf("gate depth after all finished = %d, want 0", d)
+	}
+}
+
+// segmentsOf returns texts r<i> s<j>. for a request with segs segments.
+func requestText(i, segs int) string {
+	var parts []string
+	for j := range segs {
+		parts = append(parts, fmt.Sprintf("r%d s%d.", i, j))
+	}
+	return strings.Join(parts, " ")
+}
+
+// lineUp sends m requests of segs segments one after another, each admitted
+// before the next is sent, while the engine holds the first segment.
+func lineUp(t *testing.T, policy string, m, segs int) []string {
+	rec := newRecorder(&engine.Calibration{}, true)
+	opts := defaultOptions()
+	opts.Scheduler = policy
+	s, ts, _ := startServer(t, opts, rec)
+	var wg sync.WaitGroup
+	for i := range m {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := post(context.Background(), ts.URL, fmt.Sprintf(`{"text":%q}`, requestText(i, segs)))
+			if r.err != nil || r.status != 200 {
+				t.Errorf("request %d: %v %d %s", i, r.err, r.status, r.body)
+			}
+		}()
+		waitFor(t, fmt.Sprintf("request %d admitted", i), func() bool { return s.Gate().Depth() == i+1 })
+	}
+	rec.release()
+	wg.Wait()
+	return rec.order()
+}
+
+func TestFirstChunkServesEveryFirstSegmentFirst(t *testing.T) {
+	const m, segs = 5, 3
+	order := lineUp(t, FirstChunk, m, segs)
+	if len(order) != m*segs {
+		t.Fatalf("engine saw %d segments, want %d: %q", len(order), m*segs, order)
+	}
+	lastFirst, firstLater := -1, len(order)
+	for i, s := range order {
+		if strings.HasSuffix(s, "s0.") {
+			lastFirst = i
+		} else if i < firstLater {
+			firstLater = i
+		}
+	}
+	if lastFirst > firstLater {
+		t.Errorf("a continuation segment ran before a waiting first segment: %q", order)
+	}
+	// Each request's own segments still run in order.
+	for i := range m {
+		prev := -1
+		for j := range segs {
+			at := slices.Index(order, fmt.Sprintf("r%d s%d.", i, j))
+			if at < prev {
+				t.Errorf("request %d segment %d ran out of order: %q", i, j, order)
+			}
+			prev = at
+		}
+	}
+}
+
+func TestFIFORunsWholeRequestsInArrivalOrder(t *testing.T) {
+	const m, segs = 4, 3
+	order := lineUp(t, FIFO, m, segs)
+	var want []string
+	for i := range m {
+		for j := range segs {
+			want = append(want, fmt.Sprintf("r%d s%d.", i, j))
+		}
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("fifo order = %q, want %q", order, want)
+	}
+}
+
+func TestClientGoneFreesPlaceAndSkipsQueuedWork(t *testing.T) {
+	rec := newRecorder(&engine.Calibration{}, true)
+	opts := defaultOptions()
+	opts.QueueMaxDepth = 2
+	s, ts, logs := startServer(t, opts, rec)
+
+	aDone := make(chan response, 1)
+	go func() { aDone <- post(context.Background(), ts.URL, `{"text":"running request."}`) }()
+	waitFor(t, "A admitted", func() bool { return s.Gate().Depth() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	bDone := make(chan response, 1)
+	go func() { bDone <- post(ctx, ts.URL, `{"text":"abandoned request."}`) }()
+	waitFor(t, "B admitted", func() bool { return s.Gate().Depth() == 2 })
+	cancel()
+	if r := <-bDone; r.err == nil {
+		t.Fatalf("abandoned request completed: %d", r.status)
+	}
+	waitFor(t, "B's place freed", func() bool { return s.Gate().Depth() == 1 })
+	rec.release()
+	if r := <-aDone; r.status != 200 {
+		t.Fatalf("A: %d %s", r.status, r.body)
+	}
+	if r := post(context.Background(), ts.URL, `{"text":"after."}`); r.status != 200 {
+		t.Fatalf("C: %d %s", r.status, r.body)
+	}
+	if slices.Contains(rec.order(), "abandoned request.") {
+		t.Errorf("the abandoned request was synthesized: %q", rec.order())
+	}
+	waitFor(t, "client_gone logged", func() bool { return strings.Contains(logs.String(), `"outcome":"client_gone"`) })
+}
+
+func TestBadInput(t *testing.T) {
+	opts := defaultOptions()
+	opts.MaxTextChars = 20
+	opts.MaxBodyBytes = 200
+	_, ts, _ := startServer(t, opts, &engine.Calibration{})
+	cases := []struct {
+		name, body string
+		status     int
+		field      string
+		mention    string
+	}{
+		{"missing text", `{"voice":"calibration"}`, 400, "text", "missing"},
+		{"null text", `{"text":null}`, 400, "text", "missing"},
+		{"empty text", `{"text":"   "}`, 400, "text", "empty"},
+		{"text too long", `{"text":"` + strings.Repeat("a", 21) + `"}`, 400, "text", "limit of 20"},
+		{"unknown voice", `{"text":"hi","voice":"nobody"}`, 400, "voice", "calibration"},
+		{"speed too slow", `{"text":"hi","speed":0.4}`, 400, "speed", "[0.5, 2]"},
+		{"speed too fast", `{"text":"hi","speed":2.01}`, 400, "speed", "[0.5, 2]"},
+		{"speed zero", `{"text":"hi","speed":0}`, 400, "speed", "[0.5, 2]"},
+		{"speed not a number", `{"text":"hi","speed":"fast"}`, 400, "speed", "number"},
+		{"text not a string", `{"text":5}`, 400, "text", "string"},
+		{"unknown format", `{"text":"hi","format":"mp3"}`, 400, "format", "mp3"},
+		{"invalid JSON", `{"text":`, 400, "body", "JSON"},
+		{"not an object", `["hi"]`, 400, "body", "object"},
+		{"trailing data", `{"text":"hi"} {}`, 400, "body", "one JSON object"},
+		{"unknown field", `{"text":"hi","txt":"x"}`, 400, "txt", "unknown field"},
+		{"empty body", ``, 400, "body", "empty"},
+		{"body too large", `{"text":"` + strings.Repeat("a", 300) + `"}`, 413, "body", "MAX_BODY_BYTES"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := post(context.Background(), ts.URL, c.body)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.status != c.status {
+				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
+			}
+			var e RequestError
+			if err := json.Unmarshal(r.body, &e); err != nil {
+				t.Fatalf("error body %s is not JSON: %v", r.body, err)
+			}
+			if e.Field != c.field || !strings.Contains(e.Message, c.mention) {
+				t.Errorf("error = %+v, want field %q and a message mentioning %q", e, c.field, c.mention)
+			}
+		})
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/invocations", 405}, {"POST", "/ping", 405}, {"GET", "/nope", 404}, {"POST", "/", 404},
+	} {
+		req, _ := http.NewRequest(c.method, ts.URL+c.path, nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("%s %s = %d, want %d", c.method, c.path, res.StatusCode, c.status)
+		}
+	}
+}
+
+// failing is an engine whose every segment fails or panics, as a broken
+// model would, to show the failure stays inside its request.
+type failing struct {
+	engine.Calibration
+	panics bool
+}
+
+func (f *failing) Synthesize(ctx context.Context, seg engine.Segment, emit engine.Emit) error {
+	if seg.Text == "ok." {
+		return f.Calibration.Synthesize(ctx, seg, emit)
+	}
+	if f.panics {
+		panic("model exploded")
+	}
+	return errors.New("model exploded")
+}
+
+func TestEngineFailureFailsOnlyThatRequest(t *testing.T) {
+	for _, panics := range []bool{false, true} {
+		_, ts, _ := startServer(t, defaultOptions(), &failing{panics: panics})
+		r := post(context.Background(), ts.URL, `{"text":"boom."}`)
+		if r.status != 500 || !strings.Contains(string(r.body), "model exploded") {
+			t.Errorf("panics=%v: failing request got %d %s, want 500 naming the failure", panics, r.status, r.body)
+		}
+		if r := post(context.Background(), ts.URL, `{"text":"ok."}`); r.status != 200 {
+			t.Errorf("panics=%v: next request got %d", panics, r.status)
+		}
+		// A failure after audio has started cuts the stream.
+		r = post(context.Background(), ts.URL, `{"text":"ok. boom."}`)
+		if r.err == nil {
+			t.Errorf("panics=%v: a mid-stream failure ended as a clean response", panics)
+		}
+	}
+}
+
+func TestPingFollowsReadinessAndDrain(t *testing.T) {
+	s := New(defaultOptions(), io.Discard)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	ping := func() int {
+		res, err := http.Get(ts.URL + "/ping")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got := res.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); got != "instance-id=test-instance" {
+			t.Errorf("custom attributes = %q", got)
+		}
+		return res.StatusCode
+	}
+	if got := ping(); got != 503 {
+		t.Errorf("ping before load = %d, want 503", got)
+	}
+	if r := post(context.Background(), ts.URL, `{"text":"hi"}`); r.status != 503 || !strings.Contains(string(r.body), "not_ready") {
+		t.Errorf("invocation before ready = %d %s", r.status, r.body)
+	}
+	s.Attach(&engine.Calibration{})
+	defer s.Close()
+	s.SetReady()
+	if got := ping(); got != 200 {
+		t.Errorf("ping when ready = %d, want 200", got)
+	}
+	if left := s.Drain(context.Background()); left != 0 {
+		t.Errorf("drain left %d", left)
+	}
+	if got := ping(); got != 503 {
+		t.Errorf("ping while draining = %d, want 503", got)
+	}
+	if r := post(context.Background(), ts.URL, `{"text":"hi"}`); r.status != 503 || !strings.Contains(string(r.body), "shutting_down") {
+		t.Errorf("invocation while draining = %d %s", r.status, r.body)
+	}
+}
+
+func TestStreamHeadersFormatsAndLogs(t *testing.T) {
+	_, ts, logs := startServer(t, defaultOptions(), &engine.Calibration{})
+	wav := post(context.Background(), ts.URL, `{"text":"Hello there. General Kenobi.","speed":1.5}`)
+	if wav.status != 200 {
+		t.Fatalf("%d %s", wav.status, wav.body)
+	}
+	h := wav.header
+	if h.Get("X-Sample-Rate") != "24000" || h.Get("X-Engine") != "calibration" || h.Get("Content-Type") != "audio/wav" {
+		t.Errorf("headers = %v", h)
+	}
+	if string(wav.body[:4]) != "RIFF" || binary.LittleEndian.Uint32(wav.body[24:]) != 24000 {
+		t.Errorf("body does not start with a 24 kHz WAV header")
+	}
+	// 12 + 15 runes at 60 ms per rune, 1.5x speed, 24 kHz, 2 bytes per sample.
+	wantSamples := 12*1440*2/3 + 15*1440*2/3
+	if got := (len(wav.body) - audio.WAVHeaderSize) / 2; got != wantSamples {
+		t.Errorf("got %d samples, want %d", got, wantSamples)
+	}
+	pcm := post(context.Background(), ts.URL, `{"text":"Hello there. General Kenobi.","format":"pcm","speed":1.5}`)
+	if pcm.status != 200 || pcm.header.Get("Content-Type") != "audio/pcm" || !bytes.Equal(pcm.body, wav.body[audio.WAVHeaderSize:]) {
+		t.Errorf("pcm body differs from the wav body's samples (status %d, %d bytes)", pcm.status, len(pcm.body))
+	}
+	var rec map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+	}
+	for _, k := range []string{"id", "queue_wait_ms", "ttfab_ms", "total_ms", "bytes", "outcome"} {
+		if _, ok := rec[k]; !ok {
+			t.Errorf("request log lacks %s: %v", k, rec)
+		}
+	}
+	if rec["outcome"] != "ok" || rec["bytes"] != float64(len(pcm.body)) {
+		t.Errorf("request log = %v", rec)
+	}
+}
+
+// TestWAVHeaderTravelsWithFirstSamples reads the raw chunked response: the
+// first chunk on the wire carries the header and audio together.
+func TestWAVHeaderTravelsWithFirstSamples(t *testing.T) {
+	_, ts, _ := startServer(t, defaultOptions(), &engine.Calibration{})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"text":"First part. Second part."}`
+	fmt.Fprintf(conn, "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	br := bufio.NewReader(conn)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	sizeLine, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := strconv.ParseInt(strings.TrimSpace(sizeLine), 16, 64)
+	if err != nil {
+		t.Fatalf("first chunk size %q: %v", sizeLine, err)
+	}
+	if size <= audio.WAVHeaderSize {
+		t.Fatalf("first chunk is %d bytes: the header went out without samples", size)
+	}
+	first := make([]byte, audio.WAVHeaderSize)
+	io.ReadFull(br, first)
+	if string(first[:4]) != "RIFF" {
+		t.Errorf("first chunk starts with %q", first[:4])
+	}
+}
+
+func TestEmitMetricsEMF(t *testing.T) {
+	opts := defaultOptions()
+	opts.QueueMaxDepth = 1
+	s, _, logs := startServer(t, opts, &engine.Calibration{})
+	s.Gate().Acquire()
+	s.Gate().Acquire() // rejected
+	s.EmitMetrics()
+	s.Gate().Release()
+	var m struct {
+		AWS struct {
+			Timestamp         int64
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name, Unit string }
+			}
+		} `json:"_aws"`
+		InstanceID      string `json:"InstanceId"`
+		QueueDepth      int
+		QueueDepthPeak  int
+		QueueRejections int
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &m); err != nil {
+		t.Fatalf("EMF line %q: %v", logs.String(), err)
+	}
+	if m.AWS.Timestamp == 0 || len(m.AWS.CloudWatchMetrics) != 1 || m.AWS.CloudWatchMetrics[0].Namespace != MetricsNamespace {
+		t.Errorf("EMF envelope = %+v", m.AWS)
+	}
+	if m.InstanceID != "test-instance" || m.QueueDepth != 1 || m.QueueDepthPeak != 1 || m.QueueRejections != 1 {
+		t.Errorf("EMF values = %+v", m)
+	}
+	for _, d := range m.AWS.CloudWatchMetrics[0].Metrics {
+		var v any
+		json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &v)
+		if _, ok := v.(map[string]any)[d.Name]; !ok {
+			t.Errorf("metric %s declared but has no value", d.Name)
+		}
+	}
+}
