@@ -48,7 +48,11 @@ func scaleInSafety(in Inputs, d Derived) Finding {
 		f.Detail += "; the last scale-in would break the SLO"
 	case after >= d.CScaleMax-1e-9:
 		f.Status = StatusWarn
-		f.Detail += fmt.Sprintf("; going from %d to %d puts the remaining instances at or above the scale-out threshold (%s of Q_max), so the fleet will flap", m+1, m, pct(after/q))
+		where := fmt.Sprintf("%s of Q_max", pct(after/q))
+		if after >= q-1e-9 {
+			where = "back at Q_max"
+		}
+		f.Detail += fmt.Sprintf("; going from %d to %d puts the remaining instances at or above the scale-out threshold (%s), so the fleet will flap", m+1, m, where)
 	default:
 		f.Status = StatusPass
 		return f
@@ -118,7 +122,11 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 		}
 		f.Detail += fmt.Sprintf("at t=%s s, %s rps on %d serving instance(s) (%d more starting), per-instance concurrency %s, above Q_max %d",
 			num(r.BreachAtS), num(r.BreachLoadRPS), r.BreachServing, r.BreachPending, c, in.QMax)
-		f.Recommendation = "lower the scale-out threshold with a higher --surge, shorten T_total (faster start-up), raise --min-instances, or plan for a slower surge"
+		if r.BreachServing+r.BreachPending >= min(d.MaxInstances, in.MaxInstances) {
+			f.Recommendation = fmt.Sprintf("the fleet is at its maximum of %d instance(s): raise the fleet maximum (see peak_coverage) or plan for a lower --peak-rps", r.BreachServing+r.BreachPending)
+		} else {
+			f.Recommendation = "plan with a higher --surge (a lower scale-out threshold), shorten T_total (faster start-up), raise --min-instances, or plan for a slower surge"
+		}
 		return f
 	}
 	f.Detail += fmt.Sprintf("per-instance concurrency peaks at %s (Q_max %d) after %d scale-out(s), ending on %d instance(s)",
