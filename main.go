@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/stacks"
 )
@@ -29,7 +30,7 @@ func main() {
 	app.Synth(nil)
 }
 
-// configFromContext resolves context (-c model=..., -c catalog=...) and the CDK environment variables into
+// configFromContext resolves context (-c model=..., -c catalog=..., -c plan=..., -c autoscaling=...) and the CDK environment variables into
 // the app configuration. Nothing below main reads context or environment.
 func configFromContext(app awscdk.App) (stacks.AppConfig, error) {
 	modelID := contextString(app, "model", models.DefaultModel)
@@ -45,6 +46,20 @@ func configFromContext(app awscdk.App) (stacks.AppConfig, error) {
 	cfg := stacks.AppConfig{Model: m, ContainerDir: contextString(app, "containerDir", "container")}
 	if _, err := os.Stat(filepath.Join(cfg.ContainerDir, "Dockerfile")); err != nil {
 		return stacks.AppConfig{}, fmt.Errorf("context containerDir: no Dockerfile in %s/: run synthesis from the repository root or pass -c containerDir=<dir>", cfg.ContainerDir)
+	}
+	digest, err := capacity.SourceDigest(cfg.ContainerDir)
+	if err != nil {
+		return stacks.AppConfig{}, fmt.Errorf("digest of the container source %s/: %w", cfg.ContainerDir, err)
+	}
+	cfg.ContainerDigest = digest
+	cfg.PlanPath = contextString(app, "plan", capacity.DefaultPlanPath(m.ID))
+	switch v := contextString(app, "autoscaling", ""); v {
+	case "":
+	case "true", "false":
+		on := v == "true"
+		cfg.AutoscalingOverride = &on
+	default:
+		return stacks.AppConfig{}, fmt.Errorf("context autoscaling: %q is not a boolean: pass -c autoscaling=true or -c autoscaling=false", v)
 	}
 	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {

@@ -5,6 +5,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -16,6 +17,12 @@ type AppConfig struct {
 	Env *awscdk.Environment
 	// ContainerDir is the inference container's directory (default "container").
 	ContainerDir string
+	// ContainerDigest is capacity.SourceDigest of ContainerDir: the plan must have been measured against it.
+	ContainerDigest string
+	// PlanPath is the plan the gate reads (default artifacts/<model>/plan.json).
+	PlanPath string
+	// AutoscalingOverride is -c autoscaling=true|false; nil leaves the catalog's choice.
+	AutoscalingOverride *bool
 }
 
 // App holds the stacks of one synthesis.
@@ -31,7 +38,25 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 	foundation := NewFoundationStack(app, FoundationStackName, &FoundationStackProps{
 		StackProps: awscdk.StackProps{Env: cfg.Env},
 	})
+	planPath := cfg.PlanPath
+	if planPath == "" {
+		planPath = capacity.DefaultPlanPath(cfg.Model.ID)
+	}
+	gate := capacity.Gate(capacity.Deployment{
+		Model:               cfg.Model,
+		InstanceType:        cfg.Model.InstanceType,
+		ContainerDigest:     cfg.ContainerDigest,
+		AutoscalingOverride: cfg.AutoscalingOverride,
+	}, planPath)
+	var planDigest string
+	if gate.Enabled {
+		if d, err := capacity.FileDigest(planPath); err == nil {
+			planDigest = d
+		}
+	}
 	endpoint := NewEndpointStack(app, EndpointStackName(cfg.Model.ID), &EndpointStackProps{
+		Gate:          gate,
+		PlanDigest:    planDigest,
 		StackProps:    awscdk.StackProps{Env: cfg.Env},
 		Model:         cfg.Model,
 		WeightsBucket: foundation.WeightsBucket,

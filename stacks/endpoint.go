@@ -14,6 +14,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -34,6 +35,11 @@ type EndpointStackProps struct {
 	ExecutionRole awsiam.IRole
 	// ContainerDir is the directory of the inference container's Dockerfile (normally "container").
 	ContainerDir string
+	// Gate is the plan gate's decision: scaling, alarms, dashboard and the queue shield are created only when
+	// it is Enabled; otherwise its reasons become an annotation (an error when autoscaling was asked for).
+	Gate capacity.Decision
+	// PlanDigest is the SHA-256 of the plan file the gate accepted, recorded in outputs and alarm descriptions.
+	PlanDigest string
 }
 
 // EndpointStack is one model's SageMaker model, endpoint config and endpoint.
@@ -45,6 +51,8 @@ type EndpointStack struct {
 	EndpointConfig awssagemaker.CfnEndpointConfig
 	// Model is the SageMaker model.
 	Model awssagemaker.CfnModel
+	// Scaling is the plan the scaling constructs came from, nil when the gate refused.
+	Scaling *ScalingPlan
 }
 
 // measurementEnvironment is the container environment before a plan passes the gate: an unbounded queue
@@ -82,6 +90,12 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	})
 
 	env := measurementEnvironment(m)
+	var scaling *ScalingPlan
+	if props.Gate.Enabled && props.Gate.Plan != nil {
+		scaling = scalingPlanFrom(props.Gate.Plan, props.PlanDigest)
+		// The plan passed the gate: the queue shield replaces the unbounded measurement configuration.
+		env["QUEUE_MAX_DEPTH"] = jsii.String(strconv.Itoa(scaling.QueueMaxDepth))
+	}
 	container := &awssagemaker.CfnModel_ContainerDefinitionProperty{
 		Image:       image.ImageUri(),
 		Environment: &env,
@@ -131,11 +145,27 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 		EndpointConfigName: config.AttrEndpointConfigName(),
 	})
 
+	if scaling != nil {
+		addScaling(stack, m, endpoint, *scaling)
+		awscdk.NewCfnOutput(stack, jsii.String("ScalingPlan"), &awscdk.CfnOutputProps{
+			Value:       jsii.String(fmt.Sprintf("target %g, scale-in below %g, fleet %d-%d, plan %s", round3(scaling.TargetConcurrency), round3(scaling.ScaleInConcurrency), scaling.MinInstances, scaling.MaxInstances, scaling.PlanDigest)),
+			Description: jsii.String("The measured plan the autoscaling was synthesized from"),
+		})
+	} else {
+		msg := fmt.Sprintf("%s: autoscaling, alarms and dashboard not synthesized, the endpoint runs in measurement configuration (QUEUE_MAX_DEPTH=0): %s",
+			m.EndpointName(), strings.Join(props.Gate.Reasons, "; "))
+		if props.Gate.Explicit {
+			awscdk.Annotations_Of(stack).AddError(jsii.String(msg))
+		} else {
+			awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("speech-infra:planGate"), jsii.String(msg), nil)
+		}
+	}
+
 	awscdk.NewCfnOutput(stack, jsii.String("EndpointName"), &awscdk.CfnOutputProps{Value: endpoint.AttrEndpointName(), Description: jsii.String("SageMaker endpoint to invoke")})
 	awscdk.NewCfnOutput(stack, jsii.String("VariantName"), &awscdk.CfnOutputProps{Value: jsii.String(models.VariantName), Description: jsii.String("Production variant that scaling targets")})
 	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String("Key prefix in the foundation weights bucket where the model's files must be before the endpoint starts")})
 
-	return &EndpointStack{Stack: stack, Endpoint: endpoint, EndpointConfig: config, Model: model}
+	return &EndpointStack{Stack: stack, Endpoint: endpoint, EndpointConfig: config, Model: model, Scaling: scaling}
 }
 
 // HasInstanceStorage reports whether a SageMaker instance type comes with local NVMe instance storage (the

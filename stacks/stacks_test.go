@@ -334,3 +334,167 @@ func TestHasInstanceStorage(t *testing.T) {
 		}
 	}
 }
+
+// fixtureDigest is the container digest the plan fixtures under testdata/plans were measured against
+// (testdata/plans/README.md).
+const fixtureDigest = "sha256:6ac968ec7e59a12ad96ac4fa210aa2319f20ab8b604192f8dbb3ca20d71ca4a1"
+
+// gateApp synthesizes the kokoro-82m app with the given plan and autoscaling override.
+func gateApp(t *testing.T, planDir string, override *bool) *App {
+	t.Helper()
+	cdk := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	plan := filepath.Join("..", "testdata", "plans", planDir, "plan.json")
+	if planDir == "" {
+		plan = filepath.Join(t.TempDir(), "absent", "plan.json")
+	}
+	return Build(cdk, AppConfig{
+		Model:               catalogModel(t, "kokoro-82m"),
+		ContainerDir:        containerDir,
+		ContainerDigest:     fixtureDigest,
+		PlanPath:            plan,
+		AutoscalingOverride: override,
+	})
+}
+
+func TestPlanGateRefuses(t *testing.T) {
+	on, off := true, false
+	cases := []struct {
+		name     string
+		planDir  string
+		override *bool
+		explicit bool
+		reason   string
+	}{
+		{"no plan", "", nil, false, "no plan at"},
+		{"no plan, autoscaling asked for", "", &on, true, "run tts-bench qmax, tts-bench ttotal and tts-bench plan"},
+		{"autoscaling off", "valid", &off, false, "autoscaling is off for kokoro-82m"},
+		{"dry run", "dry-run", &on, true, "dry-run"},
+		{"infeasible", "infeasible", nil, false, "is infeasible"},
+		{"what-if", "what-if", &on, true, "what-if plan (measured: false)"},
+		{"tampered artifact", "tampered", nil, false, "changed after planning"},
+		{"fingerprint mismatch", "fingerprint-mismatch", &on, true, "container digest"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// GIVEN a plan the gate must refuse WHEN the app is synthesized THEN the endpoint stands alone in
+			// measurement configuration and an annotation names the reason, as an error when asked for explicitly.
+			app := gateApp(t, tc.planDir, tc.override)
+			st := app.Endpoint.Stack
+			tpl := assertions.Template_FromStack(st, nil)
+			for _, typ := range []string{"AWS::ApplicationAutoScaling::ScalableTarget", "AWS::ApplicationAutoScaling::ScalingPolicy", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"} {
+				assert(t, "no "+typ, func() { tpl.ResourceCountIs(jsii.String(typ), jsii.Number(0)) })
+			}
+			assert(t, "unbounded measurement queue", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Model"), map[string]interface{}{
+					"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{
+						"Environment": assertions.Match_ObjectLike(&map[string]interface{}{"QUEUE_MAX_DEPTH": "0"}),
+					}),
+				})
+			})
+			ann := assertions.Annotations_FromStack(st)
+			msg := assertions.Match_StringLikeRegexp(jsii.String(".*" + regexpQuote(tc.reason) + ".*"))
+			errs, warns := mustJSON(ann.FindError(jsii.String("*"), msg)), mustJSON(ann.FindWarning(jsii.String("*"), msg))
+			if tc.explicit && errs == "[]" {
+				t.Errorf("want an error annotation containing %q; warnings: %s", tc.reason, warns)
+			}
+			if !tc.explicit && (warns == "[]" || errs != "[]") {
+				t.Errorf("want only a warning containing %q; errors %s, warnings %s", tc.reason, errs, warns)
+			}
+			if app.Endpoint.Scaling != nil {
+				t.Errorf("scaling plan set: %+v", app.Endpoint.Scaling)
+			}
+		})
+	}
+}
+
+func regexpQuote(s string) string {
+	r := strings.NewReplacer("(", `\(`, ")", `\)`, ".", `\.`, ":", `:`)
+	return r.Replace(s)
+}
+
+func TestPlanGateAcceptsValidPlan(t *testing.T) {
+	// GIVEN the valid measured feasible fixture plan WHEN synthesized with autoscaling asked for THEN the
+	// scalable target, both policies, the alarms and the dashboard carry the plan's exact numbers.
+	on := true
+	app := gateApp(t, "valid", &on)
+	st := app.Endpoint.Stack
+	tpl := assertions.Template_FromStack(st, nil)
+	assert(t, "scalable target", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), map[string]interface{}{
+			"ServiceNamespace":  "sagemaker",
+			"ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+			"ResourceId":        "endpoint/speech-kokoro-82m/variant/AllTraffic",
+			"MinCapacity":       1,
+			"MaxCapacity":       6,
+		})
+	})
+	assert(t, "target tracking scale-out", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]interface{}{
+			"PolicyType": "TargetTrackingScaling",
+			"TargetTrackingScalingPolicyConfiguration": map[string]interface{}{
+				"TargetValue":                   30,
+				"PredefinedMetricSpecification": map[string]interface{}{"PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"},
+				"DisableScaleIn":                true,
+				"ScaleOutCooldown":              30,
+			},
+		})
+	})
+	assert(t, "step scale-in", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]interface{}{
+			"PolicyType": "StepScaling",
+			"StepScalingPolicyConfiguration": map[string]interface{}{
+				"AdjustmentType":        "ChangeInCapacity",
+				"Cooldown":              1023,
+				"MetricAggregationType": "Maximum",
+				"StepAdjustments":       []interface{}{map[string]interface{}{"MetricIntervalUpperBound": 0, "ScalingAdjustment": -1}},
+			},
+		})
+	})
+	assert(t, "two policies, four alarms, one dashboard", func() {
+		tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), jsii.Number(2))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(4))
+		tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1))
+	})
+	dims := []interface{}{
+		map[string]interface{}{"Name": "EndpointName", "Value": "speech-kokoro-82m"},
+		map[string]interface{}{"Name": "VariantName", "Value": "AllTraffic"},
+	}
+	assert(t, "scale-in alarm below C_scale_min triggers the step policy", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"MetricName": "ConcurrentRequestsPerModel", "Namespace": "AWS/SageMaker", "Dimensions": dims,
+			"Statistic": "Maximum", "Threshold": 20, "ComparisonOperator": "LessThanThreshold",
+			"AlarmActions": []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("ScaleInPolicy.*"))}},
+		})
+	})
+	assert(t, "queue saturation alarm", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"MetricName": "Invocation5XXErrors", "Dimensions": dims, "Threshold": 0, "ComparisonOperator": "GreaterThanThreshold",
+		})
+	})
+	assert(t, "latency alarm at the SLO (microseconds)", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"MetricName": "ModelLatency", "Dimensions": dims, "ExtendedStatistic": "p95", "Threshold": 3000000,
+		})
+	})
+	// T_plan 340.8 s + 30 s cooldown → ceil(370.8/60)+1 = 8 one-minute periods above the target.
+	assert(t, "fleet-at-maximum alarm", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"MetricName": "ConcurrentRequestsPerModel", "Dimensions": dims, "Statistic": "Average",
+			"Threshold": 30, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
+		})
+	})
+	assert(t, "queue shield from the plan", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::SageMaker::Model"), map[string]interface{}{
+			"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{
+				"Environment": assertions.Match_ObjectLike(&map[string]interface{}{"QUEUE_MAX_DEPTH": "50"}),
+			}),
+		})
+	})
+	ann := assertions.Annotations_FromStack(st)
+	if got := mustJSON(ann.FindError(jsii.String("*"), assertions.Match_AnyValue())); got != "[]" {
+		t.Errorf("errors on an accepted plan: %s", got)
+	}
+	if got := mustJSON(ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String(".*measurement configuration.*")))); got != "[]" {
+		t.Errorf("gate warning on an accepted plan: %s", got)
+	}
+}
