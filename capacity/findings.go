@@ -142,7 +142,7 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 }
 
 // maxSimulatedS bounds the surge simulation (one step per second).
-const maxSimulatedS = 2_000_000
+const maxSimulatedS = 1_000_000
 
 // surgeResult is the outcome of simulateSurge.
 type surgeResult struct {

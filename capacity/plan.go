@@ -264,6 +264,10 @@ func verifyInputs(in Inputs) []error {
 	if len(in.Throughput) == 0 {
 		add("throughput: is empty: the plan needs the measured throughput curve")
 	}
+	if len(in.Throughput) > maxThroughputPoints {
+		add("throughput: has %d points: at most %d (one per staircase step)", len(in.Throughput), maxThroughputPoints)
+		return errs
+	}
 	for i, p := range in.Throughput {
 		if !(p.Concurrency > 0) || !finite(p.Concurrency) || (i > 0 && !(p.Concurrency > in.Throughput[i-1].Concurrency)) {
 			add("throughput[%d].concurrency: is %g: want positive and increasing", i, p.Concurrency)
@@ -274,6 +278,9 @@ func verifyInputs(in Inputs) []error {
 	}
 	return errs
 }
+
+// maxThroughputPoints bounds the throughput curve, which the surge simulation walks every simulated second.
+const maxThroughputPoints = 256
 
 // ceilSeconds rounds a duration in seconds up to whole seconds, ignoring float noise below a microsecond.
 func ceilSeconds(x float64) int { return int(math.Ceil(x - 1e-6)) }
