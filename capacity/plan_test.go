@@ -41,11 +41,11 @@ func inputs(q int, s, tTotal, buffer float64) Inputs {
 
 func TestDeriveThresholdsAndCooldowns(t *testing.T) {
 	tests := []struct {
-		name                   string
-		q                      int
-		s, tTotal, buffer      float64
-		cMax, cMin, tPlan      float64
-		out, in, smallestSafe  int
+		name                  string
+		q                     int
+		s, tTotal, buffer     float64
+		cMax, cMin, tPlan     float64
+		out, in, smallestSafe int
 	}{
 		{"design example", 50, 1.25, 240, 60, 37.5, 25, 300, 30, 900, 3},
 		{"kokoro fixture", 40, 1.25, 280.8, 60, 30, 20, 340.8, 30, 1023, 3},

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/speech-infra/speech-infra/capacity"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// fixtures is absolute so that tests may change directory.
+var fixtures = func() string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "plans"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// runCLI runs tts-bench with args and returns stdout, stderr and the exit code main would use.
+func runCLI(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"tts-bench"}, args...), &stdout, &stderr)
+	if err != nil {
+		stderr.WriteString("tts-bench: " + err.Error() + "\n")
+	}
+	return stdout.String(), stderr.String(), exitCode(err)
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/tts-bench -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run go test ./cmd/tts-bench -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func measuredArgs(t *testing.T, out string, extra ...string) []string {
+	valid := filepath.Join(fixtures, "valid")
+	return append([]string{"plan", "--qmax", filepath.Join(valid, "qmax.json"), "--ttotal", filepath.Join(valid, "ttotal.json"),
+		"--peak-rps", "80", "--trough-rps", "10", "--output", out}, extra...)
+}
+
+func TestPlanGolden(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		golden string
+	}{
+		{"measured table", measuredArgs(t, filepath.Join(dir, "a.json")), 0, "plan-measured.txt"},
+		{"measured json", measuredArgs(t, filepath.Join(dir, "b.json"), "--format", "json"), 0, "plan-measured.json"},
+		{"infeasible table", measuredArgs(t, filepath.Join(dir, "c.json"), "--peak-rps", "200"), 1, "plan-infeasible.txt"},
+		{"what-if table", []string{"plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10"}, 0, "plan-what-if.txt"},
+		{"what-if json", []string{"plan", "--what-if", "q_max=50,t_total_s=240,throughput_rps=37.5", "--peak-rps", "100", "--format", "json"}, 0, "plan-what-if.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			golden(t, tt.golden, stdout)
+		})
+	}
+}
+
+// The measured plan the CLI writes is the committed valid fixture, byte for byte: one code path builds both.
+func TestPlanWritesTheFixture(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "artifacts", "plan.json")
+	_, stderr, code := runCLI(t, measuredArgs(t, out)...)
+	if code != 0 || !strings.Contains(stderr, "wrote feasible plan to "+out) {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(fixtures, "valid", "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the written plan differs from testdata/plans/valid/plan.json")
+	}
+}
+
+func TestPlanInfeasibleIsWrittenAndExitsOne(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "plan.json")
+	_, stderr, code := runCLI(t, measuredArgs(t, out, "--peak-rps", "200")...)
+	if code != exitCheckFailed || !strings.Contains(stderr, "plan is infeasible: peak_coverage, surge_survival failed") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	p, err := capacity.LoadPlan(out)
+	if err != nil || p.Feasible() {
+		t.Fatalf("written plan: %v, feasible %v", err, p != nil && p.Feasible())
+	}
+}
+
+func TestWhatIfIsWrittenOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	args := []string{"plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80"}
+	_, stderr, code := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stderr, "what-if plan not written") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "artifacts")); !os.IsNotExist(err) {
+		t.Fatal("a what-if plan was written to the default path")
+	}
+	out := filepath.Join(dir, "explore.json")
+	if _, stderr, code = runCLI(t, append(args, "--output", out)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	p, err := capacity.LoadPlan(out)
+	if err != nil || p.Measured {
+		t.Fatalf("written what-if plan: %v, measured %v", err, p != nil && p.Measured)
+	}
+}
+
+func TestPlanDefaultPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, stderr, code := runCLI(t, "plan", "--peak-rps", "80")
+	if code != exitUsage || !strings.Contains(stderr, "--qmax artifacts/kokoro-82m/qmax.json: no such file: run tts-bench qmax first or pass --qmax PATH") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	art := filepath.Join(dir, "artifacts", "kokoro-82m")
+	if err := os.MkdirAll(art, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"qmax.json", "ttotal.json"} {
+		data, err := os.ReadFile(filepath.Join(fixtures, "valid", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(art, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, code = runCLI(t, "plan", "--peak-rps", "80", "--trough-rps", "10"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := capacity.LoadPlan(filepath.Join(art, "plan.json")); err != nil {
+		t.Fatalf("default output: %v", err)
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	valid := filepath.Join(fixtures, "valid")
+	q, tt := filepath.Join(valid, "qmax.json"), filepath.Join(valid, "ttotal.json")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no peak", []string{"plan", "--qmax", q, "--ttotal", tt}, "--peak-rps is required"},
+		{"negative peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "-3"}, "--peak-rps -3: want a positive request rate"},
+		{"surge", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--surge", "1.5"}, "--surge 1.5: want a ratio in [1, 1.5)"},
+		{"trough above peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--trough-rps", "90"}, "--trough-rps 90"},
+		{"bounds", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--min-instances", "5", "--max-instances", "2"}, "--min-instances 5 is above --max-instances 2"},
+		{"detection buffer", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--detection-buffer", "-1"}, "--detection-buffer -1"},
+		{"format", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--format", "yaml"}, `--format "yaml" is not a format`},
+		{"model", []string{"plan", "--model", "nope", "--peak-rps", "80"}, `--model: unknown model "nope": the catalog has espeak-ng, kokoro-82m`},
+		{"artifact for another model", []string{"plan", "--model", "espeak-ng", "--qmax", q, "--ttotal", tt, "--peak-rps", "80"}, `is for model "kokoro-82m", not "espeak-ng"`},
+		{"what-if keys", []string{"plan", "--what-if", "q_max=40", "--peak-rps", "80"}, "--what-if \"q_max=40\": missing t_total_s, throughput_rps"},
+		{"what-if with artifacts", []string{"plan", "--what-if", "q_max=40,t_total_s=1,throughput_rps=1", "--qmax", q, "--peak-rps", "80"}, "--what-if replaces the artifacts"},
+		{"not a number", []string{"plan", "--peak-rps", "lots"}, "invalid value \"lots\" for flag -peak-rps"},
+		{"unknown flag", []string{"plan", "--peak", "80"}, "flag provided but not defined: -peak"},
+		{"arguments", []string{"plan", "--peak-rps", "80", "extra"}, "plan takes no arguments"},
+		{"unknown command", []string{"plna"}, `unknown command "plna"`},
+		{"invalid artifact", []string{"plan", "--qmax", tt, "--ttotal", tt, "--peak-rps", "80"}, "is not a valid qmax artifact"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, tt.args...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", code, exitUsage, tt.want, stderr)
+			}
+		})
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	stdout, _, code := runCLI(t, "plan", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"C_scale_max = (1 − h)·Q_max", "Q_max 50, s 1.25 → C_scale_max 37.5", "tts-bench plan --what-if q_max=", "--peak-rps", "measured: false"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("plan --help does not mention %q", want)
+		}
+	}
+	stdout, _, code = runCLI(t)
+	if code != 0 || !strings.Contains(stdout, "plan") || !strings.Contains(stdout, "Exit codes") {
+		t.Fatalf("tts-bench with no command: exit %d\n%s", code, stdout)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	if exitCode(nil) != 0 || exitCode(checkFailed(os.ErrInvalid)) != 1 || exitCode(usageError(os.ErrInvalid)) != 2 || exitCode(os.ErrNotExist) != 2 {
+		t.Fatal("exit codes: want nil 0, check failed 1, usage 2, other 2")
+	}
+}
