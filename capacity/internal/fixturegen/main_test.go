@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/speech-infra/speech-infra/capacity"
@@ -88,7 +87,10 @@ func TestFixtureCases(t *testing.T) {
 			t.Errorf("%s: verdict %s, measured %v, dry run %v", c.Name, p.Verdict, p.Measured, p.Inputs.DryRun)
 		}
 	}
-	if !sort.StringsAreSorted([]string{"sha256:", ContainerDigest}) || !capacity.ValidDigest(ContainerDigest) || len(names) != 6 {
-		t.Fatal("fixture digest or case list malformed")
+	if !capacity.ValidDigest(ContainerDigest) || !capacity.ValidDigest(OtherContainerDigest) || ContainerDigest == OtherContainerDigest {
+		t.Fatal("the fixture digests must be two distinct sha256:<hex> digests")
+	}
+	if len(names) != 6 {
+		t.Fatalf("cases %v: want the six gate branches", names)
 	}
 }
