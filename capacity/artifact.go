@@ -58,6 +58,7 @@ type LoadError struct {
 	Problems []string
 }
 
+// Error lists the problems, one per line.
 func (e *LoadError) Error() string {
 	return fmt.Sprintf("%s is not a valid %s artifact:\n  %s", e.Source, e.Kind, strings.Join(e.Problems, "\n  "))
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -83,8 +84,8 @@ func Gate(d Deployment, planPath string) Decision {
 				failed = append(failed, f.Name+" ("+f.Detail+")")
 			}
 		}
-		reasons = append(reasons, fmt.Sprintf("plan at %s is infeasible: %v: follow the findings' recommendations (tts-bench plan prints them) and plan again",
-			planPath, failed))
+		reasons = append(reasons, fmt.Sprintf("plan at %s is infeasible (%s): follow the findings' recommendations (tts-bench plan prints them) and plan again",
+			planPath, strings.Join(failed, "; ")))
 	}
 	if p.Inputs.DryRun {
 		reasons = append(reasons, fmt.Sprintf("plan at %s was derived from dry-run artifacts: run tts-bench qmax and tts-bench ttotal without --dry-run, then tts-bench plan", planPath))

@@ -25,7 +25,7 @@ func TestGateFixtures(t *testing.T) {
 	}{
 		{"valid", true, ""},
 		{"dry-run", false, "was derived from dry-run artifacts: run tts-bench qmax and tts-bench ttotal without --dry-run"},
-		{"infeasible", false, "is infeasible: [peak_coverage"},
+		{"infeasible", false, "is infeasible (peak_coverage (peak 200 rps needs 15 instance(s)"},
 		{"what-if", false, "is a what-if plan (measured: false)"},
 		{"tampered", false, "the artifact changed after planning"},
 		{"fingerprint-mismatch", false, "was measured for container digest sha256:7318"},

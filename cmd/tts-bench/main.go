@@ -67,7 +67,10 @@ type exitError struct {
 	err  error
 }
 
+// Error returns the wrapped error's message.
 func (e *exitError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks err as a usage or input error (exit 2).
