@@ -1,0 +1,177 @@
+package app
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/container/internal/audio"
+	"github.com/speech-infra/speech-infra/container/internal/engine"
+	"github.com/speech-infra/speech-infra/container/internal/espeak"
+	"github.com/speech-infra/speech-infra/container/internal/server"
+)
+
+// TestMain lets the espeak engine re-execute this test binary as its workers.
+func TestMain(m *testing.M) {
+	if os.Getenv(espeak.RoleEnv) == espeak.RoleWorker {
+		if err := espeak.RunWorker(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	c, err := ConfigFromEnv(env(map[string]string{"INSTANCE_ID": "i-1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 8080 || c.Engine != EngineEspeak || c.ModelDir != "/opt/ml/model" || c.QueueMaxDepth != 0 ||
+		c.Scheduler != server.FirstChunk || c.MaxTextChars != 5000 || c.ShutdownGrace != 25*time.Second ||
+		c.ONNXProvider != "cpu" || c.InstanceID != "i-1" || c.Workers < 1 {
+		t.Errorf("defaults = %+v", c)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{"SAGEMAKER_BIND_TO_PORT": "9000", "ENGINE": "calibration", "QUEUE_MAX_DEPTH": "50",
+		"SCHEDULER": "fifo", "CALIBRATION_SEGMENT_MS": "750", "SHUTDOWN_GRACE": "5s", "ENGINE_WORKERS": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 9000 || c.QueueMaxDepth != 50 || c.Scheduler != server.FIFO || c.CalibrationSegment != 750*time.Millisecond ||
+		c.ShutdownGrace != 5*time.Second || c.Workers != 3 {
+		t.Errorf("parsed = %+v", c)
+	}
+	_, err = ConfigFromEnv(env(map[string]string{"ENGINE": "tacotron", "QUEUE_MAX_DEPTH": "-1", "SCHEDULER": "lifo", "ONNX_PROVIDER": "tpu", "SHUTDOWN_GRACE": "soon"}))
+	for _, name := range []string{"ENGINE", "QUEUE_MAX_DEPTH", "SCHEDULER", "ONNX_PROVIDER", "SHUTDOWN_GRACE"} {
+		if err == nil || !strings.Contains(err.Error(), name+"=") {
+			t.Errorf("error %v does not name %s", err, name)
+		}
+	}
+}
+
+func serve(t *testing.T, cfg Config) *httptest.Server {
+	t.Helper()
+	eng, err := LoadEngine(cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Warmup(context.Background(), eng); err != nil {
+		t.Fatal(err)
+	}
+	s := server.New(server.Options{InstanceID: "t", Workers: cfg.Workers, Scheduler: server.FirstChunk, MaxTextChars: 5000, MaxBodyBytes: 1 << 20}, io.Discard)
+	if err := s.Attach(eng); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close(); eng.Close() })
+	return ts
+}
+
+func invoke(t *testing.T, ts *httptest.Server, body string) (*http.Response, []byte) {
+	t.Helper()
+	res, err := http.Post(ts.URL+"/invocations", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, b)
+	}
+	return res, b
+}
+
+func samples(b []byte) []int16 {
+	s := make([]int16, len(b)/2)
+	for i := range s {
+		s[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return s
+}
+
+func TestEspeakOverHTTPIsAValidWAV(t *testing.T) {
+	ts := serve(t, Config{Engine: EngineEspeak, Workers: 2})
+	res, body := invoke(t, ts, `{"text":"Hello world. This is a second sentence, with a clause."}`)
+	if res.Header.Get("X-Sample-Rate") != "22050" || res.Header.Get("X-Engine") != "espeak" {
+		t.Errorf("headers %v", res.Header)
+	}
+	h := body[:audio.WAVHeaderSize]
+	if string(h[:4]) != "RIFF" || string(h[8:12]) != "WAVE" || binary.LittleEndian.Uint16(h[20:]) != 1 ||
+		binary.LittleEndian.Uint16(h[22:]) != 1 || binary.LittleEndian.Uint32(h[24:]) != 22050 || binary.LittleEndian.Uint16(h[34:]) != 16 {
+		t.Errorf("WAV header % x", h)
+	}
+	s := samples(body[audio.WAVHeaderSize:])
+	if len(s) < 22050 {
+		t.Fatalf("%d samples for two sentences", len(s))
+	}
+	peak := 0
+	for _, v := range s {
+		peak = max(peak, int(v), -int(v))
+	}
+	if peak < 3000 {
+		t.Errorf("peak %d: silent", peak)
+	}
+}
+
+// TestKokoroStreamsSegmentsInOrder uses the deterministic stand-in model: the
+// streamed audio of a three-segment request must equal the three segments
+// synthesized one by one, in order.
+func TestKokoroStreamsSegmentsInOrder(t *testing.T) {
+	lib := os.Getenv("ONNXRUNTIME_LIB")
+	if lib == "" {
+		lib = "../../../.cache/onnxruntime/libonnxruntime.so.1"
+	}
+	cfg := Config{Engine: EngineKokoro, ModelDir: "../../testdata/tiny_kokoro", ONNXRuntimeLib: lib, ONNXProvider: "cpu", Workers: 2}
+	ts := serve(t, cfg)
+	parts := []string{"Alpha beta.", "Gamma delta epsilon,", "zeta!"}
+	var want []byte
+	for _, p := range parts {
+		_, b := invoke(t, ts, fmt.Sprintf(`{"text":%q,"format":"pcm"}`, p))
+		want = append(want, b...)
+	}
+	res, got := invoke(t, ts, fmt.Sprintf(`{"text":%q,"format":"pcm"}`, strings.Join(parts, " ")))
+	if res.Header.Get("X-Sample-Rate") != "24000" || res.Header.Get("X-Engine") != "kokoro" {
+		t.Errorf("headers %v", res.Header)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("streamed %d bytes differ from the segments in order (%d bytes)", len(got), len(want))
+	}
+}
+
+func TestCalibrationEngineFromConfig(t *testing.T) {
+	eng, err := LoadEngine(Config{Engine: EngineCalibration, CalibrationSegment: 30 * time.Millisecond}, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n := 0
+	eng.Synthesize(context.Background(), engine.Segment{Text: "abc", Speed: 1}, func(s []int16) error {
+		for _, v := range s {
+			if v != 0 {
+				t.Fatal("calibration emitted a non-silent sample")
+			}
+		}
+		n += len(s)
+		return nil
+	})
+	if time.Since(start) < 30*time.Millisecond || n != 3*1440 {
+		t.Errorf("calibration segment took %v and gave %d samples", time.Since(start), n)
+	}
+}
