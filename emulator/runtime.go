@@ -77,13 +77,24 @@ func (e *Emulator) record(ep *endpointRec, started time.Time, status int) {
 	e.metrics.add(namespaceSageMaker, metricInvocation4XX, dims, now, four)
 }
 
-// forward sends the invocation to the instance's /invocations.
+// maxPayload is SageMaker's limit on an invocation's request payload.
+const maxPayload = 25 << 20
+
+// containerClient talks to the instances; loopback only, so connections are kept generously.
+var containerClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
+
+// forward sends the invocation to the instance's /invocations. The request body is read in full first: a
+// payload is small, and a container answering before it consumed the body must not tear the connection down
+// under a half-written request.
 func forward(ctx context.Context, r *http.Request, in *instance, accept string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/invocations", in.port), r.Body)
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload))
+	if err != nil {
+		return nil, fmt.Errorf("read the request payload: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/invocations", in.port), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	req.ContentLength = r.ContentLength
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -91,7 +102,7 @@ func forward(ctx context.Context, r *http.Request, in *instance, accept string) 
 	if v := r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); v != "" {
 		req.Header.Set("X-Amzn-SageMaker-Custom-Attributes", v)
 	}
-	return http.DefaultClient.Do(req)
+	return containerClient.Do(req)
 }
 
 // invoke serves InvokeEndpoint (restJson1): the container's response body becomes the payload; a container
