@@ -22,7 +22,7 @@ include $(wildcard mk/*.mk)
 GO_FILES = $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './.cache/*' -not -path './cdk.out/*')
 CMDS := $(notdir $(wildcard cmd/*))
 
-.PHONY: all build build-cmds test test-go synth synth-all lint lint-go lint-cfn deps deps-node deps-tools clean help
+.PHONY: all build build-cmds test test-go synth synth-all fixture-plans lint lint-go lint-cfn deps deps-node deps-tools clean help
 
 all: build
 
@@ -55,13 +55,21 @@ synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)
 	@echo "templates: $$(ls cdk.out/*.template.json | tr '\n' ' ')"
 
-# Every model's app, each into its own directory, for the linters.
-synth-all: deps
+# Plan fixtures "measured" against the current container source, so a real synthesis accepts the valid one:
+#   npx cdk synth -c autoscaling=true -c plan=.cache/fixture-plans/valid/plan.json
+fixture-plans: ## write plan fixtures matching the current container source to .cache/fixture-plans/
+	$(GO) run ./capacity/internal/fixturegen -out .cache/fixture-plans -container-dir container
+
+# Every model's app, each into its own directory, for the linters; kokoro also with the plan-gated scaling.
+synth-all: deps fixture-plans
 	@for m in $(MODELS); do echo "synth $$m"; $(CDK) synth -q -c model=$$m -o cdk.out/lint/$$m > /dev/null; done
+	@echo "synth kokoro-82m with the valid fixture plan"
+	@$(CDK) synth -q -c model=kokoro-82m -c autoscaling=true -c plan=.cache/fixture-plans/valid/plan.json -o cdk.out/lint/kokoro-82m-scaling > /dev/null
+	@grep -q '"AWS::ApplicationAutoScaling::ScalableTarget"' cdk.out/lint/kokoro-82m-scaling/SpeechEndpointStack-kokoro-82m.template.json || { echo "the valid fixture plan did not produce a scalable target" >&2; exit 1; }
 
 lint: lint-go lint-cfn ## gofmt, go vet, cfn-lint
 
-lint-go:
+lint-go: deps
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd container && $(GO) vet ./...

@@ -6,6 +6,10 @@
 // Usage, from the repository root:
 //
 //	go run ./capacity/internal/fixturegen [-out testdata/plans]
+//
+// With -container-dir the fixtures are "measured" against that directory's real source digest instead of the
+// fixed fake one, so that a real synthesis (npx cdk synth -c plan=...) accepts the valid case; `make
+// fixture-plans` writes such a set to .cache/fixture-plans for the README's demonstration and the linters.
 package main
 
 import (
@@ -49,7 +53,16 @@ var Cases = []struct{ Name, Purpose string }{
 
 func main() {
 	out := flag.String("out", filepath.Join("testdata", "plans"), "directory to write the fixtures into")
+	containerDir := flag.String("container-dir", "", "measure the fixtures against this container source directory's digest instead of the fixed fake digest")
 	flag.Parse()
+	if *containerDir != "" {
+		d, err := capacity.SourceDigest(*containerDir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fixturegen: -container-dir:", err)
+			os.Exit(2)
+		}
+		ContainerDigest = d
+	}
 	if err := Generate(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "fixturegen:", err)
 		os.Exit(1)
