@@ -56,7 +56,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	markUsageErrors(app.Commands)
 	return app.RunContext(ctx, flagsFirst(args))
+}
+
+// markUsageErrors makes flag parsing errors of every (sub)command usage errors.
+func markUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+		markUsageErrors(c.Subcommands)
+	}
 }
 
 // boolFlags are the flags that take no value.

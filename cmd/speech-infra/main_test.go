@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+)
+
+// TestMain doubles as the emulator process: deploy --local re-executes its own binary (here the test binary)
+// with `local serve`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "serve" {
+		os.Exit(exitCode(run(context.Background(), os.Args, os.Stdout, os.Stderr), os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func invoke(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := exitCode(run(ctx, append([]string{"speech-infra"}, args...), &out, &errOut), &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"deploy"},
+		{"deploy", "no-such-model", "--local"},
+		{"deploy", "espeak-ng"},
+		{"destroy", "espeak-ng", "kokoro-82m", "--local"},
+		{"deploy", "--bogus"},
+	} {
+		if _, stderr, code := invoke(t, args...); code != 2 {
+			t.Errorf("%v: exit %d (stderr %q), want 2", args, code, stderr)
+		}
+	}
+}
+
+// The done-when: deploy prints the endpoint and the variables, an SDK program configured only by those
+// variables describes the endpoint and streams speech, destroy removes it.
+func TestDeployLocalEspeak(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "speech-container")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "..", "container")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the inference container: %v\n%s", err, out)
+	}
+	state := filepath.Join(dir, "state")
+	port := freePort(t)
+	t.Setenv("SPEECH_INFRA_STATE_DIR", state)
+	t.Setenv("SPEECH_INFRA_PORT", port)
+	t.Setenv("SPEECH_CONTAINER_BIN", bin)
+	t.Cleanup(func() { invoke(t, "local", "stop") })
+
+	out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local", "--plan", filepath.Join(dir, "no-plan.json"))
+	if code != 0 {
+		t.Fatalf("deploy: exit %d\n%s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "endpoint   speech-espeak-ng (InService") || !strings.Contains(stderr, "autoscaling off: no plan") {
+		t.Errorf("deploy output:\n%s\nstderr:\n%s", out, stderr)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && strings.HasPrefix(line, "export ") {
+			t.Setenv(k, v)
+		}
+	}
+	if os.Getenv("AWS_ENDPOINT_URL") != "http://127.0.0.1:"+port {
+		t.Fatalf("AWS_ENDPOINT_URL = %q from the deploy output, want the emulator on port %s", os.Getenv("AWS_ENDPOINT_URL"), port)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := sagemaker.NewFromConfig(cfg).DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-espeak-ng")})
+	if err != nil || d.EndpointStatus != "InService" || d.ProductionVariants[0].DesiredInstanceCount == nil {
+		t.Fatalf("DescribeEndpoint = %+v, %v", d, err)
+	}
+	s, err := sagemakerruntime.NewFromConfig(cfg).InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String("speech-espeak-ng"), ContentType: aws.String("application/json"), Body: []byte(`{"text":"Deployed locally.","format":"wav"}`),
+	})
+	if err != nil {
+		t.Fatalf("InvokeEndpointWithResponseStream: %v", err)
+	}
+	var audio []byte
+	for ev := range s.GetStream().Events() {
+		if p, ok := ev.(*rttypes.ResponseStreamMemberPayloadPart); ok {
+			audio = append(audio, p.Value.Bytes...)
+		}
+	}
+	if err := s.GetStream().Err(); err != nil || len(audio) < 1000 || string(audio[:4]) != "RIFF" {
+		t.Fatalf("streamed %d bytes starting %q, err %v; want a WAV", len(audio), audio[:min(4, len(audio))], err)
+	}
+
+	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(out, "speech-espeak-ng InService, 1/1 instances") {
+		t.Errorf("local status: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, stderr, code := invoke(t, "destroy", "espeak-ng", "--local"); code != 0 || !strings.Contains(out, "removed endpoint speech-espeak-ng") {
+		t.Fatalf("destroy: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := sagemaker.NewFromConfig(cfg).DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-espeak-ng")}); err == nil {
+		t.Errorf("the endpoint still exists after destroy")
+	}
+	if out, stderr, code := invoke(t, "local", "stop"); code != 0 || !strings.Contains(out, "emulator stopped") {
+		t.Errorf("local stop: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
+		t.Errorf("status after stop:\n%s", out)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
