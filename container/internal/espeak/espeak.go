@@ -25,6 +25,11 @@ import (
 // SampleRate is the rate libespeak-ng synthesizes at.
 const SampleRate = 22050
 
+// bufferMillis is how much audio libespeak-ng hands to the callback at a
+// time. Synthesis runs far faster than real time, so a larger buffer costs
+// almost nothing in time to first audio and saves the worker pool pipe writes.
+const bufferMillis = 300
+
 // DefaultRate is espeak-ng's normal speaking rate in words per minute; a
 // request's speed multiplies it.
 const DefaultRate = 175
@@ -52,7 +57,7 @@ func ensureInit() error {
 		return initErr
 	}
 	initDone = true
-	rate := int(C.helper_init(C.int(100)))
+	rate := int(C.helper_init(C.int(bufferMillis)))
 	if rate <= 0 {
 		initErr = errNoInit
 	} else if rate != SampleRate {
