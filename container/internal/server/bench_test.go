@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/speech-infra/speech-infra/container/internal/audio"
 	"github.com/speech-infra/speech-infra/container/internal/engine"
 )
 
@@ -60,5 +64,58 @@ func BenchmarkStream(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// BenchmarkTTFAB compares the schedulers the way qmax sees them: a closed
+// loop of 8 clients, each sending its next 4-segment request when the last
+// one ends, against one synthesis slot at 5 ms per segment. It reports the
+// p95 time to first audio byte.
+func BenchmarkTTFAB(b *testing.B) {
+	for _, policy := range []string{FIFO, FirstChunk} {
+		b.Run(policy, func(b *testing.B) {
+			opts := defaultOptions()
+			opts.Scheduler = policy
+			_, ts, _ := startServer(b, opts, &engine.Calibration{SegmentCompute: 5 * time.Millisecond})
+			body := `{"text":"One clause, two clause, three clause, four."}`
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+			const clients = 8
+			var mu sync.Mutex
+			var ttfab []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				var wg sync.WaitGroup
+				for range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range 5 {
+							start := time.Now()
+							res, err := client.Post(ts.URL+"/invocations", "application/json", strings.NewReader(body))
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							buf := make([]byte, audio.WAVHeaderSize+1)
+							_, err = io.ReadFull(res.Body, buf)
+							d := time.Since(start)
+							io.Copy(io.Discard, res.Body)
+							res.Body.Close()
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							mu.Lock()
+							ttfab = append(ttfab, d)
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			slices.Sort(ttfab)
+			b.ReportMetric(float64(ttfab[len(ttfab)*95/100].Microseconds())/1000, "p95-ttfab-ms")
+			b.ReportMetric(float64(ttfab[len(ttfab)/2].Microseconds())/1000, "p50-ttfab-ms")
+		})
 	}
 }
