@@ -51,8 +51,8 @@ type EndpointStack struct {
 	EndpointConfig awssagemaker.CfnEndpointConfig
 	// Model is the SageMaker model.
 	Model awssagemaker.CfnModel
-	// Scaling is the plan the scaling constructs came from, nil when the gate refused.
-	Scaling *ScalingPlan
+	// Scaling is what the scaling constructs were rendered from, nil when the gate refused.
+	Scaling *capacity.ScalingSpec
 }
 
 // measurementEnvironment is the container environment before a plan passes the gate: an unbounded queue
@@ -90,9 +90,10 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	})
 
 	env := measurementEnvironment(m)
-	var scaling *ScalingPlan
+	var scaling *capacity.ScalingSpec
 	if props.Gate.Enabled && props.Gate.Plan != nil {
-		scaling = scalingPlanFrom(props.Gate.Plan, props.PlanDigest)
+		spec := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, props.Gate.Plan)
+		scaling = &spec
 		// The plan passed the gate: the queue shield replaces the unbounded measurement configuration.
 		env["QUEUE_MAX_DEPTH"] = jsii.String(strconv.Itoa(scaling.QueueMaxDepth))
 	}
@@ -146,9 +147,9 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	})
 
 	if scaling != nil {
-		addScaling(stack, m, endpoint, *scaling)
+		addScaling(stack, endpoint, *scaling, props.PlanDigest)
 		awscdk.NewCfnOutput(stack, jsii.String("ScalingPlan"), &awscdk.CfnOutputProps{
-			Value:       jsii.String(fmt.Sprintf("target %g, scale-in below %g, fleet %d-%d, plan %s", round3(scaling.TargetConcurrency), round3(scaling.ScaleInConcurrency), scaling.MinInstances, scaling.MaxInstances, scaling.PlanDigest)),
+			Value:       jsii.String(fmt.Sprintf("target %g, fleet %d-%d, queue depth %d, plan %s", scaling.ScaleOut.TargetValue, scaling.MinInstances, scaling.MaxInstances, scaling.QueueMaxDepth, props.PlanDigest)),
 			Description: jsii.String("The measured plan the autoscaling was synthesized from"),
 		})
 	} else {
