@@ -89,6 +89,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return fmt.Errorf("load engine %s: %w", cfg.Engine, err)
 	}
 	defer eng.Close()
+	if k, ok := eng.(*kokoro.Engine); ok {
+		sig := k.Signature()
+		logf("kokoro: execution provider %s; model inputs %s, %s, %s (int32 speed: %v), output %s", k.Provider(), sig.IDs, sig.Style, sig.Speed, sig.SpeedInt32, sig.Output)
+	}
 	Stage(out, StageEngineLoaded)
 	if err := Warmup(ctx, eng); err != nil {
 		if ctx.Err() != nil {
