@@ -77,7 +77,10 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 		sprops.Description = jsii.String(fmt.Sprintf("speech-infra: SageMaker real-time endpoint %s (%s on %s)", m.EndpointName(), m.ID, m.InstanceType))
 	}
 	stack := awscdk.NewStack(scope, &id, &sprops)
-	awscdk.Tags_Of(stack).Add(jsii.String("speech-infra:model"), jsii.String(m.ID), nil)
+	// Scalable targets and dashboards take no Tags in the CloudFormation resource schema cfn-lint checks against.
+	awscdk.Tags_Of(stack).Add(jsii.String("speech-infra:model"), jsii.String(m.ID), &awscdk.TagProps{
+		ExcludeResourceTypes: jsii.Strings("AWS::ApplicationAutoScaling::ScalableTarget", "AWS::CloudWatch::Dashboard"),
+	})
 
 	containerDir := props.ContainerDir
 	if containerDir == "" {

@@ -23,7 +23,7 @@ func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.Scal
 		MinCapacity:       jsii.Number(float64(s.MinInstances)),
 		MaxCapacity:       jsii.Number(float64(s.MaxInstances)),
 	})
-	target.AddDependency(endpoint)
+	target.AddResourceDependency(endpoint, jsii.String("a scalable target can be registered only on an existing endpoint variant"))
 
 	awsapplicationautoscaling.NewCfnScalingPolicy(stack, jsii.String("ScaleOutPolicy"), &awsapplicationautoscaling.CfnScalingPolicyProps{
 		PolicyName:      jsii.String(s.ScaleOut.PolicyName),
