@@ -13,7 +13,9 @@ audio is non-silent and depends on the input. It is not speech.
 Writes, under the directory given as the only argument (default: tiny_kokoro
 beside this script):
   onnx/model.onnx, voices/af_heart.bin, tokenizer.json,
-  config.json, manifest.json (size and SHA-256 of every other file).
+  config.json, manifest.json (size and SHA-256 of every other file);
+and beside that directory tiny_kokoro_tokens_int32.onnx, the same model in
+the older signature (tokens, int32 speed), for the signature-reading tests.
 
 Run with Debian's python3-onnx and python3-numpy:
   /usr/bin/python3 container/testdata/make_tiny_kokoro.py
@@ -64,8 +66,13 @@ VOCAB_ITEMS = [
 ]
 
 
-def build_model():
-    """Returns the ONNX model: waveform = amp(style) * sin(2*pi*f(id)*speed*t)."""
+def build_model(ids_name="input_ids", speed_type=TensorProto.FLOAT):
+    """Returns the ONNX model: waveform = amp(style) * sin(2*pi*f(id)*speed*t).
+
+    ids_name and speed_type select the export variant: the current one
+    (input_ids, float32 speed) or the older one (tokens, and int32 speed as
+    some exports declare it).
+    """
     t = (np.arange(SAMPLES_PER_TOKEN, dtype=np.float32) / SAMPLE_RATE).reshape(1, 1, SAMPLES_PER_TOKEN)
     inits = [
         numpy_helper.from_array(t, "t"),
@@ -77,10 +84,11 @@ def build_model():
         numpy_helper.from_array(np.array([0.1], dtype=np.float32), "amp_floor"),
     ]
     nodes = [
-        helper.make_node("Cast", ["input_ids"], ["ids_f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", [ids_name], ["ids_f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["speed"], ["speed_f"], to=TensorProto.FLOAT),
         helper.make_node("Mul", ["ids_f", "two_pi_hz_per_id"], ["w_id"]),
         helper.make_node("Add", ["w_id", "two_pi_base_hz"], ["w"]),
-        helper.make_node("Mul", ["w", "speed"], ["w_speed"]),
+        helper.make_node("Mul", ["w", "speed_f"], ["w_speed"]),
         helper.make_node("Unsqueeze", ["w_speed", "axis2"], ["w3"]),
         helper.make_node("Mul", ["w3", "t"], ["phase"]),
         helper.make_node("Sin", ["phase"], ["tone"]),
@@ -95,9 +103,9 @@ def build_model():
         nodes,
         "tiny_kokoro",
         [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "sequence_length"]),
+            helper.make_tensor_value_info(ids_name, TensorProto.INT64, [1, "sequence_length"]),
             helper.make_tensor_value_info("style", TensorProto.FLOAT, [1, STYLE_DIM]),
-            helper.make_tensor_value_info("speed", TensorProto.FLOAT, [1]),
+            helper.make_tensor_value_info("speed", speed_type, [1]),
         ],
         [helper.make_tensor_value_info("waveform", TensorProto.FLOAT, ["num_samples"])],
         inits,
@@ -158,6 +166,9 @@ def main():
         write(root, rel, files[rel])
         manifest["files"].append({"path": rel, "size": len(files[rel]), "sha256": hashlib.sha256(files[rel]).hexdigest()})
     write(root, "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode("utf-8"))
+    variant = build_model("tokens", TensorProto.INT32).SerializeToString()
+    with open(os.path.join(os.path.dirname(root), "tiny_kokoro_tokens_int32.onnx"), "wb") as f:
+        f.write(variant)
     print("wrote", root)
 
 

@@ -248,3 +248,36 @@ func TestReadSignatureRejectsOtherModels(t *testing.T) {
 		t.Error("garbage accepted as a model")
 	}
 }
+
+// TestOlderExportSignature loads the stand-in in the older export's
+// signature (tokens, int32 speed) and runs it.
+func TestOlderExportSignature(t *testing.T) {
+	dir := t.TempDir()
+	for _, rel := range []string{"tokenizer.json", "config.json", "voices/af_heart.bin"} {
+		b, err := os.ReadFile(filepath.Join(tinyDir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755)
+		os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	}
+	model, err := os.ReadFile("../../testdata/tiny_kokoro_tokens_int32.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "onnx"), 0o755)
+	os.WriteFile(filepath.Join(dir, ModelFile), model, 0o644)
+	e, err := Load(Config{ModelDir: dir, LibPath: ortLib(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if sig := e.Signature(); sig != (Signature{IDs: "tokens", Style: "style", Speed: "speed", SpeedInt32: true, Output: "waveform"}) {
+		t.Errorf("signature = %+v", sig)
+	}
+	normal := synth(t, e, "Hello world.", "af_heart", 1)
+	fast := synth(t, e, "Hello world.", "af_heart", 2)
+	if len(normal) == 0 || slices.Equal(normal, fast) {
+		t.Errorf("int32 speed did not reach the model (%d samples)", len(normal))
+	}
+}
