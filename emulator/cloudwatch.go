@@ -85,10 +85,12 @@ func (e *Emulator) putAlarmLocked(in putMetricAlarmInput) (*alarmRec, *apiError)
 		return nil, invalidParam("the emulator does not support metric math alarms (Metrics); give MetricName and Namespace")
 	case in.MetricName == "" || in.Namespace == "":
 		return nil, errorf("MissingParameter", http.StatusBadRequest, "The parameters MetricName and Namespace are required.")
-	case in.ExtendedStatistic != "":
-		return nil, invalidParam("the emulator supports only the basic statistics %s, not %s", strings.Join(basicStatistics, ", "), in.ExtendedStatistic)
-	case !contains(basicStatistics, in.Statistic):
-		return nil, invalidParam("The parameter Statistic must be one of %s.", strings.Join(basicStatistics, ", "))
+	case in.ExtendedStatistic != "" && in.Statistic != "":
+		return nil, errorf("InvalidParameterCombination", http.StatusBadRequest, "Exactly one of the parameters Statistic and ExtendedStatistic must be specified, not both.")
+	case in.ExtendedStatistic != "" && !validPercentile(in.ExtendedStatistic):
+		return nil, invalidParam("The parameter ExtendedStatistic %q is not a percentile between p0 and p100 (e.g. p95, p99.9).", in.ExtendedStatistic)
+	case in.ExtendedStatistic == "" && !contains(basicStatistics, in.Statistic):
+		return nil, invalidParam("The parameter Statistic must be one of %s (or give ExtendedStatistic, e.g. p95).", strings.Join(basicStatistics, ", "))
 	case in.Period < 1:
 		return nil, invalidParam("The parameter Period must be at least 1.")
 	case in.EvaluationPeriods < 1:
@@ -116,7 +118,7 @@ func (e *Emulator) putAlarmLocked(in putMetricAlarmInput) (*alarmRec, *apiError)
 	a.ActionsEnabled = in.ActionsEnabled == nil || *in.ActionsEnabled
 	a.AlarmActions, a.OKActions, a.InsufficientData = in.AlarmActions, in.OKActions, in.InsufficientDataActions
 	a.Namespace, a.MetricName, a.Dimensions = in.Namespace, in.MetricName, in.Dimensions
-	a.Statistic, a.Unit, a.Period = in.Statistic, in.Unit, in.Period
+	a.Statistic, a.ExtendedStatistic, a.Unit, a.Period = in.Statistic, in.ExtendedStatistic, in.Unit, in.Period
 	a.EvaluationPeriods, a.DatapointsToAlarm = in.EvaluationPeriods, in.DatapointsToAlarm
 	a.Threshold, a.ComparisonOperator, a.TreatMissingData = *in.Threshold, in.ComparisonOperator, in.TreatMissingData
 	a.ConfigUpdated = now
@@ -139,12 +141,16 @@ func alarmView(a *alarmRec) map[string]any {
 		"AlarmConfigurationUpdatedTimestamp": newEpoch(a.ConfigUpdated),
 		"MetricName":                         a.MetricName,
 		"Namespace":                          a.Namespace,
-		"Statistic":                          a.Statistic,
 		"Dimensions":                         nonNilDims(a.Dimensions),
 		"Period":                             a.Period,
 		"EvaluationPeriods":                  a.EvaluationPeriods,
 		"Threshold":                          a.Threshold,
 		"ComparisonOperator":                 a.ComparisonOperator,
+	}
+	if a.ExtendedStatistic != "" {
+		m["ExtendedStatistic"] = a.ExtendedStatistic
+	} else {
+		m["Statistic"] = a.Statistic
 	}
 	if a.Description != "" {
 		m["AlarmDescription"] = a.Description
@@ -289,7 +295,7 @@ func (e *Emulator) getMetricData(body []byte) (any, *apiError) {
 			return nil, invalidParam("query %s: the parameter Period must be at least 1", q.ID)
 		}
 		if _, ok := (agg{count: 1}).stat(q.MetricStat.Stat); !ok {
-			return nil, invalidParam("query %s: the emulator supports only the statistics %s, not %q", q.ID, strings.Join(basicStatistics, ", "), q.MetricStat.Stat)
+			return nil, invalidParam("query %s: the emulator supports the statistics %s and percentiles (p50, p95, p99.9), not %q", q.ID, strings.Join(basicStatistics, ", "), q.MetricStat.Stat)
 		}
 		if q.ReturnData != nil && !*q.ReturnData {
 			continue
@@ -337,14 +343,17 @@ func (e *Emulator) getMetricStatistics(body []byte) (any, *apiError) {
 		return nil, errorf("MissingParameter", http.StatusBadRequest, "The parameters Namespace, MetricName, StartTime and EndTime are required.")
 	case in.Period < 1:
 		return nil, invalidParam("The parameter Period must be at least 1.")
-	case len(in.ExtendedStatistics) > 0:
-		return nil, invalidParam("the emulator does not support ExtendedStatistics")
-	case len(in.Statistics) == 0:
+	case len(in.Statistics) == 0 && len(in.ExtendedStatistics) == 0:
 		return nil, errorf("MissingParameter", http.StatusBadRequest, "At least one of the parameters Statistics and ExtendedStatistics must be specified.")
 	}
 	for _, s := range in.Statistics {
 		if !contains(basicStatistics, s) {
 			return nil, invalidParam("The parameter Statistics contains %q; use %s.", s, strings.Join(basicStatistics, ", "))
+		}
+	}
+	for _, s := range in.ExtendedStatistics {
+		if !validPercentile(s) {
+			return nil, invalidParam("The parameter ExtendedStatistics contains %q; use percentiles such as p50, p95 or p99.9.", s)
 		}
 	}
 	points := e.metrics.query(in.Namespace, in.MetricName, in.Dimensions, in.StartTime.Time, in.EndTime.Time, time.Duration(in.Period)*time.Second)
@@ -354,6 +363,13 @@ func (e *Emulator) getMetricStatistics(body []byte) (any, *apiError) {
 		for _, s := range in.Statistics {
 			v, _ := p.stat(s)
 			dp[s] = v
+		}
+		if len(in.ExtendedStatistics) > 0 {
+			ext := map[string]float64{}
+			for _, s := range in.ExtendedStatistics {
+				ext[s], _ = p.stat(s)
+			}
+			dp["ExtendedStatistics"] = ext
 		}
 		dps = append(dps, dp)
 	}
@@ -383,7 +399,7 @@ func (e *Emulator) evaluateAlarmLocked(a *alarmRec, now time.Time) bool {
 	}
 	var values []float64
 	for _, p := range points {
-		v, _ := p.stat(a.Statistic)
+		v, _ := p.stat(a.statistic())
 		values = append(values, v)
 	}
 	missing := a.EvaluationPeriods - len(values)
@@ -419,6 +435,20 @@ func (e *Emulator) evaluateAlarmLocked(a *alarmRec, now time.Time) bool {
 	}
 	a.State, a.StateReason, a.StateUpdated = next, reason, now.UTC()
 	return true
+}
+
+// validPercentile reports whether name is a percentile statistic (p0 to p100, e.g. p95 or p99.9).
+func validPercentile(name string) bool {
+	_, ok := parsePercentile(name)
+	return ok
+}
+
+// statistic is the statistic an alarm evaluates: its ExtendedStatistic when set, else its Statistic.
+func (a *alarmRec) statistic() string {
+	if a.ExtendedStatistic != "" {
+		return a.ExtendedStatistic
+	}
+	return a.Statistic
 }
 
 func breaches(op string, v, threshold float64) bool {

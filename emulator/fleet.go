@@ -108,6 +108,10 @@ func (e *Emulator) reconcile(f *fleet) {
 		e.stopAll(victims, 0)
 		return
 	}
+	if ep.Pending != nil {
+		e.blueGreen(f, ep)
+		return
+	}
 	var live []*instance
 	for _, in := range f.instances {
 		if !in.draining.Load() {
@@ -201,6 +205,115 @@ func (e *Emulator) reconcile(f *fleet) {
 		e.settleLocked(ep, f)
 		e.mu.Unlock()
 	}
+}
+
+// blueGreen performs the endpoint's pending UpdateEndpoint as SageMaker's all-at-once blue/green deployment:
+// the green instances (the new config's model) start beside the blue ones, which keep serving; only when every
+// green instance answers /ping 200 does traffic move to them, after which the blue instances leave the router,
+// drain and stop, and the endpoint returns to InService. When a green instance fails, the green fleet is
+// stopped and the endpoint rolls back: InService on the old config, with FailureReason saying why.
+// Called with e.mu held; returns with it released.
+func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
+	pd := ep.Pending
+	var v variantRec
+	var model *modelRec
+	if c := e.st.EndpointConfigs[pd.ConfigName]; c != nil && len(c.Variants) > 0 {
+		v = c.Variants[0]
+		model = e.st.Models[v.ModelName]
+	}
+	timeout := 10 * time.Minute
+	if v.StartupTimeoutS > 0 {
+		timeout = time.Duration(v.StartupTimeoutS) * time.Second
+	}
+	var green []*instance
+	if model != nil {
+		for range pd.Desired {
+			e.st.NextInstance++
+			id := fmt.Sprintf("i-%05d", e.st.NextInstance)
+			in := &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, exited: make(chan struct{})}
+			green = append(green, in)
+			f.instances = append(f.instances, in)
+		}
+		e.saveLocked()
+	}
+	e.mu.Unlock()
+
+	var failure error
+	if model == nil {
+		failure = fmt.Errorf("endpoint config %s or its model no longer exists", pd.ConfigName)
+	}
+	errs := make([]error, len(green))
+	var wg sync.WaitGroup
+	for i, in := range green {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.startInstance(in, model, timeout)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && failure == nil {
+			failure = err
+		}
+	}
+
+	select {
+	case <-e.done:
+		// Shutting down: the update stays pending and resumes when the emulator starts again.
+		return
+	default:
+	}
+	e.mu.Lock()
+	if cur := e.st.Endpoints[f.name]; cur != ep || ep.Pending != pd {
+		// Deleted while the green fleet started: the next round stops what is left.
+		e.mu.Unlock()
+		f.kickNow()
+		return
+	}
+	isGreen := func(in *instance) bool { return slices.Contains(green, in) }
+	if failure != nil {
+		e.log.Printf("endpoint %s: update to %s failed, rolling back: %v", ep.Name, pd.ConfigName, failure)
+		f.instances = slices.DeleteFunc(f.instances, isGreen)
+		ep.Pending = nil
+		ep.FailureReason = fmt.Sprintf("UpdateEndpoint to endpoint config %s failed and was rolled back to %s: %v", pd.ConfigName, ep.ConfigName, failure)
+		ep.Modified = time.Now().UTC()
+		e.saveLocked()
+		e.mu.Unlock()
+		e.stopAll(green, 0)
+		e.mu.Lock()
+		// Updating until the old fleet is complete again (it is, unless the emulator restarted mid-update).
+		e.settleLocked(ep, f)
+		e.mu.Unlock()
+		f.kickNow()
+		return
+	}
+	var blue []*instance
+	for _, in := range f.instances {
+		if !isGreen(in) {
+			in.draining.Store(true)
+			blue = append(blue, in)
+		}
+	}
+	ep.Instances = ep.Instances[:0]
+	for _, in := range green {
+		in.ready.Store(true)
+		ep.Instances = append(ep.Instances, in.id)
+		go e.watchInstance(f, in)
+	}
+	ep.ConfigName, ep.ModelName, ep.InstanceType = pd.ConfigName, v.ModelName, v.InstanceType
+	if v.InitialVariantWeight > 0 {
+		ep.Weight = v.InitialVariantWeight
+	}
+	ep.Desired, ep.Pending, ep.Modified = pd.Desired, nil, time.Now().UTC()
+	e.saveLocked()
+	e.mu.Unlock()
+
+	e.stopAll(blue, drainTimeout)
+	e.mu.Lock()
+	f.instances = slices.DeleteFunc(f.instances, func(in *instance) bool { return slices.Contains(blue, in) })
+	e.settleLocked(ep, f)
+	e.mu.Unlock()
 }
 
 // settleLocked moves a Creating or Updating endpoint to InService once every wanted instance is ready.

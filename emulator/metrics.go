@@ -2,7 +2,10 @@ package emulator
 
 import (
 	"math"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,13 +25,16 @@ const (
 	minimumSampleResolution = 20 * time.Millisecond
 )
 
-// agg is the statistic set of one bucket: what CloudWatch keeps per datapoint.
+// agg is the statistic set of one bucket: what CloudWatch keeps per datapoint, plus the raw samples so that
+// percentiles (ExtendedStatistic pNN) are exact rather than estimated.
 type agg struct {
 	t                     time.Time
 	sum, count, min, maxv float64
+	samples               []float64
 }
 
 func (a *agg) add(v float64) {
+	a.samples = append(a.samples, v)
 	if a.count == 0 {
 		a.min, a.maxv = v, v
 	} else {
@@ -42,6 +48,7 @@ func (a *agg) merge(b agg) {
 	if b.count == 0 {
 		return
 	}
+	a.samples = append(a.samples, b.samples...)
 	if a.count == 0 {
 		a.min, a.maxv = b.min, b.maxv
 	} else {
@@ -51,8 +58,40 @@ func (a *agg) merge(b agg) {
 	a.count += b.count
 }
 
-// stat returns the named statistic and whether the name is one CloudWatch's basic statistics know.
+// percentilePattern matches the percentile statistics CloudWatch accepts: p0 to p100 with up to two decimals
+// (p50, p95, p99.9).
+var percentilePattern = regexp.MustCompile(`^p(100|[0-9]{1,2})(\.[0-9]{1,2})?$`)
+
+// parsePercentile returns the percentile of an extended statistic name such as p95 or p99.9.
+func parsePercentile(name string) (float64, bool) {
+	if !percentilePattern.MatchString(name) {
+		return 0, false
+	}
+	p, err := strconv.ParseFloat(name[1:], 64)
+	if err != nil || p > 100 {
+		return 0, false
+	}
+	return p, true
+}
+
+// percentile is the exact nearest-rank percentile of the samples: the smallest sample such that at least p
+// percent of the samples are less than or equal to it.
+func percentile(samples []float64, p float64) float64 {
+	if len(samples) == 0 {
+		return 0
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// stat returns the named statistic and whether the name is one CloudWatch knows: a basic statistic or a
+// percentile (pNN).
 func (a agg) stat(name string) (float64, bool) {
+	if p, ok := parsePercentile(name); ok {
+		return percentile(a.samples, p), true
+	}
 	switch name {
 	case "Maximum":
 		return a.maxv, true

@@ -38,6 +38,8 @@ func (e *Emulator) sagemaker(op string, body []byte) (any, *apiError) {
 		return e.deleteEndpoint(body)
 	case "ListEndpoints":
 		return e.listEndpoints(body)
+	case "UpdateEndpoint":
+		return e.updateEndpoint(body)
 	case "UpdateEndpointWeightsAndCapacities":
 		return e.updateWeightsAndCapacities(body)
 	}
@@ -253,7 +255,70 @@ func (e *Emulator) describeEndpoint(body []byte) (any, *apiError) {
 	if ep.FailureReason != "" {
 		out["FailureReason"] = ep.FailureReason
 	}
+	if pd := ep.Pending; pd != nil {
+		v := variantRec{}
+		if c, ok := e.st.EndpointConfigs[pd.ConfigName]; ok && len(c.Variants) > 0 {
+			v = c.Variants[0]
+		}
+		out["PendingDeploymentSummary"] = map[string]any{
+			"EndpointConfigName": pd.ConfigName,
+			"StartTime":          newEpoch(pd.Started),
+			"ProductionVariants": []map[string]any{{
+				"VariantName":          v.VariantName,
+				"DesiredInstanceCount": pd.Desired,
+				"InstanceType":         v.InstanceType,
+				"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.modelImage(v.ModelName)}},
+			}},
+		}
+	}
 	return out, nil
+}
+
+// updateEndpoint serves UpdateEndpoint: the endpoint moves to Updating and the fleet performs a blue/green
+// swap to the new endpoint config (new instances start and pass /ping, traffic moves to them, the old ones
+// drain and stop); on failure it rolls back to the old config, InService, with FailureReason set.
+func (e *Emulator) updateEndpoint(body []byte) (any, *apiError) {
+	var in struct {
+		EndpointName                     string
+		EndpointConfigName               string
+		RetainAllVariantProperties       bool
+		RetainDeploymentConfig           bool
+		ExcludeRetainedVariantProperties []any
+		DeploymentConfig                 any
+	}
+	if err := decodeJSON(body, &in); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ep, ok := e.st.Endpoints[in.EndpointName]
+	if !ok {
+		return nil, endpointNotFound(in.EndpointName)
+	}
+	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
+	if !ok {
+		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	}
+	if ep.Status != statusInService {
+		return nil, validation("Cannot update in-progress endpoint \"%s\".", ep.Arn)
+	}
+	v := c.Variants[0]
+	if v.VariantName != ep.Variant {
+		return nil, validation("the emulator updates an endpoint only to a config with the same variant (%s), not %s", ep.Variant, v.VariantName)
+	}
+	if _, ok := e.st.Models[v.ModelName]; !ok {
+		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(v.ModelName)))
+	}
+	desired := v.InitialInstanceCount
+	if in.RetainAllVariantProperties {
+		desired = ep.Desired
+	}
+	now := time.Now().UTC()
+	ep.Pending = &pendingDeployment{ConfigName: c.Name, Desired: desired, Started: now}
+	ep.Status, ep.FailureReason, ep.Modified = statusUpdating, "", now
+	e.saveLocked()
+	e.fleetLocked(ep.Name).kickNow()
+	return map[string]any{"EndpointArn": ep.Arn}, nil
 }
 
 func (s *state) modelImage(model string) string {

@@ -82,6 +82,16 @@ type endpointRec struct {
 	Instances     []string  `json:"instances"`
 	Created       time.Time `json:"created"`
 	Modified      time.Time `json:"modified"`
+	// Pending is the deployment UpdateEndpoint started and the fleet has not finished: the new endpoint
+	// config and the instance count it brings up. Nil when no update is in progress.
+	Pending *pendingDeployment `json:"pending,omitempty"`
+}
+
+// pendingDeployment is an UpdateEndpoint in progress: a blue/green swap to another endpoint config.
+type pendingDeployment struct {
+	ConfigName string    `json:"config_name"`
+	Desired    int       `json:"desired"`
+	Started    time.Time `json:"started"`
 }
 
 type suspendedState struct {
@@ -175,6 +185,7 @@ type alarmRec struct {
 	MetricName         string      `json:"metric_name"`
 	Dimensions         []dimension `json:"dimensions,omitempty"`
 	Statistic          string      `json:"statistic,omitempty"`
+	ExtendedStatistic  string      `json:"extended_statistic,omitempty"`
 	Unit               string      `json:"unit,omitempty"`
 	Period             int         `json:"period"`
 	EvaluationPeriods  int         `json:"evaluation_periods"`

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,47 +96,65 @@ func deploy(c *cli.Context) error {
 	cfg := cloud.LocalConfig(url)
 	sm := sagemaker.NewFromConfig(cfg)
 	name := m.EndpointName()
-	created, err := cloud.DeployEndpoint(c.Context, sm, cloud.EndpointSpec{
+	w, ew := c.App.Writer, c.App.ErrWriter
+	// Waits cover a new instance's startup health check plus draining the old ones in a blue/green update.
+	wait := time.Duration(m.Container.StartupHealthCheckTimeoutS+90) * time.Second
+	res, err := cloud.DeployEndpoint(c.Context, sm, cloud.EndpointSpec{
 		Name: name, Variant: models.VariantName, Image: localImage, Environment: env,
 		InstanceType: models.LocalInstanceType, InstanceCount: int32(m.InitialInstanceCount),
 		StartupHealthCheckTimeoutS: int32(m.Container.StartupHealthCheckTimeoutS),
 		RoleARN:                    "arn:aws:iam::000000000000:role/speech-infra-local",
-	})
+	}, wait)
 	if err != nil {
 		return err
 	}
-	if !created {
-		fmt.Fprintf(c.App.ErrWriter, "endpoint %s already exists: kept as it is (destroy it first to change its container settings)\n", name)
+	switch res.Action {
+	case cloud.Created:
+		fmt.Fprintf(w, "created    endpoint %s (model and endpoint config %s)\n", name, res.ConfigName)
+	case cloud.Updated:
+		fmt.Fprintf(w, "updated    endpoint %s: blue/green from %s to %s (old model and endpoint config deleted)\n", name, res.OldConfigName, res.ConfigName)
+		for _, ch := range res.Changes {
+			fmt.Fprintf(w, "  changed  %s\n", ch)
+		}
+	case cloud.Unchanged:
+		fmt.Fprintf(w, "unchanged  endpoint %s already runs %s: container environment and endpoint config are as planned\n", name, res.ConfigName)
 	}
-	d, err := cloud.WaitInService(c.Context, sm, name, time.Duration(m.Container.StartupHealthCheckTimeoutS+30)*time.Second)
-	if err != nil {
-		return err
-	}
+	printQueueShield(w, res, env, dec, planPath)
 
 	aas := applicationautoscaling.NewFromConfig(cfg)
 	cw := cloudwatch.NewFromConfig(cfg)
-	scaling := "off"
+	var scaling string
 	if dec.Enabled {
-		p := dec.Plan.Derived
-		if err := cloud.ApplyScaling(c.Context, aas, cw, cloud.ScalingSpec{
-			Endpoint: name, Variant: models.VariantName, Min: int32(p.MinInstances), Max: int32(p.MaxInstances),
-			TargetValue: p.TargetValue, ScaleInThreshold: p.ScaleInThreshold,
-			ScaleOutCooldownS: int32(p.ScaleOutCooldownS), ScaleInCooldownS: int32(p.ScaleInCooldownS),
-		}); err != nil {
+		spec := capacity.ScalingSpecFor(name, models.VariantName, dec.Plan)
+		diffs, err := cloud.ScalingDiff(c.Context, aas, cw, spec)
+		if err != nil {
 			return err
 		}
-		scaling = fmt.Sprintf("on: %d-%d instances, target %g concurrent requests per instance, scale-in below %g (plan %s)", p.MinInstances, p.MaxInstances, p.TargetValue, p.ScaleInThreshold, planPath)
+		summary := scalingSummary(spec)
+		if len(diffs) == 0 {
+			scaling = "unchanged: " + summary
+		} else {
+			if err := cloud.ApplyScaling(c.Context, aas, cw, spec); err != nil {
+				return err
+			}
+			scaling = fmt.Sprintf("applied from plan %s: %s", planPath, summary)
+		}
 	} else {
 		// Like the stack synthesized without scaling: nothing from an earlier plan stays behind.
-		if err := cloud.RemoveScaling(c.Context, aas, cw, name, models.VariantName); err != nil {
+		removed, err := cloud.RemoveScaling(c.Context, aas, cw, name, models.VariantName)
+		if err != nil {
 			return err
 		}
+		scaling = "off"
+		if removed {
+			scaling = "removed: the scalable target, its policies and the alarms " + strings.Join(capacity.AlarmNames(name), ", ") + " are gone; the fleet stays at its current size"
+		}
 		for _, r := range dec.Reasons {
-			fmt.Fprintln(c.App.ErrWriter, "autoscaling off:", r)
+			fmt.Fprintln(ew, "autoscaling off:", r)
 		}
 	}
 
-	w := c.App.Writer
+	d := res.Endpoint
 	v := d.ProductionVariants[0]
 	fmt.Fprintf(w, "endpoint   %s (%s, %d instance(s), variant %s)\n", name, d.EndpointStatus, aws.ToInt32(v.CurrentInstanceCount), models.VariantName)
 	fmt.Fprintf(w, "emulator   %s (state %s)\n", url, c.String(stateDirFlag.Name))
@@ -144,4 +164,45 @@ func deploy(c *cli.Context) error {
 		return errors.New("autoscaling was asked for but the gate refused the plan")
 	}
 	return nil
+}
+
+// printQueueShield says what the container's queue shield is after the deploy and whether this deploy
+// changed it.
+func printQueueShield(w io.Writer, res cloud.DeployResult, env map[string]string, dec capacity.Decision, planPath string) {
+	before := ""
+	if res.Previous != nil {
+		before = res.Previous.Environment["QUEUE_MAX_DEPTH"]
+	}
+	now := env["QUEUE_MAX_DEPTH"]
+	changed := res.Action == cloud.Updated && before != now
+	switch {
+	case dec.Enabled && changed:
+		fmt.Fprintf(w, "queue      shield %s applied from plan %s (was %s)\n", now, planPath, shieldWords(before))
+	case dec.Enabled:
+		fmt.Fprintf(w, "queue      shield %s from plan %s\n", now, planPath)
+	case changed:
+		fmt.Fprintf(w, "queue      shield removed (was %s): back to the measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded)\n", shieldWords(before))
+	default:
+		fmt.Fprintln(w, "queue      measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate")
+	}
+}
+
+func shieldWords(depth string) string {
+	switch depth {
+	case "", "0":
+		return "unbounded, QUEUE_MAX_DEPTH=0"
+	}
+	return "depth " + depth
+}
+
+// scalingSummary is one line of what a scaling spec deploys.
+func scalingSummary(s capacity.ScalingSpec) string {
+	var scaleIn float64
+	for _, a := range s.Alarms {
+		if a.TriggersScaleIn {
+			scaleIn = a.Threshold
+		}
+	}
+	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
+		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
 }

@@ -41,7 +41,7 @@ func destroy(c *cli.Context) error {
 	}
 	cfg := cloud.LocalConfig(url)
 	name := m.EndpointName()
-	if err := cloud.RemoveScaling(c.Context, applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg), name, models.VariantName); err != nil {
+	if _, err := cloud.RemoveScaling(c.Context, applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg), name, models.VariantName); err != nil {
 		return err
 	}
 	deleted, err := cloud.DestroyEndpoint(c.Context, sagemaker.NewFromConfig(cfg), name)
