@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestSplit(t *testing.T) {
@@ -46,4 +48,34 @@ func TestSplitLongRunIsCutAtSpaces(t *testing.T) {
 	if got := strings.Join(segs, " "); got != strings.TrimSpace(text) {
 		t.Errorf("segments do not rejoin to the text")
 	}
+}
+
+// FuzzSplit checks that splitting loses nothing but whitespace and keeps every
+// segment non-empty, trimmed and within MaxRunes.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"Hello, world. How are you?", "3.14 e.g. x", "a\n\nb", "……!!", strings.Repeat("ab ", 200)} {
+		f.Add(s)
+	}
+	squeeze := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if unicode.IsSpace(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return
+		}
+		segs := Split(text)
+		for _, s := range segs {
+			if s == "" || s != strings.TrimSpace(s) || utf8.RuneCountInString(s) > MaxRunes {
+				t.Fatalf("bad segment %q", s)
+			}
+		}
+		if got, want := squeeze(strings.Join(segs, "")), squeeze(text); got != want {
+			t.Fatalf("segments %q lost text of %q", segs, text)
+		}
+	})
 }

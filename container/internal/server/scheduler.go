@@ -30,12 +30,11 @@ type chunk struct {
 
 // job is one admitted request's synthesis work.
 type job struct {
-	ctx      context.Context
-	segs     []string
-	voice    string
-	speed    float64
-	out      chan chunk
-	admitted time.Time
+	ctx   context.Context
+	segs  []string
+	voice string
+	speed float64
+	out   chan chunk
 	// started is when the first segment began; written by the worker before
 	// it sends the first chunk, read by the handler after receiving one.
 	started time.Time

@@ -254,7 +254,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	segs := segment.Split(req.Text)
 	l.segments = len(segs)
-	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, 16), admitted: start}
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, 16)}
 	sched.submit(j)
 
 	rc := http.NewResponseController(w)
