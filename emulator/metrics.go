@@ -82,7 +82,8 @@ func percentile(samples []float64, p float64) float64 {
 	}
 	s := slices.Clone(samples)
 	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	// The epsilon keeps a rank that is whole in decimal (99.9% of 1000) from rounding up in binary.
+	rank := int(math.Ceil(p/100*float64(len(s)) - 1e-9))
 	return s[min(max(rank, 1), len(s))-1]
 }
 
