@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// writeEspeakPlan measures nothing: it writes qmax and ttotal artifacts shaped like a live espeak-ng run on
+// the local emulator with the given container digest, derives the plan from them with the capacity package
+// (as tts-bench plan does) and writes all three into dir. The plan passes the gate for a local deploy of
+// that container.
+func writeEspeakPlan(t *testing.T, dir, digest string) *capacity.Plan {
+	t.Helper()
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Get("espeak-ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	start := time.Date(2025, 6, 2, 9, 0, 0, 0, time.UTC)
+	q := &capacity.QMax{
+		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: models.LocalInstanceType,
+		ModelRevision: m.Revision(), ContainerDigest: digest, Transport: capacity.TransportSageMakerStream,
+		SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile,
+		RunID: "qmax-20250602T090000Z", StartedAt: start, EndedAt: start.Add(20 * time.Minute),
+		QMax: 12, BracketHighestPass: 12, BracketLowestFail: 16,
+		ServiceTimeMeanMs: 50, ServiceTimeP95Ms: 60,
+		RecordsFile: "qmax-records.jsonl", RecordsSHA256: fake("espeak records"),
+	}
+	for _, r := range []struct {
+		c                  int
+		p50, p95, p99, rms float64
+	}{
+		{1, 25, 30, 35, 50}, {4, 30, 40, 45, 50}, {8, 40, 60, 70, 50}, {12, 300, 400, 450, 52}, {16, 1200, 1500, 1700, 300},
+	} {
+		q.Steps = append(q.Steps, capacity.QMaxStep{
+			Concurrency: r.c, OKCount: 1000, TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99,
+			ResponseMeanMs: r.rms, AchievedRPS: math.Round(float64(r.c)/(r.rms/1000)*100) / 100,
+			ClientConcurrencyMean: float64(r.c), ClientConcurrencyPeak: r.c,
+			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1,
+			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs), Usable: true,
+		})
+	}
+	tt := &capacity.TTotal{
+		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: models.LocalInstanceType,
+		Transport: capacity.TransportSageMakerStream, RunID: "ttotal-20250602T100000Z", FromInstances: 1, ToInstances: 2, MissingStages: []string{},
+	}
+	at := start.Add(time.Hour)
+	prev := ""
+	for _, s := range []struct {
+		name, source string
+		afterS       float64
+	}{
+		{"desired_count_set", "control-plane", 0}, {"container_started", "container", 0.4}, {"model_loaded", "container", 0.1},
+		{"ping_healthy", "container", 0.2}, {"in_service", "control-plane", 0.3}, {"first_success", "client", 0.1},
+	} {
+		at = at.Add(time.Duration(s.afterS * float64(time.Second)))
+		tt.Timeline = append(tt.Timeline, capacity.Stage{Stage: s.name, At: at, Source: s.source})
+		if prev != "" {
+			tt.Durations = append(tt.Durations, capacity.StageDuration{From: prev, To: s.name, DurationS: s.afterS})
+			tt.TTotalS += s.afterS
+		}
+		prev = s.name
+	}
+	tt.TTotalS = math.Round(tt.TTotalS*1000) / 1000
+	tt.DominantStage = "container_started"
+
+	qPath, tPath := filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
+	if err := capacity.WriteJSON(qPath, q); err != nil {
+		t.Fatal(err)
+	}
+	if tt.QMaxSHA256, err = capacity.FileDigest(qPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := capacity.WriteJSON(tPath, tt); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := capacity.LoadMeasurement(qPath, tPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := capacity.DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = 300, 20
+	p, err := capacity.FromArtifacts(m, ms, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Feasible() {
+		t.Fatalf("the espeak-ng test plan is infeasible: %+v", p.Findings)
+	}
+	if err := capacity.WriteJSON(filepath.Join(dir, capacity.PlanFile), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Redeploying applies what changed: without a plan the endpoint runs the measurement configuration; with a
+// gate-passing plan the same command moves it blue/green to a model with the plan's queue shield and creates
+// the plan's scaling and alarms; the same deploy again changes nothing; a removed plan brings the
+// measurement configuration back and removes the scaling.
+func TestRedeployAppliesPlan(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "speech-container")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	containerDir := filepath.Join("..", "..", "container")
+	build.Dir = containerDir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the inference container: %v\n%s", err, out)
+	}
+	digest, err := capacity.SourceDigest(containerDir)
+	if err != nil {
+		t.Fatalf("container digest: %v", err)
+	}
+	planDir := filepath.Join(dir, "artifacts")
+	if err := os.MkdirAll(planDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noPlan := filepath.Join(dir, "no-plan.json")
+	planPath := filepath.Join(planDir, capacity.PlanFile)
+	port := freePort(t)
+	t.Setenv("SPEECH_INFRA_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("SPEECH_INFRA_PORT", port)
+	t.Setenv("SPEECH_CONTAINER_BIN", bin)
+	t.Cleanup(func() { invoke(t, "local", "stop") })
+	deploy := func(plan string) string {
+		t.Helper()
+		out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local", "--plan", plan, "--container-dir", containerDir)
+		if code != 0 {
+			t.Fatalf("deploy --plan %s: exit %d\n%s%s", plan, code, out, stderr)
+		}
+		t.Logf("deploy --plan %s:\n%s%s", plan, out, stderr)
+		return out
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cfg := cloud.LocalConfig("http://127.0.0.1:" + port)
+	sm, aas, cw := sagemaker.NewFromConfig(cfg), applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg)
+	const name = "speech-espeak-ng"
+	// deployed returns the endpoint's status, model name and container environment, read back through the SDK.
+	deployed := func() (string, string, map[string]string) {
+		t.Helper()
+		d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
+		if err != nil {
+			t.Fatalf("DescribeEndpoint: %v", err)
+		}
+		c, err := sm.DescribeEndpointConfig(ctx, &sagemaker.DescribeEndpointConfigInput{EndpointConfigName: d.EndpointConfigName})
+		if err != nil {
+			t.Fatalf("DescribeEndpointConfig: %v", err)
+		}
+		model := aws.ToString(c.ProductionVariants[0].ModelName)
+		mo, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String(model)})
+		if err != nil {
+			t.Fatalf("DescribeModel: %v", err)
+		}
+		return string(d.EndpointStatus), model, mo.PrimaryContainer.Environment
+	}
+	target := func() []aastypes.ScalableTarget {
+		t.Helper()
+		out, err := aas.DescribeScalableTargets(ctx, &applicationautoscaling.DescribeScalableTargetsInput{
+			ServiceNamespace: capacity.ServiceNamespace, ResourceIds: []string{capacity.ResourceID(name, models.VariantName)},
+		})
+		if err != nil {
+			t.Fatalf("DescribeScalableTargets: %v", err)
+		}
+		return out.ScalableTargets
+	}
+	alarms := func() map[string]int {
+		t.Helper()
+		out, err := cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNamePrefix: aws.String(name)})
+		if err != nil {
+			t.Fatalf("DescribeAlarms: %v", err)
+		}
+		idx := map[string]int{}
+		for i, a := range out.MetricAlarms {
+			idx[aws.ToString(a.AlarmName)] = i
+		}
+		return idx
+	}
+
+	// 1. No plan: the measurement configuration, no scaling.
+	out := deploy(noPlan)
+	if !strings.Contains(out, "created    endpoint "+name) || !strings.Contains(out, "QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate") || !strings.Contains(out, "scaling    off") {
+		t.Errorf("first deploy output:\n%s", out)
+	}
+	status, oldModel, env := deployed()
+	if status != "InService" || env["QUEUE_MAX_DEPTH"] != "0" {
+		t.Fatalf("after the first deploy: %s, environment %v; want InService with QUEUE_MAX_DEPTH=0", status, env)
+	}
+	if len(target()) != 0 || len(alarms()) != 0 {
+		t.Fatalf("scaling exists without a plan")
+	}
+
+	// 2. A gate-passing plan: blue/green to the plan's queue shield, scaling and all four alarms.
+	plan := writeEspeakPlan(t, planDir, digest)
+	depth := strconv.Itoa(plan.Derived.QueueMaxDepth)
+	out = deploy(planPath)
+	for _, want := range []string{
+		"updated    endpoint " + name,
+		"changed  environment QUEUE_MAX_DEPTH: 0 → " + depth,
+		"queue      shield " + depth + " applied from plan " + planPath,
+		"scaling    applied from plan " + planPath,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("redeploy output lacks %q:\n%s", want, out)
+		}
+	}
+	status, newModel, env := deployed()
+	if status != "InService" || env["QUEUE_MAX_DEPTH"] != depth || newModel == oldModel {
+		t.Fatalf("after the redeploy: %s, model %s (was %s), environment %v; want InService on a new model with QUEUE_MAX_DEPTH=%s", status, newModel, oldModel, env, depth)
+	}
+	if _, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String(oldModel)}); !cloud.IsNotFound(err) {
+		t.Errorf("the replaced model %s still exists (err %v)", oldModel, err)
+	}
+	spec := capacity.ScalingSpecFor(name, models.VariantName, plan)
+	if ts := target(); len(ts) != 1 || aws.ToInt32(ts[0].MinCapacity) != int32(spec.MinInstances) || aws.ToInt32(ts[0].MaxCapacity) != int32(spec.MaxInstances) {
+		t.Errorf("scalable target %+v, want %d-%d", ts, spec.MinInstances, spec.MaxInstances)
+	}
+	ps, err := aas.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{ServiceNamespace: capacity.ServiceNamespace, ResourceId: aws.String(capacity.ResourceID(name, models.VariantName))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyARN := map[string]string{}
+	for _, p := range ps.ScalingPolicies {
+		policyARN[aws.ToString(p.PolicyName)] = aws.ToString(p.PolicyARN)
+		if c := p.TargetTrackingScalingPolicyConfiguration; c != nil && aws.ToFloat64(c.TargetValue) != spec.ScaleOut.TargetValue {
+			t.Errorf("target tracking target %g, want %g", aws.ToFloat64(c.TargetValue), spec.ScaleOut.TargetValue)
+		}
+	}
+	if policyARN[spec.ScaleOut.PolicyName] == "" || policyARN[spec.ScaleIn.PolicyName] == "" {
+		t.Errorf("policies %v, want %s and %s", policyARN, spec.ScaleOut.PolicyName, spec.ScaleIn.PolicyName)
+	}
+	got, err := cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: capacity.AlarmNames(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.MetricAlarms) != 4 || len(spec.Alarms) != 4 {
+		t.Fatalf("DescribeAlarms returned %d alarms, the spec has %d; want 4", len(got.MetricAlarms), len(spec.Alarms))
+	}
+	byName := alarms()
+	for _, want := range spec.Alarms {
+		i, ok := byName[want.Name]
+		if !ok {
+			t.Errorf("alarm %s missing", want.Name)
+			continue
+		}
+		a := got.MetricAlarms[i]
+		checks := []struct {
+			what      string
+			got, want any
+		}{
+			{"metric", aws.ToString(a.MetricName), want.Metric},
+			{"namespace", aws.ToString(a.Namespace), capacity.MetricNamespace},
+			{"statistic", string(a.Statistic), want.Statistic},
+			{"extended statistic", aws.ToString(a.ExtendedStatistic), want.ExtendedStatistic},
+			{"period", aws.ToInt32(a.Period), int32(want.PeriodS)},
+			{"evaluation periods", aws.ToInt32(a.EvaluationPeriods), int32(want.EvaluationPeriods)},
+			{"datapoints to alarm", aws.ToInt32(a.DatapointsToAlarm), int32(want.DatapointsToAlarm)},
+			{"threshold", aws.ToFloat64(a.Threshold), want.Threshold},
+			{"comparison", string(a.ComparisonOperator), want.Comparison},
+			{"missing data", aws.ToString(a.TreatMissingData), want.TreatMissingData},
+			{"description", aws.ToString(a.AlarmDescription), want.Description},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("alarm %s %s = %v, want %v", want.Name, c.what, c.got, c.want)
+			}
+		}
+		wantActions := 0
+		if want.TriggersScaleIn {
+			wantActions = 1
+			if len(a.AlarmActions) != 1 || a.AlarmActions[0] != policyARN[spec.ScaleIn.PolicyName] {
+				t.Errorf("alarm %s actions %v, want the scale-in policy %s", want.Name, a.AlarmActions, policyARN[spec.ScaleIn.PolicyName])
+			}
+		}
+		if len(a.AlarmActions) != wantActions {
+			t.Errorf("alarm %s has %d actions, want %d", want.Name, len(a.AlarmActions), wantActions)
+		}
+	}
+	if a := got.MetricAlarms[byName[name+"-latency-above-slo"]]; aws.ToString(a.ExtendedStatistic) != "p95" || aws.ToFloat64(a.Threshold) != 1e6 {
+		t.Errorf("latency alarm: %s at %g, want p95 above 1e6 µs (the 1000 ms SLO)", aws.ToString(a.ExtendedStatistic), aws.ToFloat64(a.Threshold))
+	}
+	audio := streamSpeech(ctx, t, sagemakerruntime.NewFromConfig(cfg), name)
+	if len(audio) < 1000 || string(audio[:4]) != "RIFF" {
+		t.Errorf("after the redeploy the endpoint streamed %d bytes, want a WAV", len(audio))
+	}
+
+	// 3. The same deploy again: nothing changes.
+	out = deploy(planPath)
+	if !strings.Contains(out, "unchanged  endpoint "+name) || !strings.Contains(out, "scaling    unchanged") {
+		t.Errorf("repeated deploy output:\n%s", out)
+	}
+	if _, model, _ := deployed(); model != newModel {
+		t.Errorf("a repeated deploy replaced the model %s with %s", newModel, model)
+	}
+
+	// 4. The plan goes away: back to the measurement configuration, scaling removed.
+	out = deploy(noPlan)
+	if !strings.Contains(out, "queue      shield removed (was depth "+depth+")") || !strings.Contains(out, "scaling    removed") {
+		t.Errorf("deploy without the plan, output:\n%s", out)
+	}
+	if status, _, env := deployed(); status != "InService" || env["QUEUE_MAX_DEPTH"] != "0" {
+		t.Errorf("after removing the plan: %s, environment %v; want InService with QUEUE_MAX_DEPTH=0", status, env)
+	}
+	if len(target()) != 0 || len(alarms()) != 0 {
+		t.Errorf("scaling remains after the plan was removed: targets %v, alarms %v", target(), alarms())
+	}
+	if audio := streamSpeech(ctx, t, sagemakerruntime.NewFromConfig(cfg), name); len(audio) < 1000 {
+		t.Errorf("after returning to the measurement configuration the endpoint streamed %d bytes", len(audio))
+	}
+}
+
+func streamSpeech(ctx context.Context, t *testing.T, rt *sagemakerruntime.Client, name string) []byte {
+	t.Helper()
+	s, err := rt.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: []byte(`{"text":"Redeployed.","format":"wav"}`),
+	})
+	if err != nil {
+		t.Fatalf("InvokeEndpointWithResponseStream: %v", err)
+	}
+	var audio []byte
+	for ev := range s.GetStream().Events() {
+		if p, ok := ev.(*rttypes.ResponseStreamMemberPayloadPart); ok {
+			audio = append(audio, p.Value.Bytes...)
+		}
+	}
+	if err := s.GetStream().Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	return audio
+}
