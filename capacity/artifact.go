@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"sort"
 	"strings"
+
+	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
 // SchemaVersion is the schema version this package writes and the only one it reads.
@@ -63,109 +62,10 @@ func (e *LoadError) Error() string {
 	return fmt.Sprintf("%s is not a valid %s artifact:\n  %s", e.Source, e.Kind, strings.Join(e.Problems, "\n  "))
 }
 
-// decodeStrict decodes data into v and reports every unknown field, every missing required field (a field
-// whose json tag lacks omitempty) and type errors, each by its dotted JSON path. The standard decoder stops at
-// the first unknown field and matches keys case-insensitively; walking the raw value first reports them all
-// and keeps "Q_MAX" from silently filling q_max.
+// decodeStrict decodes an artifact strictly (see strictjson): every unknown, missing or mistyped field.
 func decodeStrict(data []byte, v any) []string {
-	var raw any
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return []string{fmt.Sprintf("not valid JSON: %v", err)}
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return []string{"not a JSON object: an artifact is one object with a schema_version field"}
-	}
-	problems := walkFields(raw, reflect.TypeOf(v).Elem(), "")
-	if err := json.Unmarshal(data, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := te.Field
-			if field == "" {
-				field = "(value)"
-			}
-			problems = append(problems, fmt.Sprintf("%s: has JSON type %s, want %s", field, te.Value, te.Type))
-		} else {
-			problems = append(problems, fmt.Sprintf("cannot decode: %v", err))
-		}
-	}
-	return problems
-}
-
-var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
-
-// walkFields compares a decoded JSON value with a Go type and returns one problem per unknown key and per
-// missing required key.
-func walkFields(raw any, t reflect.Type, prefix string) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil // e.g. time.Time: a leaf with its own syntax
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		arr, ok := raw.([]any)
-		if !ok {
-			return nil // type errors are reported by the decoder
-		}
-		var out []string
-		for i, el := range arr {
-			out = append(out, walkFields(el, t.Elem(), fmt.Sprintf("%s[%d]", strings.TrimSuffix(prefix, "."), i)+".")...)
-		}
-		return out
-	case reflect.Struct:
-	default:
-		return nil
-	}
-	obj, ok := raw.(map[string]any)
-	if !ok {
-		return nil
-	}
-	type field struct {
-		t        reflect.Type
-		required bool
-	}
-	fields := map[string]field{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = f.Name
-		}
-		fields[name] = field{t: f.Type, required: !strings.Contains(opts, "omitempty")}
-	}
-	var out []string
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		f, ok := fields[k]
-		if !ok {
-			out = append(out, fmt.Sprintf("%s%s: unknown field: remove it or check its spelling (schema_version %d)", prefix, k, SchemaVersion))
-			continue
-		}
-		out = append(out, walkFields(obj[k], f.t, prefix+k+".")...)
-	}
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if _, present := obj[n]; !present && fields[n].required {
-			out = append(out, fmt.Sprintf("%s%s: missing required field", prefix, n))
-		}
-	}
-	return out
+	return strictjson.Decode(data, v, fmt.Sprintf("remove it or check its spelling (schema_version %d)", SchemaVersion),
+		"an artifact is one object with a schema_version field")
 }
 
 // parseArtifact strictly decodes one artifact kind into v.

@@ -5,17 +5,16 @@
 package models
 
 import (
-	"bytes"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
 //go:embed *.json
@@ -201,21 +200,10 @@ func Parse(file string, data []byte) (Model, []string) {
 	add := func(field, format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("%s: %s: %s", file, field, fmt.Sprintf(format, args...)))
 	}
-	var raw any
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return Model{}, []string{fmt.Sprintf("%s: not valid JSON: %v", file, err)}
-	}
-	for _, f := range unknownFields(raw, reflect.TypeOf(Model{}), "") {
-		add(f, "unknown field: remove it or check its spelling against models/catalog.go")
-	}
 	var m Model
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&m); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			add(te.Field, "has type %s, want %s", te.Value, te.Type)
-		} else {
-			add("(file)", "cannot decode: %v", err)
+	if probs := strictjson.Decode(data, &m, "remove it or check its spelling against models/catalog.go", "a catalog file is one JSON object describing one model"); len(probs) > 0 {
+		for _, p := range probs {
+			problems = append(problems, file+": "+p)
 		}
 		return Model{}, problems
 	}
@@ -313,43 +301,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// unknownFields walks a decoded JSON value against a struct type and returns the dotted paths of keys the
-// type does not declare, so that every misspelt field is reported, not only the first.
-func unknownFields(raw any, t reflect.Type, prefix string) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	obj, ok := raw.(map[string]any)
-	if !ok || t.Kind() != reflect.Struct {
-		return nil
-	}
-	fields := map[string]reflect.Type{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "" {
-			name = f.Name
-		}
-		fields[name] = f.Type
-	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var out []string
-	for _, k := range keys {
-		ft, ok := fields[k]
-		if !ok {
-			out = append(out, prefix+k)
-			continue
-		}
-		out = append(out, unknownFields(obj[k], ft, prefix+k+".")...)
-	}
-	return out
 }

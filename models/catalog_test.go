@@ -69,12 +69,15 @@ func TestCatalogValidation(t *testing.T) {
 			[]string{"source: is missing"}},
 		{"id does not match file", "other.json", func(s string) string { return s }, []string{`id: "m1" does not match the file name`}},
 		{"wrong type", "m1.json", func(s string) string { return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":"4"`, 1) },
-			[]string{"queue_max_depth: has type string"}},
+			[]string{"queue_max_depth: has JSON type string, want int"}},
 		{"surge out of range", "m1.json", func(s string) string { return strings.Replace(s, `"surge_ratio":1.25`, `"surge_ratio":1.5`, 1) },
 			[]string{"planning.surge_ratio: is 1.5"}},
 		{"several problems at once", "m1.json", func(s string) string {
 			return strings.Replace(strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":-1`, 1), `"instance_type":"ml.c5.large"`, `"instance_type":"big"`, 1)
 		}, []string{"slo.ttfab_ms", "instance_type: \"big\""}},
+		{"missing section", "m1.json", func(s string) string {
+			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95},`, "", 1)
+		}, []string{"m1.json: slo: missing required field"}},
 		{"not JSON", "m1.json", func(string) string { return "{" }, []string{"m1.json: not valid JSON"}},
 	}
 	for _, tc := range cases {
