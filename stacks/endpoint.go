@@ -150,7 +150,7 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	})
 
 	if scaling != nil {
-		addScaling(stack, endpoint, *scaling, props.PlanDigest)
+		addScaling(stack, endpoint, *scaling)
 		awscdk.NewCfnOutput(stack, jsii.String("ScalingPlan"), &awscdk.CfnOutputProps{
 			Value:       jsii.String(fmt.Sprintf("target %g, fleet %d-%d, queue depth %d, plan %s", scaling.ScaleOut.TargetValue, scaling.MinInstances, scaling.MaxInstances, scaling.QueueMaxDepth, props.PlanDigest)),
 			Description: jsii.String("The measured plan the autoscaling was synthesized from"),

@@ -15,7 +15,7 @@ import (
 // addScaling renders a plan's scaling spec as CloudFormation: the scalable target, the target-tracking
 // scale-out and step scale-in policies, the alarms (the scale-in alarm's action is the scale-in policy) and
 // a dashboard. The target waits for the endpoint, which must exist before it can be registered.
-func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.ScalingSpec, planDigest string) {
+func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.ScalingSpec) {
 	target := awsapplicationautoscaling.NewCfnScalableTarget(stack, jsii.String("ScalableTarget"), &awsapplicationautoscaling.CfnScalableTargetProps{
 		ServiceNamespace:  jsii.String(capacity.ServiceNamespace),
 		ScalableDimension: jsii.String(capacity.ScalableDimension),
@@ -61,7 +61,7 @@ func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.Scal
 	for _, a := range s.Alarms {
 		props := &awscloudwatch.CfnAlarmProps{
 			AlarmName:          jsii.String(a.Name),
-			AlarmDescription:   jsii.String(fmt.Sprintf("%s (plan %s)", a.Description, planDigest)),
+			AlarmDescription:   jsii.String(a.Description),
 			Namespace:          jsii.String(capacity.MetricNamespace),
 			MetricName:         jsii.String(a.Metric),
 			Dimensions:         dims,
