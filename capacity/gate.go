@@ -38,6 +38,15 @@ type Decision struct {
 	Plan *Plan
 }
 
+// QueueMaxDepth is the container's queue shield depth the decision allows: the accepted plan's, or 0
+// (unbounded, the measurement configuration) when the gate refused.
+func (d Decision) QueueMaxDepth() int {
+	if !d.Enabled || d.Plan == nil {
+		return 0
+	}
+	return d.Plan.Derived.QueueMaxDepth
+}
+
 // Gate decides whether the deployment may create autoscaling from the plan at planPath. It accepts only when
 // autoscaling is on for the model (catalog, overridden by AutoscalingOverride) and the plan exists, parses
 // strictly, verifies, is feasible, is measured (not what-if), was derived from live (not dry-run) artifacts,

@@ -12,6 +12,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/speech-infra/speech-infra/internal/strictjson"
@@ -122,6 +123,22 @@ func (m Model) Revision() string {
 
 // WeightsPrefix is the uncompressed S3 prefix (without bucket) that holds the model's files.
 func (m Model) WeightsPrefix() string { return "models/" + m.ID + "/" + m.Revision() + "/" }
+
+// ContainerEnvironment is the inference container's environment for this model: the engine, the model id,
+// the model directory (engines with weights only) and the queue shield depth, 0 meaning unbounded, the
+// measurement configuration every endpoint runs in until a plan passes the gate. The endpoint stack and the
+// local deploy both build the environment here.
+func (m Model) ContainerEnvironment(modelDir string, queueMaxDepth int) map[string]string {
+	env := map[string]string{
+		"ENGINE":          m.Engine,
+		"MODEL_ID":        m.ID,
+		"QUEUE_MAX_DEPTH": strconv.Itoa(queueMaxDepth),
+	}
+	if m.Source != nil {
+		env["MODEL_DIR"] = modelDir
+	}
+	return env
+}
 
 // Catalog is a validated set of models keyed by id.
 type Catalog struct {

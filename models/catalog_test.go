@@ -107,3 +107,21 @@ func TestEmptyCatalog(t *testing.T) {
 		t.Fatal("empty catalog loaded")
 	}
 }
+
+func TestContainerEnvironment(t *testing.T) {
+	cat, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := cat.Get("kokoro-82m")
+	e, _ := cat.Get("espeak-ng")
+	// GIVEN a model with weights WHEN its environment is built THEN it names engine, id, model dir and depth.
+	if got := k.ContainerEnvironment("/opt/ml/model", 0); len(got) != 4 || got["ENGINE"] != "kokoro" || got["MODEL_DIR"] != "/opt/ml/model" ||
+		got["QUEUE_MAX_DEPTH"] != "0" || got["MODEL_ID"] != "kokoro-82m" {
+		t.Errorf("kokoro environment = %v", got)
+	}
+	// GIVEN a weightless model THEN there is no model dir, and a shield depth is passed through.
+	if got := e.ContainerEnvironment("/ignored", 16); len(got) != 3 || got["ENGINE"] != "espeak" || got["QUEUE_MAX_DEPTH"] != "16" {
+		t.Errorf("espeak environment = %v", got)
+	}
+}

@@ -55,20 +55,6 @@ type EndpointStack struct {
 	Scaling *capacity.ScalingSpec
 }
 
-// measurementEnvironment is the container environment before a plan passes the gate: an unbounded queue
-// (QUEUE_MAX_DEPTH=0), so that qmax can measure the instance rather than the shield.
-func measurementEnvironment(m models.Model) map[string]*string {
-	env := map[string]*string{
-		"ENGINE":          jsii.String(m.Engine),
-		"MODEL_ID":        jsii.String(m.ID),
-		"QUEUE_MAX_DEPTH": jsii.String("0"),
-	}
-	if m.Source != nil {
-		env["MODEL_DIR"] = jsii.String(ContainerModelDir)
-	}
-	return env
-}
-
 // NewEndpointStack creates the endpoint stack for one model.
 func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStackProps) *EndpointStack {
 	m := props.Model
@@ -92,13 +78,16 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 		Exclude:   jsii.Strings("**/*_test.go", "testdata", "README.md"),
 	})
 
-	env := measurementEnvironment(m)
+	// Until a plan passes the gate the queue is unbounded (QUEUE_MAX_DEPTH=0), so that qmax can measure the
+	// instance rather than the shield; a passing plan sets the shield depth.
+	env := map[string]*string{}
+	for k, v := range m.ContainerEnvironment(ContainerModelDir, props.Gate.QueueMaxDepth()) {
+		env[k] = jsii.String(v)
+	}
 	var scaling *capacity.ScalingSpec
 	if props.Gate.Enabled && props.Gate.Plan != nil {
 		spec := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, props.Gate.Plan)
 		scaling = &spec
-		// The plan passed the gate: the queue shield replaces the unbounded measurement configuration.
-		env["QUEUE_MAX_DEPTH"] = jsii.String(strconv.Itoa(scaling.QueueMaxDepth))
 	}
 	container := &awssagemaker.CfnModel_ContainerDefinitionProperty{
 		Image:       image.ImageUri(),
