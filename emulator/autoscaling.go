@@ -35,26 +35,16 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-// autoscaling serves the Application Auto Scaling (awsJson1_1, X-Amz-Target AnyScaleFrontendService.<op>)
-// operations.
-func (e *Emulator) autoscaling(op string, body []byte) (any, *apiError) {
-	switch op {
-	case "RegisterScalableTarget":
-		return e.registerScalableTarget(body)
-	case "DescribeScalableTargets":
-		return e.describeScalableTargets(body)
-	case "DeregisterScalableTarget":
-		return e.deregisterScalableTarget(body)
-	case "PutScalingPolicy":
-		return e.putScalingPolicy(body)
-	case "DescribeScalingPolicies":
-		return e.describeScalingPolicies(body)
-	case "DeleteScalingPolicy":
-		return e.deleteScalingPolicy(body)
-	case "DescribeScalingActivities":
-		return e.describeScalingActivities(body)
-	}
-	return nil, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement AnyScaleFrontendService.%s", op)
+// autoscalingOps are the Application Auto Scaling operations (awsJson1_1, X-Amz-Target
+// AnyScaleFrontendService.<op>).
+var autoscalingOps = map[string]operation{
+	"RegisterScalableTarget":    (*Emulator).registerScalableTarget,
+	"DescribeScalableTargets":   (*Emulator).describeScalableTargets,
+	"DeregisterScalableTarget":  (*Emulator).deregisterScalableTarget,
+	"PutScalingPolicy":          (*Emulator).putScalingPolicy,
+	"DescribeScalingPolicies":   (*Emulator).describeScalingPolicies,
+	"DeleteScalingPolicy":       (*Emulator).deleteScalingPolicy,
+	"DescribeScalingActivities": (*Emulator).describeScalingActivities,
 }
 
 type targetInput struct {
@@ -79,7 +69,7 @@ func checkTarget(in targetInput) (endpoint, variant string, err *apiError) {
 	return parts[1], parts[3], nil
 }
 
-func (e *Emulator) registerScalableTarget(body []byte) (any, *apiError) {
+func (e *Emulator) registerScalableTarget(dec decoder) (any, *apiError) {
 	var in struct {
 		targetInput
 		MinCapacity    *int
@@ -87,7 +77,7 @@ func (e *Emulator) registerScalableTarget(body []byte) (any, *apiError) {
 		RoleARN        string
 		SuspendedState *suspendedState
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	endpoint, variant, apiErr := checkTarget(in.targetInput)
@@ -170,13 +160,13 @@ func targetView(t *targetRec) map[string]any {
 	}
 }
 
-func (e *Emulator) describeScalableTargets(body []byte) (any, *apiError) {
+func (e *Emulator) describeScalableTargets(dec decoder) (any, *apiError) {
 	var in struct {
 		ServiceNamespace  string
 		ResourceIds       []string
 		ScalableDimension string
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if in.ServiceNamespace == "" {
@@ -205,9 +195,9 @@ func (e *Emulator) describeScalableTargets(body []byte) (any, *apiError) {
 	return map[string]any{"ScalableTargets": out}, nil
 }
 
-func (e *Emulator) deregisterScalableTarget(body []byte) (any, *apiError) {
+func (e *Emulator) deregisterScalableTarget(dec decoder) (any, *apiError) {
 	var in targetInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if _, _, err := checkTarget(in); err != nil {
@@ -237,7 +227,7 @@ func (e *Emulator) deletePolicyLocked(key string, p *policyRec) {
 	delete(e.st.Policies, key)
 }
 
-func (e *Emulator) putScalingPolicy(body []byte) (any, *apiError) {
+func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 	var in struct {
 		targetInput
 		PolicyName                               string
@@ -245,7 +235,7 @@ func (e *Emulator) putScalingPolicy(body []byte) (any, *apiError) {
 		StepScalingPolicyConfiguration           *stepConfig
 		TargetTrackingScalingPolicyConfiguration *targetTrackingConfig
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	endpoint, variant, apiErr := checkTarget(in.targetInput)
@@ -374,14 +364,14 @@ func (e *Emulator) policyAlarmsLocked(p *policyRec) []map[string]any {
 	return out
 }
 
-func (e *Emulator) describeScalingPolicies(body []byte) (any, *apiError) {
+func (e *Emulator) describeScalingPolicies(dec decoder) (any, *apiError) {
 	var in struct {
 		ServiceNamespace  string
 		ResourceId        string
 		ScalableDimension string
 		PolicyNames       []string
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if in.ServiceNamespace == "" {
@@ -417,12 +407,12 @@ func (e *Emulator) describeScalingPolicies(body []byte) (any, *apiError) {
 	return map[string]any{"ScalingPolicies": out}, nil
 }
 
-func (e *Emulator) deleteScalingPolicy(body []byte) (any, *apiError) {
+func (e *Emulator) deleteScalingPolicy(dec decoder) (any, *apiError) {
 	var in struct {
 		targetInput
 		PolicyName string
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if _, _, err := checkTarget(in.targetInput); err != nil {
@@ -440,14 +430,14 @@ func (e *Emulator) deleteScalingPolicy(body []byte) (any, *apiError) {
 	return map[string]any{}, nil
 }
 
-func (e *Emulator) describeScalingActivities(body []byte) (any, *apiError) {
+func (e *Emulator) describeScalingActivities(dec decoder) (any, *apiError) {
 	var in struct {
 		ServiceNamespace  string
 		ResourceId        string
 		ScalableDimension string
 		MaxResults        int
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if in.ServiceNamespace == "" {

@@ -23,21 +23,15 @@ func invalidParam(format string, args ...any) *apiError {
 	return errorf("InvalidParameterValue", http.StatusBadRequest, format, args...)
 }
 
-// cloudwatch serves the CloudWatch (rpcv2Cbor, /service/GraniteServiceVersion20100801/operation/<op>) operations.
-func (e *Emulator) cloudwatch(op string, body []byte) (any, *apiError) {
-	switch op {
-	case "PutMetricAlarm":
-		return e.putMetricAlarm(body)
-	case "DescribeAlarms":
-		return e.describeAlarms(body)
-	case "DeleteAlarms":
-		return e.deleteAlarms(body)
-	case "GetMetricData":
-		return e.getMetricData(body)
-	case "GetMetricStatistics":
-		return e.getMetricStatistics(body)
-	}
-	return nil, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement CloudWatch %s", op)
+// cloudwatchOps are the CloudWatch operations, served over rpcv2Cbor
+// (/service/GraniteServiceVersion20100801/operation/<op>) and awsJson1_0 (X-Amz-Target
+// GraniteServiceVersion20100801.<op>).
+var cloudwatchOps = map[string]operation{
+	"PutMetricAlarm":      (*Emulator).putMetricAlarm,
+	"DescribeAlarms":      (*Emulator).describeAlarms,
+	"DeleteAlarms":        (*Emulator).deleteAlarms,
+	"GetMetricData":       (*Emulator).getMetricData,
+	"GetMetricStatistics": (*Emulator).getMetricStatistics,
 }
 
 type putMetricAlarmInput struct {
@@ -62,9 +56,9 @@ type putMetricAlarmInput struct {
 	Metrics                 []any
 }
 
-func (e *Emulator) putMetricAlarm(body []byte) (any, *apiError) {
+func (e *Emulator) putMetricAlarm(dec decoder) (any, *apiError) {
 	var in putMetricAlarmInput
-	if err := decodeCBOR(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -181,14 +175,14 @@ func nonNilDims(s []dimension) []dimension {
 	return s
 }
 
-func (e *Emulator) describeAlarms(body []byte) (any, *apiError) {
+func (e *Emulator) describeAlarms(dec decoder) (any, *apiError) {
 	var in struct {
 		AlarmNames      []string
 		AlarmNamePrefix string
 		StateValue      string
 		ActionPrefix    string
 	}
-	if err := decodeCBOR(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if len(in.AlarmNames) > 0 && in.AlarmNamePrefix != "" {
@@ -230,9 +224,9 @@ func hasPrefixed(list []string, prefix string) bool {
 	return false
 }
 
-func (e *Emulator) deleteAlarms(body []byte) (any, *apiError) {
+func (e *Emulator) deleteAlarms(dec decoder) (any, *apiError) {
 	var in struct{ AlarmNames []string }
-	if err := decodeCBOR(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -259,7 +253,7 @@ type metricRef struct {
 	Dimensions []dimension
 }
 
-func (e *Emulator) getMetricData(body []byte) (any, *apiError) {
+func (e *Emulator) getMetricData(dec decoder) (any, *apiError) {
 	var in struct {
 		MetricDataQueries []struct {
 			ID         string `json:"Id"`
@@ -277,7 +271,7 @@ func (e *Emulator) getMetricData(body []byte) (any, *apiError) {
 		EndTime   *epoch
 		ScanBy    string
 	}
-	if err := decodeCBOR(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if in.StartTime == nil || in.EndTime == nil {
@@ -323,7 +317,7 @@ func (e *Emulator) getMetricData(body []byte) (any, *apiError) {
 	return map[string]any{"MetricDataResults": results, "Messages": []any{}}, nil
 }
 
-func (e *Emulator) getMetricStatistics(body []byte) (any, *apiError) {
+func (e *Emulator) getMetricStatistics(dec decoder) (any, *apiError) {
 	var in struct {
 		Namespace          string
 		MetricName         string
@@ -335,7 +329,7 @@ func (e *Emulator) getMetricStatistics(body []byte) (any, *apiError) {
 		ExtendedStatistics []string
 		Unit               string
 	}
-	if err := decodeCBOR(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	switch {

@@ -1,7 +1,8 @@
 // Package emulator is a local emulator of the SageMaker inference subset speech-infra uses, speaking the AWS
 // wire protocols so the aws-sdk-go-v2 clients (and the AWS CLI) talk to it unchanged: SageMaker (awsJson1_1),
 // SageMaker Runtime (restJson1 with event-stream responses), Application Auto Scaling (awsJson1_1), CloudWatch
-// (Smithy RPCv2 CBOR) and CloudWatch Logs (awsJson1_1), all on one URL.
+// (Smithy RPCv2 CBOR for the Go SDK, awsJson1_0 for botocore and the AWS CLI) and CloudWatch Logs
+// (awsJson1_1), all on one URL.
 //
 // Endpoint instances are real container processes (the binary built from container/) on their own loopback
 // ports. A router sends each request to the instance with the fewest outstanding requests and publishes
@@ -227,48 +228,50 @@ func (e *Emulator) Run(ctx context.Context) error {
 	return err
 }
 
-// ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_1), the
-// /service/<service>/operation/<op> path (rpcv2Cbor) or the /endpoints/<name>/ path (restJson1).
+// service is one AWS service the emulator speaks over one protocol: its operations by name.
+type service struct {
+	name  string
+	ops   map[string]operation
+	proto protocol
+}
+
+// targetServices are the services addressed by X-Amz-Target <prefix>.<op> (the awsJson protocols), by prefix.
+var targetServices = map[string]service{
+	"SageMaker":                     {"SageMaker", sagemakerOps, awsJSON11},
+	"AnyScaleFrontendService":       {"AnyScaleFrontendService", autoscalingOps, awsJSON11},
+	"Logs_20140328":                 {"Logs_20140328", logsOps, awsJSON11},
+	"GraniteServiceVersion20100801": {"GraniteServiceVersion20100801", cloudwatchOps, queryJSON10},
+}
+
+// cloudwatchCBOR is CloudWatch over rpcv2Cbor, at /service/GraniteServiceVersion20100801/operation/<op>.
+var cloudwatchCBOR = service{"GraniteServiceVersion20100801", cloudwatchOps, rpcv2CBOR}
+
+// serve runs the named operation, or answers UnknownOperationException in the service's protocol.
+func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op string) {
+	o, ok := s.ops[op]
+	if !ok {
+		s.proto.writeError(w, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement %s.%s", s.name, op))
+		return
+	}
+	s.proto.serve(e, w, r, o)
+}
+
+// ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_0 and
+// awsJson1_1), the /service/<service>/operation/<op> path (rpcv2Cbor) or the /endpoints/<name>/ path
+// (restJson1).
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
-		service, op, _ := strings.Cut(target, ".")
-		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-		if err != nil {
-			writeJSONError(w, errorf("SerializationException", 400, "read request body: %v", err))
-			return
-		}
-		var handler func(op string, body []byte) (any, *apiError)
-		switch service {
-		case "SageMaker":
-			handler = e.sagemaker
-		case "AnyScaleFrontendService":
-			handler = e.autoscaling
-		case "Logs_20140328":
-			handler = e.cwlogs
-		default:
+		prefix, op, _ := strings.Cut(target, ".")
+		s, ok := targetServices[prefix]
+		if !ok {
 			writeJSONError(w, errorf("UnknownOperationException", 400, "unknown service in X-Amz-Target %q", target))
 			return
 		}
-		out, apiErr := handler(op, body)
-		if apiErr != nil {
-			writeJSONError(w, apiErr)
-			return
-		}
-		writeJSON(w, out)
+		s.serve(e, w, r, op)
 		return
 	}
-	if rest, ok := strings.CutPrefix(r.URL.Path, "/service/GraniteServiceVersion20100801/operation/"); ok {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-		if err != nil {
-			writeCBORError(w, errorf("SerializationException", 400, "read request body: %v", err))
-			return
-		}
-		out, apiErr := e.cloudwatch(rest, body)
-		if apiErr != nil {
-			writeCBORError(w, apiErr)
-			return
-		}
-		writeCBOR(w, out)
+	if op, ok := strings.CutPrefix(r.URL.Path, "/service/"+cloudwatchCBOR.name+"/operation/"); ok {
+		cloudwatchCBOR.serve(e, w, r, op)
 		return
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/endpoints/"); ok && r.Method == http.MethodPost {

@@ -140,20 +140,14 @@ func groupName(name, identifier string) string {
 	return identifier
 }
 
-// cwlogs serves the CloudWatch Logs (awsJson1_1, X-Amz-Target Logs_20140328.<op>) operations.
-func (e *Emulator) cwlogs(op string, body []byte) (any, *apiError) {
-	switch op {
-	case "DescribeLogStreams":
-		return e.logs.describeLogStreams(body)
-	case "GetLogEvents":
-		return e.logs.getLogEvents(body)
-	case "FilterLogEvents":
-		return e.logs.filterLogEvents(body)
-	}
-	return nil, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement Logs_20140328.%s", op)
+// logsOps are the CloudWatch Logs operations (awsJson1_1, X-Amz-Target Logs_20140328.<op>).
+var logsOps = map[string]operation{
+	"DescribeLogStreams": func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.describeLogStreams(dec) },
+	"GetLogEvents":       func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.getLogEvents(dec) },
+	"FilterLogEvents":    func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.filterLogEvents(dec) },
 }
 
-func (s *logStore) describeLogStreams(body []byte) (any, *apiError) {
+func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	var in struct {
 		LogGroupName        string `json:"logGroupName"`
 		LogGroupIdentifier  string `json:"logGroupIdentifier"`
@@ -161,7 +155,7 @@ func (s *logStore) describeLogStreams(body []byte) (any, *apiError) {
 		OrderBy             string `json:"orderBy"`
 		Descending          bool   `json:"descending"`
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	group := groupName(in.LogGroupName, in.LogGroupIdentifier)
@@ -213,7 +207,7 @@ func last(ls *logStream) int64 {
 	return ls.events[len(ls.events)-1].T
 }
 
-func (s *logStore) getLogEvents(body []byte) (any, *apiError) {
+func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
 		LogGroupName       string `json:"logGroupName"`
 		LogGroupIdentifier string `json:"logGroupIdentifier"`
@@ -224,7 +218,7 @@ func (s *logStore) getLogEvents(body []byte) (any, *apiError) {
 		StartFromHead      bool   `json:"startFromHead"`
 		NextToken          string `json:"nextToken"`
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	group := groupName(in.LogGroupName, in.LogGroupIdentifier)
@@ -282,7 +276,7 @@ func (s *logStore) getLogEvents(body []byte) (any, *apiError) {
 	}, nil
 }
 
-func (s *logStore) filterLogEvents(body []byte) (any, *apiError) {
+func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
 		LogGroupName        string   `json:"logGroupName"`
 		LogGroupIdentifier  string   `json:"logGroupIdentifier"`
@@ -294,7 +288,7 @@ func (s *logStore) filterLogEvents(body []byte) (any, *apiError) {
 		Limit               int      `json:"limit"`
 		NextToken           string   `json:"nextToken"`
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if len(in.LogStreamNames) > 0 && in.LogStreamNamePrefix != "" {

@@ -15,45 +15,30 @@ func validation(format string, args ...any) *apiError {
 	return errorf("ValidationException", http.StatusBadRequest, format, args...)
 }
 
-// sagemaker serves the SageMaker (awsJson1_1, X-Amz-Target SageMaker.<op>) operations.
-func (e *Emulator) sagemaker(op string, body []byte) (any, *apiError) {
-	switch op {
-	case "CreateModel":
-		return e.createModel(body)
-	case "DescribeModel":
-		return e.describeModel(body)
-	case "DeleteModel":
-		return e.deleteModel(body)
-	case "CreateEndpointConfig":
-		return e.createEndpointConfig(body)
-	case "DescribeEndpointConfig":
-		return e.describeEndpointConfig(body)
-	case "DeleteEndpointConfig":
-		return e.deleteEndpointConfig(body)
-	case "CreateEndpoint":
-		return e.createEndpoint(body)
-	case "DescribeEndpoint":
-		return e.describeEndpoint(body)
-	case "DeleteEndpoint":
-		return e.deleteEndpoint(body)
-	case "ListEndpoints":
-		return e.listEndpoints(body)
-	case "UpdateEndpoint":
-		return e.updateEndpoint(body)
-	case "UpdateEndpointWeightsAndCapacities":
-		return e.updateWeightsAndCapacities(body)
-	}
-	return nil, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement SageMaker.%s", op)
+// sagemakerOps are the SageMaker operations (awsJson1_1, X-Amz-Target SageMaker.<op>).
+var sagemakerOps = map[string]operation{
+	"CreateModel":                        (*Emulator).createModel,
+	"DescribeModel":                      (*Emulator).describeModel,
+	"DeleteModel":                        (*Emulator).deleteModel,
+	"CreateEndpointConfig":               (*Emulator).createEndpointConfig,
+	"DescribeEndpointConfig":             (*Emulator).describeEndpointConfig,
+	"DeleteEndpointConfig":               (*Emulator).deleteEndpointConfig,
+	"CreateEndpoint":                     (*Emulator).createEndpoint,
+	"DescribeEndpoint":                   (*Emulator).describeEndpoint,
+	"DeleteEndpoint":                     (*Emulator).deleteEndpoint,
+	"ListEndpoints":                      (*Emulator).listEndpoints,
+	"UpdateEndpoint":                     (*Emulator).updateEndpoint,
+	"UpdateEndpointWeightsAndCapacities": (*Emulator).updateWeightsAndCapacities,
 }
 
-func (e *Emulator) createModel(body []byte) (any, *apiError) {
+func (e *Emulator) createModel(dec decoder) (any, *apiError) {
 	var in struct {
 		ModelName        string
 		PrimaryContainer *containerDef
 		Containers       []containerDef
 		ExecutionRoleArn string
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if !sagemakerName.MatchString(in.ModelName) {
@@ -83,9 +68,9 @@ type nameInput struct {
 	EndpointName       string
 }
 
-func (e *Emulator) describeModel(body []byte) (any, *apiError) {
+func (e *Emulator) describeModel(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -103,9 +88,9 @@ func (e *Emulator) describeModel(body []byte) (any, *apiError) {
 	}, nil
 }
 
-func (e *Emulator) deleteModel(body []byte) (any, *apiError) {
+func (e *Emulator) deleteModel(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -118,12 +103,12 @@ func (e *Emulator) deleteModel(body []byte) (any, *apiError) {
 	return map[string]any{}, nil
 }
 
-func (e *Emulator) createEndpointConfig(body []byte) (any, *apiError) {
+func (e *Emulator) createEndpointConfig(dec decoder) (any, *apiError) {
 	var in struct {
 		EndpointConfigName string
 		ProductionVariants []variantRec
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if !sagemakerName.MatchString(in.EndpointConfigName) {
@@ -156,9 +141,9 @@ func (e *Emulator) createEndpointConfig(body []byte) (any, *apiError) {
 	return map[string]any{"EndpointConfigArn": c.Arn}, nil
 }
 
-func (e *Emulator) describeEndpointConfig(body []byte) (any, *apiError) {
+func (e *Emulator) describeEndpointConfig(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -175,9 +160,9 @@ func (e *Emulator) describeEndpointConfig(body []byte) (any, *apiError) {
 	}, nil
 }
 
-func (e *Emulator) deleteEndpointConfig(body []byte) (any, *apiError) {
+func (e *Emulator) deleteEndpointConfig(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -194,9 +179,9 @@ func endpointNotFound(name string) *apiError {
 	return validation("Could not find endpoint \"%s\".", arn("sagemaker", "endpoint/"+strings.ToLower(name)))
 }
 
-func (e *Emulator) createEndpoint(body []byte) (any, *apiError) {
+func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	if !sagemakerName.MatchString(in.EndpointName) {
@@ -225,9 +210,9 @@ func (e *Emulator) createEndpoint(body []byte) (any, *apiError) {
 	return map[string]any{"EndpointArn": ep.Arn}, nil
 }
 
-func (e *Emulator) describeEndpoint(body []byte) (any, *apiError) {
+func (e *Emulator) describeEndpoint(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -277,7 +262,7 @@ func (e *Emulator) describeEndpoint(body []byte) (any, *apiError) {
 // updateEndpoint serves UpdateEndpoint: the endpoint moves to Updating and the fleet performs a blue/green
 // swap to the new endpoint config (new instances start and pass /ping, traffic moves to them, the old ones
 // drain and stop); on failure it rolls back to the old config, InService, with FailureReason set.
-func (e *Emulator) updateEndpoint(body []byte) (any, *apiError) {
+func (e *Emulator) updateEndpoint(dec decoder) (any, *apiError) {
 	var in struct {
 		EndpointName                     string
 		EndpointConfigName               string
@@ -286,7 +271,7 @@ func (e *Emulator) updateEndpoint(body []byte) (any, *apiError) {
 		ExcludeRetainedVariantProperties []any
 		DeploymentConfig                 any
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -328,9 +313,9 @@ func (s *state) modelImage(model string) string {
 	return ""
 }
 
-func (e *Emulator) deleteEndpoint(body []byte) (any, *apiError) {
+func (e *Emulator) deleteEndpoint(dec decoder) (any, *apiError) {
 	var in nameInput
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -347,14 +332,14 @@ func (e *Emulator) deleteEndpoint(body []byte) (any, *apiError) {
 	return map[string]any{}, nil
 }
 
-func (e *Emulator) listEndpoints(body []byte) (any, *apiError) {
+func (e *Emulator) listEndpoints(dec decoder) (any, *apiError) {
 	var in struct {
 		NameContains string
 		StatusEquals string
 		SortBy       string
 		SortOrder    string
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
@@ -397,7 +382,7 @@ func (e *Emulator) listEndpoints(body []byte) (any, *apiError) {
 	return map[string]any{"Endpoints": list}, nil
 }
 
-func (e *Emulator) updateWeightsAndCapacities(body []byte) (any, *apiError) {
+func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 	var in struct {
 		EndpointName                string
 		DesiredWeightsAndCapacities []struct {
@@ -406,7 +391,7 @@ func (e *Emulator) updateWeightsAndCapacities(body []byte) (any, *apiError) {
 			DesiredInstanceCount *int
 		}
 	}
-	if err := decodeJSON(body, &in); err != nil {
+	if err := dec(&in); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"reflect"
@@ -13,6 +14,55 @@ import (
 
 	"github.com/aws/smithy-go/encoding/cbor"
 )
+
+// Content types of the awsJson protocols.
+const (
+	contentTypeJSON10 = "application/x-amz-json-1.0"
+	contentTypeJSON11 = "application/x-amz-json-1.1"
+)
+
+// decoder decodes the request of one call into an operation's input struct.
+type decoder func(v any) *apiError
+
+// operation is one AWS operation, written once and served over whichever protocol carries it: the protocol
+// decodes the request (dec) and encodes what the operation returns.
+type operation func(e *Emulator, dec decoder) (any, *apiError)
+
+// protocol is a wire protocol: how a request body is decoded and a result or an error is written.
+type protocol struct {
+	decode     func(body []byte, v any) *apiError
+	write      func(w http.ResponseWriter, v any)
+	writeError func(w http.ResponseWriter, e *apiError)
+}
+
+var (
+	// awsJSON11 serves SageMaker, Application Auto Scaling and CloudWatch Logs.
+	awsJSON11 = protocol{decode: decodeJSON, write: writeJSON, writeError: writeJSONError}
+	// queryJSON10 is awsJson1_0 for CloudWatch, an awsQueryCompatible service (what botocore and the AWS CLI
+	// v1 speak).
+	queryJSON10 = protocol{
+		decode:     decodeJSON,
+		write:      func(w http.ResponseWriter, v any) { writeJSONAs(w, contentTypeJSON10, v) },
+		writeError: writeQueryJSONError,
+	}
+	// rpcv2CBOR is Smithy RPCv2 CBOR for CloudWatch (what aws-sdk-go-v2 speaks).
+	rpcv2CBOR = protocol{decode: decodeCBOR, write: writeCBOR, writeError: writeCBORError}
+)
+
+// serve reads the request body, runs op with the protocol's decoder and writes its result or error.
+func (p protocol) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op operation) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		p.writeError(w, errorf("SerializationException", http.StatusBadRequest, "read request body: %v", err))
+		return
+	}
+	out, apiErr := op(e, func(v any) *apiError { return p.decode(body, v) })
+	if apiErr != nil {
+		p.writeError(w, apiErr)
+		return
+	}
+	p.write(w, out)
+}
 
 // apiError is an error in the AWS shape: a modeled error code, an HTTP status and a message.
 type apiError struct {
@@ -82,13 +132,16 @@ func decodeJSON(body []byte, v any) *apiError {
 }
 
 // writeJSON writes an awsJson1_1 success response.
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeJSONAs(w, contentTypeJSON11, v) }
+
+// writeJSONAs writes an awsJson success response with the given content type.
+func writeJSONAs(w http.ResponseWriter, contentType string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		writeJSONError(w, errorf("InternalFailure", 500, "encode response: %v", err))
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 }
@@ -101,10 +154,33 @@ func writeJSONError(w http.ResponseWriter, e *apiError) {
 		body[k] = v
 	}
 	b, _ := json.Marshal(body)
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("Content-Type", contentTypeJSON11)
 	w.Header().Set("X-Amzn-ErrorType", e.Code)
 	w.WriteHeader(e.Status)
 	w.Write(b)
+}
+
+// writeQueryJSONError writes a CloudWatch error in the awsJson1_0 shape: __type names the error shape and,
+// CloudWatch being awsQueryCompatible, X-Amzn-Query-Error carries the query error code and fault that
+// botocore reports as the error code.
+func writeQueryJSONError(w http.ResponseWriter, e *apiError) {
+	b, _ := json.Marshal(map[string]any{"__type": cloudwatchErrorType(e), "message": e.Message})
+	w.Header().Set("Content-Type", contentTypeJSON10)
+	w.Header().Set("X-Amzn-Query-Error", queryError(e))
+	w.WriteHeader(e.Status)
+	w.Write(b)
+}
+
+// cloudwatchErrorType is the shape id CloudWatch errors carry in __type.
+func cloudwatchErrorType(e *apiError) string { return "com.amazonaws.cloudwatch#" + e.Code }
+
+// queryError is the X-Amzn-Query-Error value of an awsQueryCompatible error: "<code>;<Sender|Receiver>".
+func queryError(e *apiError) string {
+	fault := "Sender"
+	if e.Status >= 500 {
+		fault = "Receiver"
+	}
+	return e.Code + ";" + fault
 }
 
 // cborToAny converts a decoded CBOR value into the value encoding/json would produce, with timestamps (tag 1)
@@ -277,16 +353,12 @@ func writeCBOR(w http.ResponseWriter, v any) {
 // travels in X-Amzn-Query-Error.
 func writeCBORError(w http.ResponseWriter, e *apiError) {
 	m := cbor.Map{
-		"__type":  cbor.String("com.amazonaws.cloudwatch#" + e.Code),
+		"__type":  cbor.String(cloudwatchErrorType(e)),
 		"message": cbor.String(e.Message),
-	}
-	fault := "Sender"
-	if e.Status >= 500 {
-		fault = "Receiver"
 	}
 	w.Header().Set("Content-Type", "application/cbor")
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
-	w.Header().Set("X-Amzn-Query-Error", e.Code+";"+fault)
+	w.Header().Set("X-Amzn-Query-Error", queryError(e))
 	w.WriteHeader(e.Status)
 	w.Write(cbor.Encode(m))
 }

@@ -1,0 +1,148 @@
+package emulator
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/cloud"
+)
+
+// awsCLI runs the AWS CLI found on PATH against the emulator at url, with only the variables cloud.LocalEnv
+// prints (plus isolation from the user's configuration), and returns its stdout, stderr and exit code.
+func awsCLI(ctx context.Context, t *testing.T, url string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin, err := exec.LookPath("aws")
+	if err != nil {
+		t.Fatalf("the AWS CLI is not on PATH (%v): it is preinstalled on every machine of this project; install it (pip install awscli) and re-run", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	// The user's environment minus every AWS_ variable (pyenv and the like keep working), no shared config or
+	// credentials files, no instance metadata, no retries.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	dir := t.TempDir()
+	cmd.Env = append(cmd.Env,
+		"AWS_CONFIG_FILE="+filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "credentials"),
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_PAGER=",
+		"AWS_MAX_ATTEMPTS=1",
+	)
+	for _, kv := range cloud.LocalEnv(url) {
+		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
+	}
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("aws %s: timed out (%v)\nstderr: %s", strings.Join(args, " "), ctx.Err(), errOut.String())
+	case errors.As(err, &exit):
+		return out.String(), errOut.String(), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("aws %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), 0
+}
+
+// mustAWS runs the AWS CLI and fails the test unless it exits 0.
+func mustAWS(ctx context.Context, t *testing.T, url string, args ...string) string {
+	t.Helper()
+	out, errOut, code := awsCLI(ctx, t, url, args...)
+	if code != 0 {
+		t.Fatalf("aws %s: exit %d\nstderr: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// number parses the CLI's text output of a number (100 or 100.0); NaN when it is none.
+func number(s string) float64 {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// TestAWSCLI drives the emulator with the real AWS CLI (v1, botocore: CloudWatch over awsJson1_0) pointed at it
+// by the variables deploy --local prints: describe and invoke an espeak-ng endpoint, create an alarm and
+// describe it, and get a modeled error for an unknown endpoint.
+func TestAWSCLI(t *testing.T) {
+	if containerBuildErr != nil {
+		t.Fatalf("the AWS CLI test needs the inference container: %v", containerBuildErr)
+	}
+	r := start(t, t.TempDir(), containerBin)
+	url := r.emu.URL()
+	c := newClients(url)
+	ctx := ctxFor(t, 3*time.Minute)
+	const name = "speech-espeak-ng"
+	createEndpoint(t, c, name, 1)
+	waitInService(ctx, t, c, name)
+
+	out := mustAWS(ctx, t, url, "sagemaker", "describe-endpoint", "--endpoint-name", name, "--query", "[EndpointName,EndpointStatus,ProductionVariants[0].CurrentInstanceCount]", "--output", "text")
+	if got := strings.Fields(out); len(got) != 3 || got[0] != name || got[1] != "InService" || got[2] != "1" {
+		t.Errorf("describe-endpoint = %q, want %s InService 1", out, name)
+	}
+
+	wav := filepath.Join(t.TempDir(), "speech.wav")
+	out = mustAWS(ctx, t, url, "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", name,
+		"--content-type", "application/json", "--body", `{"text":"Hello from the AWS CLI.","format":"wav"}`,
+		"--query", "ContentType", "--output", "text", wav)
+	if strings.TrimSpace(out) != "audio/wav" {
+		t.Errorf("invoke-endpoint ContentType = %q, want audio/wav", out)
+	}
+	audio, err := os.ReadFile(wav)
+	if err != nil {
+		t.Fatalf("invoke-endpoint wrote no output file: %v", err)
+	}
+	checkWAV(t, audio)
+
+	mustAWS(ctx, t, url, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-invocations-high",
+		"--namespace", "AWS/SageMaker", "--metric-name", "Invocations",
+		"--dimensions", "Name=EndpointName,Value="+name, "Name=VariantName,Value=AllTraffic",
+		"--statistic", "Sum", "--period", "60", "--evaluation-periods", "2", "--threshold", "100",
+		"--comparison-operator", "GreaterThanThreshold")
+	out = mustAWS(ctx, t, url, "cloudwatch", "describe-alarms", "--alarm-names", "cli-invocations-high",
+		"--query", "MetricAlarms[0].[AlarmName,StateValue,EvaluationPeriods,Threshold,Dimensions[0].Value]", "--output", "text")
+	if got := strings.Fields(out); len(got) != 5 || got[0] != "cli-invocations-high" || got[1] != "INSUFFICIENT_DATA" || got[2] != "2" || number(got[3]) != 100 || got[4] != name {
+		t.Errorf("describe-alarms = %q, want cli-invocations-high INSUFFICIENT_DATA 2 100 %s", out, name)
+	}
+
+	out = mustAWS(ctx, t, url, "cloudwatch", "get-metric-statistics", "--namespace", "AWS/SageMaker", "--metric-name", "Invocations",
+		"--dimensions", "Name=EndpointName,Value="+name, "Name=VariantName,Value=AllTraffic",
+		"--start-time", time.Now().Add(-10*time.Minute).UTC().Format(time.RFC3339), "--end-time", time.Now().Add(time.Minute).UTC().Format(time.RFC3339),
+		"--period", "60", "--statistics", "Sum", "--query", "sum(Datapoints[].Sum)", "--output", "text")
+	if number(out) != 1 {
+		t.Errorf("get-metric-statistics Sum of Invocations = %q, want 1 (the one invoke-endpoint)", out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code string
+	}{
+		{[]string{"sagemaker", "describe-endpoint", "--endpoint-name", "speech-missing"}, "ValidationException"},
+		{[]string{"cloudwatch", "delete-alarms", "--alarm-names", "no-such-alarm"}, "ResourceNotFound"},
+	} {
+		_, errOut, code := awsCLI(ctx, t, url, tc.args...)
+		if code != 254 && code != 255 {
+			t.Errorf("aws %s: exit %d, want 254 or 255 (a service error)\nstderr: %s", strings.Join(tc.args, " "), code, errOut)
+		}
+		if !strings.Contains(errOut, "("+tc.code+")") {
+			t.Errorf("aws %s: stderr %q does not name the error code %s", strings.Join(tc.args, " "), errOut, tc.code)
+		}
+	}
+}
