@@ -22,11 +22,13 @@ const (
 	LocalSecretAccessKey = "local-emulator-secret"
 )
 
-// LocalEnv returns the environment variables that point the SDK (and the AWS CLI) at the emulator at url.
+// LocalEnv returns the environment variables that point the SDK (and the AWS CLI) at the emulator at url. The
+// region is given twice: the SDKs read AWS_REGION, the AWS CLI v1 (botocore) reads AWS_DEFAULT_REGION.
 func LocalEnv(url string) [][2]string {
 	return [][2]string{
 		{"AWS_ENDPOINT_URL", url},
 		{"AWS_REGION", LocalRegion},
+		{"AWS_DEFAULT_REGION", LocalRegion},
 		{"AWS_ACCESS_KEY_ID", LocalAccessKeyID},
 		{"AWS_SECRET_ACCESS_KEY", LocalSecretAccessKey},
 	}
