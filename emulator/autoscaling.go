@@ -53,6 +53,28 @@ type targetInput struct {
 	ScalableDimension string
 }
 
+// targetFilter selects what a Describe call lists: a namespace (required) and, when given, one resource and
+// one dimension.
+type targetFilter struct {
+	ServiceNamespace  string
+	ResourceId        string
+	ScalableDimension string
+}
+
+// matches reports whether a record of namespace ns, resource id and dimension passes the filter.
+func (f targetFilter) matches(ns, id, dim string) bool {
+	return ns == f.ServiceNamespace && (f.ResourceId == "" || id == f.ResourceId) &&
+		(f.ScalableDimension == "" || dim == f.ScalableDimension)
+}
+
+// requireNamespace is the check every Describe call makes: ServiceNamespace is required.
+func requireNamespace(ns string) *apiError {
+	if ns == "" {
+		return aasValidation("1 validation error detected: Value null at 'serviceNamespace' failed to satisfy constraint: Member must not be null")
+	}
+	return nil
+}
+
 // checkTarget validates the namespace, resource id and dimension of a request and returns the endpoint and
 // variant the resource id names.
 func checkTarget(in targetInput) (endpoint, variant string, err *apiError) {
@@ -169,8 +191,8 @@ func (e *Emulator) describeScalableTargets(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if in.ServiceNamespace == "" {
-		return nil, aasValidation("1 validation error detected: Value null at 'serviceNamespace' failed to satisfy constraint: Member must not be null")
+	if err := requireNamespace(in.ServiceNamespace); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -366,24 +388,20 @@ func (e *Emulator) policyAlarmsLocked(p *policyRec) []map[string]any {
 
 func (e *Emulator) describeScalingPolicies(dec decoder) (any, *apiError) {
 	var in struct {
-		ServiceNamespace  string
-		ResourceId        string
-		ScalableDimension string
-		PolicyNames       []string
+		targetFilter
+		PolicyNames []string
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if in.ServiceNamespace == "" {
-		return nil, aasValidation("1 validation error detected: Value null at 'serviceNamespace' failed to satisfy constraint: Member must not be null")
+	if err := requireNamespace(in.ServiceNamespace); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var list []*policyRec
 	for _, p := range e.st.Policies {
-		if p.Namespace != in.ServiceNamespace || (in.ResourceId != "" && p.ResourceID != in.ResourceId) ||
-			(in.ScalableDimension != "" && p.Dimension != in.ScalableDimension) ||
-			(len(in.PolicyNames) > 0 && !contains(in.PolicyNames, p.Name)) {
+		if !in.matches(p.Namespace, p.ResourceID, p.Dimension) || (len(in.PolicyNames) > 0 && !contains(in.PolicyNames, p.Name)) {
 			continue
 		}
 		list = append(list, p)
@@ -432,16 +450,14 @@ func (e *Emulator) deleteScalingPolicy(dec decoder) (any, *apiError) {
 
 func (e *Emulator) describeScalingActivities(dec decoder) (any, *apiError) {
 	var in struct {
-		ServiceNamespace  string
-		ResourceId        string
-		ScalableDimension string
-		MaxResults        int
+		targetFilter
+		MaxResults int
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if in.ServiceNamespace == "" {
-		return nil, aasValidation("1 validation error detected: Value null at 'serviceNamespace' failed to satisfy constraint: Member must not be null")
+	if err := requireNamespace(in.ServiceNamespace); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -449,8 +465,7 @@ func (e *Emulator) describeScalingActivities(dec decoder) (any, *apiError) {
 	// Newest first, as Application Auto Scaling lists them.
 	for i := len(e.st.Activities) - 1; i >= 0; i-- {
 		a := e.st.Activities[i]
-		if a.Namespace != in.ServiceNamespace || (in.ResourceId != "" && a.ResourceID != in.ResourceId) ||
-			(in.ScalableDimension != "" && a.Dimension != in.ScalableDimension) {
+		if !in.matches(a.Namespace, a.ResourceID, a.Dimension) {
 			continue
 		}
 		out = append(out, map[string]any{

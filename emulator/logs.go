@@ -129,15 +129,32 @@ func logsNotFound(format string, args ...any) *apiError {
 	return errorf("ResourceNotFoundException", http.StatusBadRequest, format, args...)
 }
 
-// groupName accepts a log group name or an ARN-style identifier.
-func groupName(name, identifier string) string {
-	if name != "" {
-		return name
+// groupRef names a log group as the Logs requests do: by name or by an ARN-style identifier.
+type groupRef struct {
+	LogGroupName       string `json:"logGroupName"`
+	LogGroupIdentifier string `json:"logGroupIdentifier"`
+}
+
+// name is the log group's name.
+func (r groupRef) name() string {
+	if r.LogGroupName != "" {
+		return r.LogGroupName
 	}
-	if i := strings.Index(identifier, ":log-group:"); i >= 0 {
-		return strings.TrimSuffix(identifier[i+len(":log-group:"):], ":*")
+	if i := strings.Index(r.LogGroupIdentifier, ":log-group:"); i >= 0 {
+		return strings.TrimSuffix(r.LogGroupIdentifier[i+len(":log-group:"):], ":*")
 	}
-	return identifier
+	return r.LogGroupIdentifier
+}
+
+// groupLocked returns the name and the streams of the group r names, or ResourceNotFoundException; s.mu
+// must be held.
+func (s *logStore) groupLocked(r groupRef) (string, map[string]*logStream, *apiError) {
+	group := r.name()
+	g, ok := s.groups[group]
+	if !ok {
+		return "", nil, logsNotFound("The specified log group does not exist.")
+	}
+	return group, g, nil
 }
 
 // logsOps are the CloudWatch Logs operations (awsJson1_1, X-Amz-Target Logs_20140328.<op>).
@@ -149,8 +166,7 @@ var logsOps = map[string]operation{
 
 func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	var in struct {
-		LogGroupName        string `json:"logGroupName"`
-		LogGroupIdentifier  string `json:"logGroupIdentifier"`
+		groupRef
 		LogStreamNamePrefix string `json:"logStreamNamePrefix"`
 		OrderBy             string `json:"orderBy"`
 		Descending          bool   `json:"descending"`
@@ -158,12 +174,11 @@ func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	group := groupName(in.LogGroupName, in.LogGroupIdentifier)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.groups[group]
-	if !ok {
-		return nil, logsNotFound("The specified log group does not exist.")
+	group, g, apiErr := s.groupLocked(in.groupRef)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	var streams []*logStream
 	for name, ls := range g {
@@ -209,24 +224,22 @@ func last(ls *logStream) int64 {
 
 func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
-		LogGroupName       string `json:"logGroupName"`
-		LogGroupIdentifier string `json:"logGroupIdentifier"`
-		LogStreamName      string `json:"logStreamName"`
-		StartTime          *int64 `json:"startTime"`
-		EndTime            *int64 `json:"endTime"`
-		Limit              int    `json:"limit"`
-		StartFromHead      bool   `json:"startFromHead"`
-		NextToken          string `json:"nextToken"`
+		groupRef
+		LogStreamName string `json:"logStreamName"`
+		StartTime     *int64 `json:"startTime"`
+		EndTime       *int64 `json:"endTime"`
+		Limit         int    `json:"limit"`
+		StartFromHead bool   `json:"startFromHead"`
+		NextToken     string `json:"nextToken"`
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	group := groupName(in.LogGroupName, in.LogGroupIdentifier)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.groups[group]
-	if !ok {
-		return nil, logsNotFound("The specified log group does not exist.")
+	_, g, apiErr := s.groupLocked(in.groupRef)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	ls, ok := g[in.LogStreamName]
 	if !ok {
@@ -278,8 +291,7 @@ func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 
 func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
-		LogGroupName        string   `json:"logGroupName"`
-		LogGroupIdentifier  string   `json:"logGroupIdentifier"`
+		groupRef
 		LogStreamNames      []string `json:"logStreamNames"`
 		LogStreamNamePrefix string   `json:"logStreamNamePrefix"`
 		StartTime           *int64   `json:"startTime"`
@@ -298,12 +310,11 @@ func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 	if err != nil {
 		return nil, err
 	}
-	group := groupName(in.LogGroupName, in.LogGroupIdentifier)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.groups[group]
-	if !ok {
-		return nil, logsNotFound("The specified log group does not exist.")
+	_, g, apiErr := s.groupLocked(in.groupRef)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	type hit struct {
 		stream string

@@ -15,6 +15,47 @@ func validation(format string, args ...any) *apiError {
 	return errorf("ValidationException", http.StatusBadRequest, format, args...)
 }
 
+// resourceKind is a kind of SageMaker resource: its ARN prefix, how messages name it and its name's request
+// field, so the checks every kind makes read the same.
+type resourceKind struct{ arnPrefix, noun, field string }
+
+var (
+	kindModel    = resourceKind{"model/", "model", "modelName"}
+	kindConfig   = resourceKind{"endpoint-config/", "endpoint configuration", "endpointConfigName"}
+	kindEndpoint = resourceKind{"endpoint/", "endpoint", "endpointName"}
+)
+
+// arn is the ARN of the named resource (SageMaker lower-cases names in ARNs).
+func (k resourceKind) arn(name string) string {
+	return arn("sagemaker", k.arnPrefix+strings.ToLower(name))
+}
+
+func (k resourceKind) notFound(name string) *apiError {
+	return validation("Could not find %s \"%s\".", k.noun, k.arn(name))
+}
+
+func (k resourceKind) alreadyExists(name string) *apiError {
+	return validation("Cannot create already existing %s \"%s\".", k.noun, k.arn(name))
+}
+
+// checkName validates a new resource's name as SageMaker does.
+func (k resourceKind) checkName(name string) *apiError {
+	if !sagemakerName.MatchString(name) {
+		return validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", name, k.field)
+	}
+	return nil
+}
+
+// deleteLocked removes the named resource of kind k from records, or says it does not exist; e.mu must be held.
+func deleteLocked[T any](e *Emulator, records map[string]*T, k resourceKind, name string) *apiError {
+	if _, ok := records[name]; !ok {
+		return k.notFound(name)
+	}
+	delete(records, name)
+	e.saveLocked()
+	return nil
+}
+
 // sagemakerOps are the SageMaker operations (awsJson1_1, X-Amz-Target SageMaker.<op>).
 var sagemakerOps = map[string]operation{
 	"CreateModel":                        (*Emulator).createModel,
@@ -41,8 +82,8 @@ func (e *Emulator) createModel(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if !sagemakerName.MatchString(in.ModelName) {
-		return nil, validation("1 validation error detected: Value '%s' at 'modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.ModelName)
+	if err := kindModel.checkName(in.ModelName); err != nil {
+		return nil, err
 	}
 	c := in.PrimaryContainer
 	if c == nil && len(in.Containers) > 0 {
@@ -54,9 +95,9 @@ func (e *Emulator) createModel(dec decoder) (any, *apiError) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.st.Models[in.ModelName]; ok {
-		return nil, validation("Cannot create already existing model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+		return nil, kindModel.alreadyExists(in.ModelName)
 	}
-	m := &modelRec{Name: in.ModelName, Arn: arn("sagemaker", "model/"+strings.ToLower(in.ModelName)), Container: *c, ExecutionRoleArn: in.ExecutionRoleArn, Created: time.Now().UTC()}
+	m := &modelRec{Name: in.ModelName, Arn: kindModel.arn(in.ModelName), Container: *c, ExecutionRoleArn: in.ExecutionRoleArn, Created: time.Now().UTC()}
 	e.st.Models[in.ModelName] = m
 	e.saveLocked()
 	return map[string]any{"ModelArn": m.Arn}, nil
@@ -77,7 +118,7 @@ func (e *Emulator) describeModel(dec decoder) (any, *apiError) {
 	defer e.mu.Unlock()
 	m, ok := e.st.Models[in.ModelName]
 	if !ok {
-		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+		return nil, kindModel.notFound(in.ModelName)
 	}
 	return map[string]any{
 		"ModelName":        m.Name,
@@ -95,11 +136,9 @@ func (e *Emulator) deleteModel(dec decoder) (any, *apiError) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.st.Models[in.ModelName]; !ok {
-		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(in.ModelName)))
+	if err := deleteLocked(e, e.st.Models, kindModel, in.ModelName); err != nil {
+		return nil, err
 	}
-	delete(e.st.Models, in.ModelName)
-	e.saveLocked()
 	return map[string]any{}, nil
 }
 
@@ -111,8 +150,8 @@ func (e *Emulator) createEndpointConfig(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if !sagemakerName.MatchString(in.EndpointConfigName) {
-		return nil, validation("1 validation error detected: Value '%s' at 'endpointConfigName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.EndpointConfigName)
+	if err := kindConfig.checkName(in.EndpointConfigName); err != nil {
+		return nil, err
 	}
 	if len(in.ProductionVariants) != 1 {
 		return nil, validation("the emulator supports exactly one production variant, got %d", len(in.ProductionVariants))
@@ -127,15 +166,15 @@ func (e *Emulator) createEndpointConfig(dec decoder) (any, *apiError) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.st.Models[v.ModelName]; !ok {
-		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(v.ModelName)))
+		return nil, kindModel.notFound(v.ModelName)
 	}
 	if _, ok := e.st.EndpointConfigs[in.EndpointConfigName]; ok {
-		return nil, validation("Cannot create already existing endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+		return nil, kindConfig.alreadyExists(in.EndpointConfigName)
 	}
 	if v.InitialVariantWeight == 0 {
 		in.ProductionVariants[0].InitialVariantWeight = 1
 	}
-	c := &endpointConfigRec{Name: in.EndpointConfigName, Arn: arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)), Variants: in.ProductionVariants, Created: time.Now().UTC()}
+	c := &endpointConfigRec{Name: in.EndpointConfigName, Arn: kindConfig.arn(in.EndpointConfigName), Variants: in.ProductionVariants, Created: time.Now().UTC()}
 	e.st.EndpointConfigs[c.Name] = c
 	e.saveLocked()
 	return map[string]any{"EndpointConfigArn": c.Arn}, nil
@@ -150,7 +189,7 @@ func (e *Emulator) describeEndpointConfig(dec decoder) (any, *apiError) {
 	defer e.mu.Unlock()
 	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
 	if !ok {
-		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+		return nil, kindConfig.notFound(in.EndpointConfigName)
 	}
 	return map[string]any{
 		"EndpointConfigName": c.Name,
@@ -167,16 +206,10 @@ func (e *Emulator) deleteEndpointConfig(dec decoder) (any, *apiError) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.st.EndpointConfigs[in.EndpointConfigName]; !ok {
-		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+	if err := deleteLocked(e, e.st.EndpointConfigs, kindConfig, in.EndpointConfigName); err != nil {
+		return nil, err
 	}
-	delete(e.st.EndpointConfigs, in.EndpointConfigName)
-	e.saveLocked()
 	return map[string]any{}, nil
-}
-
-func endpointNotFound(name string) *apiError {
-	return validation("Could not find endpoint \"%s\".", arn("sagemaker", "endpoint/"+strings.ToLower(name)))
 }
 
 func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
@@ -184,22 +217,22 @@ func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if !sagemakerName.MatchString(in.EndpointName) {
-		return nil, validation("1 validation error detected: Value '%s' at 'endpointName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", in.EndpointName)
+	if err := kindEndpoint.checkName(in.EndpointName); err != nil {
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
 	if !ok {
-		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+		return nil, kindConfig.notFound(in.EndpointConfigName)
 	}
 	if _, ok := e.st.Endpoints[in.EndpointName]; ok {
-		return nil, validation("Cannot create already existing endpoint \"%s\".", arn("sagemaker", "endpoint/"+strings.ToLower(in.EndpointName)))
+		return nil, kindEndpoint.alreadyExists(in.EndpointName)
 	}
 	v := c.Variants[0]
 	now := time.Now().UTC()
 	ep := &endpointRec{
-		Name: in.EndpointName, Arn: arn("sagemaker", "endpoint/"+strings.ToLower(in.EndpointName)),
+		Name: in.EndpointName, Arn: kindEndpoint.arn(in.EndpointName),
 		ConfigName: c.Name, Status: statusCreating, Variant: v.VariantName, ModelName: v.ModelName,
 		InstanceType: v.InstanceType, Weight: v.InitialVariantWeight, Desired: v.InitialInstanceCount,
 		Created: now, Modified: now,
@@ -219,7 +252,7 @@ func (e *Emulator) describeEndpoint(dec decoder) (any, *apiError) {
 	defer e.mu.Unlock()
 	ep, ok := e.st.Endpoints[in.EndpointName]
 	if !ok {
-		return nil, endpointNotFound(in.EndpointName)
+		return nil, kindEndpoint.notFound(in.EndpointName)
 	}
 	out := map[string]any{
 		"EndpointName":       ep.Name,
@@ -278,11 +311,11 @@ func (e *Emulator) updateEndpoint(dec decoder) (any, *apiError) {
 	defer e.mu.Unlock()
 	ep, ok := e.st.Endpoints[in.EndpointName]
 	if !ok {
-		return nil, endpointNotFound(in.EndpointName)
+		return nil, kindEndpoint.notFound(in.EndpointName)
 	}
 	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
 	if !ok {
-		return nil, validation("Could not find endpoint configuration \"%s\".", arn("sagemaker", "endpoint-config/"+strings.ToLower(in.EndpointConfigName)))
+		return nil, kindConfig.notFound(in.EndpointConfigName)
 	}
 	if ep.Status != statusInService {
 		return nil, validation("Cannot update in-progress endpoint \"%s\".", ep.Arn)
@@ -292,7 +325,7 @@ func (e *Emulator) updateEndpoint(dec decoder) (any, *apiError) {
 		return nil, validation("the emulator updates an endpoint only to a config with the same variant (%s), not %s", ep.Variant, v.VariantName)
 	}
 	if _, ok := e.st.Models[v.ModelName]; !ok {
-		return nil, validation("Could not find model \"%s\".", arn("sagemaker", "model/"+strings.ToLower(v.ModelName)))
+		return nil, kindModel.notFound(v.ModelName)
 	}
 	desired := v.InitialInstanceCount
 	if in.RetainAllVariantProperties {
@@ -320,12 +353,10 @@ func (e *Emulator) deleteEndpoint(dec decoder) (any, *apiError) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.st.Endpoints[in.EndpointName]; !ok {
-		return nil, endpointNotFound(in.EndpointName)
-	}
 	// The endpoint disappears at once; its fleet notices and stops the instances in the background.
-	delete(e.st.Endpoints, in.EndpointName)
-	e.saveLocked()
+	if err := deleteLocked(e, e.st.Endpoints, kindEndpoint, in.EndpointName); err != nil {
+		return nil, err
+	}
 	if f, ok := e.fleets[in.EndpointName]; ok {
 		f.kickNow()
 	}
@@ -398,7 +429,7 @@ func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 	defer e.mu.Unlock()
 	ep, ok := e.st.Endpoints[in.EndpointName]
 	if !ok {
-		return nil, endpointNotFound(in.EndpointName)
+		return nil, kindEndpoint.notFound(in.EndpointName)
 	}
 	if len(in.DesiredWeightsAndCapacities) == 0 {
 		return nil, validation("DesiredWeightsAndCapacities must not be empty.")
