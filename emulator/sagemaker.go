@@ -46,6 +46,19 @@ func (k resourceKind) checkName(name string) *apiError {
 	return nil
 }
 
+// locked is an operation whose input is a nameInput and that runs with e.mu held.
+func locked(fn func(e *Emulator, in nameInput) (any, *apiError)) operation {
+	return func(e *Emulator, dec decoder) (any, *apiError) {
+		var in nameInput
+		if err := dec(&in); err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return fn(e, in)
+	}
+}
+
 // deleteLocked removes the named resource of kind k from records, or says it does not exist; e.mu must be held.
 func deleteLocked[T any](e *Emulator, records map[string]*T, k resourceKind, name string) *apiError {
 	if _, ok := records[name]; !ok {
@@ -59,14 +72,14 @@ func deleteLocked[T any](e *Emulator, records map[string]*T, k resourceKind, nam
 // sagemakerOps are the SageMaker operations (awsJson1_1, X-Amz-Target SageMaker.<op>).
 var sagemakerOps = map[string]operation{
 	"CreateModel":                        (*Emulator).createModel,
-	"DescribeModel":                      (*Emulator).describeModel,
-	"DeleteModel":                        (*Emulator).deleteModel,
+	"DescribeModel":                      locked((*Emulator).describeModelLocked),
+	"DeleteModel":                        locked((*Emulator).deleteModelLocked),
 	"CreateEndpointConfig":               (*Emulator).createEndpointConfig,
-	"DescribeEndpointConfig":             (*Emulator).describeEndpointConfig,
-	"DeleteEndpointConfig":               (*Emulator).deleteEndpointConfig,
+	"DescribeEndpointConfig":             locked((*Emulator).describeEndpointConfigLocked),
+	"DeleteEndpointConfig":               locked((*Emulator).deleteEndpointConfigLocked),
 	"CreateEndpoint":                     (*Emulator).createEndpoint,
-	"DescribeEndpoint":                   (*Emulator).describeEndpoint,
-	"DeleteEndpoint":                     (*Emulator).deleteEndpoint,
+	"DescribeEndpoint":                   locked((*Emulator).describeEndpointLocked),
+	"DeleteEndpoint":                     locked((*Emulator).deleteEndpointLocked),
 	"ListEndpoints":                      (*Emulator).listEndpoints,
 	"UpdateEndpoint":                     (*Emulator).updateEndpoint,
 	"UpdateEndpointWeightsAndCapacities": (*Emulator).updateWeightsAndCapacities,
@@ -109,13 +122,7 @@ type nameInput struct {
 	EndpointName       string
 }
 
-func (e *Emulator) describeModel(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) describeModelLocked(in nameInput) (any, *apiError) {
 	m, ok := e.st.Models[in.ModelName]
 	if !ok {
 		return nil, kindModel.notFound(in.ModelName)
@@ -129,13 +136,7 @@ func (e *Emulator) describeModel(dec decoder) (any, *apiError) {
 	}, nil
 }
 
-func (e *Emulator) deleteModel(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) deleteModelLocked(in nameInput) (any, *apiError) {
 	if err := deleteLocked(e, e.st.Models, kindModel, in.ModelName); err != nil {
 		return nil, err
 	}
@@ -180,13 +181,7 @@ func (e *Emulator) createEndpointConfig(dec decoder) (any, *apiError) {
 	return map[string]any{"EndpointConfigArn": c.Arn}, nil
 }
 
-func (e *Emulator) describeEndpointConfig(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) describeEndpointConfigLocked(in nameInput) (any, *apiError) {
 	c, ok := e.st.EndpointConfigs[in.EndpointConfigName]
 	if !ok {
 		return nil, kindConfig.notFound(in.EndpointConfigName)
@@ -199,13 +194,7 @@ func (e *Emulator) describeEndpointConfig(dec decoder) (any, *apiError) {
 	}, nil
 }
 
-func (e *Emulator) deleteEndpointConfig(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) deleteEndpointConfigLocked(in nameInput) (any, *apiError) {
 	if err := deleteLocked(e, e.st.EndpointConfigs, kindConfig, in.EndpointConfigName); err != nil {
 		return nil, err
 	}
@@ -243,13 +232,7 @@ func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
 	return map[string]any{"EndpointArn": ep.Arn}, nil
 }
 
-func (e *Emulator) describeEndpoint(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 	ep, ok := e.st.Endpoints[in.EndpointName]
 	if !ok {
 		return nil, kindEndpoint.notFound(in.EndpointName)
@@ -346,13 +329,7 @@ func (s *state) modelImage(model string) string {
 	return ""
 }
 
-func (e *Emulator) deleteEndpoint(dec decoder) (any, *apiError) {
-	var in nameInput
-	if err := dec(&in); err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *Emulator) deleteEndpointLocked(in nameInput) (any, *apiError) {
 	// The endpoint disappears at once; its fleet notices and stops the instances in the background.
 	if err := deleteLocked(e, e.st.Endpoints, kindEndpoint, in.EndpointName); err != nil {
 		return nil, err
