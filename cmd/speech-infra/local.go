@@ -118,6 +118,24 @@ func runningEmulator(c *cli.Context) (string, error) {
 	return info.URL, nil
 }
 
+// onRunningEmulator is the action of a command on the emulator running on --state-dir: act runs with the
+// directory and what the emulator published; when none runs, the command prints notRunning (a format with
+// the directory) and succeeds.
+func onRunningEmulator(notRunning string, act func(c *cli.Context, dir string, info emulator.Info) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		dir := c.String(stateDirFlag.Name)
+		info, ok, err := emulator.Running(dir)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			fmt.Fprintf(c.App.Writer, notRunning+"\n", dir)
+			return nil
+		}
+		return act(c, dir, info)
+	}
+}
+
 func printEnv(c *cli.Context, url string) {
 	w := c.App.Writer
 	for _, kv := range cloud.LocalEnv(url) {

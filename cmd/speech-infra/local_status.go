@@ -16,17 +16,8 @@ func localStatusCommand() *cli.Command {
 		Name:  "status",
 		Usage: "say whether the emulator runs, where, and which endpoints it holds",
 		Flags: []cli.Flag{stateDirFlag},
-		Action: func(c *cli.Context) error {
-			dir := c.String(stateDirFlag.Name)
-			info, ok, err := emulator.Running(dir)
-			if err != nil {
-				return err
-			}
+		Action: onRunningEmulator("emulator   not running (state %s)", func(c *cli.Context, dir string, info emulator.Info) error {
 			w := c.App.Writer
-			if !ok {
-				fmt.Fprintf(w, "emulator   not running (state %s)\n", dir)
-				return nil
-			}
 			fmt.Fprintf(w, "emulator   %s (pid %d, state %s, since %s)\n", info.URL, info.PID, dir, info.Started.Format("2006-01-02 15:04:05Z"))
 			sm := sagemaker.NewFromConfig(cloud.LocalConfig(info.URL))
 			list, err := sm.ListEndpoints(c.Context, &sagemaker.ListEndpointsInput{})
@@ -43,6 +34,6 @@ func localStatusCommand() *cli.Command {
 			}
 			printEnv(c, info.URL)
 			return nil
-		},
+		}),
 	}
 }

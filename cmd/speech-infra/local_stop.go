@@ -15,16 +15,7 @@ func localStopCommand() *cli.Command {
 		Name:  "stop",
 		Usage: "stop the emulator and its instances (the state stays; the next start restarts the instances)",
 		Flags: []cli.Flag{stateDirFlag},
-		Action: func(c *cli.Context) error {
-			dir := c.String(stateDirFlag.Name)
-			info, ok, err := emulator.Running(dir)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				fmt.Fprintf(c.App.Writer, "no emulator runs on %s\n", dir)
-				return nil
-			}
+		Action: onRunningEmulator("no emulator runs on %s", func(c *cli.Context, dir string, info emulator.Info) error {
 			if info.PID == 0 {
 				return fmt.Errorf("the emulator on %s has not published its pid yet: try again", dir)
 			}
@@ -42,6 +33,6 @@ func localStopCommand() *cli.Command {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-		},
+		}),
 	}
 }
