@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,16 +61,14 @@ func deploy(c *cli.Context) error {
 	if !c.Bool("local") {
 		return usagef("deploying %s to AWS goes through the CDK app (`npx cdk deploy --all -c model=%s`); speech-infra deploy runs only --local", m.ID, m.ID)
 	}
-	env := map[string]string{"ENGINE": m.Engine, "MODEL_ID": m.ID, "QUEUE_MAX_DEPTH": "0"}
+	dir := c.String("model-dir")
 	if m.Source != nil {
-		dir := c.String("model-dir")
 		if dir == "" {
 			return usagef("%s needs its weights: pass --model-dir with the files of %s at %s", m.ID, m.Source.Repo, m.Source.Revision)
 		}
 		if _, err := os.Stat(dir); err != nil {
 			return usagef("--model-dir %s: %v", dir, err)
 		}
-		env["MODEL_DIR"] = dir
 	}
 
 	// The same gate as the endpoint stack decides whether scaling is created.
@@ -85,9 +82,7 @@ func deploy(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "warning: container source digest unavailable (%v): the gate cannot match a plan\n", err)
 	}
 	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: models.LocalInstanceType, ContainerDigest: digest}, planPath)
-	if dec.Enabled {
-		env["QUEUE_MAX_DEPTH"] = strconv.Itoa(dec.Plan.Derived.QueueMaxDepth)
-	}
+	env := m.ContainerEnvironment(dir, dec.QueueMaxDepth())
 
 	url, err := ensureEmulator(c.Context, c)
 	if err != nil {
