@@ -7,7 +7,9 @@
 #
 # Paths are relative to the repository root, where the root Makefile includes this file.
 
-CONTAINER_APT_PACKAGES := libespeak-ng-dev espeak-ng sox libsox-fmt-base python3-onnx python3-numpy
+# What the build, the tests and the README's soxi check need; the stand-in model's generator needs more (below).
+CONTAINER_APT_PACKAGES := libespeak-ng-dev espeak-ng sox libsox-fmt-base
+CONTAINER_TESTDATA_APT_PACKAGES := python3-onnx python3-numpy
 CONTAINER_ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so.1
 CONTAINER_ENV := CGO_ENABLED=1 ONNXRUNTIME_LIB=$(CONTAINER_ORT_LIB)
 
@@ -18,13 +20,7 @@ TEST_EXTRA += container-test
 .PHONY: deps-container container-build container-test container-bench container-testdata
 
 deps-container: ## install the container's system packages and ONNX Runtime (only what is missing)
-	@missing=""; for p in $(CONTAINER_APT_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-		echo "apt-get install -y$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@bash scripts/apt-install-missing.sh $(CONTAINER_APT_PACKAGES)
 	@bash scripts/install-onnxruntime.sh
 
 container-build: ## build bin/speech-container (cgo: libespeak-ng, ONNX Runtime loaded at run time)
@@ -38,4 +34,5 @@ container-bench: deps-container container-build ## benchmarks: gate and stream o
 	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -run '^$$' -bench . -benchtime 2s ./...
 
 container-testdata: ## regenerate the tiny stand-in Kokoro model in container/testdata (Debian python3-onnx)
+	@bash scripts/apt-install-missing.sh $(CONTAINER_TESTDATA_APT_PACKAGES)
 	/usr/bin/python3 container/testdata/make_tiny_kokoro.py
