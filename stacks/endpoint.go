@@ -38,7 +38,7 @@ type EndpointStackProps struct {
 	// Gate is the plan gate's decision: scaling, alarms, dashboard and the queue shield are created only when
 	// it is Enabled; otherwise its reasons become an annotation (an error when autoscaling was asked for).
 	Gate capacity.Decision
-	// PlanDigest is the SHA-256 of the plan file the gate accepted, recorded in outputs and alarm descriptions.
+	// PlanDigest is the SHA-256 of the plan file the gate accepted, recorded in the ScalingPlan output.
 	PlanDigest string
 }
 
@@ -170,7 +170,7 @@ func HasInstanceStorage(instanceType string) bool {
 		return false
 	}
 	family := parts[1]
-	for _, p := range []string{"g4dn", "g5", "g6", "g6e", "gr6", "p3dn", "p4d", "p4de", "p5", "p5e", "inf2", "trn1"} {
+	for _, p := range []string{"g4dn", "g5", "g6", "g6e", "gr6", "p3dn", "p4d", "p4de", "p5", "p5e", "trn1"} {
 		if family == p {
 			return true
 		}

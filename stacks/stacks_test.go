@@ -326,7 +326,7 @@ func TestNoUnsuppressedNagErrors(t *testing.T) {
 func TestHasInstanceStorage(t *testing.T) {
 	cases := map[string]bool{
 		"ml.g5.xlarge": true, "ml.g4dn.xlarge": true, "ml.c5d.large": true, "ml.m5d.xlarge": true, "ml.p4d.24xlarge": true,
-		"ml.c5.large": false, "ml.m5.xlarge": false, "ml.g4.xlarge": false, "local": false, "ml.inf1.xlarge": false,
+		"ml.c5.large": false, "ml.m5.xlarge": false, "ml.g4.xlarge": false, "local": false, "ml.inf1.xlarge": false, "ml.inf2.xlarge": false,
 	}
 	for it, want := range cases {
 		if got := HasInstanceStorage(it); got != want {
