@@ -180,14 +180,9 @@ type requestLog struct {
 	format      string
 	err         string
 	firstSample bool
-	logged      bool
 }
 
 func (s *Server) logRequest(l *requestLog) {
-	if l.logged {
-		return
-	}
-	l.logged = true
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	attrs := []any{
 		"id", l.id, "outcome", l.outcome, "status", l.status, "queue_depth", l.queueDepth,
@@ -292,9 +287,8 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			}
 			// The status line is gone already: cut the stream so the client
 			// sees a truncated response instead of a short but clean one.
+			// The deferred log still runs while the panic unwinds.
 			l.status, l.outcome = http.StatusOK, "engine_error_midstream"
-			l.total = time.Since(start)
-			s.logRequest(l)
 			panic(http.ErrAbortHandler)
 		}
 		buf = buf[:0]

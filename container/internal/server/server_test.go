@@ -386,7 +386,7 @@ func (f *failing) Synthesize(ctx context.Context, seg engine.Segment, emit engin
 
 func TestEngineFailureFailsOnlyThatRequest(t *testing.T) {
 	for _, panics := range []bool{false, true} {
-		_, ts, _ := startServer(t, defaultOptions(), &failing{panics: panics})
+		_, ts, logs := startServer(t, defaultOptions(), &failing{panics: panics})
 		r := post(context.Background(), ts.URL, `{"text":"boom."}`)
 		if r.status != 500 || !strings.Contains(string(r.body), "model exploded") {
 			t.Errorf("panics=%v: failing request got %d %s, want 500 naming the failure", panics, r.status, r.body)
@@ -398,6 +398,9 @@ func TestEngineFailureFailsOnlyThatRequest(t *testing.T) {
 		r = post(context.Background(), ts.URL, `{"text":"ok. boom."}`)
 		if r.err == nil {
 			t.Errorf("panics=%v: a mid-stream failure ended as a clean response", panics)
+		}
+		if n := strings.Count(logs.String(), `"outcome":"engine_error_midstream"`); n != 1 {
+			t.Errorf("panics=%v: %d engine_error_midstream log lines, want 1:\n%s", panics, n, logs)
 		}
 	}
 }
