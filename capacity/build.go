@@ -98,8 +98,8 @@ func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
 	in.QMax = q.QMax
 	in.TTotalS = t.TTotalS
 	in.Throughput = q.throughputCurve()
-	h := in.SurgeRatio - 1
-	in.CloudWatchRatio = q.cloudWatchRatio((1 - h) * float64(q.QMax))
+	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
+	in.CloudWatchRatio = q.cloudWatchRatio(cMax)
 	defaultTrough(in)
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build plan", errs)
@@ -331,7 +331,7 @@ func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
 	if in.CloudWatchRatio == 0 {
 		in.CloudWatchRatio = 1
 	}
-	cmax := (1 - (in.SurgeRatio - 1)) * float64(w.QMax)
+	cmax, _ := thresholds(in.SurgeRatio, w.QMax)
 	atQ := w.ThroughputAtQMaxRPS
 	if atQ == 0 && cmax > 0 {
 		atQ = w.ThroughputRPS * float64(w.QMax) / cmax

@@ -287,14 +287,9 @@ func ceilSeconds(x float64) int { return int(math.Ceil(x - 1e-6)) }
 
 // derive computes the derived values from valid inputs (DESIGN.md, "Plan").
 func derive(in Inputs) Derived {
-	h := in.SurgeRatio - 1
 	q := float64(in.QMax)
-	d := Derived{
-		Headroom:  h,
-		CScaleMax: (1 - h) * q,
-		CScaleMin: (1 - 2*h) * q,
-		TPlanS:    in.TTotalS + in.DetectionBufferS,
-	}
+	d := Derived{Headroom: in.SurgeRatio - 1, TPlanS: in.TTotalS + in.DetectionBufferS}
+	d.CScaleMax, d.CScaleMin = thresholds(in.SurgeRatio, in.QMax)
 	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, 10), 30))
 	d.ScaleInCooldownS = ceilSeconds(math.Max(300, 3*d.TPlanS))
 	// Size from measured throughput at the threshold, never from C ÷ uncontended service time: a server that
@@ -312,6 +307,13 @@ func derive(in Inputs) Derived {
 	d.ScaleInThreshold = d.CScaleMin * in.CloudWatchRatio
 	d.QueueMaxDepth = in.QueueMaxDepth
 	return d
+}
+
+// thresholds are the scale-out and scale-in concurrencies for surge ratio s: with headroom h = s − 1,
+// C_scale_max = (1 − h)·Q_max and C_scale_min = (1 − 2h)·Q_max (DESIGN.md, "Plan").
+func thresholds(s float64, qMax int) (cScaleMax, cScaleMin float64) {
+	h, q := s-1, float64(qMax)
+	return (1 - h) * q, (1 - 2*h) * q
 }
 
 // instancesFor is the number of instances that carry rps at perInstance each.
@@ -425,8 +427,8 @@ func defaultTrough(in *Inputs) {
 	if in.TroughRPS != 0 || in.QMax < 1 || len(in.Throughput) == 0 {
 		return
 	}
-	h := in.SurgeRatio - 1
-	in.TroughRPS = math.Min(in.PeakRPS, float64(in.MinInstances)*throughputAt(in.Throughput, (1-2*h)*float64(in.QMax)))
+	_, cMin := thresholds(in.SurgeRatio, in.QMax)
+	in.TroughRPS = math.Min(in.PeakRPS, float64(in.MinInstances)*throughputAt(in.Throughput, cMin))
 }
 
 func joinErrors(prefix string, errs []error) error {
