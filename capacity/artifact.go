@@ -76,13 +76,14 @@ func parseArtifact(kind, source string, data []byte, v any) error {
 	return nil
 }
 
-// loadArtifact reads path and strictly decodes it into v.
-func loadArtifact(kind, path string, v any) error {
+// loadArtifact reads path, strictly decodes it into v and returns the digest of the bytes it decoded, so
+// that what a plan records is the digest of what it was built from, read once.
+func loadArtifact(kind, path string, v any) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("read %s artifact: %w", kind, err)
+		return "", fmt.Errorf("read %s artifact: %w", kind, err)
 	}
-	return parseArtifact(kind, path, data, v)
+	return DigestBytes(data), parseArtifact(kind, path, data, v)
 }
 
 // MarshalArtifact renders an artifact as indented JSON with a trailing newline, the form written to disk.

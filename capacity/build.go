@@ -28,32 +28,24 @@ type Measurement struct {
 	TTotalSHA256 string
 }
 
-// LoadMeasurement loads, digests and verifies the two artifacts. Every problem of both is returned at once.
+// LoadMeasurement loads, digests and verifies the two artifacts, reading each file once. Every problem of
+// both is returned at once.
 func LoadMeasurement(qmaxPath, ttotalPath string) (Measurement, error) {
-	var ms Measurement
+	ms := Measurement{QMax: &QMax{}, QMaxFile: baseName(qmaxPath), TTotal: &TTotal{}, TTotalFile: baseName(ttotalPath)}
 	var errs []error
-	q, err := LoadQMax(qmaxPath)
-	if err != nil {
+	var err error
+	if ms.QMaxSHA256, err = loadArtifact("qmax", qmaxPath, ms.QMax); err != nil {
 		errs = append(errs, err)
-	} else if v := q.Verify(); len(v) > 0 {
+	} else if v := ms.QMax.Verify(); len(v) > 0 {
 		errs = append(errs, joinErrors(qmaxPath+" is not a valid qmax artifact (re-run tts-bench qmax)", v))
 	}
-	t, err := LoadTTotal(ttotalPath)
-	if err != nil {
+	if ms.TTotalSHA256, err = loadArtifact("ttotal", ttotalPath, ms.TTotal); err != nil {
 		errs = append(errs, err)
-	} else if v := t.Verify(); len(v) > 0 {
+	} else if v := ms.TTotal.Verify(); len(v) > 0 {
 		errs = append(errs, joinErrors(ttotalPath+" is not a valid ttotal artifact (re-run tts-bench ttotal)", v))
 	}
 	if len(errs) > 0 {
-		return ms, errors.Join(errs...)
-	}
-	ms.QMax, ms.TTotal = q, t
-	ms.QMaxFile, ms.TTotalFile = baseName(qmaxPath), baseName(ttotalPath)
-	if ms.QMaxSHA256, err = FileDigest(qmaxPath); err != nil {
-		return ms, err
-	}
-	if ms.TTotalSHA256, err = FileDigest(ttotalPath); err != nil {
-		return ms, err
+		return Measurement{}, errors.Join(errs...)
 	}
 	return ms, nil
 }

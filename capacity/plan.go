@@ -202,7 +202,7 @@ func (p *Plan) Finding(name string) (Finding, bool) {
 // LoadPlan reads and strictly decodes a plan. It does not Verify it.
 func LoadPlan(path string) (*Plan, error) {
 	var p Plan
-	if err := loadArtifact("plan", path, &p); err != nil {
+	if _, err := loadArtifact("plan", path, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil

@@ -118,7 +118,7 @@ func (s QMaxStep) ttfabAt(p int) (float64, bool) {
 // LoadQMax reads and strictly decodes a qmax artifact. It does not Verify it.
 func LoadQMax(path string) (*QMax, error) {
 	var q QMax
-	if err := loadArtifact("qmax", path, &q); err != nil {
+	if _, err := loadArtifact("qmax", path, &q); err != nil {
 		return nil, err
 	}
 	return &q, nil

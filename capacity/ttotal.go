@@ -67,7 +67,7 @@ type StageDuration struct {
 // LoadTTotal reads and strictly decodes a ttotal artifact. It does not Verify it.
 func LoadTTotal(path string) (*TTotal, error) {
 	var t TTotal
-	if err := loadArtifact("ttotal", path, &t); err != nil {
+	if _, err := loadArtifact("ttotal", path, &t); err != nil {
 		return nil, err
 	}
 	return &t, nil
