@@ -38,17 +38,25 @@ type Options struct {
 // Server serves the SageMaker inference contract. It answers /ping with 503
 // until Attach and SetReady, and again once Drain starts.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	out   io.Writer
-	gate  *Gate
-	sched atomic.Pointer[Scheduler]
-	eng   engine.Engine
+	opts Options
+	log  *slog.Logger
+	out  io.Writer
+	gate *Gate
+	be   atomic.Pointer[backend]
 
 	ready    atomic.Bool
 	draining atomic.Bool
 	seq      atomic.Uint64
 	idPrefix string
+}
+
+// backend is what Attach fixes for every later request: the scheduler (and
+// through it the engine), what a request is checked against, and the WAV
+// header for the engine's sample rate.
+type backend struct {
+	sched     *Scheduler
+	limits    Limits
+	wavHeader []byte
 }
 
 // LockedWriter serializes writes so log, metric and stage lines from many
@@ -91,8 +99,11 @@ func (s *Server) Attach(eng engine.Engine) error {
 	if err != nil {
 		return err
 	}
-	s.eng = eng
-	s.sched.Store(sched)
+	s.be.Store(&backend{
+		sched:     sched,
+		limits:    Limits{MaxTextChars: s.opts.MaxTextChars, Voices: eng.Voices(), DefaultVoice: eng.DefaultVoice()},
+		wavHeader: audio.WAVHeader(eng.SampleRate()),
+	})
 	return nil
 }
 
@@ -118,8 +129,8 @@ func (s *Server) Drain(ctx context.Context) int {
 
 // Close stops the scheduler's workers.
 func (s *Server) Close() {
-	if sc := s.sched.Load(); sc != nil {
-		sc.Close()
+	if be := s.be.Load(); be != nil {
+		be.sched.Close()
 	}
 }
 
@@ -167,6 +178,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // requestLog is one request's structured log record.
 type requestLog struct {
 	id          string
+	engine      string
 	outcome     string
 	status      int
 	queueDepth  int
@@ -192,8 +204,8 @@ func (s *Server) logRequest(l *requestLog) {
 	if l.firstSample {
 		attrs = append(attrs, "ttfab_ms", ms(l.ttfab))
 	}
-	if s.eng != nil {
-		attrs = append(attrs, "engine", s.eng.Name())
+	if l.engine != "" {
+		attrs = append(attrs, "engine", l.engine)
 	}
 	if l.voice != "" {
 		attrs = append(attrs, "voice", l.voice, "format", l.format)
@@ -216,17 +228,21 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		l.status, l.outcome = status, outcome
 		writeJSON(w, status, v)
 	}
-	sched := s.sched.Load()
+	be := s.be.Load()
+	if be != nil {
+		l.engine = be.sched.eng.Name()
+	}
 	switch {
 	case s.draining.Load():
 		fail(http.StatusServiceUnavailable, "shutting_down", map[string]string{"error": "shutting_down", "message": "this instance is draining; retry on another"})
 		return
-	case sched == nil || !s.ready.Load():
+	case be == nil || !s.ready.Load():
 		fail(http.StatusServiceUnavailable, "not_ready", map[string]string{"error": "not_ready", "message": "the engine is still loading; retry when /ping answers 200"})
 		return
 	}
+	eng := be.sched.eng
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-	req, rerr := DecodeRequest(body, Limits{MaxTextChars: s.opts.MaxTextChars, Voices: s.eng.Voices(), DefaultVoice: s.eng.DefaultVoice()})
+	req, rerr := DecodeRequest(body, be.limits)
 	if rerr != nil {
 		l.err = rerr.Error()
 		fail(rerr.Status, "bad_request", rerr)
@@ -250,15 +266,15 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	segs := segment.Split(req.Text)
 	l.segments = len(segs)
 	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, 16)}
-	sched.submit(j)
+	be.sched.submit(j)
 
 	rc := http.NewResponseController(w)
 	started := false
 	begin := func() {
 		started = true
 		h := w.Header()
-		h.Set("X-Sample-Rate", strconv.Itoa(s.eng.SampleRate()))
-		h.Set("X-Engine", s.eng.Name())
+		h.Set("X-Sample-Rate", strconv.Itoa(eng.SampleRate()))
+		h.Set("X-Engine", l.engine)
 		if req.Format == FormatWAV {
 			h.Set("Content-Type", "audio/wav")
 		} else {
@@ -295,7 +311,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		if !started {
 			begin()
 			if req.Format == FormatWAV {
-				buf = append(buf, audio.WAVHeader(s.eng.SampleRate())...)
+				buf = append(buf, be.wavHeader...)
 			}
 		}
 		if len(c.samples) > 0 && !l.firstSample {
