@@ -232,9 +232,12 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	if be != nil {
 		l.engine = be.sched.eng.Name()
 	}
+	shuttingDown := func() {
+		fail(http.StatusServiceUnavailable, "shutting_down", map[string]string{"error": "shutting_down", "message": "this instance is draining; retry on another"})
+	}
 	switch {
 	case s.draining.Load():
-		fail(http.StatusServiceUnavailable, "shutting_down", map[string]string{"error": "shutting_down", "message": "this instance is draining; retry on another"})
+		shuttingDown()
 		return
 	case be == nil || !s.ready.Load():
 		fail(http.StatusServiceUnavailable, "not_ready", map[string]string{"error": "not_ready", "message": "the engine is still loading; retry when /ping answers 200"})
@@ -260,6 +263,14 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.gate.Release()
+	// Drain sets draining before it reads the depth, and this request took its
+	// place before reading draining: either Drain waits for this request or
+	// the request sees draining here. Without this second look a request
+	// decoded while Drain ran could be admitted after Drain reported none.
+	if s.draining.Load() {
+		shuttingDown()
+		return
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -559,3 +559,64 @@ func TestEmitMetricsEMF(t *testing.T) {
 		}
 	}
 }
+
+// signalOnRead closes started on its first Read: the handler has passed its
+// draining check and is decoding the body.
+type signalOnRead struct {
+	io.ReadCloser
+	once    sync.Once
+	started chan struct{}
+}
+
+func (b *signalOnRead) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.started) })
+	return b.ReadCloser.Read(p)
+}
+
+// TestDrainAdmitsNothingAfterItReturns holds a request in body decoding (past
+// the draining check, not yet admitted) while Drain runs: once Drain has
+// reported nothing in flight, that request must not be admitted.
+func TestDrainAdmitsNothingAfterItReturns(t *testing.T) {
+	s := New(defaultOptions(), io.Discard)
+	if err := s.Attach(&engine.Calibration{}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetReady()
+	started := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &signalOnRead{ReadCloser: r.Body, started: started}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.Close(); s.Close() })
+
+	pr, pw := io.Pipe()
+	done := make(chan response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/invocations", pr)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- response{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		done <- response{status: res.StatusCode, body: b, err: err}
+	}()
+	io.WriteString(pw, `{"text":`)
+	<-started
+	if left := s.Drain(context.Background()); left != 0 {
+		t.Fatalf("drain left %d", left)
+	}
+	io.WriteString(pw, `"hi"}`)
+	pw.Close()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "shutting_down") {
+		t.Errorf("request admitted after Drain returned: status %d, %d bytes", r.status, len(r.body))
+	}
+	if d := s.Gate().Depth(); d != 0 {
+		t.Errorf("gate depth = %d after the request ended, want 0", d)
+	}
+}
