@@ -76,22 +76,15 @@ func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
 	p := &Plan{
 		SchemaVersion: SchemaVersion,
 		Measured:      true,
-		Fingerprint: Fingerprint{
-			Model: m.ID, ModelRevision: q.ModelRevision, InstanceType: q.InstanceType,
-			ContainerDigest: q.ContainerDigest, SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile,
-			Transport: q.Transport,
-		},
-		Inputs: baseInputs(m, o),
+		Fingerprint:   Fingerprint{Model: m.ID, SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile},
+		Inputs:        baseInputs(m, o),
 	}
+	p.recordQMax(q)
+	p.recordTTotal(t)
 	in := &p.Inputs
 	in.QMaxFile, in.QMaxSHA256 = ms.QMaxFile, ms.QMaxSHA256
 	in.TTotalFile, in.TTotalSHA256 = ms.TTotalFile, ms.TTotalSHA256
 	in.DryRun = q.DryRun || t.DryRun
-	in.QMax = q.QMax
-	in.TTotalS = t.TTotalS
-	in.Throughput = q.throughputCurve()
-	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
-	in.CloudWatchRatio = q.cloudWatchRatio(cMax)
 	defaultTrough(in)
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build plan", errs)
@@ -103,6 +96,22 @@ func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
 	})
 	return p, nil
 }
+
+// recordQMax sets what a measured plan takes from its qmax artifact: the measured half of the fingerprint,
+// Q_max, the throughput curve and the CloudWatch ratio near C_scale_max (Inputs.SurgeRatio must be set).
+// FromArtifacts builds plans with it and Gate repeats it on the artifact beside a plan, so that "derived
+// from this artifact" means the same in both.
+func (p *Plan) recordQMax(q *QMax) {
+	fp, in := &p.Fingerprint, &p.Inputs
+	fp.ModelRevision, fp.InstanceType, fp.ContainerDigest, fp.Transport = q.ModelRevision, q.InstanceType, q.ContainerDigest, q.Transport
+	in.QMax = q.QMax
+	in.Throughput = q.throughputCurve()
+	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
+	in.CloudWatchRatio = q.cloudWatchRatio(cMax)
+}
+
+// recordTTotal sets what a measured plan takes from its ttotal artifact (see recordQMax).
+func (p *Plan) recordTTotal(t *TTotal) { p.Inputs.TTotalS = t.TTotalS }
 
 func measurementValidity(m models.Model, ms Measurement) Finding {
 	q, t := ms.QMax, ms.TTotal

@@ -50,9 +50,9 @@ func (d Decision) QueueMaxDepth() int {
 // Gate decides whether the deployment may create autoscaling from the plan at planPath. It accepts only when
 // autoscaling is on for the model (catalog, overridden by AutoscalingOverride) and the plan exists, parses
 // strictly, verifies, is feasible, is measured (not what-if), was derived from live (not dry-run) artifacts,
-// the artifacts beside it (when present) match the digests it records, and its fingerprint matches the
-// deployment (model, revision, instance type, container digest, SLO, and transport when given). Every
-// reason that applies is reported, not only the first.
+// the artifacts beside it (when present) match the digests it records and give the measured numbers and
+// fingerprint it records, and its fingerprint matches the deployment (model, revision, instance type,
+// container digest, SLO, and transport when given). Every reason that applies is reported, not only the first.
 func Gate(d Deployment, planPath string) Decision {
 	id := d.Model.ID
 	dec := Decision{Explicit: d.AutoscalingOverride != nil && *d.AutoscalingOverride}
@@ -100,7 +100,7 @@ func Gate(d Deployment, planPath string) Decision {
 		reasons = append(reasons, fmt.Sprintf("plan at %s was derived from dry-run artifacts: run tts-bench qmax and tts-bench ttotal without --dry-run, then tts-bench plan", planPath))
 	}
 	if p.Measured {
-		reasons = append(reasons, checkArtifacts(p, filepath.Dir(planPath))...)
+		reasons = append(reasons, checkArtifacts(p, planPath)...)
 	}
 	reasons = append(reasons, checkFingerprint(p.Fingerprint, d, planPath)...)
 	if len(reasons) > 0 {
@@ -111,30 +111,38 @@ func Gate(d Deployment, planPath string) Decision {
 	return dec
 }
 
-// checkArtifacts compares the artifacts beside the plan, when present, with the digests the plan records,
-// and refuses dry-run artifacts even if the plan's own flag was edited.
-func checkArtifacts(p *Plan, dir string) []string {
+// checkArtifacts compares the artifacts beside the plan, when present, with the digests the plan records, and
+// what the plan records as measured (the fingerprint's measured half, Q_max, the throughput curve, the
+// CloudWatch ratio, T_total and the dry-run flag) with what those artifacts give: a plan edited after planning
+// verifies on its own once its derived values are recomputed, but no longer follows from its artifacts.
+func checkArtifacts(p *Plan, planPath string) []string {
 	var reasons []string
+	dir := filepath.Dir(planPath)
+	want := *p // what the artifacts beside the plan give; fields of an absent artifact stay as recorded
+	paths := map[string]string{}
 	for _, a := range []struct {
 		kind, file, digest string
-		dryRun             func(data []byte) (bool, error)
+		record             func(source string, data []byte) (dryRun bool, err error)
 	}{
-		{"qmax", p.Inputs.QMaxFile, p.Inputs.QMaxSHA256, func(b []byte) (bool, error) {
-			q, err := ParseQMax(p.Inputs.QMaxFile, b)
+		{"qmax", p.Inputs.QMaxFile, p.Inputs.QMaxSHA256, func(source string, b []byte) (bool, error) {
+			q, err := ParseQMax(source, b)
 			if err != nil {
 				return false, err
 			}
+			want.recordQMax(q)
 			return q.DryRun, nil
 		}},
-		{"ttotal", p.Inputs.TTotalFile, p.Inputs.TTotalSHA256, func(b []byte) (bool, error) {
-			t, err := ParseTTotal(p.Inputs.TTotalFile, b)
+		{"ttotal", p.Inputs.TTotalFile, p.Inputs.TTotalSHA256, func(source string, b []byte) (bool, error) {
+			t, err := ParseTTotal(source, b)
 			if err != nil {
 				return false, err
 			}
+			want.recordTTotal(t)
 			return t.DryRun, nil
 		}},
 	} {
 		path := filepath.Join(dir, a.file)
+		paths[a.kind] = path
 		data, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // the plan's recorded digest stands alone
@@ -147,10 +155,25 @@ func checkArtifacts(p *Plan, dir string) []string {
 			reasons = append(reasons, fmt.Sprintf("%s artifact %s has digest %s but the plan was derived from %s: the artifact changed after planning; restore it or run tts-bench plan again", a.kind, path, got, a.digest))
 			continue
 		}
-		if dry, err := a.dryRun(data); err != nil {
+		if dry, err := a.record(path, data); err != nil {
 			reasons = append(reasons, fmt.Sprintf("%s artifact %s cannot be read: %v", a.kind, path, err))
 		} else if dry && !p.Inputs.DryRun {
 			reasons = append(reasons, fmt.Sprintf("%s artifact %s is a dry run: run tts-bench %s without --dry-run, then tts-bench plan", a.kind, path, a.kind))
+		}
+	}
+	for _, c := range []struct{ field, kind, recorded, measured string }{
+		{"fingerprint.model_revision", "qmax", p.Fingerprint.ModelRevision, want.Fingerprint.ModelRevision},
+		{"fingerprint.instance_type", "qmax", p.Fingerprint.InstanceType, want.Fingerprint.InstanceType},
+		{"fingerprint.container_digest", "qmax", p.Fingerprint.ContainerDigest, want.Fingerprint.ContainerDigest},
+		{"fingerprint.transport", "qmax", p.Fingerprint.Transport, want.Fingerprint.Transport},
+		{"inputs.q_max", "qmax", fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
+		{"inputs.throughput", "qmax", fmt.Sprint(p.Inputs.Throughput), fmt.Sprint(want.Inputs.Throughput)},
+		{"inputs.cloudwatch_ratio", "qmax", fmt.Sprint(p.Inputs.CloudWatchRatio), fmt.Sprint(want.Inputs.CloudWatchRatio)},
+		{"inputs.t_total_s", "ttotal", fmt.Sprint(p.Inputs.TTotalS), fmt.Sprint(want.Inputs.TTotalS)},
+	} {
+		if c.recorded != c.measured {
+			reasons = append(reasons, fmt.Sprintf("plan at %s records %s %s but %s artifact %s gives %s: the plan was edited after planning; run tts-bench plan again instead of editing it",
+				planPath, c.field, c.recorded, c.kind, paths[c.kind], c.measured))
 		}
 	}
 	return reasons

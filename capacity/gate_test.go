@@ -160,3 +160,51 @@ func TestGateRefusesBrokenPlans(t *testing.T) {
 		})
 	}
 }
+
+// A plan edited after planning, its derived values and load findings recomputed so that it verifies, still
+// names artifacts beside it whose digests match: the gate compares what the plan records as measured with
+// what those artifacts give, not only their dry_run flag.
+func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
+	src := filepath.Join("..", "testdata", "plans", "valid")
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Plan)
+		reason string
+	}{
+		{"q_max raised", func(p *Plan) { p.Inputs.QMax = 41 }, "inputs.q_max 41 but qmax artifact"},
+		{"throughput raised", func(p *Plan) {
+			for i := range p.Inputs.Throughput {
+				p.Inputs.Throughput[i].RPS *= 2
+			}
+		}, "inputs.throughput"},
+		{"t_total shortened", func(p *Plan) { p.Inputs.TTotalS = 120 }, "inputs.t_total_s 120 but ttotal artifact"},
+		{"container digest moved to the deployment's", func(p *Plan) {
+			p.Fingerprint.ContainerDigest = DigestBytes([]byte("a new container"))
+		}, "fingerprint.container_digest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyFile(t, filepath.Join(src, QMaxFile), filepath.Join(dir, QMaxFile))
+			copyFile(t, filepath.Join(src, TTotalFile), filepath.Join(dir, TTotalFile))
+			p, err := LoadPlan(filepath.Join(src, PlanFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(p)
+			finish(p, p.Findings[:3])
+			if errs := p.Verify(); len(errs) > 0 || !p.Feasible() {
+				t.Fatalf("edited plan must verify and stay feasible to test the gate: %v %s %+v", errs, p.Verdict, p.Findings)
+			}
+			path := filepath.Join(dir, PlanFile)
+			if err := WriteJSON(path, p); err != nil {
+				t.Fatal(err)
+			}
+			d := fixtureDeployment(t)
+			d.ContainerDigest = p.Fingerprint.ContainerDigest
+			dec := Gate(d, path)
+			if dec.Enabled || len(dec.Reasons) != 1 || !strings.Contains(dec.Reasons[0], tt.reason) {
+				t.Fatalf("reasons = %q, want one containing %q", dec.Reasons, tt.reason)
+			}
+		})
+	}
+}
