@@ -36,6 +36,9 @@ type Decision struct {
 	Reasons []string
 	// Plan is the accepted plan when Enabled, nil otherwise.
 	Plan *Plan
+	// PlanSHA256 is the digest of the plan file's bytes the gate parsed and accepted, "" unless Enabled: record
+	// it rather than reading the file again, which may by then hold another plan.
+	PlanSHA256 string
 }
 
 // QueueMaxDepth is the container's queue shield depth the decision allows: the accepted plan's, or 0
@@ -69,11 +72,12 @@ func Gate(d Deployment, planPath string) Decision {
 		return dec
 	}
 	measureFirst := fmt.Sprintf("run tts-bench qmax, tts-bench ttotal and tts-bench plan for %s first", id)
-	if _, err := os.Stat(planPath); errors.Is(err, fs.ErrNotExist) {
+	p := &Plan{}
+	digest, err := loadArtifact("plan", planPath, p)
+	if errors.Is(err, fs.ErrNotExist) {
 		dec.Reasons = []string{fmt.Sprintf("no plan at %s: %s", planPath, measureFirst)}
 		return dec
 	}
-	p, err := LoadPlan(planPath)
 	if err != nil {
 		dec.Reasons = []string{fmt.Sprintf("plan at %s cannot be used: %v: run tts-bench plan again", planPath, err)}
 		return dec
@@ -107,7 +111,7 @@ func Gate(d Deployment, planPath string) Decision {
 		dec.Reasons = reasons
 		return dec
 	}
-	dec.Enabled, dec.Plan = true, p
+	dec.Enabled, dec.Plan, dec.PlanSHA256 = true, p, digest
 	return dec
 }
 

@@ -40,6 +40,9 @@ func TestGateFixtures(t *testing.T) {
 				if len(dec.Reasons) != 0 || dec.Plan == nil || dec.Plan.Derived.TargetValue != 30 || dec.Plan.Derived.MaxInstances != 6 {
 					t.Fatalf("accepted decision %+v lacks the plan", dec)
 				}
+				if d, err := FileDigest(fixturePlan(tt.fixture)); err != nil || dec.PlanSHA256 != d {
+					t.Fatalf("PlanSHA256 = %q, want the plan file's digest %q (%v)", dec.PlanSHA256, d, err)
+				}
 				return
 			}
 			// Each variant breaks exactly one rule, so that each gate branch is tested alone.
