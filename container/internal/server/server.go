@@ -253,6 +253,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	l.voice, l.format, l.chars = req.Voice, req.Format, len([]rune(req.Text))
 	depth, ok := s.gate.Acquire()
+	admitted := time.Now()
 	l.queueDepth = depth
 	if !ok {
 		fail(http.StatusServiceUnavailable, "queue_saturated", struct {
@@ -328,7 +329,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		if len(c.samples) > 0 && !l.firstSample {
 			l.firstSample = true
 			l.ttfab = time.Since(start)
-			l.queueWait = j.started.Sub(start)
+			l.queueWait = j.started.Sub(admitted)
 		}
 		buf = audio.PCM16Bytes(buf, c.samples)
 		if len(buf) > 0 {

@@ -620,3 +620,37 @@ func TestDrainAdmitsNothingAfterItReturns(t *testing.T) {
 		t.Errorf("gate depth = %d after the request ended, want 0", d)
 	}
 }
+
+// TestQueueWaitCountsFromAdmission sends a body slowly: the time spent
+// reading it is before admission, so it is in ttfab_ms but not in
+// queue_wait_ms.
+func TestQueueWaitCountsFromAdmission(t *testing.T) {
+	_, ts, logs := startServer(t, defaultOptions(), &engine.Calibration{})
+	const slow = 300 * time.Millisecond
+	pr, pw := io.Pipe()
+	go func() {
+		io.WriteString(pw, `{"text":`)
+		time.Sleep(slow)
+		io.WriteString(pw, `"hi."}`)
+		pw.Close()
+	}()
+	res, err := http.Post(ts.URL+"/invocations", "application/json", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	var rec struct {
+		QueueWait float64 `json:"queue_wait_ms"`
+		TTFAB     float64 `json:"ttfab_ms"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &rec); err != nil {
+		t.Fatalf("request log %q: %v", logs.String(), err)
+	}
+	if rec.TTFAB < float64(slow.Milliseconds()) {
+		t.Errorf("ttfab_ms %v is under the %v the body took", rec.TTFAB, slow)
+	}
+	if rec.QueueWait >= float64(slow.Milliseconds())/2 {
+		t.Errorf("queue_wait_ms %v includes reading the body (%v); it counts from admission", rec.QueueWait, slow)
+	}
+}
