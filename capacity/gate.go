@@ -92,10 +92,8 @@ func Gate(d Deployment, planPath string) Decision {
 	}
 	if !p.Feasible() {
 		var failed []string
-		for _, f := range p.Findings {
-			if f.Status == StatusFail {
-				failed = append(failed, f.Name+" ("+f.Detail+")")
-			}
+		for _, f := range p.Failed() {
+			failed = append(failed, f.Name+" ("+f.Detail+")")
 		}
 		reasons = append(reasons, fmt.Sprintf("plan at %s is infeasible (%s): follow the findings' recommendations (tts-bench plan prints them) and plan again",
 			planPath, strings.Join(failed, "; ")))

@@ -189,6 +189,9 @@ type Finding struct {
 // Feasible reports whether the verdict is feasible.
 func (p *Plan) Feasible() bool { return p.Verdict == VerdictFeasible }
 
+// Failed returns the findings that failed, in order: the reasons the plan is infeasible.
+func (p *Plan) Failed() []Finding { return failed(p.Findings) }
+
 // Finding returns the named finding, or false.
 func (p *Plan) Finding(name string) (Finding, bool) {
 	for _, f := range p.Findings {
@@ -369,13 +372,23 @@ func finish(p *Plan, measurement []Finding) {
 	p.Verdict = verdict(p.Findings)
 }
 
+// verdict is infeasible when any finding failed.
 func verdict(fs []Finding) string {
-	for _, f := range fs {
-		if f.Status == StatusFail {
-			return VerdictInfeasible
-		}
+	if len(failed(fs)) > 0 {
+		return VerdictInfeasible
 	}
 	return VerdictFeasible
+}
+
+// failed returns the findings that failed, in order.
+func failed(fs []Finding) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Status == StatusFail {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Options are the planning inputs that do not come from measurement. DefaultOptions fills them from the

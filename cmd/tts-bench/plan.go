@@ -157,10 +157,8 @@ func runPlan(c *cli.Context) error {
 	}
 	if !p.Feasible() {
 		var failed []string
-		for _, f := range p.Findings {
-			if f.Status == capacity.StatusFail {
-				failed = append(failed, f.Name)
-			}
+		for _, f := range p.Failed() {
+			failed = append(failed, f.Name)
 		}
 		return checkFailed(fmt.Errorf("plan is infeasible: %s failed: follow the recommendations above and plan again", strings.Join(failed, ", ")))
 	}
