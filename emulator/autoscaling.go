@@ -581,7 +581,13 @@ func (e *Emulator) applyPolicyLocked(p *policyRec, a *alarmRec, now time.Time) {
 		case "ExactCapacity":
 			want = adj
 		case "PercentChangeInCapacity":
-			change := int(math.Trunc(float64(current) * float64(adj) / 100))
+			// Rounded as Application Auto Scaling documents: toward zero, except that a change between -1
+			// and 1 (but not 0) becomes -1 or 1.
+			raw := float64(current) * float64(adj) / 100
+			change := int(math.Trunc(raw))
+			if change == 0 && raw != 0 {
+				change = int(math.Copysign(1, raw))
+			}
 			if c.MinAdjustmentMagnitude != nil && abs(change) < *c.MinAdjustmentMagnitude {
 				change = sign(adj) * *c.MinAdjustmentMagnitude
 			}

@@ -1,0 +1,48 @@
+package emulator
+
+import (
+	"io"
+	"log"
+	"testing"
+	"time"
+)
+
+// policyEmulator is an emulator with one InService endpoint of the given instance count, a scalable target
+// for it (min 0, max 20) and no running goroutines: enough to run applyPolicyLocked directly.
+func policyEmulator(t *testing.T, desired int) (*Emulator, *endpointRec, *targetRec) {
+	t.Helper()
+	const name = "speech-test"
+	e := &Emulator{opts: Options{StateDir: t.TempDir()}, log: log.New(io.Discard, "", 0), st: newState(),
+		fleets: map[string]*fleet{name: {name: name, kick: make(chan struct{}, 1)}}, done: make(chan struct{})}
+	ep := &endpointRec{Name: name, Variant: "AllTraffic", Status: statusInService, Desired: desired}
+	for range desired {
+		ep.Instances = append(ep.Instances, "i")
+	}
+	e.st.Endpoints[name] = ep
+	tg := &targetRec{Namespace: namespaceSM, ResourceID: resourceIDOf(name, "AllTraffic"), Dimension: dimensionVariant, Min: 0, Max: 20}
+	e.st.Targets[targetKey(tg.Namespace, tg.ResourceID, tg.Dimension)] = tg
+	return e, ep, tg
+}
+
+// TestPercentChangeInCapacityRounding: a PercentChangeInCapacity step rounds as Application Auto Scaling
+// documents it: results above 1 down, between 0 and 1 to 1, between -1 and 0 to -1, below -1 up.
+func TestPercentChangeInCapacityRounding(t *testing.T) {
+	for _, tc := range []struct {
+		current, percent, want int
+	}{
+		{1, 50, 2},   // +0.5 → +1
+		{10, 25, 12}, // +2.5 → +2
+		{3, -10, 2},  // -0.3 → -1
+		{9, -50, 5},  // -4.5 → -4
+	} {
+		e, ep, tg := policyEmulator(t, tc.current)
+		p := &policyRec{Name: "step", Namespace: tg.Namespace, ResourceID: tg.ResourceID, Dimension: tg.Dimension,
+			Step: &stepConfig{AdjustmentType: "PercentChangeInCapacity", Cooldown: ptr(0),
+				StepAdjustments: []stepAdjustment{{ScalingAdjustment: tc.percent}}}}
+		a := &alarmRec{Name: "alarm", State: alarmAlarm, Threshold: 10, LastValue: 20, ComparisonOperator: "GreaterThanThreshold"}
+		e.applyPolicyLocked(p, a, time.Now())
+		if ep.Desired != tc.want {
+			t.Errorf("%d instances %+d%%: desired %d, want %d", tc.current, tc.percent, ep.Desired, tc.want)
+		}
+	}
+}
