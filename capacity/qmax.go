@@ -218,10 +218,8 @@ func (q *QMax) Verify() []error {
 		}
 	}
 	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop").
-	steps := append([]QMaxStep(nil), q.Steps...)
-	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
 	lowestFail, highestPass := 0, 0
-	for _, s := range steps {
+	for _, s := range q.sortedSteps() {
 		if !s.MeetsSLO {
 			lowestFail = s.Concurrency
 			break
@@ -264,11 +262,18 @@ func verifyRunTimes(start, end time.Time) []error {
 	return errs
 }
 
+// sortedSteps returns a copy of the steps in increasing concurrency.
+func (q *QMax) sortedSteps() []QMaxStep {
+	steps := append([]QMaxStep(nil), q.Steps...)
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
+	return steps
+}
+
 // throughputCurve returns the staircase as (concurrency, rps) points from usable steps that completed
 // requests, sorted by concurrency.
 func (q *QMax) throughputCurve() []ThroughputPoint {
 	var pts []ThroughputPoint
-	for _, s := range q.Steps {
+	for _, s := range q.sortedSteps() {
 		if !s.Usable || s.OKCount == 0 {
 			continue
 		}
@@ -276,7 +281,6 @@ func (q *QMax) throughputCurve() []ThroughputPoint {
 			pts = append(pts, ThroughputPoint{Concurrency: float64(s.Concurrency), RPS: x})
 		}
 	}
-	sort.Slice(pts, func(i, j int) bool { return pts[i].Concurrency < pts[j].Concurrency })
 	return pts
 }
 
@@ -284,9 +288,7 @@ func (q *QMax) throughputCurve() []ThroughputPoint {
 // (the lower one on a tie), or 1 when no step recorded one.
 func (q *QMax) cloudWatchRatio(c float64) float64 {
 	best, bestDist := 1.0, math.Inf(1)
-	steps := append([]QMaxStep(nil), q.Steps...)
-	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
-	for _, s := range steps {
+	for _, s := range q.sortedSteps() {
 		if !s.Usable || !(s.CloudWatchRatio > 0) {
 			continue
 		}
