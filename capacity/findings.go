@@ -122,7 +122,7 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 		}
 		f.Detail += fmt.Sprintf("at t=%s s, %s rps on %d serving instance(s) (%d more starting), per-instance concurrency %s, above Q_max %d",
 			num(r.BreachAtS), num(r.BreachLoadRPS), r.BreachServing, r.BreachPending, c, in.QMax)
-		if r.BreachServing+r.BreachPending >= min(d.MaxInstances, in.MaxInstances) {
+		if r.BreachServing+r.BreachPending >= r.FleetCap {
 			f.Recommendation = fmt.Sprintf("the fleet is at its maximum of %d instance(s): raise the fleet maximum (see peak_coverage) or plan for a lower --peak-rps", r.BreachServing+r.BreachPending)
 		} else {
 			f.Recommendation = "plan with a higher --surge (a lower scale-out threshold), shorten T_total (faster start-up), raise --min-instances, or plan for a slower surge"
@@ -147,6 +147,7 @@ const maxSimulatedS = 1_000_000
 // surgeResult is the outcome of simulateSurge.
 type surgeResult struct {
 	StartInstances    int
+	FleetCap          int // the most instances scale-out may reach: the plan's and the allowed maximum
 	FinalInstances    int
 	ScaleOuts         int
 	ServeDelayS       float64
@@ -179,7 +180,8 @@ func simulateSurge(in Inputs, d Derived) surgeResult {
 	period, evals := in.MetricPeriodS, in.EvaluationPeriods
 	r := surgeResult{BreachAtS: -1}
 	r.ServeDelayS = math.Max(in.TTotalS, d.TPlanS-float64(period*evals))
-	fleetCap := min(d.MaxInstances, in.MaxInstances)
+	r.FleetCap = min(d.MaxInstances, in.MaxInstances)
+	fleetCap := r.FleetCap
 	q := float64(in.QMax)
 	k := 0.0
 	if in.SurgeRatio > 1 {
@@ -191,8 +193,9 @@ func simulateSurge(in Inputs, d Derived) surgeResult {
 		tPeak = math.Log(in.PeakRPS/in.TroughRPS) / k
 	}
 	horizon := tPeak + 2*d.TPlanS + float64(period*evals+d.ScaleOutCooldownS)
-	if horizon > maxSimulatedS {
-		horizon, r.Truncated = maxSimulatedS, true
+	capped := horizon > maxSimulatedS
+	if capped {
+		horizon = maxSimulatedS
 	}
 	serving := min(fleetCap, max(in.MinInstances, instancesFor(in.TroughRPS, d.ThroughputRPS)))
 	r.StartInstances = serving
@@ -241,9 +244,7 @@ func simulateSurge(in Inputs, d Derived) surgeResult {
 	}
 	r.FinalInstances = serving + len(pending)
 	r.SimulatedS = horizon
-	if r.BreachAtS >= 0 {
-		r.Truncated = false
-	}
+	r.Truncated = capped && r.BreachAtS < 0
 	return r
 }
 
