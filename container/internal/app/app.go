@@ -135,14 +135,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 }
 
 // verifyWeights checks MODEL_DIR against its manifest: required for kokoro,
-// done when a manifest is present for the other engines.
+// whose every file the manifest must list, and done when a manifest is
+// present for the other engines.
 func verifyWeights(cfg Config, logf func(string, ...any)) error {
-	_, statErr := os.Stat(filepath.Join(cfg.ModelDir, manifest.FileName))
-	if cfg.Engine != EngineKokoro && errors.Is(statErr, os.ErrNotExist) {
+	var required []string
+	if cfg.Engine == EngineKokoro {
+		files, err := kokoro.Files(cfg.ModelDir)
+		if err != nil {
+			return fmt.Errorf("refusing to start: list the kokoro model files in %s: %w", cfg.ModelDir, err)
+		}
+		required = files
+	} else if _, err := os.Stat(filepath.Join(cfg.ModelDir, manifest.FileName)); errors.Is(err, os.ErrNotExist) {
 		logf("engine %s has no model weights to verify", cfg.Engine)
 		return nil
 	}
-	m, err := manifest.Verify(cfg.ModelDir)
+	m, err := manifest.Verify(cfg.ModelDir, required...)
 	if err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -173,5 +174,29 @@ func TestCalibrationEngineFromConfig(t *testing.T) {
 	})
 	if time.Since(start) < 30*time.Millisecond || n != 3*1440 {
 		t.Errorf("calibration segment took %v and gave %d samples", time.Since(start), n)
+	}
+}
+
+// TestKokoroRefusesFilesTheManifestDoesNotList: a voice file dropped into the
+// model directory without a manifest entry would be loaded unverified.
+func TestKokoroRefusesFilesTheManifestDoesNotList(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../../testdata/tiny_kokoro")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Engine: EngineKokoro, ModelDir: dir}
+	if err := verifyWeights(cfg, t.Logf); err != nil {
+		t.Fatalf("the stand-in model as committed: %v", err)
+	}
+	voice, err := os.ReadFile(filepath.Join(dir, "voices", "af_heart.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "voices", "zz_extra.bin"), voice, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = verifyWeights(cfg, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "voices/zz_extra.bin") || !strings.Contains(err.Error(), "refusing to start") {
+		t.Errorf("verifyWeights = %v, want a refusal naming voices/zz_extra.bin", err)
 	}
 }

@@ -23,6 +23,20 @@ const SampleRate = 24000
 // Kokoro-82M ONNX export.
 const ModelFile = "onnx/model.onnx"
 
+// TokenizerFile is the vocabulary's path inside the model directory.
+const TokenizerFile = "tokenizer.json"
+
+// Files returns the paths, relative to dir, of every file Load reads: the
+// model, the tokenizer and each voice. The caller checks that the manifest
+// lists them all before Load.
+func Files(dir string) ([]string, error) {
+	voices, err := voiceFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{ModelFile, TokenizerFile}, voices...), nil
+}
+
 // PreferredVoice is the default voice when the model directory has it.
 const PreferredVoice = "af_heart"
 
@@ -68,7 +82,7 @@ func Load(cfg Config) (*Engine, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	tok, err := LoadTokenizer(filepath.Join(cfg.ModelDir, "tokenizer.json"))
+	tok, err := LoadTokenizer(filepath.Join(cfg.ModelDir, TokenizerFile))
 	if err != nil {
 		return nil, err
 	}

@@ -33,18 +33,34 @@ func (v *Voice) Style(n int) []float32 {
 	return v.rows[n*StyleDim : (n+1)*StyleDim]
 }
 
-// LoadVoices reads every voices/*.bin under dir.
-func LoadVoices(dir string) (map[string]*Voice, error) {
+// voiceFiles returns the voices/*.bin paths under dir, relative to dir and
+// sorted.
+func voiceFiles(dir string) ([]string, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "voices", "*.bin"))
 	if err != nil {
 		return nil, err
 	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("no voices in %s: the model directory needs voices/<name>.bin files", filepath.Join(dir, "voices"))
+	for i, p := range paths {
+		if paths[i], err = filepath.Rel(dir, p); err != nil {
+			return nil, err
+		}
 	}
 	sort.Strings(paths)
+	return paths, nil
+}
+
+// LoadVoices reads every voices/*.bin under dir.
+func LoadVoices(dir string) (map[string]*Voice, error) {
+	rels, err := voiceFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) == 0 {
+		return nil, fmt.Errorf("no voices in %s: the model directory needs voices/<name>.bin files", filepath.Join(dir, "voices"))
+	}
 	out := map[string]*Voice{}
-	for _, p := range paths {
+	for _, rel := range rels {
+		p := filepath.Join(dir, rel)
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err

@@ -68,13 +68,23 @@ func Load(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Verify checks every file of dir's manifest for size and SHA-256, in the
-// manifest's order, and returns a *MismatchError naming the first file that is
+// Verify checks that the manifest lists every path in required (relative to
+// dir) and every file of the manifest for size and SHA-256, in the manifest's
+// order, and returns a *MismatchError naming the first file that is unlisted,
 // missing or differs.
-func Verify(dir string) (*Manifest, error) {
+func Verify(dir string, required ...string) (*Manifest, error) {
 	m, err := Load(dir)
 	if err != nil {
 		return nil, err
+	}
+	listed := make(map[string]bool, len(m.Files))
+	for _, e := range m.Files {
+		listed[filepath.Clean(e.Path)] = true
+	}
+	for _, p := range required {
+		if !listed[filepath.Clean(p)] {
+			return nil, &MismatchError{Path: p, Reason: "the manifest does not list it"}
+		}
 	}
 	for _, e := range m.Files {
 		if err := verifyFile(filepath.Join(dir, e.Path), e); err != nil {

@@ -89,3 +89,16 @@ func TestTinyKokoroManifestMatches(t *testing.T) {
 		t.Errorf("tiny model manifest lists %d files, want 4", len(m.Files))
 	}
 }
+
+func TestVerifyRequiresListedFiles(t *testing.T) {
+	dir := writeDir(t, map[string]string{"onnx/model.onnx": "model"}, nil)
+	if _, err := Verify(dir, "onnx/model.onnx"); err != nil {
+		t.Fatalf("listed file: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("{}"), 0o644)
+	_, err := Verify(dir, "onnx/model.onnx", "tokenizer.json")
+	var me *MismatchError
+	if !errors.As(err, &me) || me.Path != "tokenizer.json" || !strings.Contains(err.Error(), "does not list") {
+		t.Fatalf("Verify = %v, want a mismatch naming the unlisted tokenizer.json", err)
+	}
+}
