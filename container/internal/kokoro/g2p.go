@@ -15,18 +15,27 @@ const Punctuation = ";:,.!?¡¿—…\"«»“”(){}[]"
 
 func isPunct(r rune) bool { return strings.ContainsRune(Punctuation, r) }
 
-// Normalize applies the reference G2P's text clean-ups that do not depend on
-// a language model: curly quotes, brackets, full-width punctuation and
-// whitespace. Numbers, currencies and abbreviations are left to espeak-ng's own
-// rules.
-func Normalize(text string) string {
-	r := strings.NewReplacer(
+// The replacers of Normalize and FixUp, built once: they run on every segment.
+var (
+	normalizeReplacer = strings.NewReplacer(
 		"‘", "'", "’", "'",
 		"«", "\"", "»", "\"", "“", "\"", "”", "\"",
 		"(", "«", ")", "»",
 		"、", ", ", "。", ". ", "！", "! ", "，", ", ", "：", ": ", "；", "; ", "？", "? ",
 	)
-	text = r.Replace(text)
+	kokoroWordReplacer = strings.NewReplacer(
+		"kəkˈoːɹoʊ", "kˈoʊkəɹoʊ",
+		"kəkˈɔːɹəʊ", "kˈəʊkəɹəʊ",
+	)
+	missingPhonemeReplacer = strings.NewReplacer("ʲ", "j", "r", "ɹ", "x", "k", "ɬ", "l")
+)
+
+// Normalize applies the reference G2P's text clean-ups that do not depend on
+// a language model: curly quotes, brackets, full-width punctuation and
+// whitespace. Numbers, currencies and abbreviations are left to espeak-ng's own
+// rules.
+func Normalize(text string) string {
+	text = normalizeReplacer.Replace(text)
 	var b strings.Builder
 	space := false
 	for _, c := range text {
@@ -88,11 +97,8 @@ func SplitPunctuation(text string) []Section {
 // "hundred" after a number word, a detached plural "z" rejoined before
 // punctuation, and (American English) "ninety" flapped to "di".
 func FixUp(ps string, american bool) string {
-	ps = strings.NewReplacer(
-		"kəkˈoːɹoʊ", "kˈoʊkəɹoʊ",
-		"kəkˈɔːɹəʊ", "kˈəʊkəɹəʊ",
-	).Replace(ps)
-	ps = strings.NewReplacer("ʲ", "j", "r", "ɹ", "x", "k", "ɬ", "l").Replace(ps)
+	ps = kokoroWordReplacer.Replace(ps)
+	ps = missingPhonemeReplacer.Replace(ps)
 	ps = spaceBeforeHundred(ps)
 	ps = joinPluralZ(ps)
 	if american {

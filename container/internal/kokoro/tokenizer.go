@@ -16,7 +16,8 @@ const MaxPhonemes = 510
 
 // Tokenizer maps phoneme characters to Kokoro token ids.
 type Tokenizer struct {
-	vocab map[rune]int64
+	vocab  map[rune]int64
+	breaks map[int64]bool // ids of the punctuation and space Chunk cuts after
 }
 
 // LoadTokenizer reads the vocabulary (model.vocab: phoneme char -> id) from a
@@ -37,13 +38,18 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 	if len(doc.Model.Vocab) == 0 {
 		return nil, fmt.Errorf("%s: model.vocab is empty: it must map each phoneme character to its id", path)
 	}
-	t := &Tokenizer{vocab: make(map[rune]int64, len(doc.Model.Vocab))}
+	t := &Tokenizer{vocab: make(map[rune]int64, len(doc.Model.Vocab)), breaks: map[int64]bool{}}
 	for k, id := range doc.Model.Vocab {
 		r, size := utf8.DecodeRuneInString(k)
 		if size != len(k) || r == utf8.RuneError {
 			return nil, fmt.Errorf("%s: model.vocab key %q is not a single character", path, k)
 		}
 		t.vocab[r] = id
+	}
+	for _, r := range " ;:,.!?—…" {
+		if id, ok := t.vocab[r]; ok {
+			t.breaks[id] = true
+		}
 	}
 	return t, nil
 }
@@ -69,17 +75,11 @@ func (t *Tokenizer) ID(r rune) (int64, bool) {
 // Chunk splits ids into pieces of at most max tokens, cutting after the last
 // punctuation or space token when a piece is too long.
 func (t *Tokenizer) Chunk(ids []int64, max int) [][]int64 {
-	breaks := map[int64]bool{}
-	for _, r := range " ;:,.!?—…" {
-		if id, ok := t.vocab[r]; ok {
-			breaks[id] = true
-		}
-	}
 	var out [][]int64
 	for len(ids) > max {
 		cut := max
 		for i := max; i > max/2; i-- {
-			if breaks[ids[i-1]] {
+			if t.breaks[ids[i-1]] {
 				cut = i
 				break
 			}
