@@ -48,15 +48,8 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 		ContainerDigest:     cfg.ContainerDigest,
 		AutoscalingOverride: cfg.AutoscalingOverride,
 	}, planPath)
-	var planDigest string
-	if gate.Enabled {
-		if d, err := capacity.FileDigest(planPath); err == nil {
-			planDigest = d
-		}
-	}
 	endpoint := NewEndpointStack(app, EndpointStackName(cfg.Model.ID), &EndpointStackProps{
 		Gate:          gate,
-		PlanDigest:    planDigest,
 		StackProps:    awscdk.StackProps{Env: cfg.Env},
 		Model:         cfg.Model,
 		WeightsBucket: foundation.WeightsBucket,

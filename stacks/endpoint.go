@@ -38,8 +38,6 @@ type EndpointStackProps struct {
 	// Gate is the plan gate's decision: scaling, alarms, dashboard and the queue shield are created only when
 	// it is Enabled; otherwise its reasons become an annotation (an error when autoscaling was asked for).
 	Gate capacity.Decision
-	// PlanDigest is the SHA-256 of the plan file the gate accepted, recorded in the ScalingPlan output.
-	PlanDigest string
 }
 
 // EndpointStack is one model's SageMaker model, endpoint config and endpoint.
@@ -141,7 +139,7 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	if scaling != nil {
 		addScaling(stack, endpoint, *scaling)
 		awscdk.NewCfnOutput(stack, jsii.String("ScalingPlan"), &awscdk.CfnOutputProps{
-			Value:       jsii.String(fmt.Sprintf("target %g, fleet %d-%d, queue depth %d, plan %s", scaling.ScaleOut.TargetValue, scaling.MinInstances, scaling.MaxInstances, scaling.QueueMaxDepth, props.PlanDigest)),
+			Value:       jsii.String(fmt.Sprintf("target %g, fleet %d-%d, queue depth %d, plan %s", scaling.ScaleOut.TargetValue, scaling.MinInstances, scaling.MaxInstances, scaling.QueueMaxDepth, props.Gate.PlanSHA256)),
 			Description: jsii.String("The measured plan the autoscaling was synthesized from"),
 		})
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -488,6 +489,15 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 			"PrimaryContainer": assertions.Match_ObjectLike(&map[string]interface{}{
 				"Environment": assertions.Match_ObjectLike(&map[string]interface{}{"QUEUE_MAX_DEPTH": "50"}),
 			}),
+		})
+	})
+	planDigest, err := capacity.FileDigest(filepath.Join("..", "testdata", "plans", "valid", "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assert(t, "output names the accepted plan", func() {
+		tpl.HasOutput(jsii.String("ScalingPlan"), map[string]interface{}{
+			"Value": "target 30, fleet 1-6, queue depth 50, plan " + planDigest,
 		})
 	})
 	ann := assertions.Annotations_FromStack(st)
