@@ -93,17 +93,13 @@ func (s *Scheduler) next() (task, bool) {
 		if s.closed {
 			return task{}, false
 		}
-		if len(s.first) > 0 {
-			t := s.first[0]
-			s.first[0] = task{}
-			s.first = s.first[1:]
-			return t, true
-		}
-		if len(s.cont) > 0 {
-			t := s.cont[0]
-			s.cont[0] = task{}
-			s.cont = s.cont[1:]
-			return t, true
+		for _, q := range []*[]task{&s.first, &s.cont} {
+			if len(*q) > 0 {
+				t := (*q)[0]
+				(*q)[0] = task{} // let a finished job be collected
+				*q = (*q)[1:]
+				return t, true
+			}
 		}
 		s.wake.Wait()
 	}
