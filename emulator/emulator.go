@@ -219,8 +219,10 @@ func (e *Emulator) Run(ctx context.Context) error {
 	defer cancel()
 	e.server.Shutdown(shutdownCtx)
 	close(e.done)
-	e.stopFleets()
+	// The fleet loops finish first, so no instance is still being started (or its process handle written)
+	// while every instance is stopped.
 	e.wg.Wait()
+	e.stopFleets()
 	e.logs.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -161,13 +161,24 @@ func (e *Emulator) reconcile(f *fleet) {
 		}
 		wg.Wait()
 
+		select {
+		case <-e.done:
+			// Shutting down is no failure: what started stays in the fleet for Run to stop, and the endpoint
+			// resumes when the emulator starts again.
+			return
+		default:
+		}
 		e.mu.Lock()
 		var failure error
 		for i, in := range starting {
 			if errs[i] != nil {
 				failure = errs[i]
 				f.instances = slices.DeleteFunc(f.instances, func(x *instance) bool { return x == in })
-				go e.stopInstance(in)
+				e.wg.Add(1)
+				go func() {
+					defer e.wg.Done()
+					e.stopInstance(in)
+				}()
 				continue
 			}
 			in.ready.Store(true)
@@ -441,7 +452,8 @@ func (e *Emulator) watchInstance(f *fleet, in *instance) {
 	f.kickNow()
 }
 
-// stopAll drains the given instances (waits up to drain for their outstanding requests) and stops them.
+// stopAll drains the given instances (waits up to drain for their outstanding requests, less when the emulator
+// is shutting down) and stops them.
 func (e *Emulator) stopAll(list []*instance, drain time.Duration) {
 	var wg sync.WaitGroup
 	for _, in := range list {
@@ -450,8 +462,13 @@ func (e *Emulator) stopAll(list []*instance, drain time.Duration) {
 			defer wg.Done()
 			in.draining.Store(true)
 			deadline := time.Now().Add(drain)
+		draining:
 			for in.outstanding.Load() > 0 && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
+				select {
+				case <-e.done:
+					break draining
+				case <-time.After(50 * time.Millisecond):
+				}
 			}
 			e.stopInstance(in)
 		}()

@@ -1,0 +1,46 @@
+package emulator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestShutdownWhileInstanceStarts stops the emulator while an instance is still starting (its container never
+// answers /ping): Run must return only after that process is gone, without racing the goroutine that started it.
+func TestShutdownWhileInstanceStarts(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "pid")
+	bin := filepath.Join(dir, "never-ready")
+	// The stand-in container records its pid and sleeps: it never serves /ping.
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho $$ > \"$NEVER_READY_PID\"\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NEVER_READY_PID", marker)
+	r := start(t, filepath.Join(dir, "state"), bin)
+	createEndpoint(t, newClients(r.emu.URL()), "speech-never-ready", 1)
+
+	var pid int
+	eventually(t, 10*time.Second, "the instance process to start", func() bool {
+		b, err := os.ReadFile(marker)
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	r.stop()
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("instance process %d still exists after Run returned (kill -0: %v)", pid, err)
+	}
+	// Stopping is no failure of the endpoint: it is still Creating, and the next start resumes it.
+	st, err := loadState(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := st.Endpoints["speech-never-ready"]; ep == nil || ep.Status != statusCreating || ep.FailureReason != "" {
+		t.Errorf("endpoint after shutdown = %+v, want it still Creating without a failure", ep)
+	}
+}
