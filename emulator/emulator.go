@@ -187,14 +187,17 @@ func (e *Emulator) URL() string { return "http://" + e.listener.Addr().String() 
 // Run serves until ctx is done, then stops every instance process, releases the lock and returns. Endpoints
 // found in the state are brought back to their instance count first.
 func (e *Emulator) Run(ctx context.Context) error {
+	// The lock is released last, once the discovery file is gone: a process that finds the lock free may start
+	// the next emulator at once, and this one must not remove that emulator's discovery file.
+	defer e.lock.Close()
 	info := Info{PID: os.Getpid(), URL: e.URL(), Started: time.Now().UTC()}
 	b, _ := json.Marshal(info)
 	infoPath := filepath.Join(e.opts.StateDir, "emulator.json")
 	if err := os.WriteFile(infoPath, b, 0o644); err != nil {
+		e.listener.Close()
 		return fmt.Errorf("publish emulator info: %w", err)
 	}
 	defer os.Remove(infoPath)
-	defer e.lock.Close()
 
 	e.mu.Lock()
 	for name := range e.st.Endpoints {
