@@ -135,7 +135,7 @@ func (e *Emulator) reconcile(f *fleet) {
 		e.mu.Unlock()
 	case len(live) < ep.Desired:
 		model := e.st.Models[ep.ModelName]
-		timeout := e.startupTimeoutLocked(ep)
+		timeout := startupTimeout(e.st.EndpointConfigs[ep.ConfigName])
 		var starting []*instance
 		for i := len(live); i < ep.Desired; i++ {
 			id := e.reusableIDLocked(ep, f)
@@ -143,23 +143,14 @@ func (e *Emulator) reconcile(f *fleet) {
 				e.st.NextInstance++
 				id = fmt.Sprintf("i-%05d", e.st.NextInstance)
 			}
-			in := &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, exited: make(chan struct{})}
+			in := newInstance(ep, id)
 			starting = append(starting, in)
 			f.instances = append(f.instances, in)
 		}
 		e.saveLocked()
 		e.mu.Unlock()
 
-		errs := make([]error, len(starting))
-		var wg sync.WaitGroup
-		for i, in := range starting {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = e.startInstance(in, model, timeout)
-			}()
-		}
-		wg.Wait()
+		errs := e.startEach(starting, model, timeout)
 
 		select {
 		case <-e.done:
@@ -226,22 +217,19 @@ func (e *Emulator) reconcile(f *fleet) {
 // Called with e.mu held; returns with it released.
 func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 	pd := ep.Pending
+	c := e.st.EndpointConfigs[pd.ConfigName]
 	var v variantRec
 	var model *modelRec
-	if c := e.st.EndpointConfigs[pd.ConfigName]; c != nil && len(c.Variants) > 0 {
+	if c != nil && len(c.Variants) > 0 {
 		v = c.Variants[0]
 		model = e.st.Models[v.ModelName]
 	}
-	timeout := 10 * time.Minute
-	if v.StartupTimeoutS > 0 {
-		timeout = time.Duration(v.StartupTimeoutS) * time.Second
-	}
+	timeout := startupTimeout(c)
 	var green []*instance
 	if model != nil {
 		for range pd.Desired {
 			e.st.NextInstance++
-			id := fmt.Sprintf("i-%05d", e.st.NextInstance)
-			in := &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, exited: make(chan struct{})}
+			in := newInstance(ep, fmt.Sprintf("i-%05d", e.st.NextInstance))
 			green = append(green, in)
 			f.instances = append(f.instances, in)
 		}
@@ -253,17 +241,7 @@ func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 	if model == nil {
 		failure = fmt.Errorf("endpoint config %s or its model no longer exists", pd.ConfigName)
 	}
-	errs := make([]error, len(green))
-	var wg sync.WaitGroup
-	for i, in := range green {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = e.startInstance(in, model, timeout)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	for _, err := range e.startEach(green, model, timeout) {
 		if err != nil && failure == nil {
 			failure = err
 		}
@@ -356,18 +334,33 @@ func (e *Emulator) reusableIDLocked(ep *endpointRec, f *fleet) string {
 	return ""
 }
 
-func (e *Emulator) variantLocked(ep *endpointRec) variantRec {
-	if c, ok := e.st.EndpointConfigs[ep.ConfigName]; ok && len(c.Variants) > 0 {
-		return c.Variants[0]
-	}
-	return variantRec{}
-}
-
-func (e *Emulator) startupTimeoutLocked(ep *endpointRec) time.Duration {
-	if v := e.variantLocked(ep); v.StartupTimeoutS > 0 {
-		return time.Duration(v.StartupTimeoutS) * time.Second
+// startupTimeout is how long an instance of the endpoint config's variant may take to answer /ping: its
+// ContainerStartupHealthCheckTimeoutInSeconds, 10 minutes when it gives none (or the config is gone).
+func startupTimeout(c *endpointConfigRec) time.Duration {
+	if c != nil && len(c.Variants) > 0 && c.Variants[0].StartupTimeoutS > 0 {
+		return time.Duration(c.Variants[0].StartupTimeoutS) * time.Second
 	}
 	return 10 * time.Minute
+}
+
+// newInstance is a not yet started instance of the endpoint, logging to the stream <variant>/<id>.
+func newInstance(ep *endpointRec, id string) *instance {
+	return &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, exited: make(chan struct{})}
+}
+
+// startEach starts the instances in parallel and returns, in the same order, each one's startInstance error.
+func (e *Emulator) startEach(list []*instance, model *modelRec, timeout time.Duration) []error {
+	errs := make([]error, len(list))
+	var wg sync.WaitGroup
+	for i, in := range list {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.startInstance(in, model, timeout)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // drainTimeout bounds how long a scaled-in instance may finish its outstanding requests before it is stopped.
