@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
@@ -48,10 +49,16 @@ func LocalConfig(url string) aws.Config {
 // LoadConfig loads the default SDK configuration (environment, shared files, IMDS) with the HTTP client of
 // HTTPClient.
 func LoadConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(HTTPClient()))
+	// The default chain builds its own client first (it must be the SDK's buildable client to take a custom CA
+	// bundle from AWS_CA_BUNDLE); the body-owning wrapper goes around whatever it built.
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = awshttp.NewBuildableClient()
+	}
+	cfg.HTTPClient = ownBodyClient{base: cfg.HTTPClient}
 	return cfg, nil
 }
 
@@ -63,10 +70,10 @@ func LoadConfig(ctx context.Context) (aws.Config, error) {
 // read ("use of closed network connection", aws/aws-sdk-go-v2#2737). Buffered calls are retried by the SDK, a
 // response stream cannot be. Request payloads here are small JSON documents, so copying them is cheap.
 func HTTPClient() aws.HTTPClient {
-	return ownBodyClient{base: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	return ownBodyClient{base: awshttp.NewBuildableClient()}
 }
 
-type ownBodyClient struct{ base *http.Client }
+type ownBodyClient struct{ base aws.HTTPClient }
 
 func (c ownBodyClient) Do(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody {
