@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/speech-infra/speech-infra/cloud"
 )
 
 // TestMain doubles as the emulator process: deploy --local re-executes its own binary (here the test binary)
@@ -86,7 +86,9 @@ func TestDeployLocalEspeak(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg, err := config.LoadDefaultConfig(ctx)
+	// A user's SDK program configured only by the printed variables: the default configuration chain, with the
+	// project's HTTP client that works around aws/aws-sdk-go-v2#2737 for response streams (cloud.HTTPClient).
+	cfg, err := cloud.LoadConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
