@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/speech-infra/speech-infra/container/internal/engine"
@@ -58,6 +59,9 @@ type Scheduler struct {
 	cont   []task // continuation segments, in the order they became ready
 	closed bool
 	wg     sync.WaitGroup
+	// submitted counts the jobs ever submitted. Admission (the gate) and submission are two steps, so tests
+	// that line requests up in a known arrival order wait on this count, not on the gate's depth.
+	submitted atomic.Int64
 }
 
 // NewScheduler starts workers goroutines running eng under policy.
@@ -82,6 +86,7 @@ func (s *Scheduler) submit(j *job) {
 	s.mu.Lock()
 	s.first = append(s.first, task{j: j})
 	s.mu.Unlock()
+	s.submitted.Add(1)
 	s.wake.Signal()
 }
 

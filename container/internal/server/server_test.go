@@ -220,7 +220,9 @@ func lineUp(t *testing.T, policy string, m, segs int) []string {
 				t.Errorf("request %d: %v %d %s", i, r.err, r.status, r.body)
 			}
 		}()
-		waitFor(t, fmt.Sprintf("request %d admitted", i), func() bool { return s.Gate().Depth() == i+1 })
+		// Wait until the scheduler holds request i before sending i+1: the gate admits before the handler
+		// submits, so waiting on the gate's depth alone lets a later request overtake under load.
+		waitFor(t, fmt.Sprintf("request %d submitted", i), func() bool { return s.be.Load().sched.submitted.Load() == int64(i+1) })
 	}
 	rec.release()
 	wg.Wait()
