@@ -140,6 +140,23 @@ func (m Model) ContainerEnvironment(modelDir string, queueMaxDepth int) map[stri
 	return env
 }
 
+// MaxFileBytes bounds one catalog file (a few KiB in practice): a larger file, or anything but a regular file
+// (a FIFO, a device, a directory named *.json), is refused with the file named rather than read.
+const MaxFileBytes = 1 << 20
+
+// Bounds of catalog values beyond the rules SageMaker sets: generous for any real deployment, and small enough
+// that the plan arithmetic built on them stays exact.
+const (
+	// MaxQueueDepth is the largest queue_max_depth.
+	MaxQueueDepth = 100_000
+	// MaxInstances is the largest scaling.max_instances (and initial_instance_count).
+	MaxInstances = 100_000
+	// MaxDetectionBufferS is the largest planning.detection_buffer_s.
+	MaxDetectionBufferS = 3600
+	// MaxSLOMs is the largest slo.ttfab_ms (an hour).
+	MaxSLOMs = 3_600_000
+)
+
 // Catalog is a validated set of models keyed by id.
 type Catalog struct {
 	models map[string]Model
@@ -190,7 +207,7 @@ func Load(fsys fs.FS) (Catalog, error) {
 	cat := Catalog{models: map[string]Model{}}
 	var problems []string
 	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
+		data, err := strictjson.ReadFileFS(fsys, name, MaxFileBytes)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: cannot read: %v", name, err))
 			continue
@@ -273,20 +290,20 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	if m.InitialInstanceCount < 1 {
 		add("initial_instance_count", "is %d: it must be at least 1", m.InitialInstanceCount)
 	}
-	if m.SLO.TTFABMs <= 0 {
-		add("slo.ttfab_ms", "is %d: the SLO must be a positive number of milliseconds", m.SLO.TTFABMs)
+	if m.SLO.TTFABMs < 1 || m.SLO.TTFABMs > MaxSLOMs {
+		add("slo.ttfab_ms", "is %d: the SLO must be 1 to %d milliseconds", m.SLO.TTFABMs, MaxSLOMs)
 	}
 	if m.SLO.Percentile < 50 || m.SLO.Percentile > 99 {
 		add("slo.percentile", "is %d: use a percentile between 50 and 99 (95 for p95)", m.SLO.Percentile)
 	}
-	if m.QueueMaxDepth < 1 {
-		add("queue_max_depth", "is %d: the shield depth must be at least 1 (0 = unbounded is only the measurement configuration, set by the stack)", m.QueueMaxDepth)
+	if m.QueueMaxDepth < 1 || m.QueueMaxDepth > MaxQueueDepth {
+		add("queue_max_depth", "is %d: the shield depth must be 1 to %d (0 = unbounded is only the measurement configuration, set by the stack)", m.QueueMaxDepth, MaxQueueDepth)
 	}
-	if m.Scaling.MinInstances < 1 {
-		add("scaling.min_instances", "is %d: it must be at least 1", m.Scaling.MinInstances)
+	if m.Scaling.MinInstances < 1 || m.Scaling.MinInstances > MaxInstances {
+		add("scaling.min_instances", "is %d: it must be 1 to %d", m.Scaling.MinInstances, MaxInstances)
 	}
-	if m.Scaling.MaxInstances < 1 {
-		add("scaling.max_instances", "is %d: it must be at least 1", m.Scaling.MaxInstances)
+	if m.Scaling.MaxInstances < 1 || m.Scaling.MaxInstances > MaxInstances {
+		add("scaling.max_instances", "is %d: it must be 1 to %d", m.Scaling.MaxInstances, MaxInstances)
 	}
 	if m.Scaling.MinInstances > m.Scaling.MaxInstances {
 		add("scaling.min_instances", "is %d, above scaling.max_instances %d: lower the minimum or raise the maximum", m.Scaling.MinInstances, m.Scaling.MaxInstances)
@@ -294,11 +311,11 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	if m.InitialInstanceCount > m.Scaling.MaxInstances && m.Scaling.MaxInstances >= 1 {
 		add("initial_instance_count", "is %d, above scaling.max_instances %d", m.InitialInstanceCount, m.Scaling.MaxInstances)
 	}
-	if m.Planning.SurgeRatio < 1 || m.Planning.SurgeRatio >= 1.5 {
-		add("planning.surge_ratio", "is %g: use a ratio in [1, 1.5) (1.25 means load may grow 25%% within one T_plan)", m.Planning.SurgeRatio)
+	if !(m.Planning.SurgeRatio >= 1 && m.Planning.SurgeRatio < 1.5) {
+		add("planning.surge_ratio", "is %s: use a ratio in [1, 1.5) (1.25 means load may grow 25%% within one T_plan)", strconv.FormatFloat(m.Planning.SurgeRatio, 'g', -1, 64))
 	}
-	if m.Planning.DetectionBufferS < 0 {
-		add("planning.detection_buffer_s", "is %g: it must not be negative", m.Planning.DetectionBufferS)
+	if !(m.Planning.DetectionBufferS >= 0 && m.Planning.DetectionBufferS <= MaxDetectionBufferS) {
+		add("planning.detection_buffer_s", "is %s: use 0 to %d seconds", strconv.FormatFloat(m.Planning.DetectionBufferS, 'g', -1, 64), MaxDetectionBufferS)
 	}
 	if m.Container.StartupHealthCheckTimeoutS < 60 || m.Container.StartupHealthCheckTimeoutS > 3600 {
 		add("container.startup_health_check_timeout_s", "is %d: SageMaker accepts 60 to 3600 seconds", m.Container.StartupHealthCheckTimeoutS)

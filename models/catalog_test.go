@@ -1,6 +1,7 @@
 package models
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -79,6 +80,28 @@ func TestCatalogValidation(t *testing.T) {
 			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95},`, "", 1)
 		}, []string{"m1.json: slo: missing required field"}},
 		{"not JSON", "m1.json", func(string) string { return "{" }, []string{"m1.json: not valid JSON"}},
+		{"queue_max_depth twice", "m1.json", func(s string) string {
+			return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":4,"queue_max_depth":400`, 1)
+		}, []string{`m1.json: queue_max_depth: duplicate key: "queue_max_depth" appears more than once`}},
+		{"case-variant key beside the real one", "m1.json", func(s string) string {
+			return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":4,"QUEUE_MAX_DEPTH":400`, 1)
+		}, []string{`m1.json: QUEUE_MAX_DEPTH: duplicate key: "QUEUE_MAX_DEPTH" differs from "queue_max_depth" only in case`}},
+		{"case-variant key alone", "m1.json", func(s string) string {
+			return strings.Replace(s, `"queue_max_depth":4`, `"QUEUE_MAX_DEPTH":4`, 1)
+		}, []string{"m1.json: QUEUE_MAX_DEPTH: unknown field", "m1.json: queue_max_depth: missing required field"}},
+		{"nested duplicate", "m1.json", func(s string) string {
+			return strings.Replace(s, `"max_instances":3`, `"max_instances":3,"Max_Instances":300`, 1)
+		}, []string{`m1.json: scaling.Max_Instances: duplicate key`}},
+		{"null section", "m1.json", func(s string) string {
+			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95}`, `"slo":null`, 1)
+		}, []string{"m1.json: slo: is null"}},
+		{"queue depth above its bound", "m1.json", func(s string) string {
+			return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":1000000`, 1)
+		},
+			[]string{"queue_max_depth: is 1000000: the shield depth must be 1 to 100000"}},
+		{"detection buffer above its bound", "m1.json", func(s string) string {
+			return strings.Replace(s, `"detection_buffer_s":60`, `"detection_buffer_s":1e300`, 1)
+		}, []string{"planning.detection_buffer_s: is 1e+300: use 0 to 3600 seconds"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,6 +122,21 @@ func TestCatalogValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCatalogRefusesOversizedAndIrregularFiles(t *testing.T) {
+	// GIVEN a catalog file above MaxFileBytes and a directory named like a catalog file WHEN the catalog loads
+	// THEN both are refused with the file named and the limit stated, instead of being read.
+	big := strings.Replace(good, `"id"`, `"description":"`+strings.Repeat("x", MaxFileBytes)+`","id"`, 1)
+	_, err := Load(fstest.MapFS{"m1.json": {Data: []byte(big)}, "dir.json": {Mode: fs.ModeDir}})
+	if err == nil {
+		t.Fatal("oversized catalog file loaded")
+	}
+	for _, w := range []string{"m1.json: cannot read: m1.json is larger than the 1 MiB limit", "dir.json: cannot read: dir.json is a directory, not a regular file"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
 	}
 }
 

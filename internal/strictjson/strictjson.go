@@ -1,31 +1,48 @@
-// Package strictjson decodes JSON documents strictly and reports every problem at once: each unknown key,
-// each missing required key (a field whose json tag lacks omitempty) and type errors, by dotted JSON path.
-// The standard decoder stops at the first unknown field and matches keys case-insensitively; walking the raw
-// value first reports them all and keeps "Q_MAX" from silently filling q_max. The model catalog and the
-// capacity artifacts both load through it.
+// Package strictjson decodes JSON documents strictly and reports every problem at once: each duplicate key,
+// each pair of keys that differ only in case, each unknown key, each missing required key (a field whose
+// json tag lacks omitempty), each null where a value belongs, and type errors, by dotted JSON path.
+//
+// The standard decoder keeps the last of two duplicate keys, matches keys case-insensitively (so "Q_MAX"
+// silently fills q_max), reads null as "leave the zero value" and stops at the first unknown field. A
+// document that says one thing to a reader and another to the decoder is refused here instead. The model
+// catalog and the capacity artifacts both load through this package; ReadFile bounds what they read.
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
 )
 
-// Decode decodes data into v (a pointer to a struct) and returns one problem per unknown key, missing
-// required key or type error, each starting with the field's path. unknownHint ends the unknown-field
-// problems ("unknown field: <hint>"); wantObject is what the "not a JSON object" problem says the document is.
+// Decode decodes data into v (a pointer to a struct) and returns one problem per duplicate or case-variant
+// key, unknown key, missing required key, null value or type error, each starting with the field's path.
+// unknownHint ends the unknown-field problems ("unknown field: <hint>"); wantObject is what the "not a JSON
+// object" problem says the document is. v is filled only as far as the problems allow: a caller must not use
+// it when any problem is returned.
 func Decode(data []byte, v any, unknownHint, wantObject string) []string {
+	if !utf8.Valid(data) {
+		return []string{"not valid JSON: the document is not valid UTF-8"}
+	}
 	var raw any
+	// The standard decoder checks the syntax and bounds the nesting depth before the key scan recurses.
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return []string{fmt.Sprintf("not valid JSON: %v", err)}
 	}
 	if _, ok := raw.(map[string]any); !ok {
 		return []string{"not a JSON object: " + wantObject}
 	}
-	problems := walk(raw, reflect.TypeOf(v).Elem(), "", unknownHint)
+	problems := DuplicateKeys(data)
+	problems = append(problems, walk(raw, reflect.TypeOf(v).Elem(), "", unknownHint)...)
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -41,11 +58,98 @@ func Decode(data []byte, v any, unknownHint, wantObject string) []string {
 	return problems
 }
 
+// DuplicateKeys returns one problem per key that appears twice in one object, or that differs from another
+// key of the same object only in case (as encoding/json folds it), at any depth, objects inside arrays
+// included. data must be valid JSON; syntax errors end the scan silently (Decode reports them first).
+func DuplicateKeys(data []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out []string
+	_ = scanValue(dec, "", &out)
+	return out
+}
+
+// scanValue reads one value from dec and appends a problem per duplicate or case-variant key below it.
+func scanValue(dec *json.Decoder, path string, out *[]string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		seen := map[string]string{} // folded key → first spelling
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			p := joinPath(path, key)
+			folded := foldKey(key)
+			if first, dup := seen[folded]; dup {
+				if first == key {
+					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q appears more than once in the same object: keep exactly one", p, key))
+				} else {
+					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q differs from %q only in case, and a JSON decoder would read both as one field: keep exactly one, spelled in lower case as documented", p, key, first))
+				}
+			} else {
+				seen[folded] = key
+			}
+			if err := scanValue(dec, p, out); err != nil {
+				return err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if err := scanValue(dec, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// foldKey maps a key to a canonical case-folded form: two keys encoding/json would match to the same field
+// (it folds with Unicode simple folding, so "K" (Kelvin sign) matches "k" and "ſ" matches "s") fold alike.
+func foldKey(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < least {
+				least = f
+			}
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+func joinPath(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
-// walk compares a decoded JSON value with a Go type and returns one problem per unknown key and per missing
-// required key.
-func walk(raw any, t reflect.Type, prefix, hint string) []string {
+// walk compares a decoded JSON value at path with a Go type and returns one problem per null value, unknown
+// key and missing required key.
+func walk(raw any, t reflect.Type, path, hint string) []string {
+	if raw == nil {
+		name := path
+		if name == "" {
+			name = "(value)"
+		}
+		// The standard decoder reads null as "leave the zero value": absent and fine, which it is not.
+		return []string{fmt.Sprintf("%s: is null: give a value, or leave the field out where it is optional", name)}
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -60,7 +164,7 @@ func walk(raw any, t reflect.Type, prefix, hint string) []string {
 		}
 		var out []string
 		for i, el := range arr {
-			out = append(out, walk(el, t.Elem(), fmt.Sprintf("%s[%d]", strings.TrimSuffix(prefix, "."), i)+".", hint)...)
+			out = append(out, walk(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), hint)...)
 		}
 		return out
 	case reflect.Struct:
@@ -95,14 +199,14 @@ func walk(raw any, t reflect.Type, prefix, hint string) []string {
 	for _, k := range sortedKeys(obj) {
 		f, ok := fields[k]
 		if !ok {
-			out = append(out, fmt.Sprintf("%s%s: unknown field: %s", prefix, k, hint))
+			out = append(out, fmt.Sprintf("%s: unknown field: %s", joinPath(path, k), hint))
 			continue
 		}
-		out = append(out, walk(obj[k], f.t, prefix+k+".", hint)...)
+		out = append(out, walk(obj[k], f.t, joinPath(path, k), hint)...)
 	}
 	for _, n := range sortedKeys(fields) {
 		if _, present := obj[n]; !present && fields[n].required {
-			out = append(out, fmt.Sprintf("%s%s: missing required field", prefix, n))
+			out = append(out, fmt.Sprintf("%s: missing required field", joinPath(path, n)))
 		}
 	}
 	return out
@@ -115,4 +219,114 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ReadFile reads the regular file at path, refusing anything else before opening it (a FIFO would block
+// the open, a device such as /dev/zero never ends, a directory has no contents) and anything larger than
+// limit bytes. Errors name the file, what it is and the limit. Symbolic links are followed: what counts is the
+// file read. The open does not block even when the path is swapped for a FIFO after the check.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, info, limit); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Check again what was opened: the path may have changed since the first check.
+	if info, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := regular(path, info, limit); err != nil {
+		return nil, err
+	}
+	return readLimited(f, path, limit)
+}
+
+// ReadFileFS is ReadFile on a file system such as the embedded catalog or os.DirFS.
+func ReadFileFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	info, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(name, info, limit); err != nil {
+		return nil, err
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := regular(name, info, limit); err != nil {
+		return nil, err
+	}
+	return readLimited(f, name, limit)
+}
+
+// ErrNotRegular is wrapped by the errors of ReadFile and ReadFileFS for anything but a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is wrapped by the errors of ReadFile and ReadFileFS for a file above the limit.
+var ErrTooLarge = errors.New("file too large")
+
+func regular(name string, info fs.FileInfo, limit int64) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is %s, %w: pass the path of the JSON file itself", name, describeMode(info.Mode()), ErrNotRegular)
+	}
+	if info.Size() > limit {
+		return tooLarge(name, limit)
+	}
+	return nil
+}
+
+func tooLarge(name string, limit int64) error {
+	return fmt.Errorf("%s is larger than the %s limit: %w: this is not a file speech-infra wrote", name, FormatSize(limit), ErrTooLarge)
+}
+
+func readLimited(r io.Reader, name string, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(name, limit) // it grew after the check
+	}
+	return data, nil
+}
+
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a regular file (mode " + m.String() + ")"
+}
+
+// FormatSize renders a byte count as "4 MiB", "512 KiB" or "100 bytes".
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
