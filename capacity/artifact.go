@@ -76,12 +76,45 @@ func parseArtifact(kind, source string, data []byte, v any) error {
 	return nil
 }
 
-// loadArtifact reads path, strictly decodes it into v and returns the digest of the bytes it decoded, so
-// that what a plan records is the digest of what it was built from, read once.
-func loadArtifact(kind, path string, v any) (string, error) {
-	data, err := os.ReadFile(path)
+// Size limits of the artifact files. Each is far above what tts-bench writes (a plan or a ttotal artifact is
+// a few KiB; a qmax artifact of MaxQMaxSteps steps stays under 1 MiB) and small enough that reading one is
+// harmless: a larger file is refused with the file named and the limit stated, never read into memory.
+const (
+	// MaxPlanBytes bounds a plan file.
+	MaxPlanBytes = 1 << 20
+	// MaxTTotalBytes bounds a ttotal artifact.
+	MaxTTotalBytes = 1 << 20
+	// MaxQMaxBytes bounds a qmax artifact, which holds one entry per staircase step.
+	MaxQMaxBytes = 4 << 20
+)
+
+// maxBytes returns the size limit of an artifact kind.
+func maxBytes(kind string) int64 {
+	switch kind {
+	case "qmax":
+		return MaxQMaxBytes
+	case "ttotal":
+		return MaxTTotalBytes
+	}
+	return MaxPlanBytes
+}
+
+// readArtifactFile reads an artifact file of the given kind: a regular file (a FIFO, a device or a directory
+// is refused without blocking) no larger than the kind's limit.
+func readArtifactFile(kind, path string) ([]byte, error) {
+	data, err := strictjson.ReadFile(path, maxBytes(kind))
 	if err != nil {
-		return "", fmt.Errorf("read %s artifact: %w", kind, err)
+		return nil, fmt.Errorf("read %s artifact: %w", kind, err)
+	}
+	return data, nil
+}
+
+// loadArtifact reads path (see readArtifactFile), strictly decodes it into v and returns the digest of the
+// bytes it decoded, so that what a plan records is the digest of what it was built from, read once.
+func loadArtifact(kind, path string, v any) (string, error) {
+	data, err := readArtifactFile(kind, path)
+	if err != nil {
+		return "", err
 	}
 	return DigestBytes(data), parseArtifact(kind, path, data, v)
 }
@@ -149,9 +182,10 @@ func DigestBytes(data []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// FileDigest returns "sha256:<hex>" of the file's contents.
+// FileDigest returns "sha256:<hex>" of an artifact file's contents: a regular file of at most MaxQMaxBytes,
+// the largest artifact limit.
 func FileDigest(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictjson.ReadFile(path, MaxQMaxBytes)
 	if err != nil {
 		return "", fmt.Errorf("digest %s: %w", path, err)
 	}
@@ -172,8 +206,14 @@ func knownTransport(t string) bool {
 	return false
 }
 
-// validFileName reports whether name is a plain file name (no directory part), as artifacts record the
-// files beside them.
-func validFileName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
-}
+// artifactNamePattern is what an artifact may record as the name of a file beside it: a plain file name of
+// letters, digits, '.', '_' and '-', not starting with '.', at most 128 characters. No directory part, so no
+// "../../etc/x" and no absolute path: the files a plan was derived from sit in the plan's own directory, and a
+// name that could point anywhere else is refused rather than resolved.
+var artifactNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+
+// validFileName reports whether name is a plain file name beside the artifact (see artifactNamePattern).
+func validFileName(name string) bool { return artifactNamePattern.MatchString(name) }
+
+// fileNameRule says what validFileName accepts, for error messages.
+const fileNameRule = "a plain file name beside the plan (letters, digits, '.', '_' and '-', not starting with '.', no directory part)"

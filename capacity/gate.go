@@ -1,11 +1,12 @@
 package capacity
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/speech-infra/speech-infra/models"
@@ -53,9 +54,11 @@ func (d Decision) QueueMaxDepth() int {
 // Gate decides whether the deployment may create autoscaling from the plan at planPath. It accepts only when
 // autoscaling is on for the model (catalog, overridden by AutoscalingOverride) and the plan exists, parses
 // strictly, verifies, is feasible, is measured (not what-if), was derived from live (not dry-run) artifacts,
-// the artifacts beside it (when present) match the digests it records and give the measured numbers and
-// fingerprint it records, and its fingerprint matches the deployment (model, revision, instance type,
-// container digest, SLO, and transport when given). Every reason that applies is reported, not only the first.
+// the artifacts it names are beside it, match the digests it records and rebuild it exactly (see
+// checkArtifacts), and its fingerprint matches the deployment (model, revision, instance type, container
+// digest, SLO, and transport when given). Every reason that applies is reported, not only the first. The plan
+// and the artifacts are read with size limits (MaxPlanBytes, MaxQMaxBytes, MaxTTotalBytes), and only when
+// they are regular files.
 func Gate(d Deployment, planPath string) Decision {
 	id := d.Model.ID
 	dec := Decision{Explicit: d.AutoscalingOverride != nil && *d.AutoscalingOverride}
@@ -101,10 +104,13 @@ func Gate(d Deployment, planPath string) Decision {
 	if p.Inputs.DryRun {
 		reasons = append(reasons, fmt.Sprintf("plan at %s was derived from dry-run artifacts: run tts-bench qmax and tts-bench ttotal without --dry-run, then tts-bench plan", planPath))
 	}
+	fingerprint := checkFingerprint(p.Fingerprint, d, planPath)
 	if p.Measured {
-		reasons = append(reasons, checkArtifacts(p, planPath)...)
+		// Rebuilding the plan against a catalog entry it was not measured for would only restate the
+		// fingerprint mismatch.
+		reasons = append(reasons, checkArtifacts(p, d.Model, planPath, len(fingerprint) == 0)...)
 	}
-	reasons = append(reasons, checkFingerprint(p.Fingerprint, d, planPath)...)
+	reasons = append(reasons, fingerprint...)
 	if len(reasons) > 0 {
 		dec.Reasons = reasons
 		return dec
@@ -113,72 +119,207 @@ func Gate(d Deployment, planPath string) Decision {
 	return dec
 }
 
-// checkArtifacts compares the artifacts beside the plan, when present, with the digests the plan records, and
-// what the plan records as measured (the fingerprint's measured half, Q_max, the throughput curve, the
-// CloudWatch ratio, T_total and the dry-run flag) with what those artifacts give: a plan edited after planning
-// verifies on its own once its derived values are recomputed, but no longer follows from its artifacts.
-func checkArtifacts(p *Plan, planPath string) []string {
-	var reasons []string
+// checkArtifacts requires the artifacts a measured plan names beside it, and that the plan follows from them.
+// Absent is not fine: a measured plan is accepted only with both files present in the plan's directory under
+// the plain names it records (inputs.qmax_file, inputs.ttotal_file), each a regular file within its size
+// limit, with the digest the plan records, of the right kind, verifying on its own; then what the plan
+// records as measured (the fingerprint's measured half, Q_max, the throughput curve, the CloudWatch ratio,
+// T_total, the dry-run flag) must be what those artifacts give, and the whole plan must be what tts-bench plan
+// builds from them with the plan's own planning options and the deployment's catalog entry (when rebuild is
+// set: the caller skips it when the fingerprint does not match the deployment anyway). A plan edited
+// after planning verifies on its own once its derived values are recomputed, but no longer follows from its
+// artifacts.
+func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []string {
+	in := p.Inputs
 	dir := filepath.Dir(planPath)
-	want := *p // what the artifacts beside the plan give; fields of an absent artifact stay as recorded
-	paths := map[string]string{}
-	for _, a := range []struct {
-		kind, file, digest string
-		record             func(source string, data []byte) (dryRun bool, err error)
-	}{
-		{"qmax", p.Inputs.QMaxFile, p.Inputs.QMaxSHA256, func(source string, b []byte) (bool, error) {
-			q, err := ParseQMax(source, b)
-			if err != nil {
-				return false, err
-			}
-			want.recordQMax(q)
-			return q.DryRun, nil
-		}},
-		{"ttotal", p.Inputs.TTotalFile, p.Inputs.TTotalSHA256, func(source string, b []byte) (bool, error) {
-			t, err := ParseTTotal(source, b)
-			if err != nil {
-				return false, err
-			}
-			want.recordTTotal(t)
-			return t.DryRun, nil
-		}},
-	} {
-		path := filepath.Join(dir, a.file)
-		paths[a.kind] = path
-		data, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // the plan's recorded digest stands alone
+	planName := filepath.Base(planPath)
+	again := "run tts-bench plan again instead of editing it"
+	if in.QMaxFile == in.TTotalFile {
+		return []string{fmt.Sprintf("plan at %s names %s as both its qmax and its ttotal artifact (inputs.qmax_file, inputs.ttotal_file): %s", planPath, in.QMaxFile, again)}
+	}
+	type artifact struct {
+		kind, field, file, digest, producer, path string
+		data                                      []byte
+	}
+	arts := []*artifact{
+		{kind: "qmax", field: "inputs.qmax_file", file: in.QMaxFile, digest: in.QMaxSHA256, producer: "tts-bench qmax"},
+		{kind: "ttotal", field: "inputs.ttotal_file", file: in.TTotalFile, digest: in.TTotalSHA256, producer: "tts-bench ttotal"},
+	}
+	var reasons []string
+	for _, a := range arts {
+		a.path = filepath.Join(dir, a.file)
+		if a.file == planName {
+			reasons = append(reasons, fmt.Sprintf("plan at %s names itself as its %s artifact (%s %q): %s", planPath, a.kind, a.field, a.file, again))
+			continue
 		}
-		if err != nil {
-			reasons = append(reasons, fmt.Sprintf("cannot read the %s artifact %s: %v", a.kind, path, err))
+		data, err := readArtifactFile(a.kind, a.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s is missing: the plan at %s was derived from it (%s %q, %s) and a measured plan is accepted only with the artifacts it was derived from beside it: put that %s file next to the plan, or run %s and tts-bench plan again",
+				a.kind, a.path, planPath, a.field, a.file, a.digest, a.kind, a.producer))
+			continue
+		case err != nil:
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s (%s of the plan at %s) cannot be used: %v: put the %s file the plan was derived from next to the plan, or run %s and tts-bench plan again",
+				a.kind, a.path, a.field, planPath, err, a.kind, a.producer))
 			continue
 		}
 		if got := DigestBytes(data); got != a.digest {
-			reasons = append(reasons, fmt.Sprintf("%s artifact %s has digest %s but the plan was derived from %s: the artifact changed after planning; restore it or run tts-bench plan again", a.kind, path, got, a.digest))
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s has digest %s but the plan was derived from %s: the artifact changed after planning, or is another file; restore it or run tts-bench plan again", a.kind, a.path, got, a.digest))
 			continue
 		}
-		if dry, err := a.record(path, data); err != nil {
-			reasons = append(reasons, fmt.Sprintf("%s artifact %s cannot be read: %v", a.kind, path, err))
-		} else if dry && !p.Inputs.DryRun {
-			reasons = append(reasons, fmt.Sprintf("%s artifact %s is a dry run: run tts-bench %s without --dry-run, then tts-bench plan", a.kind, path, a.kind))
+		a.data = data
+	}
+	if len(reasons) > 0 {
+		return reasons
+	}
+	qa, ta := arts[0], arts[1]
+	q, qErr := ParseQMax(qa.path, qa.data)
+	t, tErr := ParseTTotal(ta.path, ta.data)
+	for _, c := range []struct {
+		a      *artifact
+		parse  error
+		verify func() []error
+	}{
+		{qa, qErr, func() []error { return q.Verify() }},
+		{ta, tErr, func() []error { return t.Verify() }},
+	} {
+		if c.parse != nil {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s is not a %s artifact the plan can stand on: %v: put the %s file written by %s there and run tts-bench plan again", c.a.kind, c.a.path, c.a.kind, c.parse, c.a.kind, c.a.producer))
+		} else if errs := c.verify(); len(errs) > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s does not verify: %v: run %s and tts-bench plan again", c.a.kind, c.a.path, errors.Join(errs...), c.a.producer))
 		}
 	}
-	for _, c := range []struct{ field, kind, recorded, measured string }{
-		{"fingerprint.model_revision", "qmax", p.Fingerprint.ModelRevision, want.Fingerprint.ModelRevision},
-		{"fingerprint.instance_type", "qmax", p.Fingerprint.InstanceType, want.Fingerprint.InstanceType},
-		{"fingerprint.container_digest", "qmax", p.Fingerprint.ContainerDigest, want.Fingerprint.ContainerDigest},
-		{"fingerprint.transport", "qmax", p.Fingerprint.Transport, want.Fingerprint.Transport},
-		{"inputs.q_max", "qmax", fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
-		{"inputs.throughput", "qmax", fmt.Sprint(p.Inputs.Throughput), fmt.Sprint(want.Inputs.Throughput)},
-		{"inputs.cloudwatch_ratio", "qmax", fmt.Sprint(p.Inputs.CloudWatchRatio), fmt.Sprint(want.Inputs.CloudWatchRatio)},
-		{"inputs.t_total_s", "ttotal", fmt.Sprint(p.Inputs.TTotalS), fmt.Sprint(want.Inputs.TTotalS)},
+	if len(reasons) > 0 {
+		return reasons
+	}
+	for _, c := range []struct {
+		a   *artifact
+		dry bool
+	}{{qa, q.DryRun}, {ta, t.DryRun}} {
+		if c.dry && !in.DryRun {
+			reasons = append(reasons, fmt.Sprintf("%s artifact %s is a dry run: run tts-bench %s without --dry-run, then tts-bench plan", c.a.kind, c.a.path, c.a.kind))
+		}
+	}
+	want := *p
+	want.recordQMax(q)
+	want.recordTTotal(t)
+	for _, c := range []struct{ field, kind, path, recorded, measured string }{
+		{"fingerprint.model", "qmax", qa.path, p.Fingerprint.Model, q.Model},
+		{"fingerprint.model_revision", "qmax", qa.path, p.Fingerprint.ModelRevision, want.Fingerprint.ModelRevision},
+		{"fingerprint.instance_type", "qmax", qa.path, p.Fingerprint.InstanceType, want.Fingerprint.InstanceType},
+		{"fingerprint.container_digest", "qmax", qa.path, p.Fingerprint.ContainerDigest, want.Fingerprint.ContainerDigest},
+		{"fingerprint.transport", "qmax", qa.path, p.Fingerprint.Transport, want.Fingerprint.Transport},
+		{"inputs.q_max", "qmax", qa.path, fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
+		{"inputs.throughput", "qmax", qa.path, fmt.Sprint(p.Inputs.Throughput), fmt.Sprint(want.Inputs.Throughput)},
+		{"inputs.cloudwatch_ratio", "qmax", qa.path, fmt.Sprint(p.Inputs.CloudWatchRatio), fmt.Sprint(want.Inputs.CloudWatchRatio)},
+		{"inputs.t_total_s", "ttotal", ta.path, fmt.Sprint(p.Inputs.TTotalS), fmt.Sprint(want.Inputs.TTotalS)},
 	} {
 		if c.recorded != c.measured {
-			reasons = append(reasons, fmt.Sprintf("plan at %s records %s %s but %s artifact %s gives %s: the plan was edited after planning; run tts-bench plan again instead of editing it",
-				planPath, c.field, c.recorded, c.kind, paths[c.kind], c.measured))
+			reasons = append(reasons, fmt.Sprintf("plan at %s records %s %s but %s artifact %s gives %s: the plan was edited after planning; %s",
+				planPath, c.field, c.recorded, c.kind, c.path, c.measured, again))
 		}
 	}
-	return reasons
+	if len(reasons) > 0 || !rebuild {
+		return reasons
+	}
+	// The whole plan, rebuilt: the measurement findings (measurement_validity, slo_consistency,
+	// transport_consistency), which Verify cannot recompute without the artifacts, and every detail.
+	rebuilt, err := FromArtifacts(m, Measurement{
+		QMax: q, QMaxFile: in.QMaxFile, QMaxSHA256: in.QMaxSHA256, TTotal: t, TTotalFile: in.TTotalFile, TTotalSHA256: in.TTotalSHA256,
+	}, Options{
+		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
+		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances,
+	})
+	if err != nil {
+		return []string{fmt.Sprintf("plan at %s cannot be rebuilt from its artifacts and the catalog entry for %s: %v: run tts-bench plan again", planPath, m.ID, err)}
+	}
+	if diffs := planDiff(p, rebuilt); len(diffs) > 0 {
+		return []string{fmt.Sprintf("plan at %s does not follow from its artifacts and the catalog entry for %s (%s): the plan was edited after planning, or the catalog changed since; %s",
+			planPath, m.ID, strings.Join(diffs, "; "), "run tts-bench plan again")}
+	}
+	return nil
+}
+
+// maxDiffs bounds how many differences planDiff reports.
+const maxDiffs = 6
+
+// planDiff lists, by JSON path, where plan got differs from plan want (numbers compared with nearlyEqual),
+// at most maxDiffs entries and a count of the rest.
+func planDiff(got, want *Plan) []string {
+	var g, w any
+	gb, err1 := MarshalArtifact(got)
+	wb, err2 := MarshalArtifact(want)
+	if err1 != nil || err2 != nil || json.Unmarshal(gb, &g) != nil || json.Unmarshal(wb, &w) != nil {
+		return []string{"the plan cannot be compared with its rebuild"}
+	}
+	var out []string
+	diffJSON("", g, w, &out)
+	if len(out) > maxDiffs {
+		out = append(out[:maxDiffs], fmt.Sprintf("and %d more", len(out)-maxDiffs))
+	}
+	return out
+}
+
+func diffJSON(path string, got, want any, out *[]string) {
+	show := func(v any) string {
+		b, _ := json.Marshal(v)
+		s := string(b)
+		if len(s) > 80 {
+			s = s[:77] + "..."
+		}
+		return s
+	}
+	differ := func() {
+		*out = append(*out, fmt.Sprintf("%s is %s but the artifacts give %s", path, show(got), show(want)))
+	}
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			differ()
+			return
+		}
+		keys := map[string]bool{}
+		for k := range g {
+			keys[k] = true
+		}
+		for k := range w {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			diffJSON(p, g[k], w[k], out)
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			differ()
+			return
+		}
+		for i := range w {
+			diffJSON(fmt.Sprintf("%s[%d]", path, i), g[i], w[i], out)
+		}
+	case float64:
+		if g, ok := got.(float64); !ok || !nearlyEqual(g, w) {
+			differ()
+		}
+	default:
+		if got != want {
+			differ()
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // checkFingerprint compares what was measured with what is being deployed.

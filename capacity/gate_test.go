@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // fixtureDigest is the container digest testdata/plans was generated with (see testdata/plans/README.md).
@@ -122,19 +124,203 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-func TestGateArtifactsBesideThePlan(t *testing.T) {
+// validSet copies the valid fixture's plan and artifacts into a fresh directory and returns the plan's path.
+func validSet(t *testing.T) string {
+	t.Helper()
 	src := filepath.Join("..", "testdata", "plans", "valid")
 	dir := t.TempDir()
-	plan := filepath.Join(dir, PlanFile)
-	copyFile(t, filepath.Join(src, PlanFile), plan)
-	if dec := Gate(fixtureDeployment(t), plan); !dec.Enabled {
-		t.Fatalf("a plan without its artifacts beside it stands on its recorded digests: %q", dec.Reasons)
+	for _, f := range []string{PlanFile, QMaxFile, TTotalFile} {
+		copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
 	}
-	copyFile(t, filepath.Join(src, QMaxFile), filepath.Join(dir, QMaxFile))
-	copyFile(t, filepath.Join("..", "testdata", "plans", "dry-run", TTotalFile), filepath.Join(dir, TTotalFile))
-	dec := Gate(fixtureDeployment(t), plan)
-	if dec.Enabled || len(dec.Reasons) != 1 || !strings.Contains(dec.Reasons[0], "ttotal artifact") {
-		t.Fatalf("swapped ttotal: %q", dec.Reasons)
+	return filepath.Join(dir, PlanFile)
+}
+
+// editPlan loads the plan at path, applies edit and writes it back.
+func editPlan(t *testing.T, path string, edit func(*Plan)) {
+	t.Helper()
+	p, err := LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	if err := WriteJSON(path, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDigest(t *testing.T, path string) string {
+	t.Helper()
+	d, err := FileDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A measured plan stands only on the artifacts it names beside it: missing, unreadable, of the wrong kind,
+// not regular files, too large, outside the plan's directory or different from the record, it is refused,
+// with a reason that names the artifact and the fix.
+func TestGateRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		break_  func(t *testing.T, dir, plan string)
+		reasons []string // each must appear in some reason
+	}{
+		{"qmax missing", func(t *testing.T, dir, _ string) { rm(t, filepath.Join(dir, QMaxFile)) },
+			[]string{"qmax artifact ", "/qmax.json is missing", `inputs.qmax_file "qmax.json"`, "put that qmax file next to the plan"}},
+		{"ttotal missing", func(t *testing.T, dir, _ string) { rm(t, filepath.Join(dir, TTotalFile)) },
+			[]string{"ttotal artifact", "ttotal.json is missing", `inputs.ttotal_file "ttotal.json"`}},
+		{"both missing", func(t *testing.T, dir, _ string) {
+			rm(t, filepath.Join(dir, QMaxFile))
+			rm(t, filepath.Join(dir, TTotalFile))
+		}, []string{"qmax.json is missing", "ttotal.json is missing"}},
+		{"qmax a directory", func(t *testing.T, dir, _ string) {
+			rm(t, filepath.Join(dir, QMaxFile))
+			if err := os.Mkdir(filepath.Join(dir, QMaxFile), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"qmax artifact", "is a directory, not a regular file"}},
+		{"ttotal a FIFO", func(t *testing.T, dir, _ string) {
+			rm(t, filepath.Join(dir, TTotalFile))
+			if err := syscall.Mkfifo(filepath.Join(dir, TTotalFile), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"ttotal artifact", "is a named pipe (FIFO), not a regular file"}},
+		{"qmax above its size limit", func(t *testing.T, dir, _ string) {
+			if err := os.WriteFile(filepath.Join(dir, QMaxFile), make([]byte, MaxQMaxBytes+1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"qmax artifact", "is larger than the 4 MiB limit"}},
+		{"qmax truncated", func(t *testing.T, dir, _ string) {
+			path := filepath.Join(dir, QMaxFile)
+			data, _ := os.ReadFile(path)
+			if err := os.WriteFile(path, data[:len(data)/2], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"the artifact changed after planning"}},
+		{"the ttotal artifact named as the qmax artifact", func(t *testing.T, dir, plan string) {
+			copyFile(t, filepath.Join(dir, TTotalFile), filepath.Join(dir, "q.json"))
+			d := mustDigest(t, filepath.Join(dir, "q.json"))
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxFile, p.Inputs.QMaxSHA256 = "q.json", d })
+		}, []string{"qmax artifact", "q.json is not a qmax artifact the plan can stand on", "unknown field"}},
+		{"a plan named as the ttotal artifact", func(t *testing.T, dir, plan string) {
+			copyFile(t, plan, filepath.Join(dir, "t.json"))
+			d := mustDigest(t, filepath.Join(dir, "t.json"))
+			editPlan(t, plan, func(p *Plan) { p.Inputs.TTotalFile, p.Inputs.TTotalSHA256 = "t.json", d })
+		}, []string{"t.json is not a ttotal artifact the plan can stand on"}},
+		{"one file as both artifacts", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxFile, p.Inputs.QMaxSHA256 = TTotalFile, p.Inputs.TTotalSHA256 })
+		}, []string{"names ttotal.json as both its qmax and its ttotal artifact"}},
+		{"the plan as its own artifact", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxFile = PlanFile })
+		}, []string{"names itself as its qmax artifact"}},
+		{"path traversal", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxFile = "../../etc/x" })
+		}, []string{"does not verify", `inputs.qmax_file: "../../etc/x" is not a plain file name beside the plan`}},
+		{"absolute path", func(t *testing.T, dir, plan string) {
+			copyFile(t, filepath.Join(dir, QMaxFile), filepath.Join(dir, "abs.json"))
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxFile = filepath.Join(dir, "abs.json") })
+		}, []string{"does not verify", "is not a plain file name beside the plan"}},
+		{"hidden name", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Inputs.TTotalFile = ".ttotal.json" })
+		}, []string{`inputs.ttotal_file: ".ttotal.json" is not a plain file name`}},
+		{"empty digest", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Inputs.QMaxSHA256 = "" })
+		}, []string{"does not verify", `inputs.qmax_sha256: "" is not a digest`}},
+		{"a dry-run ttotal swapped in", func(t *testing.T, dir, _ string) {
+			copyFile(t, filepath.Join("..", "testdata", "plans", "dry-run", TTotalFile), filepath.Join(dir, TTotalFile))
+		}, []string{"ttotal artifact", "the artifact changed after planning"}},
+		{"a finding's text edited", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) { p.Findings[0].Detail = "all good" })
+		}, []string{"does not follow from its artifacts", `findings[0].detail is "all good" but the artifacts give`}},
+		{"the catalog's queue depth changed since planning", func(t *testing.T, dir, plan string) {
+			editPlan(t, plan, func(p *Plan) {
+				p.Inputs.QueueMaxDepth = 60
+				finish(p, p.Findings[:3])
+			})
+		}, []string{"does not follow from its artifacts", "inputs.queue_max_depth is 60 but the artifacts give 50"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := validSet(t)
+			tt.break_(t, filepath.Dir(plan), plan)
+			done := make(chan Decision, 1)
+			go func() { done <- Gate(fixtureDeployment(t), plan) }()
+			var dec Decision
+			select {
+			case dec = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Gate did not return within 10 s")
+			}
+			if dec.Enabled || dec.Plan != nil || dec.QueueMaxDepth() != 0 {
+				t.Fatalf("accepted: %+v", dec)
+			}
+			all := strings.Join(dec.Reasons, "\n")
+			for _, want := range tt.reasons {
+				if !strings.Contains(all, want) {
+					t.Errorf("reasons lack %q:\n%s", want, all)
+				}
+			}
+		})
+	}
+}
+
+// The issue's reproduction, at the unit level: a what-if plan edited to claim a measurement, naming
+// invented artifacts that are not there. The same runs through cdk synth in the root package's tests.
+func TestGateRefusesAWhatIfPlanDressedAsMeasured(t *testing.T) {
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = 80, 10
+	p, err := FromWhatIf(m, WhatIf{QMax: 40, TTotalS: 280, ThroughputRPS: 13.6, ContainerDigest: fixtureDigest}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Measured = true
+	p.Inputs.QMaxFile, p.Inputs.QMaxSHA256 = "qmax-run7.json", DigestBytes([]byte("invented q"))
+	p.Inputs.TTotalFile, p.Inputs.TTotalSHA256 = "ttotal-run7.json", DigestBytes([]byte("invented t"))
+	p.Findings[0].Status, p.Findings[0].Detail, p.Findings[0].Recommendation = StatusPass, "measured", ""
+	if errs := p.Verify(); len(errs) > 0 || !p.Feasible() {
+		t.Fatalf("the dressed-up plan must verify on its own and be feasible to test the gate: %v", errs)
+	}
+	path := filepath.Join(t.TempDir(), PlanFile)
+	if err := WriteJSON(path, p); err != nil {
+		t.Fatal(err)
+	}
+	dec := Gate(fixtureDeployment(t), path)
+	all := strings.Join(dec.Reasons, "\n")
+	if dec.Enabled || !strings.Contains(all, "qmax-run7.json is missing") || !strings.Contains(all, "ttotal-run7.json is missing") {
+		t.Fatalf("Enabled %v, reasons:\n%s", dec.Enabled, all)
+	}
+}
+
+// A plan tts-bench plan builds from the same artifacts with other planning options (peak, trough, fleet
+// bounds) is a plan in its own right: the rebuild accepts it. This keeps the refusals above from being a
+// gate that refuses everything.
+func TestGateAcceptsAnotherPlanFromTheSameArtifacts(t *testing.T) {
+	plan := validSet(t)
+	dir := filepath.Dir(plan)
+	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS, o.MinInstances = 60, 12, 3
+	p, err := FromArtifacts(m, ms, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(plan, p); err != nil {
+		t.Fatal(err)
+	}
+	if dec := Gate(fixtureDeployment(t), plan); !dec.Enabled || dec.Plan.Inputs.PeakRPS != 60 {
+		t.Fatalf("a plan built from the artifacts was refused: %q", dec.Reasons)
+	}
+}
+
+func rm(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -36,11 +36,15 @@ func (p *Plan) Verify() []error {
 	}
 	in := p.Inputs
 	if p.Measured {
-		if !validFileName(in.QMaxFile) || !validFileName(in.TTotalFile) {
-			add("inputs.qmax_file, inputs.ttotal_file: a measured plan names both artifacts by plain file name (got %q, %q)", in.QMaxFile, in.TTotalFile)
+		for _, f := range []struct{ name, value string }{{"qmax_file", in.QMaxFile}, {"ttotal_file", in.TTotalFile}} {
+			if !validFileName(f.value) {
+				add("inputs.%s: %q is not %s: a measured plan names the artifact it was derived from", f.name, f.value, fileNameRule)
+			}
 		}
-		if !ValidDigest(in.QMaxSHA256) || !ValidDigest(in.TTotalSHA256) {
-			add("inputs.qmax_sha256, inputs.ttotal_sha256: a measured plan records both artifact digests (got %q, %q)", in.QMaxSHA256, in.TTotalSHA256)
+		for _, f := range []struct{ name, value string }{{"qmax_sha256", in.QMaxSHA256}, {"ttotal_sha256", in.TTotalSHA256}} {
+			if !ValidDigest(f.value) {
+				add("inputs.%s: %q is not a digest: a measured plan records its artifact's sha256:<64 hex digits>", f.name, f.value)
+			}
 		}
 	} else if in.QMaxFile != "" || in.QMaxSHA256 != "" || in.TTotalFile != "" || in.TTotalSHA256 != "" {
 		add("inputs: a what-if plan (measured: false) records no artifacts")
