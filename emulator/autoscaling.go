@@ -158,9 +158,8 @@ func (e *Emulator) registerScalableTarget(dec decoder) (any, *apiError) {
 	// A capacity outside the new bounds is brought inside them at once, as Application Auto Scaling does.
 	if ep.Status == statusInService && (ep.Desired < t.Min || ep.Desired > t.Max) {
 		want := min(max(ep.Desired, t.Min), t.Max)
-		e.recordActivityLocked(t, fmt.Sprintf("Setting desired instance count to %d.", want),
+		e.applyCapacityLocked(t, ep, want,
 			fmt.Sprintf("minimum capacity %d, maximum capacity %d: the current capacity %d is outside the bounds", t.Min, t.Max, ep.Desired))
-		e.setDesiredLocked(ep, want)
 	}
 	e.saveLocked()
 	return map[string]any{"ScalableTargetARN": t.Arn}, nil
@@ -468,11 +467,15 @@ func (e *Emulator) describeScalingActivities(dec decoder) (any, *apiError) {
 		if !in.matches(a.Namespace, a.ResourceID, a.Dimension) {
 			continue
 		}
-		out = append(out, map[string]any{
+		act := map[string]any{
 			"ActivityId": a.ID, "ServiceNamespace": a.Namespace, "ResourceId": a.ResourceID,
 			"ScalableDimension": a.Dimension, "Description": a.Description, "Cause": a.Cause,
 			"StartTime": newEpoch(a.Start), "EndTime": newEpoch(a.End), "StatusCode": a.StatusCode,
-		})
+		}
+		if a.Message != "" {
+			act["StatusMessage"] = a.Message
+		}
+		out = append(out, act)
 		if in.MaxResults > 0 && len(out) == in.MaxResults {
 			break
 		}
@@ -626,9 +629,24 @@ func (e *Emulator) applyPolicyLocked(p *policyRec, a *alarmRec, now time.Time) {
 		t.LastScaleIn = now
 	}
 	p.LastFired = now
-	e.recordActivityLocked(t, fmt.Sprintf("Setting desired instance count to %d.", want),
-		fmt.Sprintf("monitor alarm %s in state ALARM triggered policy %s", a.Name, p.Name))
-	e.setDesiredLocked(ep, want)
+	e.applyCapacityLocked(t, ep, want, fmt.Sprintf("monitor alarm %s in state ALARM triggered policy %s", a.Name, p.Name))
+}
+
+// applyCapacityLocked sets the endpoint's desired count and records the scaling activity: Successful, or
+// Failed with SageMaker's answer (e.g. ResourceLimitExceeded over the instance quota), as Application Auto
+// Scaling records an activity the service refused; e.mu must be held.
+func (e *Emulator) applyCapacityLocked(t *targetRec, ep *endpointRec, want int, cause string) {
+	description := fmt.Sprintf("Setting desired instance count to %d.", want)
+	if err := e.setDesiredLocked(ep, want); err != nil {
+		e.recordActivityLocked(t, description, cause)
+		a := e.st.Activities[len(e.st.Activities)-1]
+		a.StatusCode = "Failed"
+		a.Message = fmt.Sprintf("Failed to set desired instance count to %d. Reason: %s (Service: AmazonSageMaker; Status Code: %d; Error Code: %s)", want, err.Message, err.Status, err.Code)
+		e.log.Printf("scaling %s: %s", t.ResourceID, a.Message)
+		e.saveLocked()
+		return
+	}
+	e.recordActivityLocked(t, description, cause)
 }
 
 // stepFor picks the step adjustment whose interval (relative to the alarm threshold) holds delta.

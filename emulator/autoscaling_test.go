@@ -12,7 +12,8 @@ import (
 func policyEmulator(t *testing.T, desired int) (*Emulator, *endpointRec, *targetRec) {
 	t.Helper()
 	const name = "speech-test"
-	e := &Emulator{opts: Options{StateDir: t.TempDir()}, log: log.New(io.Discard, "", 0), st: newState(),
+	// The quota leaves room for the 20 instances the target allows.
+	e := &Emulator{opts: Options{StateDir: t.TempDir(), InstanceQuota: 20}, log: log.New(io.Discard, "", 0), st: newState(),
 		fleets: map[string]*fleet{name: {name: name, kick: make(chan struct{}, 1)}}, done: make(chan struct{})}
 	ep := &endpointRec{Name: name, Variant: "AllTraffic", Status: statusInService, Desired: desired}
 	for range desired {

@@ -52,6 +52,13 @@ type Options struct {
 	MetricPeriod time.Duration
 	// Log receives the emulator's own diagnostics; io.Discard when nil.
 	Log io.Writer
+	// InstanceQuota is how many instances of one instance type all endpoints together may run, the stand-in
+	// for SageMaker's per-instance-type quota (DefaultInstanceQuota when zero). Asking for more is answered
+	// with ResourceLimitExceeded.
+	InstanceQuota int
+	// HealthCheckInterval is how often each serving instance's /ping is checked (DefaultHealthCheckInterval
+	// when zero). Tests shorten it so a hung instance is replaced in seconds.
+	HealthCheckInterval time.Duration
 }
 
 // Info is what a running emulator publishes in <state dir>/emulator.json for other processes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,55 @@ type fleet struct {
 	kick chan struct{}
 	// instances is guarded by Emulator.mu.
 	instances []*instance
+	// failures counts the consecutive failed attempts to bring an InService endpoint's fleet back to its
+	// desired count, and retryAt is when the next attempt may start; both guarded by Emulator.mu.
+	failures int
+	retryAt  time.Time
+}
+
+// Health checking, as SageMaker does for a serving instance: /ping every interval with a short timeout; an
+// instance that fails one check receives no new requests, one that fails unhealthyThreshold checks in a row is
+// killed and replaced.
+const (
+	// DefaultHealthCheckInterval is how often a serving instance's /ping is checked unless
+	// Options.HealthCheckInterval says otherwise.
+	DefaultHealthCheckInterval = 5 * time.Second
+	// healthCheckTimeout bounds one /ping check (less when the interval is shorter).
+	healthCheckTimeout = 2 * time.Second
+	// unhealthyThreshold is how many consecutive failed checks make an instance replaced.
+	unhealthyThreshold = 3
+	// killWait bounds how long a killed instance's process may take to be reaped.
+	killWait = 10 * time.Second
+)
+
+// DefaultInstanceQuota is how many instances of one instance type all endpoints together may run unless
+// Options.InstanceQuota says otherwise: the emulator's stand-in for the account-level SageMaker quota
+// "<instance type> for endpoint usage". It leaves room for a blue/green update of a 4-instance endpoint.
+const DefaultInstanceQuota = 8
+
+// startBatch bounds how many instances one reconcile step starts at once; the next step starts the rest.
+const startBatch = 4
+
+// Replacement retries of an InService endpoint back off from retryBase, doubling up to retryMax.
+const (
+	retryBase = 2 * time.Second
+	retryMax  = 2 * time.Minute
+)
+
+// healthInterval is the configured health-check interval.
+func (e *Emulator) healthInterval() time.Duration {
+	if e.opts.HealthCheckInterval > 0 {
+		return e.opts.HealthCheckInterval
+	}
+	return DefaultHealthCheckInterval
+}
+
+// instanceQuota is the configured per-instance-type quota.
+func (e *Emulator) instanceQuota() int {
+	if e.opts.InstanceQuota > 0 {
+		return e.opts.InstanceQuota
+	}
+	return DefaultInstanceQuota
 }
 
 // instance is one container process serving on its own loopback port.
@@ -30,12 +80,16 @@ type instance struct {
 	id       string
 	endpoint string
 	stream   string
-	port     int
+	// port is the loopback port the container serves on, set when it starts.
+	port     atomic.Int32
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	ready    atomic.Bool
 	draining atomic.Bool
 	stopping atomic.Bool
+	// unhealthy is set while the instance fails its health checks (or a connection to it was refused); the
+	// router sends it no new requests.
+	unhealthy atomic.Bool
 	// outstanding counts requests routed to the instance and not yet finished (queued or running); peak is the
 	// highest value since the last metric sample.
 	outstanding atomic.Int64
@@ -112,6 +166,15 @@ func (e *Emulator) reconcile(f *fleet) {
 		e.blueGreen(f, ep)
 		return
 	}
+	// A count over the quota (a state file written with another quota, or edited) is lowered, with the reason
+	// logged and shown as FailureReason, rather than started.
+	if quota, room := e.instanceQuota(), e.instanceQuota()-e.usageLocked(ep.InstanceType, ep.Name); ep.Desired > room {
+		want := max(room, 0)
+		ep.FailureReason = fmt.Sprintf("the desired instance count %d is over the quota of %d %s instances for all endpoints; lowered to %d", ep.Desired, quota, ep.InstanceType, want)
+		e.log.Printf("endpoint %s: %s", ep.Name, ep.FailureReason)
+		ep.Desired, ep.Modified = want, time.Now().UTC()
+		e.saveLocked()
+	}
 	var live []*instance
 	for _, in := range f.instances {
 		if !in.draining.Load() {
@@ -134,10 +197,23 @@ func (e *Emulator) reconcile(f *fleet) {
 		e.settleLocked(ep, f)
 		e.mu.Unlock()
 	case len(live) < ep.Desired:
-		model := e.st.Models[ep.ModelName]
-		timeout := startupTimeout(e.st.EndpointConfigs[ep.ConfigName])
+		if ep.Status == statusInService && time.Now().Before(f.retryAt) {
+			// Replacing failed recently: wait for the back-off to pass.
+			e.mu.Unlock()
+			return
+		}
+		model, timeout, err := e.deploymentLocked(ep)
+		if err != nil {
+			// Nothing to start instances from: the endpoint fails with the reason rather than retrying forever.
+			e.log.Printf("endpoint %s: %v", ep.Name, err)
+			ep.Status, ep.FailureReason, ep.Modified = statusFailed, err.Error(), time.Now().UTC()
+			e.saveLocked()
+			e.mu.Unlock()
+			f.kickNow()
+			return
+		}
 		var starting []*instance
-		for i := len(live); i < ep.Desired; i++ {
+		for i := len(live); i < min(ep.Desired, len(live)+startBatch); i++ {
 			id := e.reusableIDLocked(ep, f)
 			if id == "" {
 				e.st.NextInstance++
@@ -196,13 +272,24 @@ func (e *Emulator) reconcile(f *fleet) {
 				ep.Status = statusInService
 				ep.FailureReason = failure.Error()
 				ep.Modified = time.Now().UTC()
+			case statusInService:
+				// Replacing an instance failed: retry, backing off so a broken model does not spin.
+				f.failures++
+				wait := min(retryBase<<min(f.failures-1, 10), retryMax)
+				f.retryAt = time.Now().Add(wait)
+				ep.FailureReason = fmt.Sprintf("replacing an instance failed %d time(s) in a row, next attempt in %s: %v", f.failures, wait, failure)
 			}
 			e.saveLocked()
 			e.mu.Unlock()
 			return
 		}
+		f.failures, f.retryAt = 0, time.Time{}
 		e.settleLocked(ep, f)
 		e.mu.Unlock()
+		if len(live)+len(starting) < ep.Desired {
+			// More to start than one batch: the next step starts them.
+			f.kickNow()
+		}
 	default:
 		e.settleLocked(ep, f)
 		e.mu.Unlock()
@@ -217,14 +304,8 @@ func (e *Emulator) reconcile(f *fleet) {
 // Called with e.mu held; returns with it released.
 func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 	pd := ep.Pending
-	c := e.st.EndpointConfigs[pd.ConfigName]
-	var v variantRec
-	var model *modelRec
-	if c != nil && len(c.Variants) > 0 {
-		v = c.Variants[0]
-		model = e.st.Models[v.ModelName]
-	}
-	timeout := startupTimeout(c)
+	v, model := e.pendingLocked(pd)
+	timeout := variantStartupTimeout(v)
 	var green []*instance
 	if model != nil {
 		for range pd.Desired {
@@ -291,6 +372,7 @@ func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 		go e.watchInstance(f, in)
 	}
 	ep.ConfigName, ep.ModelName, ep.InstanceType = pd.ConfigName, v.ModelName, v.InstanceType
+	ep.Model, ep.StartupTimeoutS = model, v.StartupTimeoutS
 	if v.InitialVariantWeight > 0 {
 		ep.Weight = v.InitialVariantWeight
 	}
@@ -334,13 +416,53 @@ func (e *Emulator) reusableIDLocked(ep *endpointRec, f *fleet) string {
 	return ""
 }
 
-// startupTimeout is how long an instance of the endpoint config's variant may take to answer /ping: its
-// ContainerStartupHealthCheckTimeoutInSeconds, 10 minutes when it gives none (or the config is gone).
-func startupTimeout(c *endpointConfigRec) time.Duration {
-	if c != nil && len(c.Variants) > 0 && c.Variants[0].StartupTimeoutS > 0 {
-		return time.Duration(c.Variants[0].StartupTimeoutS) * time.Second
+// variantStartupTimeout is how long an instance of the variant may take to answer /ping: its
+// ContainerStartupHealthCheckTimeoutInSeconds, 10 minutes when it gives none.
+func variantStartupTimeout(v variantRec) time.Duration {
+	if v.StartupTimeoutS > 0 {
+		return time.Duration(v.StartupTimeoutS) * time.Second
 	}
 	return 10 * time.Minute
+}
+
+// deploymentLocked returns the model and startup timeout the endpoint's instances start from: the definition
+// captured in the endpoint's record when it was created or last updated, so that deleting the model or the
+// endpoint config does not stop the endpoint from replacing instances, as on SageMaker. A record written by an
+// older emulator has no copy: it is captured now from the model if that still exists. e.mu must be held.
+func (e *Emulator) deploymentLocked(ep *endpointRec) (*modelRec, time.Duration, error) {
+	if ep.Model == nil {
+		m := e.st.Models[ep.ModelName]
+		if m == nil {
+			return nil, 0, fmt.Errorf("the endpoint's model %s was deleted and the endpoint record holds no copy of it (written by an older emulator): create the endpoint again", ep.ModelName)
+		}
+		cp := *m
+		ep.Model = &cp
+		if c := e.st.EndpointConfigs[ep.ConfigName]; c != nil && len(c.Variants) > 0 {
+			ep.StartupTimeoutS = c.Variants[0].StartupTimeoutS
+		}
+		e.saveLocked()
+	}
+	return ep.Model, variantStartupTimeout(variantRec{StartupTimeoutS: ep.StartupTimeoutS}), nil
+}
+
+// pendingLocked returns the variant and model a pending UpdateEndpoint deploys: the copies captured when the
+// update was asked for, or (for a record written by an older emulator) the config and model if they still
+// exist. The model is nil when neither is there. e.mu must be held.
+func (e *Emulator) pendingLocked(pd *pendingDeployment) (variantRec, *modelRec) {
+	if pd.Variant != nil && pd.Model != nil {
+		return *pd.Variant, pd.Model
+	}
+	c := e.st.EndpointConfigs[pd.ConfigName]
+	if c == nil || len(c.Variants) == 0 {
+		return variantRec{}, nil
+	}
+	v := c.Variants[0]
+	m := e.st.Models[v.ModelName]
+	if m == nil {
+		return v, nil
+	}
+	cp := *m
+	return v, &cp
 }
 
 // newInstance is a not yet started instance of the endpoint, logging to the stream <variant>/<id>.
@@ -378,7 +500,7 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", in.id, err)
 	}
-	in.port = port
+	in.port.Store(int32(port))
 	cmd := exec.Command(e.opts.ContainerBin, "serve")
 	cmd.Env = os.Environ()
 	for k, v := range model.Container.Environment {
@@ -423,18 +545,80 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 	}
 }
 
-// watchInstance replaces an instance whose process exits while it should be serving, as SageMaker replaces an
-// unhealthy instance.
+// watchInstance health-checks a serving instance until it stops, and replaces it, as SageMaker replaces an
+// unhealthy instance, when its process exits unexpectedly or it fails unhealthyThreshold /ping checks in a row
+// (a hung process, e.g. one stopped with SIGSTOP, answers nothing). A failing instance gets no new requests
+// from its first failed check on; a replaced one is killed with SIGKILL, which a stopped process cannot ignore.
 func (e *Emulator) watchInstance(f *fleet, in *instance) {
-	select {
-	case <-e.done:
+	interval := e.healthInterval()
+	client := &http.Client{Timeout: min(healthCheckTimeout, interval)}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	fails := 0
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-in.exited:
+			if in.stopping.Load() {
+				return
+			}
+			e.log.Printf("instance %s of %s exited unexpectedly (%v); replacing it", in.id, f.name, in.cmd.ProcessState)
+			e.replace(f, in)
+			return
+		case <-tick.C:
+		}
+		if in.stopping.Load() || in.draining.Load() {
+			continue
+		}
+		err := ping(client, in)
+		if err == nil {
+			if fails > 0 {
+				e.log.Printf("instance %s of %s passes its health check again", in.id, f.name)
+			}
+			fails = 0
+			in.unhealthy.Store(false)
+			continue
+		}
+		fails++
+		in.unhealthy.Store(true)
+		if fails < unhealthyThreshold {
+			e.log.Printf("instance %s of %s failed health check %d of %d, routing no new requests to it: %v", in.id, f.name, fails, unhealthyThreshold, err)
+			continue
+		}
+		e.log.Printf("instance %s of %s failed %d health checks in a row (%v); killing and replacing it", in.id, f.name, fails, err)
+		in.ready.Store(false)
+		if in.cmd != nil && in.cmd.Process != nil {
+			syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		select {
+		case <-in.exited:
+		case <-time.After(killWait):
+			e.log.Printf("instance %s of %s: its process did not exit %s after SIGKILL; replacing it anyway", in.id, f.name, killWait)
+		case <-e.done:
+			return
+		}
+		e.replace(f, in)
 		return
-	case <-in.exited:
 	}
-	if in.stopping.Load() {
-		return
+}
+
+// ping checks the instance's /ping once: nil when it answers 200.
+func ping(client *http.Client, in *instance) error {
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/ping", in.port.Load()))
+	if err != nil {
+		return err
 	}
-	e.log.Printf("instance %s of %s exited unexpectedly (%v); replacing it", in.id, f.name, in.cmd.ProcessState)
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/ping answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// replace takes a failed instance out of its fleet and the endpoint's record and makes the fleet start another.
+func (e *Emulator) replace(f *fleet, in *instance) {
 	e.mu.Lock()
 	f.instances = slices.DeleteFunc(f.instances, func(x *instance) bool { return x == in })
 	if ep := e.st.Endpoints[f.name]; ep != nil {

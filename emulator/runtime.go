@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,9 +20,9 @@ import (
 // its instances back.
 const readyWait = 30 * time.Second
 
-// pick returns the ready, non-draining instance of an endpoint with the fewest outstanding requests and counts
-// the request against it; the caller must release it.
-func (e *Emulator) pick(ctx context.Context, name string) (*instance, *endpointRec, *apiError) {
+// pick returns the ready, healthy, non-draining instance of an endpoint with the fewest outstanding requests,
+// other than those in skip, and counts the request against it; the caller must release it.
+func (e *Emulator) pick(ctx context.Context, name string, skip []*instance) (*instance, *endpointRec, *apiError) {
 	deadline := time.Now().Add(readyWait)
 	for {
 		e.mu.Lock()
@@ -35,7 +38,7 @@ func (e *Emulator) pick(ctx context.Context, name string) (*instance, *endpointR
 		var best *instance
 		if f := e.fleets[name]; f != nil {
 			for _, in := range f.instances {
-				if !in.ready.Load() || in.draining.Load() {
+				if !in.ready.Load() || in.draining.Load() || in.unhealthy.Load() || slices.Contains(skip, in) {
 					continue
 				}
 				if best == nil || in.outstanding.Load() < best.outstanding.Load() {
@@ -77,21 +80,122 @@ func (e *Emulator) record(ep *endpointRec, started time.Time, status int) {
 	e.metrics.add(namespaceSageMaker, metricInvocation4XX, dims, now, four)
 }
 
-// maxPayload is SageMaker's limit on an invocation's request payload.
-const maxPayload = 25 << 20
+// maxPayload is SageMaker's limit on an invocation's request payload, the same for InvokeEndpoint and
+// InvokeEndpointWithResponseStream: the Body of both is the service model's BodyBlob, at most 6291456 bytes.
+const maxPayload = 6291456
 
-// containerClient talks to the instances; loopback only, so connections are kept generously.
-var containerClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
+// drainLimit bounds how much of an oversized payload is read (and dropped) before answering, so a client still
+// writing its body reads the error rather than a reset; a larger body has its connection closed.
+const drainLimit = 64 << 20
 
-// forward sends the invocation to the instance's /invocations. The request body is read in full first: a
-// payload is small, and a container answering before it consumed the body must not tear the connection down
-// under a half-written request.
-func forward(ctx context.Context, r *http.Request, in *instance, accept string) (*http.Response, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload))
-	if err != nil {
-		return nil, fmt.Errorf("read the request payload: %w", err)
+// Invocation timeouts. SageMaker gives a container 60 seconds to answer InvokeEndpoint; a model's
+// SAGEMAKER_MODEL_SERVER_TIMEOUT (the catalog's invocation_timeout_s, 1 to 3600 seconds) shortens that, and
+// bounds a response stream, which otherwise gets the same 60 seconds.
+const (
+	envInvocationTimeout   = "SAGEMAKER_MODEL_SERVER_TIMEOUT"
+	invokeTimeoutLimit     = 60 * time.Second
+	maxInvocationTimeoutS  = 3600
+	defaultInvocationLimit = 60 * time.Second
+)
+
+// parseInvocationTimeout reads a SAGEMAKER_MODEL_SERVER_TIMEOUT value: whole seconds from 1 to 3600.
+func parseInvocationTimeout(v string) (time.Duration, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxInvocationTimeoutS {
+		return 0, fmt.Errorf("is %q: want whole seconds from 1 to %d", v, maxInvocationTimeoutS)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/invocations", in.port), bytes.NewReader(body))
+	return time.Duration(n) * time.Second, nil
+}
+
+// invocationTimeout is how long one invocation of the endpoint may take: for InvokeEndpoint the whole
+// response, for a stream the whole stream.
+func invocationTimeout(ep *endpointRec, streaming bool) time.Duration {
+	d := defaultInvocationLimit
+	if ep.Model != nil {
+		if v, ok := ep.Model.Container.Environment[envInvocationTimeout]; ok {
+			if t, err := parseInvocationTimeout(v); err == nil {
+				d = t
+			}
+		}
+	}
+	if !streaming {
+		d = min(d, invokeTimeoutLimit)
+	}
+	return d
+}
+
+// readPayload reads the invocation's request payload in full, or answers ValidationError, as SageMaker does,
+// when it is longer than maxPayload. Reading it first lets a request be sent again to another instance, and a
+// container answering before it consumed the body cannot tear the connection down under a half-written request.
+func readPayload(r *http.Request) ([]byte, *apiError) {
+	tooLarge := func(n string) *apiError {
+		io.Copy(io.Discard, io.LimitReader(r.Body, drainLimit))
+		return errorf("ValidationError", http.StatusBadRequest,
+			"1 validation error detected: Value at 'body' failed to satisfy constraint: Member must have length less than or equal to %d (the payload is %s bytes)", maxPayload, n)
+	}
+	if r.ContentLength > maxPayload {
+		return nil, tooLarge(strconv.FormatInt(r.ContentLength, 10))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	if err != nil {
+		return nil, errorf("ValidationError", http.StatusBadRequest, "could not read the request payload: %v", err)
+	}
+	if len(body) > maxPayload {
+		return nil, tooLarge("more than " + strconv.Itoa(maxPayload))
+	}
+	return body, nil
+}
+
+// containerClient talks to the instances; loopback only, so connections are kept generously. It has no
+// overall timeout: each invocation's context carries the endpoint's invocation timeout.
+var containerClient = &http.Client{Transport: &http.Transport{
+	MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second,
+	DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+}}
+
+// maxAttempts bounds how many instances one invocation is offered to when connections are refused.
+const maxAttempts = 3
+
+// dispatch picks an instance of the endpoint and posts the payload to its /invocations. When the connection to
+// the instance cannot be made (the request provably never reached it, e.g. its process died), the instance is
+// taken out of routing and the request goes to another one, up to maxAttempts instances; after any byte was
+// sent it is never repeated. The returned context carries the invocation timeout and must be released with
+// cancel once the response is read; in is nil when apiErr is set.
+func (e *Emulator) dispatch(r *http.Request, name string, body []byte, accept string, streaming bool) (in *instance, ep *endpointRec, resp *http.Response, ctx context.Context, cancel context.CancelFunc, err error, apiErr *apiError) {
+	var tried []*instance
+	for {
+		in, ep, apiErr = e.pick(r.Context(), name, tried)
+		if apiErr != nil {
+			if cancel != nil {
+				cancel()
+			}
+			return nil, nil, nil, nil, nil, nil, apiErr
+		}
+		if ctx == nil {
+			ctx, cancel = context.WithTimeout(r.Context(), invocationTimeout(ep, streaming))
+		}
+		resp, err = post(ctx, r, in, body, accept)
+		if err != nil && notDelivered(err) && len(tried)+1 < maxAttempts && ctx.Err() == nil {
+			e.log.Printf("endpoint %s: instance %s refused the connection (%v); taking it out of routing and sending the request to another instance", name, in.id, err)
+			in.unhealthy.Store(true)
+			in.release()
+			tried = append(tried, in)
+			continue
+		}
+		return in, ep, resp, ctx, cancel, err, nil
+	}
+}
+
+// notDelivered reports whether a request failed before any of it reached the instance: the connection could
+// not be made (refused, or no listener), so sending it again elsewhere cannot run it twice.
+func notDelivered(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// post sends the payload to the instance's /invocations.
+func post(ctx context.Context, r *http.Request, in *instance, body []byte, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/invocations", in.port.Load()), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -105,27 +209,43 @@ func forward(ctx context.Context, r *http.Request, in *instance, accept string) 
 	return containerClient.Do(req)
 }
 
+// timedOut reports whether the invocation ended because its timeout passed (not because the client left).
+func timedOut(ctx context.Context, r *http.Request) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil
+}
+
 // invoke serves InvokeEndpoint (restJson1): the container's response body becomes the payload; a container
-// error becomes ModelError with the original status and message.
+// error becomes ModelError with the original status and message, and a container that does not answer within
+// the invocation timeout a ModelError saying so, as SageMaker answers.
 func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
-	in, ep, apiErr := e.pick(r.Context(), name)
+	payload, apiErr := readPayload(r)
 	if apiErr != nil {
 		writeJSONError(w, apiErr)
 		return
 	}
-	defer in.release()
 	started := time.Now()
-	resp, err := forward(r.Context(), r, in, r.Header.Get("Accept"))
-	if err != nil {
-		e.record(ep, started, 500)
-		writeJSONError(w, modelError(ep, in, 500, err.Error()))
+	in, ep, resp, ctx, cancel, err, apiErr := e.dispatch(r, name, payload, r.Header.Get("Accept"), false)
+	if apiErr != nil {
+		writeJSONError(w, apiErr)
 		return
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	defer cancel()
+	defer in.release()
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			err = fmt.Errorf("reading the container response: %w", err)
+		}
+	}
 	if err != nil {
 		e.record(ep, started, 500)
-		writeJSONError(w, modelError(ep, in, 500, "reading the container response: "+err.Error()))
+		if timedOut(ctx, r) {
+			writeJSONError(w, modelError(ep, in, 0, fmt.Sprintf("Your invocation timed out while waiting for a response from container primary after %s. Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, and try again.", invocationTimeout(ep, false))))
+			return
+		}
+		writeJSONError(w, modelError(ep, in, 500, err.Error()))
 		return
 	}
 	e.record(ep, started, resp.StatusCode)
@@ -156,14 +276,20 @@ func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError
 // body): each chunk the container writes becomes a PayloadPart event as soon as it arrives; a container error,
 // before or during the stream, becomes a ModelStreamError exception event.
 func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name string) {
-	in, ep, apiErr := e.pick(r.Context(), name)
+	payload, apiErr := readPayload(r)
 	if apiErr != nil {
 		writeJSONError(w, apiErr)
 		return
 	}
-	defer in.release()
 	started := time.Now()
-	resp, err := forward(r.Context(), r, in, r.Header.Get("X-Amzn-SageMaker-Accept"))
+	in, ep, resp, ctx, cancel, err, apiErr := e.dispatch(r, name, payload, r.Header.Get("X-Amzn-SageMaker-Accept"), true)
+	if apiErr != nil {
+		writeJSONError(w, apiErr)
+		return
+	}
+	defer cancel()
+	defer in.release()
+	timeoutMsg := fmt.Sprintf("Your model primary did not complete sending the inference response in the allotted time (%s).", invocationTimeout(ep, true))
 	status := http.StatusOK
 	if err == nil {
 		defer resp.Body.Close()
@@ -192,7 +318,11 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 	}
 	if err != nil {
 		e.record(ep, started, 500)
-		exception("ModelStreamError", "the container did not answer: "+err.Error())
+		if timedOut(ctx, r) {
+			exception("ModelInvocationTimeExceeded", timeoutMsg)
+			return
+		}
+		exception("StreamBroken", "the container did not answer: "+err.Error())
 		return
 	}
 	if status != http.StatusOK {
@@ -225,7 +355,11 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 		}
 		if rerr != nil {
 			e.record(ep, started, 500)
-			exception("ModelStreamError", "the model container stream broke: "+rerr.Error())
+			if timedOut(ctx, r) {
+				exception("ModelInvocationTimeExceeded", timeoutMsg)
+				return
+			}
+			exception("StreamBroken", "the model container stream broke: "+rerr.Error())
 			return
 		}
 	}

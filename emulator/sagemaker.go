@@ -105,6 +105,11 @@ func (e *Emulator) createModel(dec decoder) (any, *apiError) {
 	if c == nil {
 		return nil, validation("Either PrimaryContainer or Containers must be specified.")
 	}
+	if v, ok := c.Environment[envInvocationTimeout]; ok {
+		if _, err := parseInvocationTimeout(v); err != nil {
+			return nil, validation("PrimaryContainer.Environment.%s: %v", envInvocationTimeout, err)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.st.Models[in.ModelName]; ok {
@@ -219,11 +224,20 @@ func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
 		return nil, kindEndpoint.alreadyExists(in.EndpointName)
 	}
 	v := c.Variants[0]
+	m, ok := e.st.Models[v.ModelName]
+	if !ok {
+		return nil, kindModel.notFound(v.ModelName)
+	}
+	if err := e.checkQuotaLocked(v.InstanceType, in.EndpointName, 0, v.InitialInstanceCount); err != nil {
+		return nil, err
+	}
 	now := time.Now().UTC()
+	model := *m
 	ep := &endpointRec{
 		Name: in.EndpointName, Arn: kindEndpoint.arn(in.EndpointName),
 		ConfigName: c.Name, Status: statusCreating, Variant: v.VariantName, ModelName: v.ModelName,
 		InstanceType: v.InstanceType, Weight: v.InitialVariantWeight, Desired: v.InitialInstanceCount,
+		Model: &model, StartupTimeoutS: v.StartupTimeoutS,
 		Created: now, Modified: now,
 	}
 	e.st.Endpoints[ep.Name] = ep
@@ -250,16 +264,17 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 			"DesiredWeight":        ep.Weight,
 			"CurrentInstanceCount": len(ep.Instances),
 			"DesiredInstanceCount": ep.Desired,
-			"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.modelImage(ep.ModelName)}},
+			"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.endpointImage(ep)}},
 		}},
 	}
 	if ep.FailureReason != "" {
 		out["FailureReason"] = ep.FailureReason
 	}
 	if pd := ep.Pending; pd != nil {
-		v := variantRec{}
-		if c, ok := e.st.EndpointConfigs[pd.ConfigName]; ok && len(c.Variants) > 0 {
-			v = c.Variants[0]
+		v, m := e.pendingLocked(pd)
+		image := ""
+		if m != nil {
+			image = m.Container.Image
 		}
 		out["PendingDeploymentSummary"] = map[string]any{
 			"EndpointConfigName": pd.ConfigName,
@@ -268,7 +283,7 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 				"VariantName":          v.VariantName,
 				"DesiredInstanceCount": pd.Desired,
 				"InstanceType":         v.InstanceType,
-				"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.modelImage(v.ModelName)}},
+				"DeployedImages":       []map[string]any{{"SpecifiedImage": image}},
 			}},
 		}
 	}
@@ -307,26 +322,78 @@ func (e *Emulator) updateEndpoint(dec decoder) (any, *apiError) {
 	if v.VariantName != ep.Variant {
 		return nil, validation("the emulator updates an endpoint only to a config with the same variant (%s), not %s", ep.Variant, v.VariantName)
 	}
-	if _, ok := e.st.Models[v.ModelName]; !ok {
+	m, ok := e.st.Models[v.ModelName]
+	if !ok {
 		return nil, kindModel.notFound(v.ModelName)
 	}
 	desired := v.InitialInstanceCount
 	if in.RetainAllVariantProperties {
-		desired = ep.Desired
+		desired = max(ep.Desired, 1)
+	}
+	// Blue/green: the new fleet starts beside the old one, so both count against the quota.
+	if err := e.checkQuotaLocked(v.InstanceType, ep.Name, sameType(ep.InstanceType, v.InstanceType, ep.Desired), desired); err != nil {
+		return nil, err
 	}
 	now := time.Now().UTC()
-	ep.Pending = &pendingDeployment{ConfigName: c.Name, Desired: desired, Started: now}
+	model, variant := *m, v
+	ep.Pending = &pendingDeployment{ConfigName: c.Name, Desired: desired, Started: now, Variant: &variant, Model: &model}
 	ep.Status, ep.FailureReason, ep.Modified = statusUpdating, "", now
 	e.saveLocked()
 	e.fleetLocked(ep.Name).kickNow()
 	return map[string]any{"EndpointArn": ep.Arn}, nil
 }
 
-func (s *state) modelImage(model string) string {
-	if m, ok := s.Models[model]; ok {
+// endpointImage is the image the endpoint's instances run: from the captured model, else the named one.
+func (s *state) endpointImage(ep *endpointRec) string {
+	if ep.Model != nil {
+		return ep.Model.Container.Image
+	}
+	if m, ok := s.Models[ep.ModelName]; ok {
 		return m.Container.Image
 	}
 	return ""
+}
+
+// sameType is n when the two instance types are the same, else 0.
+func sameType(a, b string, n int) int {
+	if a == b {
+		return n
+	}
+	return 0
+}
+
+// usageLocked is how many instances of the instance type every endpoint but skip wants, counting the new
+// fleet of a blue/green update in progress beside the old one; e.mu must be held.
+func (e *Emulator) usageLocked(instanceType, skip string) int {
+	n := 0
+	for name, ep := range e.st.Endpoints {
+		if name == skip || ep.Status == statusFailed {
+			continue
+		}
+		if ep.InstanceType == instanceType {
+			n += ep.Desired
+		}
+		if pd := ep.Pending; pd != nil {
+			if v, _ := e.pendingLocked(pd); v.InstanceType == instanceType {
+				n += pd.Desired
+			}
+		}
+	}
+	return n
+}
+
+// checkQuotaLocked answers ResourceLimitExceeded, as SageMaker does, when giving endpoint `want` instances of
+// the instance type (besides `keep` it already runs of that type) would take all endpoints together over the
+// per-instance-type quota; e.mu must be held.
+func (e *Emulator) checkQuotaLocked(instanceType, endpoint string, keep, want int) *apiError {
+	quota := e.instanceQuota()
+	used := e.usageLocked(instanceType, endpoint) + keep
+	if want <= quota-used {
+		return nil
+	}
+	return errorf("ResourceLimitExceeded", http.StatusBadRequest,
+		"The account-level service limit '%s for endpoint usage' is %d Instances, with current utilization of %d Instances and a request delta of %d Instances. "+
+			"Ask for fewer instances, or start the emulator with a larger InstanceQuota.", instanceType, quota, used, want)
 }
 
 func (e *Emulator) deleteEndpointLocked(in nameInput) (any, *apiError) {
@@ -414,7 +481,7 @@ func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 	if ep.Status != statusInService {
 		return nil, validation("Cannot update in-progress endpoint \"%s\".", ep.Arn)
 	}
-	desired := ep.Desired
+	desired, weight := ep.Desired, ep.Weight
 	for _, d := range in.DesiredWeightsAndCapacities {
 		if d.VariantName != ep.Variant {
 			return nil, validation("The variant name(s) [%s] is/are not present in the endpoint \"%s\".", d.VariantName, ep.Arn)
@@ -426,16 +493,26 @@ func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 			desired = *d.DesiredInstanceCount
 		}
 		if d.DesiredWeight != nil {
-			ep.Weight = *d.DesiredWeight
+			weight = *d.DesiredWeight
 		}
 	}
-	e.setDesiredLocked(ep, desired)
+	// The count is checked against the quota before anything changes.
+	if err := e.setDesiredLocked(ep, desired); err != nil {
+		return nil, err
+	}
+	ep.Weight = weight
 	return map[string]any{"EndpointArn": ep.Arn}, nil
 }
 
 // setDesiredLocked changes the instance count of an InService endpoint, moving it to Updating until the fleet
-// matches; e.mu must be held.
-func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) {
+// matches; it changes nothing and answers ResourceLimitExceeded when the count is over the instance quota.
+// e.mu must be held.
+func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) *apiError {
+	if desired > ep.Desired {
+		if err := e.checkQuotaLocked(ep.InstanceType, ep.Name, 0, desired); err != nil {
+			return err
+		}
+	}
 	ep.Modified = time.Now().UTC()
 	ep.FailureReason = ""
 	if desired != ep.Desired || desired != len(ep.Instances) {
@@ -444,6 +521,7 @@ func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) {
 	}
 	e.saveLocked()
 	e.fleetLocked(ep.Name).kickNow()
+	return nil
 }
 
 func resourceIDOf(endpoint, variant string) string {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -82,6 +83,12 @@ type endpointRec struct {
 	Instances     []string  `json:"instances"`
 	Created       time.Time `json:"created"`
 	Modified      time.Time `json:"modified"`
+	// Model is the model definition captured when the endpoint was created or last updated: instances start
+	// from it, so the endpoint can replace instances after DeleteModel, as on SageMaker. Nil only in a record
+	// written by an older emulator (captured at the next start of an instance, if the model still exists).
+	Model *modelRec `json:"model,omitempty"`
+	// StartupTimeoutS is the variant's ContainerStartupHealthCheckTimeoutInSeconds, captured with Model.
+	StartupTimeoutS int `json:"startup_timeout_s,omitempty"`
 	// Pending is the deployment UpdateEndpoint started and the fleet has not finished: the new endpoint
 	// config and the instance count it brings up. Nil when no update is in progress.
 	Pending *pendingDeployment `json:"pending,omitempty"`
@@ -92,6 +99,9 @@ type pendingDeployment struct {
 	ConfigName string    `json:"config_name"`
 	Desired    int       `json:"desired"`
 	Started    time.Time `json:"started"`
+	// Variant and Model are the new config's variant and its model, captured when the update was asked for.
+	Variant *variantRec `json:"variant,omitempty"`
+	Model   *modelRec   `json:"model,omitempty"`
 }
 
 type suspendedState struct {
@@ -258,7 +268,92 @@ func loadState(dir string) (*state, error) {
 	if s.Alarms == nil {
 		s.Alarms = fresh.Alarms
 	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("read emulator state %s: %w: repair or remove the file", filepath.Join(dir, "state.json"), err)
+	}
 	return s, nil
+}
+
+// knownStatuses are the endpoint statuses the emulator writes.
+var knownStatuses = []string{statusCreating, statusUpdating, statusInService, statusDeleting, statusFailed}
+
+// validate refuses a state the emulator cannot run from: null entries, a key that differs from its record's
+// name, a negative instance count, an endpoint config without exactly one variant or an unknown status. A count
+// above the instance quota is repaired (with a logged reason) when the fleet starts, since the quota is an
+// option of the running emulator, not of the file.
+func (s *state) validate() error {
+	for name, m := range s.Models {
+		if m == nil {
+			return fmt.Errorf("models[%q] is null", name)
+		}
+		if m.Name != name {
+			return fmt.Errorf("models[%q] has name %q", name, m.Name)
+		}
+	}
+	for name, c := range s.EndpointConfigs {
+		if c == nil {
+			return fmt.Errorf("endpoint_configs[%q] is null", name)
+		}
+		if c.Name != name {
+			return fmt.Errorf("endpoint_configs[%q] has name %q", name, c.Name)
+		}
+		if len(c.Variants) != 1 {
+			return fmt.Errorf("endpoint_configs[%q] has %d variants, want exactly 1", name, len(c.Variants))
+		}
+		if n := c.Variants[0].InitialInstanceCount; n < 1 {
+			return fmt.Errorf("endpoint_configs[%q].variants[0].InitialInstanceCount is %d, want at least 1", name, n)
+		}
+	}
+	for name, ep := range s.Endpoints {
+		if ep == nil {
+			return fmt.Errorf("endpoints[%q] is null", name)
+		}
+		if ep.Name != name {
+			return fmt.Errorf("endpoints[%q] has name %q", name, ep.Name)
+		}
+		if ep.Desired < 0 {
+			return fmt.Errorf("endpoints[%q].desired is %d, want 0 or more", name, ep.Desired)
+		}
+		if !slices.Contains(knownStatuses, ep.Status) {
+			return fmt.Errorf("endpoints[%q].status is %q, want one of %v", name, ep.Status, knownStatuses)
+		}
+		if ep.Model != nil && ep.Model.Name == "" {
+			return fmt.Errorf("endpoints[%q].model has no name", name)
+		}
+		if pd := ep.Pending; pd != nil && pd.Desired < 1 {
+			return fmt.Errorf("endpoints[%q].pending.desired is %d, want at least 1", name, pd.Desired)
+		}
+	}
+	for key, t := range s.Targets {
+		if t == nil {
+			return fmt.Errorf("targets[%q] is null", key)
+		}
+		if t.Min < 0 || t.Max < t.Min {
+			return fmt.Errorf("targets[%q] has capacity [%d, %d], want 0 <= min <= max", key, t.Min, t.Max)
+		}
+	}
+	for key, p := range s.Policies {
+		if p == nil {
+			return fmt.Errorf("policies[%q] is null", key)
+		}
+		if p.TargetTracking != nil && p.TargetTracking.TargetValue == nil {
+			return fmt.Errorf("policies[%q].target_tracking has no TargetValue", key)
+		}
+	}
+	for name, a := range s.Alarms {
+		if a == nil {
+			return fmt.Errorf("alarms[%q] is null", name)
+		}
+	}
+	for i, a := range s.Activities {
+		if a == nil {
+			return fmt.Errorf("activities[%d] is null", i)
+		}
+	}
+	if s.NextInstance < 0 {
+		return fmt.Errorf("next_instance is %d, want 0 or more", s.NextInstance)
+	}
+	return nil
 }
 
 // save writes the state atomically (write to a temporary file, then rename), so a crash never leaves half a file.
