@@ -125,14 +125,16 @@ func (m Model) Revision() string {
 func (m Model) WeightsPrefix() string { return "models/" + m.ID + "/" + m.Revision() + "/" }
 
 // ContainerEnvironment is the inference container's environment for this model: the engine, the model id,
-// the model directory (engines with weights only) and the queue shield depth, 0 meaning unbounded, the
-// measurement configuration every endpoint runs in until a plan passes the gate. The endpoint stack and the
-// local deploy both build the environment here.
+// the model directory (engines with weights only), the invocation timeout (SAGEMAKER_MODEL_SERVER_TIMEOUT, the
+// catalog's invocation_timeout_s, which the local emulator enforces) and the queue shield depth, 0 meaning
+// unbounded, the measurement configuration every endpoint runs in until a plan passes the gate. The endpoint
+// stack and the local deploy both build the environment here.
 func (m Model) ContainerEnvironment(modelDir string, queueMaxDepth int) map[string]string {
 	env := map[string]string{
-		"ENGINE":          m.Engine,
-		"MODEL_ID":        m.ID,
-		"QUEUE_MAX_DEPTH": strconv.Itoa(queueMaxDepth),
+		"ENGINE":                         m.Engine,
+		"MODEL_ID":                       m.ID,
+		"QUEUE_MAX_DEPTH":                strconv.Itoa(queueMaxDepth),
+		"SAGEMAKER_MODEL_SERVER_TIMEOUT": strconv.Itoa(m.Container.InvocationTimeoutS),
 	}
 	if m.Source != nil {
 		env["MODEL_DIR"] = modelDir

@@ -154,12 +154,12 @@ func TestContainerEnvironment(t *testing.T) {
 	k, _ := cat.Get("kokoro-82m")
 	e, _ := cat.Get("espeak-ng")
 	// GIVEN a model with weights WHEN its environment is built THEN it names engine, id, model dir and depth.
-	if got := k.ContainerEnvironment("/opt/ml/model", 0); len(got) != 4 || got["ENGINE"] != "kokoro" || got["MODEL_DIR"] != "/opt/ml/model" ||
+	if got := k.ContainerEnvironment("/opt/ml/model", 0); len(got) != 5 || got["SAGEMAKER_MODEL_SERVER_TIMEOUT"] != "60" || got["ENGINE"] != "kokoro" || got["MODEL_DIR"] != "/opt/ml/model" ||
 		got["QUEUE_MAX_DEPTH"] != "0" || got["MODEL_ID"] != "kokoro-82m" {
 		t.Errorf("kokoro environment = %v", got)
 	}
 	// GIVEN a weightless model THEN there is no model dir, and a shield depth is passed through.
-	if got := e.ContainerEnvironment("/ignored", 16); len(got) != 3 || got["ENGINE"] != "espeak" || got["QUEUE_MAX_DEPTH"] != "16" {
+	if got := e.ContainerEnvironment("/ignored", 16); len(got) != 4 || got["ENGINE"] != "espeak" || got["QUEUE_MAX_DEPTH"] != "16" {
 		t.Errorf("espeak environment = %v", got)
 	}
 }
