@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,7 +49,9 @@ SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE
 (espeak|kokoro|calibration), MODEL_DIR, INSTANCE_ID, QUEUE_MAX_DEPTH,
 ENGINE_WORKERS, SCHEDULER (first-chunk|fifo), CALIBRATION_SEGMENT_MS,
 MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
-(cpu|cuda), METRICS_INTERVAL. See container/README.md.`
+(cpu|cuda), METRICS_INTERVAL, HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT,
+WRITE_STALL_TIMEOUT, IDLE_TIMEOUT, SEGMENT_TIMEOUT, MAX_CONNECTIONS. See
+container/README.md.`
 
 // Run runs the command line args (without the program name). It serves until
 // ctx ends (SIGTERM), then drains and returns nil.
@@ -69,14 +70,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	srv := server.New(server.Options{
 		InstanceID: cfg.InstanceID, QueueMaxDepth: cfg.QueueMaxDepth, Workers: cfg.Workers,
 		Scheduler: cfg.Scheduler, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
+		SegmentTimeout: cfg.SegmentTimeout, BodyTimeout: cfg.BodyTimeout, StallTimeout: cfg.StallTimeout,
 	}, out)
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
 		return fmt.Errorf("listen on port %d (SAGEMAKER_BIND_TO_PORT): %w", cfg.Port, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := NewHTTPServer(cfg, srv)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(LimitListener(ln, cfg.MaxConnections, logf)) }()
 	defer hs.Close()
 
 	// /ping answers 503 while the weights are checked and the engine loads.
@@ -94,9 +96,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		logf("kokoro: execution provider %s; model inputs %s, %s, %s (int32 speed: %v), output %s", k.Provider(), sig.IDs, sig.Style, sig.Speed, sig.SpeedInt32, sig.Output)
 	}
 	Stage(out, StageEngineLoaded)
-	if err := Warmup(ctx, eng); err != nil {
+	wctx, wcancel := context.WithTimeout(ctx, cfg.SegmentTimeout)
+	err = Warmup(wctx, eng)
+	wcancel()
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("warm up engine %s: no audio within SEGMENT_TIMEOUT=%s: %w", cfg.Engine, cfg.SegmentTimeout, err)
 		}
 		return fmt.Errorf("warm up engine %s: %w", cfg.Engine, err)
 	}

@@ -38,6 +38,12 @@ type Config struct {
 	ONNXRuntimeLib     string        // ONNXRUNTIME_LIB
 	ONNXProvider       string        // ONNX_PROVIDER: cpu (default) or cuda
 	MetricsInterval    time.Duration // METRICS_INTERVAL, default 10s
+	HeaderTimeout      time.Duration // HEADER_READ_TIMEOUT, default 10s
+	BodyTimeout        time.Duration // BODY_READ_TIMEOUT, default 10s
+	StallTimeout       time.Duration // WRITE_STALL_TIMEOUT, default 30s
+	IdleTimeout        time.Duration // IDLE_TIMEOUT, default 75s
+	SegmentTimeout     time.Duration // SEGMENT_TIMEOUT, default 30s
+	MaxConnections     int           // MAX_CONNECTIONS, default 1024
 }
 
 // DefaultONNXRuntimeLib is where the image installs ONNX Runtime; outside the
@@ -98,6 +104,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ONNXRuntimeLib:  str("ONNXRUNTIME_LIB", DefaultONNXRuntimeLib),
 		ONNXProvider:    str("ONNX_PROVIDER", "cpu"),
 		MetricsInterval: dur("METRICS_INTERVAL", 10*time.Second),
+		HeaderTimeout:   dur("HEADER_READ_TIMEOUT", 10*time.Second),
+		BodyTimeout:     dur("BODY_READ_TIMEOUT", 10*time.Second),
+		StallTimeout:    dur("WRITE_STALL_TIMEOUT", 30*time.Second),
+		IdleTimeout:     dur("IDLE_TIMEOUT", 75*time.Second),
+		SegmentTimeout:  dur("SEGMENT_TIMEOUT", 30*time.Second),
+		MaxConnections:  num("MAX_CONNECTIONS", 1024, 1),
 	}
 	c.CalibrationSegment = time.Duration(num("CALIBRATION_SEGMENT_MS", 200, 0)) * time.Millisecond
 	defWorkers := 1
@@ -121,6 +133,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.MetricsInterval <= 0 {
 		errs = append(errs, fmt.Errorf("METRICS_INTERVAL must be positive"))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"HEADER_READ_TIMEOUT", c.HeaderTimeout}, {"BODY_READ_TIMEOUT", c.BodyTimeout}, {"WRITE_STALL_TIMEOUT", c.StallTimeout},
+		{"IDLE_TIMEOUT", c.IdleTimeout}, {"SEGMENT_TIMEOUT", c.SegmentTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: use a positive duration such as 30s (every bound is required)", d.name, getenv(d.name)))
+		}
+	}
+	if c.Engine == EngineCalibration && c.SegmentTimeout > 0 && c.CalibrationSegment >= c.SegmentTimeout {
+		errs = append(errs, fmt.Errorf("CALIBRATION_SEGMENT_MS=%d is not below SEGMENT_TIMEOUT=%s: every segment would time out; raise SEGMENT_TIMEOUT or lower CALIBRATION_SEGMENT_MS",
+			c.CalibrationSegment.Milliseconds(), c.SegmentTimeout))
 	}
 	if c.InstanceID == "" {
 		c.InstanceID = "unknown"

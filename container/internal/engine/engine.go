@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 )
@@ -105,3 +106,25 @@ func (c *Calibration) Synthesize(ctx context.Context, seg Segment, emit Emit) er
 
 // Close implements Engine.
 func (c *Calibration) Close() error { return nil }
+
+// ErrSegmentTimeout is the cause of a segment's context when the segment ran
+// past its time limit (SEGMENT_TIMEOUT) and the scheduler gave up on it.
+var ErrSegmentTimeout = errors.New("segment time limit exceeded")
+
+type limitKey struct{}
+
+// WithLimitSignal returns ctx carrying exceeded, a channel the scheduler closes
+// when the segment ran past its time limit. Unlike ctx's own cancellation
+// (which a departed client also causes), the channel closes only on a time
+// limit, and it closes even when ctx was already canceled: an engine that
+// holds an external resource (a worker process) kills it when it closes.
+func WithLimitSignal(ctx context.Context, exceeded <-chan struct{}) context.Context {
+	return context.WithValue(ctx, limitKey{}, exceeded)
+}
+
+// LimitExceeded returns the channel WithLimitSignal put in ctx, or nil (a nil
+// channel never becomes ready) when ctx carries none.
+func LimitExceeded(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(limitKey{}).(<-chan struct{})
+	return ch
+}

@@ -2,6 +2,7 @@ package espeak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -113,24 +114,57 @@ func TestPoolMatchesInProcessAndRunsInParallel(t *testing.T) {
 	}
 }
 
+// TestPoolReplacesACrashedWorker: a worker killed while idle used to fail the
+// next segment with "broken pipe"; it is now replaced before use (or the
+// segment retried on the replacement, since none of its audio was sent).
 func TestPoolReplacesACrashedWorker(t *testing.T) {
 	p, err := NewPool(testExe(t), nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	w := <-p.free
-	w.cmd.Process.Signal(syscall.SIGKILL)
-	time.Sleep(50 * time.Millisecond)
-	p.free <- w
 	seg := engine.Segment{Text: "Still here.", Voice: "en-us", Speed: 1}
-	err = p.Synthesize(context.Background(), seg, func([]int16) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), "worker") {
-		t.Fatalf("segment on a dead worker: err = %v, want a worker failure", err)
+	for _, wait := range []time.Duration{50 * time.Millisecond, 0} {
+		w := <-p.free
+		w.cmd.Process.Signal(syscall.SIGKILL)
+		time.Sleep(wait)
+		p.free <- w
+		s := collect(t, func(e func([]int16) error) error { return p.Synthesize(context.Background(), seg, engine.Emit(e)) })
+		if peak(s) < 3000 {
+			t.Errorf("wait %s: the segment after the crash produced no speech", wait)
+		}
 	}
-	s := collect(t, func(e func([]int16) error) error { return p.Synthesize(context.Background(), seg, engine.Emit(e)) })
+	if n := len(p.PIDs()); n != 1 {
+		t.Errorf("%d workers after two replacements, want 1", n)
+	}
+}
+
+// TestPoolKillsAWorkerPastTheTimeLimit: a stopped worker is killed when the
+// segment's limit signal closes, the segment fails with ErrSegmentTimeout and
+// the next segment runs on a replacement.
+func TestPoolKillsAWorkerPastTheTimeLimit(t *testing.T) {
+	p, err := NewPool(testExe(t), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	old := p.PIDs()
+	syscall.Kill(old[0], syscall.SIGSTOP)
+	exceeded := make(chan struct{})
+	ctx := engine.WithLimitSignal(context.Background(), exceeded)
+	time.AfterFunc(300*time.Millisecond, func() { close(exceeded) })
+	err = p.Synthesize(ctx, engine.Segment{Text: "Hung.", Voice: "en-us", Speed: 1}, func([]int16) error { return nil })
+	if !errors.Is(err, engine.ErrSegmentTimeout) {
+		t.Fatalf("segment on a stopped worker: %v, want ErrSegmentTimeout", err)
+	}
+	if now := p.PIDs(); len(now) != 1 || now[0] == old[0] {
+		t.Errorf("workers %v after the kill, want one replacing %d", now, old[0])
+	}
+	s := collect(t, func(e func([]int16) error) error {
+		return p.Synthesize(context.Background(), engine.Segment{Text: "Next.", Voice: "en-us", Speed: 1}, engine.Emit(e))
+	})
 	if peak(s) < 3000 {
-		t.Errorf("the replacement worker produced no speech")
+		t.Error("no speech from the replacement")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/speech-infra/speech-infra/container/internal/audio"
 	"github.com/speech-infra/speech-infra/container/internal/engine"
@@ -117,18 +118,29 @@ type worker struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
+	// exited closes when the process has ended (cmd.Wait returned).
+	exited chan struct{}
+	once   sync.Once
 }
+
+// StartTimeout bounds how long a new worker may take to report ready.
+const StartTimeout = 10 * time.Second
 
 // Pool is the espeak engine: a fixed number of worker processes (the binary
 // re-executed with RoleEnv=RoleWorker), each synthesizing one segment at a
 // time, so segments run in parallel without sharing libespeak-ng's state.
-// A worker that fails is replaced; the failure fails only its segment.
+// A worker that fails is replaced; the failure fails only its segment. A
+// worker found dead before use (killed while idle) is replaced first, and a
+// segment whose worker died before any of its audio was passed on is retried
+// once on the replacement. A worker still busy when the segment's time limit
+// passes (engine.LimitExceeded) is killed and replaced.
 type Pool struct {
-	exe  string
-	args []string
-	free chan *worker
-	mu   sync.Mutex
-	all  map[*worker]bool
+	exe    string
+	args   []string
+	free   chan *worker
+	mu     sync.Mutex
+	all    map[*worker]bool
+	closed bool
 }
 
 // NewPool starts n workers by running exe with args and RoleEnv=RoleWorker,
@@ -165,11 +177,18 @@ func (p *Pool) start() (*worker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("espeak pool: start worker %s: %w", p.exe, err)
 	}
-	w := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(outPipe, 64*1024)}
+	w := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(outPipe, 64*1024), exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(w.exited)
+	}()
+	// A worker that never reports ready is killed, which ends the read.
+	t := time.AfterFunc(StartTimeout, func() { cmd.Process.Kill() })
 	typ, payload, err := readFrame(w.out)
+	t.Stop()
 	if err != nil || typ != frameReady || len(payload) != 4 {
 		p.kill(w)
-		return nil, fmt.Errorf("espeak pool: worker did not report ready (see its stderr): %v", err)
+		return nil, fmt.Errorf("espeak pool: worker did not report ready within %s (see its stderr): %v", StartTimeout, err)
 	}
 	if rate := binary.LittleEndian.Uint32(payload); rate != SampleRate {
 		p.kill(w)
@@ -181,15 +200,40 @@ func (p *Pool) start() (*worker, error) {
 	return w, nil
 }
 
+// kill ends w's process (SIGKILL also ends a stopped one) and waits for it.
 func (p *Pool) kill(w *worker) {
-	w.in.Close()
-	if w.cmd.Process != nil {
+	w.once.Do(func() {
+		w.in.Close()
 		w.cmd.Process.Kill()
+		<-w.exited
+		p.mu.Lock()
+		delete(p.all, w)
+		p.mu.Unlock()
+	})
+}
+
+// replace kills w and starts its replacement. When the start fails it returns
+// nil, and refill keeps trying in the background so the pool keeps its size.
+func (p *Pool) replace(w *worker) (*worker, error) {
+	p.kill(w)
+	nw, err := p.start()
+	if err != nil {
+		go p.refill()
+		return nil, err
 	}
-	w.cmd.Wait()
+	return nw, nil
+}
+
+// PIDs returns the process ids of the running workers.
+func (p *Pool) PIDs() []int {
 	p.mu.Lock()
-	delete(p.all, w)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	var pids []int
+	for w := range p.all {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	sort.Ints(pids)
+	return pids
 }
 
 // Name implements engine.Engine.
@@ -211,7 +255,8 @@ func (p *Pool) DefaultVoice() string { return DefaultVoice }
 // Synthesize implements engine.Engine: it takes a free worker, sends it the
 // segment and forwards its audio frames to emit. When emit fails (the client
 // left) the rest of the segment is read and dropped so the worker stays in
-// step; a worker that breaks the protocol is replaced.
+// step; a worker that breaks the protocol is replaced, and the segment is
+// retried once on the replacement when none of its audio was passed on yet.
 func (p *Pool) Synthesize(ctx context.Context, seg engine.Segment, emit engine.Emit) error {
 	var w *worker
 	select {
@@ -219,26 +264,82 @@ func (p *Pool) Synthesize(ctx context.Context, seg engine.Segment, emit engine.E
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	// Put back what we hold however we leave (nil: refill owns the slot).
+	defer func() {
+		if w != nil {
+			p.free <- w
+		}
+	}()
+	select {
+	case <-w.exited: // died while idle: replace it before use
+		nw, err := p.replace(w)
+		w = nw
+		if err != nil {
+			return fmt.Errorf("espeak worker had exited while idle; replacing it failed: %w", err)
+		}
+	default:
+	}
 	req, _ := json.Marshal(workerRequest{Text: seg.Text, Voice: seg.Voice, Rate: RateFor(seg.Speed)})
-	err := p.run(w, append(req, '\n'), emit)
-	var pe *protocolError
-	if errors.As(err, &pe) {
-		p.kill(w)
-		nw, serr := p.start()
+	req = append(req, '\n')
+	emitted := false
+	counted := func(s []int16) error {
+		emitted = true
+		return emit(s)
+	}
+	for attempt := 0; ; attempt++ {
+		err := p.runLimited(ctx, w, req, counted)
+		var pe *protocolError
+		if !errors.As(err, &pe) {
+			return err
+		}
+		limited := false
+		select {
+		case <-engine.LimitExceeded(ctx):
+			limited = true
+			err = fmt.Errorf("espeak worker killed after the segment time limit: %w", engine.ErrSegmentTimeout)
+		default:
+		}
+		nw, serr := p.replace(w)
+		w = nw
 		if serr != nil {
-			// Keep the slot count: try again on the next request.
-			go p.refill()
 			return fmt.Errorf("%w; replacing the worker failed: %v", err, serr)
 		}
-		w = nw
+		if limited || emitted || attempt > 0 || ctx.Err() != nil {
+			return err
+		}
 	}
-	p.free <- w
-	return err
+}
+
+// runLimited is run, with w killed (ending run with a protocol error) if the
+// segment's time limit passes first.
+func (p *Pool) runLimited(ctx context.Context, w *worker, req []byte, emit engine.Emit) error {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-engine.LimitExceeded(ctx):
+			w.cmd.Process.Kill()
+		case <-stop:
+		}
+	}()
+	return p.run(w, req, emit)
 }
 
 func (p *Pool) refill() {
-	if w, err := p.start(); err == nil {
-		p.free <- w
+	for {
+		p.mu.Lock()
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			return
+		}
+		if w, err := p.start(); err == nil {
+			p.free <- w
+			return
+		} else {
+			fmt.Fprintln(os.Stderr, "speech-container: espeak pool: start a replacement worker:", err)
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -276,9 +377,11 @@ func (p *Pool) run(w *worker, req []byte, emit engine.Emit) error {
 	}
 }
 
-// Close stops every worker.
+// Close stops every worker: stdin closed, then SIGKILL for one that has not
+// ended within a second (a hung or stopped worker).
 func (p *Pool) Close() error {
 	p.mu.Lock()
+	p.closed = true
 	ws := make([]*worker, 0, len(p.all))
 	for w := range p.all {
 		ws = append(ws, w)
@@ -286,10 +389,11 @@ func (p *Pool) Close() error {
 	p.mu.Unlock()
 	for _, w := range ws {
 		w.in.Close()
-		w.cmd.Wait()
-		p.mu.Lock()
-		delete(p.all, w)
-		p.mu.Unlock()
+		select {
+		case <-w.exited:
+		case <-time.After(time.Second):
+		}
+		p.kill(w)
 	}
 	return nil
 }

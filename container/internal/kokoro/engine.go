@@ -242,7 +242,7 @@ func (e *Engine) Synthesize(ctx context.Context, seg engine.Segment, emit engine
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		wave, err := e.run(ids, v, seg.Speed)
+		wave, err := e.run(ctx, ids, v, seg.Speed)
 		if err != nil {
 			return err
 		}
@@ -253,7 +253,10 @@ func (e *Engine) Synthesize(ctx context.Context, seg engine.Segment, emit engine
 	return nil
 }
 
-func (e *Engine) run(ids []int64, v *Voice, speed float64) ([]float32, error) {
+// run runs the model once. When ctx ends first (the client left, or the
+// segment passed SEGMENT_TIMEOUT) ONNX Runtime is told to terminate the run,
+// which it does at its next check between operators.
+func (e *Engine) run(ctx context.Context, ids []int64, v *Voice, speed float64) ([]float32, error) {
 	padded := make([]int64, 0, len(ids)+2)
 	padded = append(padded, PadID)
 	padded = append(padded, ids...)
@@ -284,8 +287,33 @@ func (e *Engine) run(ids []int64, v *Voice, speed float64) ([]float32, error) {
 		defer t.Destroy()
 		speedV = t
 	}
+	opts, err := ort.NewRunOptions()
+	if err != nil {
+		return nil, fmt.Errorf("kokoro: run options: %w", err)
+	}
+	// Terminate may run concurrently with the end of the run: the lock keeps
+	// it from touching the options after Destroy.
+	var omu sync.Mutex
+	destroyed := false
+	stop := context.AfterFunc(ctx, func() {
+		omu.Lock()
+		defer omu.Unlock()
+		if !destroyed {
+			opts.Terminate()
+		}
+	})
+	defer func() {
+		stop()
+		omu.Lock()
+		destroyed = true
+		omu.Unlock()
+		opts.Destroy()
+	}()
 	outs := []ort.Value{nil}
-	if err := e.session.Run([]ort.Value{idsT, styleT, speedV}, outs); err != nil {
+	if err := e.session.RunWithOptions([]ort.Value{idsT, styleT, speedV}, outs, opts); err != nil {
+		if cerr := context.Cause(ctx); cerr != nil {
+			return nil, fmt.Errorf("kokoro: model run terminated: %w", cerr)
+		}
 		return nil, fmt.Errorf("kokoro: model run: %w", err)
 	}
 	defer outs[0].Destroy()

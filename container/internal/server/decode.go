@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -56,78 +59,252 @@ type Limits struct {
 	DefaultVoice string
 }
 
-// wireRequest is the JSON body as sent.
-type wireRequest struct {
-	Text   *string  `json:"text"`
-	Voice  string   `json:"voice"`
-	Speed  *float64 `json:"speed"`
-	Format string   `json:"format"`
-}
+// Fields are the keys a request body takes, spelled exactly so: keys are
+// case-sensitive and each may appear once.
+var Fields = []string{"text", "voice", "speed", "format"}
 
 // DecodeRequest reads one JSON object {text, voice, speed, format} from r and
 // validates it. body is the reader already limited by http.MaxBytesReader, so
-// an over-long body yields 413.
+// an over-long body yields 413; a read deadline that passes yields 408.
+//
+// The object is walked key by key rather than unmarshaled into a struct:
+// encoding/json would take the last of two "text" keys and match "TEXT" to
+// "text", so a body could mean one thing to this server and another to a
+// proxy or log reader in front of it. A duplicate or case-variant key is
+// refused, naming the key.
 func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var w wireRequest
-	if err := dec.Decode(&w); err != nil {
-		return Request{}, decodeError(err)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return Request{}, readError(err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return Request{}, decodeError(err)
+	if !utf8.Valid(raw) {
+		i := invalidUTF8At(raw)
+		return Request{}, badRequest("body", "the body is not valid UTF-8 (bad byte at offset %d): send UTF-8 JSON", i)
+	}
+	vals, rerr := walkObject(raw)
+	if rerr != nil {
+		return Request{}, rerr
+	}
+	var text, voice, format *string
+	var speed *float64
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{{"text", &text}, {"voice", &voice}, {"speed", &speed}, {"format", &format}} {
+		v, ok := vals[f.name]
+		if !ok {
+			continue
 		}
-		return Request{}, badRequest("body", "the body must be one JSON object and nothing after it")
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			kind := "string"
+			if f.name == "speed" {
+				kind = "number"
+			}
+			return Request{}, badRequest(f.name, "%s must be a JSON %s, not %s", f.name, kind, describeJSON(v))
+		}
 	}
-	if w.Text == nil {
+	if text == nil {
 		return Request{}, badRequest("text", "text is missing: send {\"text\": \"...\"}")
 	}
-	text := *w.Text
-	if strings.TrimSpace(text) == "" {
+	if rerr := checkChars("text", *text, true); rerr != nil {
+		return Request{}, rerr
+	}
+	if strings.TrimSpace(*text) == "" {
 		return Request{}, badRequest("text", "text is empty: send at least one word to speak")
 	}
-	if n := utf8.RuneCountInString(text); n > lim.MaxTextChars {
+	if !hasWord(*text) {
+		return Request{}, badRequest("text", "text has no letters or digits, only spaces, punctuation or marks: send at least one word to speak")
+	}
+	if n := utf8.RuneCountInString(*text); n > lim.MaxTextChars {
 		return Request{}, badRequest("text", "text has %d characters, more than the limit of %d: split it into several requests", n, lim.MaxTextChars)
 	}
-	req := Request{Text: text, Voice: w.Voice, Speed: 1, Format: strings.ToLower(w.Format)}
+	req := Request{Text: *text, Speed: 1}
+	if voice != nil {
+		if rerr := checkChars("voice", *voice, false); rerr != nil {
+			return Request{}, rerr
+		}
+		req.Voice = *voice
+	}
 	if req.Voice == "" {
 		req.Voice = lim.DefaultVoice
 	}
 	if !slices.Contains(lim.Voices, req.Voice) {
 		return Request{}, badRequest("voice", "unknown voice %q: use one of %s", req.Voice, strings.Join(lim.Voices, ", "))
 	}
-	if w.Speed != nil {
-		req.Speed = *w.Speed
+	if speed != nil {
+		req.Speed = *speed
 	}
 	if !(req.Speed >= MinSpeed && req.Speed <= MaxSpeed) {
 		return Request{}, badRequest("speed", "speed %g is outside [%g, %g]: send a value in that range (1 is normal)", req.Speed, MinSpeed, MaxSpeed)
+	}
+	if format != nil {
+		if rerr := checkChars("format", *format, false); rerr != nil {
+			return Request{}, rerr
+		}
+		req.Format = strings.ToLower(*format)
 	}
 	if req.Format == "" {
 		req.Format = FormatWAV
 	}
 	if req.Format != FormatWAV && req.Format != FormatPCM {
-		return Request{}, badRequest("format", "unknown format %q: use %q or %q", w.Format, FormatWAV, FormatPCM)
+		return Request{}, badRequest("format", "unknown format %q: use %q or %q", *format, FormatWAV, FormatPCM)
 	}
 	return req, nil
 }
 
+// walkObject checks that raw is exactly one JSON object whose keys are among
+// Fields, each once and spelled exactly, and returns the raw value of each.
+func walkObject(raw []byte) (map[string]json.RawMessage, *RequestError) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, decodeError(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, badRequest("body", "the body must be a JSON object such as {\"text\": \"Hello.\"}, not %s", describeToken(tok))
+	}
+	vals := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, decodeError(err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, badRequest("body", "invalid JSON: an object key must be a string")
+		}
+		if !slices.Contains(Fields, key) {
+			field := key
+			if rerr := checkChars("key", key, false); rerr != nil || field == "" {
+				field = "body"
+			}
+			for _, f := range Fields {
+				if strings.EqualFold(f, key) {
+					return nil, badRequest(field, "unknown field %q: keys are case-sensitive, use %q", key, f)
+				}
+			}
+			return nil, badRequest(field, "unknown field %q: the body takes text, voice, speed and format", key)
+		}
+		if _, dup := vals[key]; dup {
+			return nil, badRequest(key, "the key %q appears more than once: send each field once", key)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, decodeError(err)
+		}
+		vals[key] = v
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("body", "the body must be one JSON object and nothing after it")
+	}
+	return vals, nil
+}
+
+// checkChars refuses characters that would silently change what is spoken or
+// matched: NUL (libespeak-ng reads C strings and stops there), the other C0
+// and C1 control characters (tab, newline and carriage return are allowed in
+// text, where they are whitespace), and U+FFFD, which is what JSON decoding
+// makes of an unpaired surrogate escape such as \ud800.
+func checkChars(field, v string, isText bool) *RequestError {
+	for i, r := range v {
+		switch {
+		case r == utf8.RuneError:
+			return badRequest(field, "%s has U+FFFD at byte %d (an unpaired surrogate escape such as \\ud800, or a replacement character): send valid Unicode text", field, i)
+		case isText && (r == '\t' || r == '\n' || r == '\r'):
+		case unicode.IsControl(r):
+			return badRequest(field, "%s has the control character %U at byte %d: remove it (%s takes printable text%s)", field, r, i, field, map[bool]string{true: ", with tab, newline and carriage return as whitespace", false: ""}[isText])
+		}
+	}
+	return nil
+}
+
+// hasWord reports whether text has something to speak: a letter or a digit.
+func hasWord(text string) bool {
+	for _, r := range text {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsNumber(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// describeJSON names the kind of a raw JSON value for a type error.
+func describeJSON(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	if len(v) > 40 {
+		v = v[:40]
+	}
+	return "the number " + string(v) + " (it must fit a float64)"
+}
+
+func describeToken(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return "an array"
+		}
+		return string(t)
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", tok)
+}
+
+// readError classifies a failure to read the body.
+func readError(err error) *RequestError {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return decodeError(err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &RequestError{Status: http.StatusRequestTimeout, Code: "body_timeout", Field: "body",
+			Message: "the body did not arrive in time (BODY_READ_TIMEOUT): send the whole body at once"}
+	}
+	return badRequest("body", "the body could not be read: %v", err)
+}
+
 func decodeError(err error) *RequestError {
 	var mbe *http.MaxBytesError
-	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &mbe):
 		return &RequestError{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Field: "body",
 			Message: fmt.Sprintf("the body is over %d bytes (MAX_BODY_BYTES): send shorter text", mbe.Limit)}
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
-			return badRequest(field, "the body must be a JSON object, not %s", te.Value)
-		}
-		return badRequest(field, "%s must be a JSON %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)
 	case errors.As(err, &se):
 		return badRequest("body", "invalid JSON at byte %d: %v", se.Offset, err)
 	case errors.Is(err, io.EOF):
@@ -135,21 +312,5 @@ func decodeError(err error) *RequestError {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest("body", "invalid JSON: the body ends early")
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		name = strings.Trim(name, `"`)
-		field := name
-		if field == "" {
-			field = "body"
-		}
-		return badRequest(field, "unknown field %q: the body takes text, voice, speed and format", name)
-	}
 	return badRequest("body", "invalid JSON: %v", err)
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "float64", "ptr":
-		return "number"
-	}
-	return goKind
 }

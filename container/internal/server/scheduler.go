@@ -27,6 +27,8 @@ type chunk struct {
 	samples []int16
 	end     bool
 	err     error
+	// timeout marks err as the segment time limit (SEGMENT_TIMEOUT).
+	timeout bool
 }
 
 // job is one admitted request's synthesis work.
@@ -50,8 +52,15 @@ type task struct {
 // Scheduler runs segments on a fixed number of worker goroutines, each a
 // synthesis slot.
 type Scheduler struct {
-	eng    engine.Engine
-	policy string
+	eng     engine.Engine
+	policy  string
+	workers int
+	// limit is the engine time a segment may take (time spent handing audio
+	// to a slow client does not count); 0 is no limit.
+	limit time.Duration
+	// stuck counts slots whose engine call ran past limit and has not
+	// returned yet.
+	stuck atomic.Int64
 
 	mu     sync.Mutex
 	wake   *sync.Cond
@@ -64,15 +73,20 @@ type Scheduler struct {
 	submitted atomic.Int64
 }
 
-// NewScheduler starts workers goroutines running eng under policy.
-func NewScheduler(eng engine.Engine, policy string, workers int) (*Scheduler, error) {
+// NewScheduler starts workers goroutines running eng under policy. A segment
+// whose engine time passes limit (0: no limit) fails its request; see
+// runSegment.
+func NewScheduler(eng engine.Engine, policy string, workers int, limit time.Duration) (*Scheduler, error) {
 	if policy != FirstChunk && policy != FIFO {
 		return nil, fmt.Errorf("SCHEDULER=%q: use %s or %s", policy, FirstChunk, FIFO)
 	}
 	if workers < 1 {
 		return nil, fmt.Errorf("ENGINE_WORKERS=%d: use at least 1", workers)
 	}
-	s := &Scheduler{eng: eng, policy: policy}
+	if limit < 0 {
+		return nil, fmt.Errorf("SEGMENT_TIMEOUT=%s: use a positive duration", limit)
+	}
+	s := &Scheduler{eng: eng, policy: policy, workers: workers, limit: limit}
 	s.wake = sync.NewCond(&s.mu)
 	for range workers {
 		s.wg.Add(1)
@@ -136,7 +150,9 @@ func (s *Scheduler) work() {
 
 // runSegment synthesizes one segment into its job's stream and reports
 // whether the job should go on. A job whose client has gone is dropped
-// without synthesizing anything more.
+// without synthesizing anything more. A segment that runs past the time limit
+// fails its job at once (the watchdog sends the error); the slot stays
+// counted as stuck until the engine call returns.
 func (s *Scheduler) runSegment(t task) bool {
 	j := t.j
 	if j.ctx.Err() != nil {
@@ -154,12 +170,20 @@ func (s *Scheduler) runSegment(t task) bool {
 		}
 	}
 	seg := engine.Segment{Text: j.segs[t.index], Voice: j.voice, Speed: j.speed}
-	err := s.synthesize(j.ctx, seg, func(samples []int16) error {
+	wd := s.watch(j, t.index)
+	err := s.synthesize(wd.ctx, seg, func(samples []int16) error {
 		if len(samples) == 0 {
 			return nil
 		}
+		if err := wd.pause(); err != nil {
+			return err
+		}
+		defer wd.resume()
 		return send(chunk{samples: samples})
 	})
+	if wd.finish() {
+		return false
+	}
 	if err != nil {
 		if j.ctx.Err() == nil {
 			send(chunk{err: err})
@@ -171,6 +195,121 @@ func (s *Scheduler) runSegment(t task) bool {
 		return false
 	}
 	return true
+}
+
+// Stuck returns how many slots are in an engine call that ran past the
+// segment time limit.
+func (s *Scheduler) Stuck() int { return int(s.stuck.Load()) }
+
+// Workers returns the number of synthesis slots.
+func (s *Scheduler) Workers() int { return s.workers }
+
+// watchdog bounds one segment's engine time. Its clock runs while the engine
+// computes and stops while the engine's audio is handed to the job (a slow
+// client's backpressure is the stall timeout's business, not the engine's).
+type watchdog struct {
+	s        *Scheduler
+	j        *job
+	index    int
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	exceeded chan struct{}
+
+	mu      sync.Mutex
+	left    time.Duration
+	resumed time.Time
+	gen     int
+	paused  bool
+	fired   bool
+	done    bool
+	timer   *time.Timer
+}
+
+func (s *Scheduler) watch(j *job, index int) *watchdog {
+	w := &watchdog{s: s, j: j, index: index, left: s.limit, exceeded: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancelCause(j.ctx)
+	w.ctx = engine.WithLimitSignal(w.ctx, w.exceeded)
+	if s.limit > 0 {
+		w.arm()
+	}
+	return w
+}
+
+// arm starts the clock for what is left. Callers hold mu (or own w alone).
+func (w *watchdog) arm() {
+	w.gen++
+	gen := w.gen
+	w.resumed = time.Now()
+	w.timer = time.AfterFunc(max(w.left, 0), func() { w.fire(gen) })
+}
+
+func (w *watchdog) fire(gen int) {
+	w.mu.Lock()
+	if gen != w.gen || w.paused || w.fired || w.done {
+		w.mu.Unlock()
+		return
+	}
+	w.fired = true
+	w.s.stuck.Add(1)
+	w.mu.Unlock()
+	close(w.exceeded)
+	w.cancel(engine.ErrSegmentTimeout)
+	err := fmt.Errorf("engine %s: segment %d of the request ran past the time limit of %s (SEGMENT_TIMEOUT); the request is failed and the engine slot is being recovered",
+		w.s.eng.Name(), w.index+1, w.s.limit)
+	go func() {
+		select {
+		case w.j.out <- chunk{err: err, timeout: true}:
+		case <-w.j.ctx.Done():
+		}
+	}()
+}
+
+// pause stops the clock while audio is handed over; it fails once the
+// limit has fired, so the engine stops producing for a failed request.
+func (w *watchdog) pause() error {
+	if w.s.limit == 0 {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fired {
+		return engine.ErrSegmentTimeout
+	}
+	w.paused = true
+	w.gen++
+	w.timer.Stop()
+	w.left -= time.Since(w.resumed)
+	return nil
+}
+
+func (w *watchdog) resume() {
+	if w.s.limit == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.paused = false
+	if !w.fired && !w.done {
+		w.arm()
+	}
+}
+
+// finish ends the watch when the engine call returned and reports whether
+// the limit had fired (the job has been failed already).
+func (w *watchdog) finish() bool {
+	w.mu.Lock()
+	w.done = true
+	w.gen++
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	fired := w.fired
+	w.mu.Unlock()
+	if fired {
+		w.s.stuck.Add(-1)
+	}
+	w.cancel(nil)
+	return fired
 }
 
 // synthesize calls the engine, turning a panic into that segment's error so

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,15 @@ type Options struct {
 	MaxTextChars int
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64
+	// SegmentTimeout bounds the engine time of one segment; 0 is no limit.
+	SegmentTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, from the handler's start;
+	// 0 is no limit.
+	BodyTimeout time.Duration
+	// StallTimeout bounds each write of a response: a client that reads
+	// nothing for this long loses its stream, its slot and its place in the
+	// queue. 0 is no limit.
+	StallTimeout time.Duration
 }
 
 // Server serves the SageMaker inference contract. It answers /ping with 503
@@ -95,7 +106,7 @@ func (s *Server) Gate() *Gate { return s.gate }
 
 // Attach starts the scheduler's workers on eng. Requests get 503 until then.
 func (s *Server) Attach(eng engine.Engine) error {
-	sched, err := NewScheduler(eng, s.opts.Scheduler, s.opts.Workers)
+	sched, err := NewScheduler(eng, s.opts.Scheduler, s.opts.Workers, s.opts.SegmentTimeout)
 	if err != nil {
 		return err
 	}
@@ -145,7 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "use GET /ping"})
 			return
 		}
-		s.ping(w)
+		s.ping(w, r)
 	case "/invocations":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -158,12 +169,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) ping(w http.ResponseWriter) {
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	s.setWriteDeadline(http.NewResponseController(w))
+	be := s.be.Load()
 	switch {
 	case s.draining.Load():
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-	case !s.ready.Load():
+	case !s.ready.Load() || be == nil:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	case be.sched.Stuck() >= be.sched.Workers():
+		// Every slot is in an engine call past SEGMENT_TIMEOUT: nothing can
+		// make progress, so say so and let the platform replace the instance
+		// if it does not recover.
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "engine_stuck", "stuck_slots": be.sched.Stuck(), "slots": be.sched.Workers()})
 	default:
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
@@ -244,12 +262,34 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	eng := be.sched.eng
+	rc := http.NewResponseController(w)
+	s.setWriteDeadline(rc)
+	// The whole body must arrive within BodyTimeout of the handler's start
+	// (the headers are bounded by the http.Server's ReadHeaderTimeout).
+	if s.opts.BodyTimeout > 0 {
+		rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	}
 	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
 	req, rerr := DecodeRequest(body, be.limits)
 	if rerr != nil {
 		l.err = rerr.Error()
-		fail(rerr.Status, "bad_request", rerr)
+		outcome := "bad_request"
+		if rerr.Status == http.StatusRequestTimeout {
+			outcome = "body_timeout"
+			rerr.Message = fmt.Sprintf("the body did not arrive within %s (BODY_READ_TIMEOUT): send the whole body at once", s.opts.BodyTimeout)
+			l.err = rerr.Error()
+		}
+		// The connection cannot be reused after an unread or timed-out body.
+		w.Header().Set("Connection", "close")
+		s.setWriteDeadline(rc)
+		fail(rerr.Status, outcome, rerr)
 		return
+	}
+	// The body is read: lift the read deadline, or net/http's background
+	// read (which watches for the client leaving) would end the request
+	// when it passes.
+	if s.opts.BodyTimeout > 0 {
+		rc.SetReadDeadline(time.Time{})
 	}
 	l.voice, l.format, l.chars = req.Voice, req.Format, len([]rune(req.Text))
 	depth, ok := s.gate.Acquire()
@@ -277,10 +317,9 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	segs := segment.Split(req.Text)
 	l.segments = len(segs)
-	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, 16)}
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead)}
 	be.sched.submit(j)
 
-	rc := http.NewResponseController(w)
 	started := false
 	begin := func() {
 		started = true
@@ -309,14 +348,19 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		}
 		if c.err != nil {
 			l.err = c.err.Error()
+			outcome, code := "engine_error", "engine_failure"
+			if c.timeout {
+				outcome, code = "engine_timeout", "engine_timeout"
+			}
 			if !started {
-				fail(http.StatusInternalServerError, "engine_error", map[string]string{"error": "engine_failure", "message": c.err.Error()})
+				s.setWriteDeadline(rc)
+				fail(http.StatusInternalServerError, outcome, map[string]string{"error": code, "message": c.err.Error()})
 				return
 			}
 			// The status line is gone already: cut the stream so the client
 			// sees a truncated response instead of a short but clean one.
 			// The deferred log still runs while the panic unwinds.
-			l.status, l.outcome = http.StatusOK, "engine_error_midstream"
+			l.status, l.outcome = http.StatusOK, outcome+"_midstream"
 			panic(http.ErrAbortHandler)
 		}
 		buf = buf[:0]
@@ -333,18 +377,42 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		}
 		buf = audio.PCM16Bytes(buf, c.samples)
 		if len(buf) > 0 {
+			// Each write gets StallTimeout: a client that stops reading
+			// fills the socket buffers, the write blocks, and the deadline
+			// ends the request (its slot, its queue place, its stream).
+			s.setWriteDeadline(rc)
 			n, err := w.Write(buf)
 			l.bytes += int64(n)
+			if err == nil {
+				err = rc.Flush()
+			}
 			if err != nil {
 				l.status, l.outcome, l.err = http.StatusOK, "client_gone", err.Error()
-				return
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					l.outcome = "client_stalled"
+					l.err = fmt.Sprintf("the client read nothing for %s (WRITE_STALL_TIMEOUT): the stream is cut and its slot freed", s.opts.StallTimeout)
+				}
+				// Do not let net/http try to finish the response on a
+				// connection that is not draining.
+				panic(http.ErrAbortHandler)
 			}
-			rc.Flush()
 		}
 		if c.end {
 			l.status, l.outcome = http.StatusOK, "ok"
 			return
 		}
+	}
+}
+
+// ChunksAhead is how many audio chunks synthesis may run ahead of what the
+// handler has written to the connection; past that the segment's slot waits
+// for the client (and WRITE_STALL_TIMEOUT bounds how long).
+const ChunksAhead = 16
+
+// setWriteDeadline gives the next writes StallTimeout from now.
+func (s *Server) setWriteDeadline(rc *http.ResponseController) {
+	if s.opts.StallTimeout > 0 {
+		rc.SetWriteDeadline(time.Now().Add(s.opts.StallTimeout))
 	}
 }
 

@@ -332,6 +332,24 @@ func TestBadInput(t *testing.T) {
 		{"unknown field", `{"text":"hi","txt":"x"}`, 400, "txt", "unknown field"},
 		{"empty body", ``, 400, "body", "empty"},
 		{"body too large", `{"text":"` + strings.Repeat("a", 300) + `"}`, 413, "body", "MAX_BODY_BYTES"},
+		// Issue 8 item 7: characters that cut or change the text.
+		{"NUL in text", `{"text":"hello \u0000there"}`, 400, "text", "U+0000"},
+		{"only NULs", `{"text":"\u0000\u0000"}`, 400, "text", "control character"},
+		{"escape sequence", `{"text":"hi \u001b[2J"}`, 400, "text", "U+001B"},
+		{"C1 control", `{"text":"hi \u0085 there"}`, 400, "text", "U+0085"},
+		{"DEL", `{"text":"hi \u007f"}`, 400, "text", "U+007F"},
+		{"unpaired surrogate", `{"text":"bad \ud800 here"}`, 400, "text", "surrogate"},
+		{"invalid UTF-8", "{\"text\":\"bad \xff here\"}", 400, "body", "UTF-8"},
+		{"only punctuation", `{"text":"... !?"}`, 400, "text", "no letters or digits"},
+		{"NUL in voice", `{"text":"hi","voice":"calibration\u0000"}`, 400, "voice", "U+0000"},
+		{"NUL in format", `{"text":"hi","format":"wav\u0000"}`, 400, "format", "U+0000"},
+		{"control in key", `{"text":"hi","te\u0000xt":"x"}`, 400, "body", "unknown field"},
+		// Issue 8 item 11: duplicate and case-variant keys.
+		{"duplicate text", `{"text":"hi","text":"there"}`, 400, "text", "more than once"},
+		{"duplicate speed", `{"text":"hi","speed":1,"speed":2}`, 400, "speed", "more than once"},
+		{"escaped duplicate", `{"text":"hi","t\u0065xt":"there"}`, 400, "text", "more than once"},
+		{"upper-case key", `{"TEXT":"hello"}`, 400, "TEXT", "case-sensitive"},
+		{"mixed-case key", `{"text":"hi","Voice":"calibration"}`, 400, "Voice", "case-sensitive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -404,6 +422,91 @@ func TestEngineFailureFailsOnlyThatRequest(t *testing.T) {
 		if n := strings.Count(logs.String(), `"outcome":"engine_error_midstream"`); n != 1 {
 			t.Errorf("panics=%v: %d engine_error_midstream log lines, want 1:\n%s", panics, n, logs)
 		}
+	}
+}
+
+// hanging is an engine whose segments named "hang." block, ignoring ctx, until
+// released, as a wedged model call (an ONNX run that never returns) would.
+type hanging struct {
+	engine.Calibration
+	release chan struct{}
+}
+
+func (h *hanging) Synthesize(ctx context.Context, seg engine.Segment, emit engine.Emit) error {
+	if seg.Text == "hang." {
+		<-h.release
+		return nil
+	}
+	return h.Calibration.Synthesize(ctx, seg, emit)
+}
+
+// TestSegmentTimeoutFailsTheRequestAndPing: a segment whose engine call
+// passes SegmentTimeout fails its request with 500 engine_timeout at the
+// bound, /ping answers 503 engine_stuck while every slot is stuck, and turns
+// 200 again once the call returns.
+func TestSegmentTimeoutFailsTheRequestAndPing(t *testing.T) {
+	h := &hanging{release: make(chan struct{})}
+	opts := defaultOptions()
+	opts.Workers = 1
+	opts.SegmentTimeout = 300 * time.Millisecond
+	_, ts, logs := startServer(t, opts, h)
+	ping := func() (int, string) {
+		res, err := http.Get(ts.URL + "/ping")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	t0 := time.Now()
+	r := post(context.Background(), ts.URL, `{"text":"hang."}`)
+	if r.status != 500 || !strings.Contains(string(r.body), `"error":"engine_timeout"`) {
+		t.Fatalf("hung segment: %d %s, want 500 engine_timeout", r.status, r.body)
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("hung segment failed after %s, want about 300ms", took)
+	}
+	if s, b := ping(); s != 503 || !strings.Contains(b, "engine_stuck") {
+		t.Errorf("/ping with the only slot stuck = %d %s, want 503 engine_stuck", s, b)
+	}
+	close(h.release)
+	waitFor(t, "/ping 200 after the engine returned", func() bool { s, _ := ping(); return s == 200 })
+	if r := post(context.Background(), ts.URL, `{"text":"ok."}`); r.status != 200 {
+		t.Errorf("after recovery: %d %s", r.status, r.body)
+	}
+	if !strings.Contains(logs.String(), `"outcome":"engine_timeout"`) {
+		t.Errorf("no engine_timeout log:\n%s", logs)
+	}
+}
+
+// TestSegmentTimeoutExcludesTimeWaitingForTheClient: the limit counts engine
+// time only; a segment whose audio waits on a slow reader is not timed out.
+func TestSegmentTimeoutExcludesTimeWaitingForTheClient(t *testing.T) {
+	opts := defaultOptions()
+	opts.SegmentTimeout = 200 * time.Millisecond
+	_, ts, _ := startServer(t, opts, &engine.Calibration{})
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/invocations", strings.NewReader(`{"text":"`+strings.Repeat("a", 3000)+`"}`))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	// Read slowly: 64 KiB every 50 ms, 8.6 MB of audio in all, far past 200 ms.
+	n := 0
+	buf := make([]byte, 64<<10)
+	for {
+		m, err := io.ReadFull(res.Body, buf)
+		n += m
+		if err != nil {
+			break
+		}
+		if n < 1<<20 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if want := 44 + 3000*1440*2; n != want {
+		t.Errorf("slow reader got %d bytes, want %d", n, want)
 	}
 }
 

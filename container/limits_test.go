@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// requestLogs returns the JSON request log lines printed so far.
+func (p *proc) requestLogs() []map[string]any {
+	var logs []map[string]any
+	for _, line := range p.outLines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "request" {
+			logs = append(logs, m)
+		}
+	}
+	return logs
+}
+
+// waitOutcome waits until n request logs with outcome have been printed.
+func (p *proc) waitOutcome(t *testing.T, outcome string, n int, within time.Duration) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var got []map[string]any
+		for _, l := range p.requestLogs() {
+			if l["outcome"] == outcome {
+				got = append(got, l)
+			}
+		}
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %q request logs after %s, want %d; logs: %v", len(got), outcome, within, n, p.requestLogs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dialSmallWindow connects with a 4 KiB receive buffer, set before connect
+// so the advertised window stays small: a client that does not read stalls
+// the server's writes after little data.
+func dialSmallWindow(t *testing.T, port int) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return serr
+	}}
+	c, err := d.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func rawPost(body string) string {
+	return fmt.Sprintf("POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+// TestStalledClientsDoNotPinTheEngine is issue 8's reproduction: with two
+// engine slots, two clients post a long text and never read. Before
+// WRITE_STALL_TIMEOUT they held both slots forever and a third client timed
+// out; now each loses its stream, slot and queue place after the bound, is
+// logged as client_stalled, and the third client gets its audio.
+func TestStalledClientsDoNotPinTheEngine(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "WRITE_STALL_TIMEOUT": "2s"})
+	p.waitLine(t, "STAGE ready")
+	long := strings.Repeat("This sentence is long enough to make a lot of audio for a client that never reads it. ", 50)
+	body, _ := json.Marshal(map[string]string{"text": long})
+	var stalled []net.Conn
+	for range 2 {
+		c := dialSmallWindow(t, p.port)
+		if _, err := io.WriteString(c, rawPost(string(body))); err != nil {
+			t.Fatal(err)
+		}
+		stalled = append(stalled, c)
+	}
+	// Both slots are busy with the stalled requests before the third arrives.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(p.requestLogs()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	t0 := time.Now()
+	res, err := client.Post(p.url("/invocations"), "application/json", strings.NewReader(`{"text":"I still get my audio."}`))
+	if err != nil {
+		t.Fatalf("third client: %v (stalled clients pin the engine)", err)
+	}
+	audio, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 || len(audio) < 44+22050 {
+		t.Fatalf("third client: status %d, %d bytes, %v", res.StatusCode, len(audio), err)
+	}
+	t.Logf("third client served in %s", time.Since(t0))
+	logs := p.waitOutcome(t, "client_stalled", 2, 20*time.Second)
+	for _, l := range logs {
+		if !strings.Contains(fmt.Sprint(l["error"]), "WRITE_STALL_TIMEOUT") {
+			t.Errorf("stalled log does not name the bound: %v", l)
+		}
+	}
+	// The server cut the stalled streams: reading them now ends (EOF or
+	// reset) instead of blocking, and no chunked terminator arrives.
+	for i, c := range stalled {
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Errorf("stalled connection %d still open after its stream was cut", i)
+		}
+		if strings.HasSuffix(string(b), "\r\n0\r\n\r\n") {
+			t.Errorf("stalled connection %d got a complete response", i)
+		}
+	}
+}
+
+// TestSlowBodyAndIdleConnectionsAreClosed: a client that sends the headers
+// and part of a body is answered 408 and disconnected after
+// BODY_READ_TIMEOUT (it stayed open a full minute before); one that never
+// finishes its headers is closed after HEADER_READ_TIMEOUT; an idle
+// keep-alive connection after IDLE_TIMEOUT; a connection over
+// MAX_CONNECTIONS is answered 503 at once.
+func TestSlowBodyAndIdleConnectionsAreClosed(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "5", "BODY_READ_TIMEOUT": "1s",
+		"HEADER_READ_TIMEOUT": "1s", "IDLE_TIMEOUT": "1s", "MAX_CONNECTIONS": "40"})
+	p.waitLine(t, "STAGE ready")
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p.port), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// closedWithin reads c until the server closes it and returns what came.
+	// (It reports with Errorf: the slow-body goroutines call it too.)
+	closedWithin := func(c net.Conn, bound time.Duration) (string, time.Duration) {
+		t0 := time.Now()
+		c.SetReadDeadline(t0.Add(bound))
+		b, err := io.ReadAll(c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Errorf("connection still open after %s; got %q", bound, b)
+		}
+		return string(b), time.Since(t0)
+	}
+
+	// 30 slow-body connections at once, each with a partial body.
+	var wg sync.WaitGroup
+	results := make([]string, 30)
+	for i := range results {
+		c := dial()
+		io.WriteString(c, "POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"text\":\"par")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, took := closedWithin(c, 6*time.Second)
+			results[i] = got
+			if took > 4*time.Second {
+				t.Errorf("slow body %d closed after %s, want about BODY_READ_TIMEOUT=1s", i, took)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, got := range results {
+		if !strings.HasPrefix(got, "HTTP/1.1 408") || !strings.Contains(got, `"error":"body_timeout"`) || !strings.Contains(got, "BODY_READ_TIMEOUT") {
+			t.Errorf("slow body %d got %q, want 408 body_timeout naming BODY_READ_TIMEOUT", i, got)
+		}
+	}
+	p.waitOutcome(t, "body_timeout", 30, 5*time.Second)
+
+	// Headers that never end.
+	c := dial()
+	io.WriteString(c, "POST /invocations HTTP/1.1\r\nHost: x\r\n")
+	closedWithin(c, 6*time.Second)
+
+	// An idle keep-alive connection after a complete request.
+	c = dial()
+	io.WriteString(c, rawPost(`{"text":"Hi."}`))
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("keep-alive request: %d", res.StatusCode)
+	}
+	t0 := time.Now()
+	c.SetReadDeadline(t0.Add(6 * time.Second))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("data on an idle connection")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("idle keep-alive connection still open after 6s with IDLE_TIMEOUT=1s")
+	}
+	if took := time.Since(t0); took > 4*time.Second {
+		t.Errorf("idle connection closed after %s", took)
+	}
+
+	// MAX_CONNECTIONS: 40 open connections, the 41st is refused with a 503.
+	for range 40 {
+		c := dial()
+		io.WriteString(c, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+		r, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || r.StatusCode != 200 {
+			t.Fatalf("connection under the limit: %v", err)
+		}
+		r.Body.Close()
+	}
+	c = dial()
+	got, _ := closedWithin(c, 5*time.Second)
+	if !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, "too_many_connections") {
+		t.Errorf("connection over MAX_CONNECTIONS got %q", got)
+	}
+}
+
+// workerPIDs returns the pids of the server's espeak worker processes: its
+// children, found through /proc.
+func workerPIDs(t *testing.T, parent int) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces, so cut at the last ')'.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(parent) && f[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestHungWorkerFailsOnlyItsRequest: kill -STOP the only espeak worker. The
+// request in flight fails within SEGMENT_TIMEOUT (it hung forever before),
+// /ping reports the stuck slot, and the next request succeeds on a
+// replacement worker.
+func TestHungWorkerFailsOnlyItsRequest(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "1", "SEGMENT_TIMEOUT": "2s"})
+	p.waitLine(t, "STAGE ready")
+	pids := workerPIDs(t, p.cmd.Process.Pid)
+	if len(pids) != 1 {
+		t.Fatalf("worker pids %v, want one", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pids[0], syscall.SIGKILL) })
+
+	// Watch /ping throughout; the stuck slot must show as non-200.
+	stopPing := make(chan struct{})
+	pingSeen := make(chan map[int]int, 1)
+	go func() {
+		seen := map[int]int{}
+		for {
+			select {
+			case <-stopPing:
+				pingSeen <- seen
+				return
+			default:
+			}
+			seen[p.ping()]++
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	t0 := time.Now()
+	client := &http.Client{Timeout: 15 * time.Second}
+	res, err := client.Post(p.url("/invocations"), "application/json", strings.NewReader(`{"text":"Nobody will say this."}`))
+	if err != nil {
+		t.Fatalf("request on a stopped worker: %v (it hangs)", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	took := time.Since(t0)
+	if res.StatusCode != 500 || !strings.Contains(string(b), "engine_timeout") || !strings.Contains(string(b), "SEGMENT_TIMEOUT") {
+		t.Errorf("request on a stopped worker: %d %s, want 500 engine_timeout", res.StatusCode, b)
+	}
+	if took < 2*time.Second || took > 8*time.Second {
+		t.Errorf("failed after %s, want about SEGMENT_TIMEOUT=2s", took)
+	}
+	// The replacement serves the next request.
+	s, audio, err := p.post(`{"text":"A new worker speaks."}`)
+	if err != nil || s != 200 || len(audio) < 44+11025 {
+		t.Fatalf("next request: %d, %d bytes, %v", s, len(audio), err)
+	}
+	close(stopPing)
+	seen := <-pingSeen
+	if seen[503] == 0 {
+		t.Errorf("/ping never failed while the only slot was stuck: %v", seen)
+	}
+	if p.ping() != 200 {
+		t.Errorf("/ping after recovery = %d", p.ping())
+	}
+	now := workerPIDs(t, p.cmd.Process.Pid)
+	if len(now) != 1 || now[0] == pids[0] {
+		t.Errorf("workers now %v, want one replacement for %d", now, pids[0])
+	}
+	p.waitOutcome(t, "engine_timeout", 1, 5*time.Second)
+}
+
+// TestWorkerKilledWhileIdleIsReplaced: kill -9 an idle worker; the next
+// request gets 200 with speech instead of 500 "broken pipe".
+func TestWorkerKilledWhileIdleIsReplaced(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "1"})
+	p.waitLine(t, "STAGE ready")
+	for round := range 2 {
+		pids := workerPIDs(t, p.cmd.Process.Pid)
+		if len(pids) != 1 {
+			t.Fatalf("round %d: worker pids %v, want one", round, pids)
+		}
+		syscall.Kill(pids[0], syscall.SIGKILL)
+		if round == 0 {
+			time.Sleep(200 * time.Millisecond) // found dead before use
+		} // round 1: at once, so the death may show only when the segment is sent
+		s, audio, err := p.post(`{"text":"Still here after the crash."}`)
+		if err != nil || s != 200 || len(audio) < 44+22050 {
+			t.Fatalf("round %d: request after kill -9 of the idle worker: %d %q, %v", round, s, audio[:min(len(audio), 120)], err)
+		}
+	}
+}
+
+// TestControlCharactersRefusedOnTheBinary: NUL used to cut the text at
+// libespeak-ng's C string (200 with the audio of "hello" only).
+func TestControlCharactersRefusedOnTheBinary(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "1"})
+	p.waitLine(t, "STAGE ready")
+	for _, body := range []string{
+		`{"text":"hello \u0000there my friend"}`, `{"text":"\u0000\u0000"}`, `{"text":"hi \u001b[2J"}`,
+		`{"text":"bad \ud800 surrogate"}`, `{"text":"..."}`, `{"text":"hi","text":"there"}`, `{"TEXT":"hello"}`,
+		`{"text":"hi","voice":"en-us\u0000"}`,
+	} {
+		s, b, err := p.post(body)
+		if err != nil || s != 400 || !strings.Contains(string(b), `"field"`) {
+			t.Errorf("%s: %d (%d bytes: %q) %v, want 400 naming the field", body, s, len(b), b[:min(len(b), 60)], err)
+		}
+	}
+}
