@@ -113,7 +113,7 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 		return Request{}, badRequest("text", "text is empty: send at least one word to speak")
 	}
 	if !hasWord(*text) {
-		return Request{}, badRequest("text", "text has no letters or digits, only spaces, punctuation or marks: send at least one word to speak")
+		return Request{}, badRequest("text", "text has no letters, digits or symbols, only spaces, punctuation or invisible characters: send at least one word to speak")
 	}
 	if n := utf8.RuneCountInString(*text); n > lim.MaxTextChars {
 		return Request{}, badRequest("text", "text has %d characters, more than the limit of %d: split it into several requests", n, lim.MaxTextChars)
@@ -163,11 +163,19 @@ func walkObject(raw []byte) (map[string]json.RawMessage, *RequestError) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, badRequest("body", "the body must be a JSON object such as {\"text\": \"Hello.\"}, not %s", describeToken(tok))
 	}
+	// Past the opening brace, running out of body means the object is cut
+	// short, not that the body is empty.
+	inObject := func(err error) *RequestError {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return decodeError(err)
+	}
 	vals := map[string]json.RawMessage{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, decodeError(err)
+			return nil, inObject(err)
 		}
 		key, ok := tok.(string)
 		if !ok {
@@ -190,12 +198,12 @@ func walkObject(raw []byte) (map[string]json.RawMessage, *RequestError) {
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, decodeError(err)
+			return nil, inObject(err)
 		}
 		vals[key] = v
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, decodeError(err)
+		return nil, inObject(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, badRequest("body", "the body must be one JSON object and nothing after it")
@@ -221,10 +229,11 @@ func checkChars(field, v string, isText bool) *RequestError {
 	return nil
 }
 
-// hasWord reports whether text has something to speak: a letter or a digit.
+// hasWord reports whether text has something to speak: a letter, a number or
+// a symbol ("$", "%" and emoji have spoken names).
 func hasWord(text string) bool {
 	for _, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsNumber(r) {
+		if unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.IsSymbol(r) {
 			return true
 		}
 	}
