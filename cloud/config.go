@@ -16,31 +16,38 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// Local credentials and region: the emulator accepts any signature, the SDK only needs something to sign with.
-const (
-	LocalRegion          = "us-east-1"
-	LocalAccessKeyID     = "AKIDLOCALEMULATOR"
-	LocalSecretAccessKey = "local-emulator-secret"
-)
+// LocalRegion is the region of the local emulator.
+const LocalRegion = "us-east-1"
 
-// LocalEnv returns the environment variables that point the SDK (and the AWS CLI) at the emulator at url. The
-// region is given twice: the SDKs read AWS_REGION, the AWS CLI v1 (botocore) reads AWS_DEFAULT_REGION.
-func LocalEnv(url string) [][2]string {
+// LocalCredentials are the access key of one local emulator (emulator.Credentials converts to it). The
+// emulator generates the key at its first start, keeps it in its state directory readable by its owner only,
+// and refuses every request signed with another access key id; it does not verify signatures.
+type LocalCredentials struct {
+	// AccessKeyID is the key id the emulator accepts.
+	AccessKeyID string
+	// SecretAccessKey is what the SDK signs with.
+	SecretAccessKey string
+}
+
+// LocalEnv returns the environment variables that point the SDK (and the AWS CLI) at the emulator at url
+// with its access key. The region is given twice: the SDKs read AWS_REGION, the AWS CLI v1 (botocore) reads
+// AWS_DEFAULT_REGION.
+func LocalEnv(url string, creds LocalCredentials) [][2]string {
 	return [][2]string{
 		{"AWS_ENDPOINT_URL", url},
 		{"AWS_REGION", LocalRegion},
 		{"AWS_DEFAULT_REGION", LocalRegion},
-		{"AWS_ACCESS_KEY_ID", LocalAccessKeyID},
-		{"AWS_SECRET_ACCESS_KEY", LocalSecretAccessKey},
+		{"AWS_ACCESS_KEY_ID", creds.AccessKeyID},
+		{"AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey},
 	}
 }
 
-// LocalConfig is the SDK configuration for the emulator at url: static dummy credentials, region us-east-1,
+// LocalConfig is the SDK configuration for the emulator at url: the emulator's access key, region us-east-1,
 // every service's base endpoint at url, and the HTTP client of HTTPClient.
-func LocalConfig(url string) aws.Config {
+func LocalConfig(url string, creds LocalCredentials) aws.Config {
 	return aws.Config{
 		Region:       LocalRegion,
-		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(url),
 		HTTPClient:   HTTPClient(),
 	}

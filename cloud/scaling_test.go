@@ -34,7 +34,7 @@ func TestApplyDiffRemoveScaling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	cfg := cloud.LocalConfig(emu.URL())
+	cfg := cloud.LocalConfig(emu.URL(), cloud.LocalCredentials(emu.Credentials()))
 	sm, aas, cw := sagemaker.NewFromConfig(cfg), applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg)
 	const name = "speech-kokoro-82m"
 	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String(name), PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("x")}}); err != nil {

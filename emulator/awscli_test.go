@@ -19,6 +19,12 @@ import (
 // prints (plus isolation from the user's configuration), and returns its stdout, stderr and exit code.
 func awsCLI(ctx context.Context, t *testing.T, url string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return awsCLIEnv(ctx, t, cloud.LocalEnv(url, keyFor(url)), args...)
+}
+
+// awsCLIEnv runs the AWS CLI with the variables env (plus isolation from the user's configuration).
+func awsCLIEnv(ctx context.Context, t *testing.T, env [][2]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	bin, err := exec.LookPath("aws")
 	if err != nil {
 		t.Fatalf("the AWS CLI is not on PATH (%v): it is preinstalled on every machine of this project; install it (pip install awscli) and re-run", err)
@@ -41,7 +47,7 @@ func awsCLI(ctx context.Context, t *testing.T, url string, args ...string) (stdo
 		"AWS_PAGER=",
 		"AWS_MAX_ATTEMPTS=1",
 	)
-	for _, kv := range cloud.LocalEnv(url) {
+	for _, kv := range env {
 		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
 	}
 	var out, errOut strings.Builder
@@ -146,6 +152,46 @@ func TestAWSCLI(t *testing.T) {
 		}
 		if !strings.Contains(errOut, "("+tc.code+")") {
 			t.Errorf("aws %s: stderr %q does not name the error code %s", strings.Join(tc.args, " "), errOut, tc.code)
+		}
+	}
+}
+
+// TestAWSCLIAccessKey: the AWS CLI configured by the variables the emulator prints is served; with another
+// access key id it gets InvalidClientTokenId, unsigned (--no-sign-request) MissingAuthenticationToken, in
+// SageMaker's awsJson1_1 and in CloudWatch's awsJson1_0 (awsQueryCompatible) shapes.
+//
+// AWS, "Common Errors" (https://docs.aws.amazon.com/cloudsearch/latest/developerguide/CommonErrors.html):
+// InvalidClientTokenId, "The X.509 certificate or AWS access key ID provided does not exist in our records."
+// HTTP Status Code: 403; MissingAuthenticationToken, "The request must contain either a valid (registered)
+// AWS access key ID or X.509 certificate." HTTP Status Code: 403.
+func TestAWSCLIAccessKey(t *testing.T) {
+	r := start(t, t.TempDir(), "")
+	url := r.emu.URL()
+	ctx := ctxFor(t, 3*time.Minute)
+	right := keyFor(url)
+	wrong := cloud.LocalCredentials{AccessKeyID: accessKeyPrefix + randomToken(16), SecretAccessKey: right.SecretAccessKey}
+	for _, args := range [][]string{
+		{"sagemaker", "list-endpoints"},
+		{"cloudwatch", "describe-alarms"},
+	} {
+		if _, errOut, code := awsCLIEnv(ctx, t, cloud.LocalEnv(url, right), args...); code != 0 {
+			t.Errorf("aws %s with the emulator's key: exit %d\nstderr: %s", strings.Join(args, " "), code, errOut)
+		}
+		for _, tc := range []struct {
+			env  [][2]string
+			args []string
+			code string
+		}{
+			{cloud.LocalEnv(url, wrong), args, "InvalidClientTokenId"},
+			{cloud.LocalEnv(url, right), append([]string{"--no-sign-request"}, args...), "MissingAuthenticationToken"},
+		} {
+			_, errOut, code := awsCLIEnv(ctx, t, tc.env, tc.args...)
+			if code != 254 && code != 255 {
+				t.Errorf("aws %s: exit %d, want 254 or 255 (a service error)\nstderr: %s", strings.Join(tc.args, " "), code, errOut)
+			}
+			if !strings.Contains(errOut, "("+tc.code+")") {
+				t.Errorf("aws %s: stderr %q does not name the error code %s", strings.Join(tc.args, " "), errOut, tc.code)
+			}
 		}
 	}
 }

@@ -229,6 +229,7 @@ func TestControlPlane(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, r.emu.URL()+"/", strings.NewReader("{not json"))
 	req.Header.Set("X-Amz-Target", "SageMaker.DescribeEndpoint")
 	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	req.Header.Set("Authorization", sigV4Header(keyFor(r.emu.URL()).AccessKeyID, "sagemaker"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

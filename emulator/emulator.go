@@ -12,6 +12,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,9 @@ type Options struct {
 	MetricPeriod time.Duration
 	// Log receives the emulator's own diagnostics; io.Discard when nil.
 	Log io.Writer
+	// ReadTimeout bounds reading one request, headers and body (DefaultReadTimeout when zero). Responses have
+	// no write timeout: a response stream lasts as long as the instance speaks.
+	ReadTimeout time.Duration
 	// InstanceQuota is how many instances of one instance type all endpoints together may run, the stand-in
 	// for SageMaker's per-instance-type quota (DefaultInstanceQuota when zero). Asking for more is answered
 	// with ResourceLimitExceeded.
@@ -61,15 +65,16 @@ type Options struct {
 	HealthCheckInterval time.Duration
 }
 
-// Info is what a running emulator publishes in <state dir>/emulator.json for other processes.
-type Info struct {
-	// PID is the emulator's process id.
-	PID int `json:"pid"`
-	// URL is the base URL every AWS client points at.
-	URL string `json:"url"`
-	// Started is when the emulator started.
-	Started time.Time `json:"started"`
-}
+// DefaultReadTimeout bounds reading one request, headers and body: a client that sends part of a request and
+// stalls loses its connection after it. The largest request, a 25 MB invocation payload, takes well under a
+// second over loopback.
+const DefaultReadTimeout = 30 * time.Second
+
+// Header and idle bounds of the emulator's HTTP server.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
 
 // Emulator is one running emulator: a listener, the persisted state and the instance processes.
 type Emulator struct {
@@ -78,6 +83,10 @@ type Emulator struct {
 	lock     *os.File
 	listener net.Listener
 	server   *http.Server
+	// creds is the access key every AWS request must name.
+	creds Credentials
+	// info is the identity the emulator publishes and answers at HealthPath.
+	info Info
 
 	mu     sync.Mutex
 	st     *state
@@ -105,11 +114,24 @@ func Open(opts Options) (*Emulator, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	// The state directory holds the access key: a new one is its owner's only.
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	dir, err := canonicalDir(opts.StateDir)
+	if err != nil {
+		return nil, err
 	}
 	lock, err := acquireLock(opts.StateDir)
 	if err != nil {
+		return nil, err
+	}
+	creds, err := loadOrCreateCredentials(opts.StateDir)
+	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	st, err := loadState(opts.StateDir)
@@ -135,58 +157,100 @@ func Open(opts Options) (*Emulator, error) {
 		log:      log.New(opts.Log, "emulator: ", log.LstdFlags|log.Lmicroseconds),
 		lock:     lock,
 		listener: ln,
+		creds:    creds,
 		st:       st,
 		fleets:   map[string]*fleet{},
 		logs:     logs,
 		metrics:  newMetricStore(opts.MetricPeriod),
 		done:     make(chan struct{}),
 	}
-	e.server = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	e.info = Info{PID: os.Getpid(), URL: e.URL(), Instance: randomToken(26), StateDir: dir}
+	e.server = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: min(readHeaderTimeout, opts.ReadTimeout),
+		ReadTimeout:       opts.ReadTimeout,
+		IdleTimeout:       idleTimeout,
+		// No WriteTimeout: it would cut response streams, which last as long as the instance speaks.
+	}
 	return e, nil
 }
 
+// Credentials returns the access key the emulator accepts.
+func (e *Emulator) Credentials() Credentials { return e.creds }
+
+// Info returns the identity the emulator publishes.
+func (e *Emulator) Info() Info { return e.info }
+
 // acquireLock takes an exclusive, non-blocking flock on <dir>/emulator.lock. The kernel releases it when the
-// process dies, so a crashed emulator never leaves a stale lock.
+// process dies, so a crashed emulator never leaves a stale lock. Running probes the lock with a shared lock
+// for an instant; a few retries within lockRetry ride over such a probe.
 func acquireLock(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "emulator.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open emulator lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	deadline := time.Now().Add(lockRetry)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
 			return nil, fmt.Errorf("%w (%s)", ErrLocked, dir)
 		}
-		return nil, fmt.Errorf("lock %s: %w", dir, err)
+		time.Sleep(10 * time.Millisecond)
 	}
-	return f, nil
 }
 
-// Running reports whether an emulator holds the lock of stateDir and, if so, what it published about itself.
-func Running(stateDir string) (Info, bool, error) {
-	f, err := os.OpenFile(filepath.Join(stateDir, "emulator.lock"), os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return Info{}, false, nil
+// lockRetry is how long acquireLock retries a lock that another process holds.
+const lockRetry = 100 * time.Millisecond
+
+// publish writes the emulator's identity to the discovery file and into the lock file, the second place a
+// client finds it when the first is damaged.
+func (e *Emulator) publish(b []byte) error {
+	if err := writeFileAtomic(filepath.Join(e.opts.StateDir, InfoFile), b, 0o644); err != nil {
+		return fmt.Errorf("publish emulator info: %w", err)
 	}
-	if err != nil {
-		return Info{}, false, fmt.Errorf("open emulator lock: %w", err)
+	if err := e.lock.Truncate(0); err != nil {
+		return fmt.Errorf("publish emulator info in the lock file: %w", err)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return Info{}, false, nil
+	if _, err := e.lock.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("publish emulator info in the lock file: %w", err)
 	}
-	b, err := os.ReadFile(filepath.Join(stateDir, "emulator.json"))
-	if err != nil {
-		// Locked but not yet published: it is starting.
-		return Info{}, true, nil
-	}
-	var info Info
-	if err := json.Unmarshal(b, &info); err != nil {
-		return Info{}, true, fmt.Errorf("read %s: %w", filepath.Join(stateDir, "emulator.json"), err)
-	}
-	return info, true, nil
+	return nil
 }
+
+// republishLoop restores the discovery file and the lock file's copy when something damaged or replaced
+// them while the emulator runs.
+func (e *Emulator) republishLoop(b []byte) {
+	t := time.NewTicker(republishPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-t.C:
+		}
+		info, _ := readLimited(filepath.Join(e.opts.StateDir, InfoFile), int64(len(b))+1)
+		lock := make([]byte, len(b)+1)
+		n, _ := e.lock.ReadAt(lock, 0)
+		if bytes.Equal(info, b) && bytes.Equal(lock[:n], b) {
+			continue
+		}
+		e.log.Printf("the discovery file or the lock file's copy of it changed: writing them again")
+		if err := e.publish(b); err != nil {
+			e.log.Print(err)
+		}
+	}
+}
+
+// republishPeriod is how often the emulator checks its discovery files.
+const republishPeriod = time.Second
 
 // URL is the base URL of the emulator, e.g. http://127.0.0.1:4599.
 func (e *Emulator) URL() string { return "http://" + e.listener.Addr().String() }
@@ -197,13 +261,15 @@ func (e *Emulator) Run(ctx context.Context) error {
 	// The lock is released last, once the discovery file is gone: a process that finds the lock free may start
 	// the next emulator at once, and this one must not remove that emulator's discovery file.
 	defer e.lock.Close()
-	info := Info{PID: os.Getpid(), URL: e.URL(), Started: time.Now().UTC()}
-	b, _ := json.Marshal(info)
-	infoPath := filepath.Join(e.opts.StateDir, "emulator.json")
-	if err := os.WriteFile(infoPath, b, 0o644); err != nil {
+	e.info.Started = time.Now().UTC()
+	b, _ := json.Marshal(e.info)
+	infoPath := filepath.Join(e.opts.StateDir, InfoFile)
+	if err := e.publish(b); err != nil {
 		e.listener.Close()
-		return fmt.Errorf("publish emulator info: %w", err)
+		return err
 	}
+	// The lock file's copy goes too: a stale identity there names a run that is over.
+	defer e.lock.Truncate(0)
 	defer os.Remove(infoPath)
 
 	e.mu.Lock()
@@ -212,13 +278,14 @@ func (e *Emulator) Run(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 
-	e.wg.Add(2)
+	e.wg.Add(3)
 	go func() { defer e.wg.Done(); e.sampleLoop() }()
 	go func() { defer e.wg.Done(); e.scaleLoop() }()
+	go func() { defer e.wg.Done(); e.republishLoop(b) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- e.server.Serve(e.listener) }()
-	e.log.Printf("listening on %s, state in %s", e.URL(), e.opts.StateDir)
+	e.log.Printf("listening on %s, state in %s, access key id %s (in %s)", e.URL(), e.opts.StateDir, e.creds.AccessKeyID, filepath.Join(e.opts.StateDir, CredentialsFile))
 
 	var err error
 	select {
@@ -260,6 +327,10 @@ var cloudwatchCBOR = service{"GraniteServiceVersion20100801", cloudwatchOps, rpc
 
 // serve runs the named operation, or answers UnknownOperationException in the service's protocol.
 func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op string) {
+	if err := e.authorize(r); err != nil {
+		s.proto.writeError(w, err)
+		return
+	}
 	o, ok := s.ops[op]
 	if !ok {
 		s.proto.writeError(w, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement %s.%s", s.name, op))
@@ -270,12 +341,17 @@ func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op s
 
 // ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_0 and
 // awsJson1_1), the /service/<service>/operation/<op> path (rpcv2Cbor) or the /endpoints/<name>/ path
-// (restJson1).
+// (restJson1). Every AWS request must carry a SigV4 Authorization header with the emulator's access key id;
+// only HealthPath answers without one, and it tells who the emulator is, never its key.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		prefix, op, _ := strings.Cut(target, ".")
 		s, ok := targetServices[prefix]
 		if !ok {
+			if err := e.authorize(r); err != nil {
+				writeJSONError(w, err)
+				return
+			}
 			writeJSONError(w, errorf("UnknownOperationException", 400, "unknown service in X-Amz-Target %q", target))
 			return
 		}
@@ -284,6 +360,14 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if op, ok := strings.CutPrefix(r.URL.Path, "/service/"+cloudwatchCBOR.name+"/operation/"); ok {
 		cloudwatchCBOR.serve(e, w, r, op)
+		return
+	}
+	if r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		writeJSON(w, e.info)
+		return
+	}
+	if err := e.authorize(r); err != nil {
+		writeJSONError(w, err)
 		return
 	}
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/endpoints/"); ok && r.Method == http.MethodPost {
@@ -296,10 +380,6 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.invokeStream(w, r, name)
 			return
 		}
-	}
-	if r.URL.Path == "/_emulator/health" {
-		writeJSON(w, map[string]any{"pid": os.Getpid(), "url": e.URL()})
-		return
 	}
 	writeJSONError(w, errorf("UnknownOperationException", 404, "the emulator does not implement %s %s", r.Method, r.URL.Path))
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +59,27 @@ type clients struct {
 	lg  *cloudwatchlogs.Client
 }
 
+// keys holds the access key of every emulator a test started, by URL: newClients signs with the key of the
+// emulator it talks to.
+var keys sync.Map
+
+// keyFor returns the access key of the emulator a test started at url.
+func keyFor(url string) cloud.LocalCredentials {
+	k, ok := keys.Load(url)
+	if !ok {
+		panic("newClients: no emulator started by this test binary serves " + url + ": start it with start()")
+	}
+	return k.(cloud.LocalCredentials)
+}
+
+// newClients returns the SDK clients for the emulator a test started at url, signing with its access key.
 func newClients(url string) clients {
-	cfg := cloud.LocalConfig(url)
+	return newClientsWith(url, keyFor(url))
+}
+
+// newClientsWith returns the SDK clients for the emulator at url, signing with creds.
+func newClientsWith(url string, creds cloud.LocalCredentials) clients {
+	cfg := cloud.LocalConfig(url, creds)
 	ep := aws.String(url)
 	return clients{
 		sm:  sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = ep }),
@@ -67,6 +88,13 @@ func newClients(url string) clients {
 		cw:  cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) { o.BaseEndpoint = ep }),
 		lg:  cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = ep }),
 	}
+}
+
+// sigV4Header is a SigV4 Authorization header naming akid, for raw HTTP requests (the emulator checks the
+// access key id, not the signature).
+func sigV4Header(akid, service string) string {
+	return "AWS4-HMAC-SHA256 Credential=" + akid + "/" + time.Now().UTC().Format("20060102") + "/us-east-1/" + service +
+		"/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=" + strings.Repeat("0", 64)
 }
 
 // running is an emulator serving in the background of a test.
@@ -79,14 +107,27 @@ type running struct {
 // start opens and runs an emulator on a free loopback port with a 1-second metric period.
 func start(t *testing.T, dir, bin string) *running {
 	t.Helper()
-	emu, err := Open(Options{StateDir: dir, Addr: "127.0.0.1:0", ContainerBin: bin, MetricPeriod: time.Second, Log: testLog()})
+	return startWith(t, Options{StateDir: dir, Addr: "127.0.0.1:0", ContainerBin: bin, MetricPeriod: time.Second})
+}
+
+// startWith opens and runs an emulator with opts (diagnostics to testLog) and registers its access key for
+// newClients.
+func startWith(t *testing.T, opts Options) *running {
+	t.Helper()
+	opts.Log = testLog()
+	emu, err := Open(opts)
 	if err != nil {
 		t.Fatalf("open emulator: %v", err)
 	}
+	keys.Store(emu.URL(), cloud.LocalCredentials(emu.Credentials()))
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{emu: emu, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- emu.Run(ctx) }()
 	t.Cleanup(r.stop)
+	eventually(t, 10*time.Second, "the emulator to publish and answer its identity", func() bool {
+		_, ok, err := Running(opts.StateDir)
+		return ok && err == nil
+	})
 	return r
 }
 

@@ -3,9 +3,11 @@ package emulator
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -49,11 +51,16 @@ var (
 	rpcv2CBOR = protocol{decode: decodeCBOR, write: writeCBOR, writeError: writeCBORError}
 )
 
+// MaxControlPlaneBody is the largest control-plane request body the emulator reads (SageMaker, Application
+// Auto Scaling, CloudWatch, CloudWatch Logs). The largest request AWS documents among them, a PutLogEvents
+// batch, is about 1 MB; a larger body is refused whole, never parsed in part.
+const MaxControlPlaneBody = 16 << 20
+
 // serve reads the request body, runs op with the protocol's decoder and writes its result or error.
 func (p protocol) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op operation) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-	if err != nil {
-		p.writeError(w, errorf("SerializationException", http.StatusBadRequest, "read request body: %v", err))
+	body, apiErr := readBody(w, r, MaxControlPlaneBody)
+	if apiErr != nil {
+		p.writeError(w, apiErr)
 		return
 	}
 	out, apiErr := op(e, func(v any) *apiError { return p.decode(body, v) })
@@ -62,6 +69,37 @@ func (p protocol) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op 
 		return
 	}
 	p.write(w, out)
+}
+
+// readBody reads a whole request body of at most limit bytes. A larger body (by its Content-Length or as it
+// arrives) is answered 413 RequestEntityTooLargeException and the connection closed after the answer, so
+// the rest is never read; a body that does not arrive within the server's read timeout is answered 408.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
+	tooLarge := func(size string) *apiError {
+		// The rest of the body stays unread: net/http closes the connection after this answer.
+		w.Header().Set("Connection", "close")
+		return errorf("RequestEntityTooLargeException", http.StatusRequestEntityTooLarge,
+			"the request body is %s, more than the %d bytes (%d MiB) the emulator accepts for a control-plane call: send smaller requests (batch fewer items per call)",
+			size, limit, limit>>20)
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge(fmt.Sprintf("%d bytes", r.ContentLength))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &maxErr):
+		return nil, tooLarge("over the limit")
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		return nil, errorf("RequestTimeoutException", http.StatusRequestTimeout,
+			"the request body did not arrive within the emulator's read timeout: send the whole request at once")
+	default:
+		return nil, errorf("SerializationException", http.StatusBadRequest, "read the request body: %v", err)
+	}
 }
 
 // apiError is an error in the AWS shape: a modeled error code, an HTTP status and a message.

@@ -84,11 +84,11 @@ func deploy(c *cli.Context) error {
 	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: models.LocalInstanceType, ContainerDigest: digest}, planPath)
 	env := m.ContainerEnvironment(dir, dec.QueueMaxDepth())
 
-	url, err := ensureEmulator(c.Context, c)
+	emu, err := ensureEmulator(c.Context, c)
 	if err != nil {
 		return err
 	}
-	cfg := cloud.LocalConfig(url)
+	cfg := emu.config()
 	sm := sagemaker.NewFromConfig(cfg)
 	name := m.EndpointName()
 	w, ew := c.App.Writer, c.App.ErrWriter
@@ -152,9 +152,9 @@ func deploy(c *cli.Context) error {
 	d := res.Endpoint
 	v := d.ProductionVariants[0]
 	fmt.Fprintf(w, "endpoint   %s (%s, %d instance(s), variant %s)\n", name, d.EndpointStatus, aws.ToInt32(v.CurrentInstanceCount), models.VariantName)
-	fmt.Fprintf(w, "emulator   %s (state %s)\n", url, c.String(stateDirFlag.Name))
+	fmt.Fprintf(w, "emulator   %s (state %s, access key id %s)\n", emu.URL, c.String(stateDirFlag.Name), emu.creds.AccessKeyID)
 	fmt.Fprintf(w, "scaling    %s\n", scaling)
-	printEnv(c, url)
+	printEnv(c, emu)
 	if dec.Explicit && !dec.Enabled {
 		return errors.New("autoscaling was asked for but the gate refused the plan")
 	}

@@ -35,11 +35,11 @@ func destroy(c *cli.Context) error {
 	if !c.Bool("local") {
 		return usagef("removing %s from AWS goes through the CDK app (`npx cdk destroy -c model=%s`); speech-infra destroy runs only --local", m.ID, m.ID)
 	}
-	url, err := ensureEmulator(c.Context, c)
+	emu, err := ensureEmulator(c.Context, c)
 	if err != nil {
 		return err
 	}
-	cfg := cloud.LocalConfig(url)
+	url, cfg := emu.URL, emu.config()
 	name := m.EndpointName()
 	if _, err := cloud.RemoveScaling(c.Context, applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg), name, models.VariantName); err != nil {
 		return err

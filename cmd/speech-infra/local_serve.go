@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,7 +28,8 @@ func localServeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "emulator serving %s on %s\n", c.String(stateDirFlag.Name), emu.URL())
+			fmt.Fprintf(c.App.Writer, "emulator serving %s on %s (loopback only), access key id %s (from %s)\n",
+				c.String(stateDirFlag.Name), emu.URL(), emu.Credentials().AccessKeyID, filepath.Join(c.String(stateDirFlag.Name), emulator.CredentialsFile))
 			return emu.Run(c.Context)
 		},
 	}

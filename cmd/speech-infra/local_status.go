@@ -6,9 +6,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/urfave/cli/v2"
-
-	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/emulator"
 )
 
 func localStatusCommand() *cli.Command {
@@ -16,10 +13,10 @@ func localStatusCommand() *cli.Command {
 		Name:  "status",
 		Usage: "say whether the emulator runs, where, and which endpoints it holds",
 		Flags: []cli.Flag{stateDirFlag},
-		Action: onRunningEmulator("emulator   not running (state %s)", func(c *cli.Context, dir string, info emulator.Info) error {
+		Action: onRunningEmulator("emulator   not running (state %s)", func(c *cli.Context, dir string, emu localEmulator) error {
 			w := c.App.Writer
-			fmt.Fprintf(w, "emulator   %s (pid %d, state %s, since %s)\n", info.URL, info.PID, dir, info.Started.Format("2006-01-02 15:04:05Z"))
-			sm := sagemaker.NewFromConfig(cloud.LocalConfig(info.URL))
+			fmt.Fprintf(w, "emulator   %s (pid %d, state %s, since %s, access key id %s)\n", emu.URL, emu.PID, dir, emu.Started.Format("2006-01-02 15:04:05Z"), emu.creds.AccessKeyID)
+			sm := sagemaker.NewFromConfig(emu.config())
 			list, err := sm.ListEndpoints(c.Context, &sagemaker.ListEndpointsInput{})
 			if err != nil {
 				return fmt.Errorf("list endpoints: %w", err)
@@ -32,7 +29,7 @@ func localStatusCommand() *cli.Command {
 				v := d.ProductionVariants[0]
 				fmt.Fprintf(w, "endpoint   %s %s, %d/%d instances\n", aws.ToString(d.EndpointName), d.EndpointStatus, aws.ToInt32(v.CurrentInstanceCount), aws.ToInt32(v.DesiredInstanceCount))
 			}
-			printEnv(c, info.URL)
+			printEnv(c, emu)
 			return nil
 		}),
 	}

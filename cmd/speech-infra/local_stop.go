@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -10,29 +12,57 @@ import (
 	"github.com/speech-infra/speech-infra/emulator"
 )
 
+// stopTimeout bounds waiting for the signalled emulators to release the state directory.
+const stopTimeout = 30 * time.Second
+
 func localStopCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "stop",
 		Usage: "stop the emulator and its instances (the state stays; the next start restarts the instances)",
 		Flags: []cli.Flag{stateDirFlag},
-		Action: onRunningEmulator("no emulator runs on %s", func(c *cli.Context, dir string, info emulator.Info) error {
-			if info.PID == 0 {
-				return fmt.Errorf("the emulator on %s has not published its pid yet: try again", dir)
+		// onRunningEmulator hands over the pid the emulator answered itself at its health route, with the
+		// instance id and state directory it published: a discovery file edited to name another process
+		// never gets that process signalled.
+		Action: onRunningEmulator("no emulator runs on %s", func(c *cli.Context, dir string, emu localEmulator) error {
+			stopped := []int{}
+			signal := func(pid int) error {
+				if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+					return fmt.Errorf("stop emulator (pid %d): %w", pid, err)
+				}
+				stopped = append(stopped, pid)
+				return nil
 			}
-			if err := syscall.Kill(info.PID, syscall.SIGTERM); err != nil {
-				return fmt.Errorf("stop emulator (pid %d): %w", info.PID, err)
+			if err := signal(emu.PID); err != nil {
+				return err
 			}
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(stopTimeout)
 			for {
-				if _, running, _ := emulator.Running(dir); !running {
-					fmt.Fprintf(c.App.Writer, "emulator stopped (pid %d)\n", info.PID)
+				time.Sleep(100 * time.Millisecond)
+				info, running, err := emulator.Running(dir)
+				if !running {
+					fmt.Fprintf(c.App.Writer, "emulator stopped (pid %s)\n", pids(stopped))
 					return nil
 				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("the emulator (pid %d) did not stop within 30 s", info.PID)
+				// An emulator started at the same moment as the stopped one may take the directory over once it
+				// is free; it is confirmed like the first, and stopped too.
+				if err == nil && info.PID != stopped[len(stopped)-1] {
+					if err := signal(info.PID); err != nil {
+						return err
+					}
 				}
-				time.Sleep(100 * time.Millisecond)
+				if time.Now().After(deadline) {
+					return fmt.Errorf("the emulator (pid %s) did not stop within %s", pids(stopped), stopTimeout)
+				}
 			}
 		}),
 	}
+}
+
+// pids lists process ids: "12" or "12, then 15".
+func pids(ps []int) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", then ")
 }

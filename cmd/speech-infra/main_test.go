@@ -22,7 +22,8 @@ import (
 // TestMain doubles as the emulator process: deploy --local re-executes its own binary (here the test binary)
 // with `local serve`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "serve" {
+	// SPEECH_INFRA_TEST_RUN_CLI makes it the CLI itself, for tests that run several commands as processes.
+	if (len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "serve") || os.Getenv("SPEECH_INFRA_TEST_RUN_CLI") == "1" {
 		os.Exit(exitCode(run(context.Background(), os.Args, os.Stdout, os.Stderr), os.Stderr))
 	}
 	os.Exit(m.Run())

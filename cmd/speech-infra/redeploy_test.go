@@ -23,6 +23,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -161,8 +162,12 @@ func TestRedeployAppliesPlan(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cfg := cloud.LocalConfig("http://127.0.0.1:" + port)
-	sm, aas, cw := sagemaker.NewFromConfig(cfg), applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg)
+	// The clients sign with the key the emulator generates at its first start (the first deploy below).
+	var (
+		sm  *sagemaker.Client
+		aas *applicationautoscaling.Client
+		cw  *cloudwatch.Client
+	)
 	const name = "speech-espeak-ng"
 	// deployed returns the endpoint's status, model name and container environment, read back through the SDK.
 	deployed := func() (string, string, map[string]string) {
@@ -207,6 +212,12 @@ func TestRedeployAppliesPlan(t *testing.T) {
 
 	// 1. No plan: the measurement configuration, no scaling.
 	out := deploy(noPlan)
+	creds, err := emulator.ReadCredentials(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cloud.LocalConfig("http://127.0.0.1:"+port, cloud.LocalCredentials(creds))
+	sm, aas, cw = sagemaker.NewFromConfig(cfg), applicationautoscaling.NewFromConfig(cfg), cloudwatch.NewFromConfig(cfg)
 	if !strings.Contains(out, "created    endpoint "+name) || !strings.Contains(out, "QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate") || !strings.Contains(out, "scaling    off") {
 		t.Errorf("first deploy output:\n%s", out)
 	}

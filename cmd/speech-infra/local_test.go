@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/emulator"
+)
+
+// victim starts an unrelated long-running process (sleep) and returns its pid; the test fails if it is gone
+// at the end.
+func victim(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+			t.Errorf("the unrelated process %d was killed", cmd.Process.Pid)
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return cmd.Process.Pid
+}
+
+// localEnvFor points the speech-infra commands of this test at state (and a free port), with a container
+// binary that exists (no instance is started in these tests).
+func localEnvFor(t *testing.T, state string) string {
+	t.Helper()
+	port := freePort(t)
+	t.Setenv("SPEECH_INFRA_STATE_DIR", state)
+	t.Setenv("SPEECH_INFRA_PORT", port)
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SPEECH_CONTAINER_BIN", bin)
+	return port
+}
+
+// A discovery file is not trusted: with the state directory locked by something that does not answer as the
+// emulator, and the file naming an unrelated process, `local stop` signals nothing and says why, and `local
+// status` fails rather than report a stranger.
+func TestStopRefusesUnconfirmedProcess(t *testing.T) {
+	state := t.TempDir()
+	localEnvFor(t, state)
+	pid := victim(t)
+	// Something answers on loopback, but not with the emulator's identity.
+	stranger := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"pid":1,"url":"http://127.0.0.1:1","instance":"other"}`))
+	}))
+	defer stranger.Close()
+	lock, err := os.OpenFile(filepath.Join(state, "emulator.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	for _, forged := range []emulator.Info{
+		{PID: pid, URL: stranger.URL, Instance: "forged", StateDir: state},
+		{PID: pid, URL: "http://127.0.0.1:1", Instance: "forged", StateDir: state},
+		{PID: pid, URL: "http://198.51.100.7:4599", Instance: "forged", StateDir: state},
+	} {
+		b, _ := json.Marshal(forged)
+		if err := os.WriteFile(filepath.Join(state, emulator.InfoFile), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := invoke(t, "local", "stop")
+		if code == 0 || !strings.Contains(stderr, "does not answer with its identity") {
+			t.Errorf("local stop with %s naming pid %d at %s: exit %d\n%s%s; want a refusal that says the emulator does not answer", emulator.InfoFile, pid, forged.URL, code, out, stderr)
+		}
+		if out, stderr, code := invoke(t, "local", "status"); code == 0 {
+			t.Errorf("local status with a forged %s: exit 0\n%s%s", emulator.InfoFile, out, stderr)
+		}
+	}
+	// Unlocked: nothing runs, whatever the file says.
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if out, stderr, code := invoke(t, "local", "stop"); code != 0 || !strings.Contains(out, "no emulator runs") {
+		t.Errorf("local stop with no emulator and a forged file: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// A running emulator survives a damaged discovery file: `local status` still finds it (its lock file holds
+// a second copy, and the emulator restores the first), and `local stop` with a file naming an unrelated pid
+// stops the emulator, the pid it answered itself, not that process.
+func TestDamagedDiscoveryFile(t *testing.T) {
+	state := t.TempDir()
+	localEnvFor(t, state)
+	t.Cleanup(func() { invoke(t, "local", "stop") })
+	pid := victim(t)
+	if out, stderr, code := invoke(t, "destroy", "espeak-ng", "--local"); code != 0 || !strings.Contains(out, "nothing to remove") {
+		t.Fatalf("destroy --local (starts the emulator): exit %d\n%s%s", code, out, stderr)
+	}
+	infoPath := filepath.Join(state, emulator.InfoFile)
+	good, err := os.ReadFile(infoPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var emu emulator.Info
+	if err := json.Unmarshal(good, &emu); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := emulator.ReadCredentials(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for name, damage := range map[string][]byte{"truncated": good[:len(good)/3], "empty": nil, "garbage": []byte("\x00\xff{")} {
+		if err := os.WriteFile(infoPath, damage, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := invoke(t, "local", "status")
+		if code != 0 || !strings.Contains(out, emu.URL) || !strings.Contains(out, "export AWS_ACCESS_KEY_ID="+creds.AccessKeyID+"\n") {
+			t.Errorf("local status with a %s discovery file: exit %d\n%s%s; want the emulator at %s and its key", name, code, out, stderr, emu.URL)
+		}
+	}
+
+	forged := strings.Replace(string(good), `"pid":`, `"pid":`+strconv.Itoa(pid)+`,"was":`, 1)
+	if err := os.WriteFile(infoPath, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := invoke(t, "local", "stop")
+	if code != 0 || !strings.Contains(out, "emulator stopped (pid "+strconv.Itoa(emu.PID)+")") {
+		t.Errorf("local stop with a discovery file naming pid %d: exit %d\n%s%s; want the emulator, pid %d, stopped", pid, code, out, stderr, emu.PID)
+	}
+	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
+		t.Errorf("status after stop:\n%s", out)
+	}
+}
+
+// Commands started together with no emulator running all attach to the one emulator that wins the state
+// directory; none fails with "the emulator exited at start". Each runs as its own process of the real CLI.
+func TestConcurrentStartsAttach(t *testing.T) {
+	state := t.TempDir()
+	localEnvFor(t, state)
+	t.Setenv("SPEECH_INFRA_TEST_RUN_CLI", "1")
+	t.Cleanup(func() { invoke(t, "local", "stop") })
+	const n = 4
+	var wg sync.WaitGroup
+	outs := make([]string, n)
+	errs := make([]error, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.CommandContext(ctx, os.Args[0], "destroy", "espeak-ng", "--local")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			errs[i] = cmd.Run()
+			outs[i] = out.String()
+		}()
+	}
+	wg.Wait()
+	urls := map[string]bool{}
+	re := regexp.MustCompile(`does not exist on (http://\S+):`)
+	for i := range n {
+		m := re.FindStringSubmatch(outs[i])
+		if errs[i] != nil || m == nil {
+			t.Errorf("command %d: %v\n%s", i, errs[i], outs[i])
+			continue
+		}
+		urls[m[1]] = true
+	}
+	if len(urls) > 1 {
+		t.Errorf("the commands attached to %d emulators: %v", len(urls), urls)
+	}
+	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(out, "emulator   http://") {
+		t.Errorf("local status: exit %d\n%s%s", code, out, stderr)
+	}
+	// Stopping right away stops whichever emulator holds the directory, also one that took it over from the
+	// first as it stopped.
+	if out, stderr, code := invoke(t, "local", "stop"); code != 0 || !strings.Contains(out, "emulator stopped") {
+		t.Errorf("local stop: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
+		t.Errorf("status after stop:\n%s", out)
+	}
+}
