@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -131,7 +132,7 @@ func (e *Emulator) authorize(r *http.Request) *apiError {
 		return errorf("IncompleteSignature", http.StatusBadRequest,
 			"the Authorization header is not a SigV4 signature (AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/aws4_request, SignedHeaders=..., Signature=...)")
 	}
-	if akid != e.creds.AccessKeyID {
+	if subtle.ConstantTimeCompare([]byte(akid), []byte(e.creds.AccessKeyID)) != 1 {
 		return errorf("InvalidClientTokenId", http.StatusForbidden,
 			"the access key id provided does not exist in the records of this emulator: use the key `speech-infra local status` prints (from %s)",
 			filepath.Join(e.opts.StateDir, CredentialsFile))
