@@ -126,6 +126,40 @@ func TestStalledClientsDoNotPinTheEngine(t *testing.T) {
 	}
 }
 
+// TestNonReadingClientsHoldNoSlot: with a write stall timeout far longer
+// than the third client's patience, two non-reading clients still do not
+// stop it getting audio. A first-chunk slot never waits on a reader: the
+// audio its stream cannot take is held aside and the slot freed, and the
+// job gets no further slot until its reader catches up.
+func TestNonReadingClientsHoldNoSlot(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "WRITE_STALL_TIMEOUT": "10m"})
+	p.waitLine(t, "STAGE ready")
+	long := strings.Repeat("This sentence is long enough to make a lot of audio for a client that never reads it. ", 50)
+	body, _ := json.Marshal(map[string]string{"text": long})
+	for range 2 {
+		c := dialSmallWindow(t, p.port)
+		if _, err := io.WriteString(c, rawPost(string(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Let both be admitted and synthesize until their streams are full.
+	time.Sleep(2 * time.Second)
+	// Three requests in a row, each bounded far below the 10-minute stall
+	// timeout: before the fix the first of them waited for that timeout.
+	client := &http.Client{Timeout: 20 * time.Second}
+	for i := range 3 {
+		res, err := client.Post(p.url("/invocations"), "application/json", strings.NewReader(`{"text":"I still get my audio. And a second sentence."}`))
+		if err != nil {
+			t.Fatalf("request %d beside two non-reading clients: %v (their slots are pinned)", i, err)
+		}
+		audio, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != 200 || len(audio) < 44+22050 {
+			t.Fatalf("request %d: status %d, %d bytes, %v", i, res.StatusCode, len(audio), err)
+		}
+	}
+}
+
 // TestSlowBodyAndIdleConnectionsAreClosed: a client that sends the headers
 // and part of a body is answered 408 and disconnected after
 // BODY_READ_TIMEOUT (it stayed open a full minute before); one that never

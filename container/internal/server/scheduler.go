@@ -71,6 +71,9 @@ type Scheduler struct {
 	// submitted counts the jobs ever submitted. Admission (the gate) and submission are two steps, so tests
 	// that line requests up in a known arrival order wait on this count, not on the gate's depth.
 	submitted atomic.Int64
+	// handing counts the goroutines handing a segment's held audio to a
+	// reader that was not ready for it (see runSegmentReleasing).
+	handing atomic.Int64
 }
 
 // NewScheduler starts workers goroutines running eng under policy. A segment
@@ -139,20 +142,25 @@ func (s *Scheduler) work() {
 			}
 			continue
 		}
-		if s.runSegment(t) && t.index+1 < len(t.j.segs) {
-			s.mu.Lock()
-			s.cont = append(s.cont, task{j: t.j, index: t.index + 1})
-			s.mu.Unlock()
-			s.wake.Signal()
-		}
+		s.runSegmentReleasing(t)
 	}
 }
 
+// enqueueCont queues the segment after t's.
+func (s *Scheduler) enqueueCont(t task) {
+	s.mu.Lock()
+	s.cont = append(s.cont, task{j: t.j, index: t.index + 1})
+	s.mu.Unlock()
+	s.wake.Signal()
+}
+
 // runSegment synthesizes one segment into its job's stream and reports
-// whether the job should go on. A job whose client has gone is dropped
-// without synthesizing anything more. A segment that runs past the time limit
-// fails its job at once (the watchdog sends the error); the slot stays
-// counted as stuck until the engine call returns.
+// whether the job should go on. It holds the slot while the job's stream is
+// full (fifo keeps the original server's behaviour, including this
+// backpressure; the write stall timeout bounds it). A job whose client has
+// gone is dropped without synthesizing anything more. A segment that runs
+// past the time limit fails its job at once (the watchdog sends the error);
+// the slot stays counted as stuck until the engine call returns.
 func (s *Scheduler) runSegment(t task) bool {
 	j := t.j
 	if j.ctx.Err() != nil {
@@ -195,6 +203,97 @@ func (s *Scheduler) runSegment(t task) bool {
 		return false
 	}
 	return true
+}
+
+// runSegmentReleasing synthesizes one segment (first-chunk policy) without
+// ever holding the slot on the job's reader.
+//
+// Subtleness ahead: a client that stops reading fills its stream; if the
+// engine slot waited for it, two non-reading clients would pin two slots
+// and every other request would wait for their write stall timeout. So the
+// audio the stream cannot take at once is kept aside (at most one segment's
+// worth per job) and handed over by a goroutine of its own after the engine
+// call returns; the slot is free at once. The job's next segment is queued
+// only once this segment's audio has been taken, so a non-reading job never
+// gets another slot, and its held audio is dropped when its request ends
+// (the stall timeout cuts it).
+func (s *Scheduler) runSegmentReleasing(t task) {
+	j := t.j
+	if j.ctx.Err() != nil {
+		return
+	}
+	if t.index == 0 {
+		j.started = time.Now()
+	}
+	var held []chunk
+	seg := engine.Segment{Text: j.segs[t.index], Voice: j.voice, Speed: j.speed}
+	wd := s.watch(j, t.index)
+	err := s.synthesize(wd.ctx, seg, func(samples []int16) error {
+		if len(samples) == 0 {
+			return nil
+		}
+		if err := wd.pause(); err != nil {
+			return err
+		}
+		defer wd.resume()
+		if err := j.ctx.Err(); err != nil {
+			return err
+		}
+		c := chunk{samples: samples}
+		if len(held) == 0 {
+			select {
+			case j.out <- c:
+				return nil
+			default:
+			}
+		}
+		held = append(held, c)
+		return nil
+	})
+	if wd.finish() {
+		return
+	}
+	last := t.index+1 == len(j.segs)
+	switch {
+	case err != nil:
+		if j.ctx.Err() != nil {
+			return
+		}
+		held = append(held, chunk{err: err})
+	case last:
+		held = append(held, chunk{end: true})
+	}
+	then := func() {
+		if err == nil && !last {
+			s.enqueueCont(t)
+		}
+	}
+	// The common case: the stream takes everything now.
+	for len(held) > 0 {
+		select {
+		case j.out <- held[0]:
+			held = held[1:]
+			continue
+		default:
+		}
+		break
+	}
+	if len(held) == 0 {
+		then()
+		return
+	}
+	s.handing.Add(1)
+	go func() {
+		defer s.handing.Add(-1)
+		for _, c := range held {
+			select {
+			case j.out <- c:
+			case <-j.ctx.Done():
+				return
+			}
+		}
+		then()
+	}()
 }
 
 // Stuck returns how many slots are in an engine call that ran past the
