@@ -310,3 +310,34 @@ func TestSourceDigest(t *testing.T) {
 		t.Fatal("a missing directory has a digest")
 	}
 }
+
+// Every numeric field of a loaded artifact has bounds, and the message states them.
+func TestArtifactFieldBounds(t *testing.T) {
+	m := kokoro(t)
+	for _, tt := range []struct {
+		name string
+		edit func(q *QMax, tt *TTotal)
+		want string
+	}{
+		{"achieved rps 1e300", func(q *QMax, _ *TTotal) { q.Steps[1].AchievedRPS = 1e300 }, "steps[1].achieved_rps: is 1e+300: want a number in [0, 1e+06]"},
+		{"latency beyond a day", func(q *QMax, _ *TTotal) { q.Steps[2].TTFABP99Ms = 1e12 }, "steps[2].ttfab_p99_ms: is 1e+12: want a number in [0, 8.64e+07]"},
+		{"concurrency huge", func(q *QMax, _ *TTotal) { q.Steps[5].Concurrency = 1 << 40 }, "steps[5].concurrency: is 1099511627776: want 1 to 100000"},
+		{"count huge", func(q *QMax, _ *TTotal) { q.Steps[0].OKCount = 1 << 40 }, "steps[0].ok_count: is 1099511627776: want 0 to 1000000000"},
+		{"too many steps", func(q *QMax, _ *TTotal) {
+			for len(q.Steps) <= MaxQMaxSteps {
+				q.Steps = append(q.Steps, q.Steps[0])
+			}
+		}, "steps: has 257 steps: at most 256"},
+		{"t_total beyond a day", func(_ *QMax, tt *TTotal) { tt.TTotalS = 1e300 }, "t_total_s: is 1e+300: want a number of seconds in (0, 86400]"},
+		{"to_instances huge", func(_ *QMax, tt *TTotal) { tt.ToInstances = 1 << 40 }, "to_instances: is 1099511627776: want above from_instances 1, at most 100000"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q, ttl := testQMax(m), testTTotal(m)
+			tt.edit(q, ttl)
+			errs := append(q.Verify(), ttl.Verify()...)
+			if !strings.Contains(errors.Join(errs...).Error(), tt.want) {
+				t.Fatalf("errs = %v, want one containing %q", errs, tt.want)
+			}
+		})
+	}
+}

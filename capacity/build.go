@@ -257,10 +257,15 @@ func ParseWhatIf(s string) (WhatIf, error) {
 			errs = append(errs, fmt.Errorf("%s is given twice", k))
 		}
 		seen[k] = true
-		float := func(dst *float64) {
+		float := func(dst *float64, lo, hi float64, loOpen bool, what string) {
 			x, err := strconv.ParseFloat(v, 64)
-			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%s: want a positive number", k, v))
+			ok := err == nil && x <= hi && (x > lo || (!loOpen && x == lo))
+			if !ok {
+				open := "["
+				if loOpen {
+					open = "("
+				}
+				errs = append(errs, fmt.Errorf("%s=%s: want %s in %s%g, %g]", k, v, what, open, lo, hi))
 				return
 			}
 			*dst = x
@@ -268,18 +273,18 @@ func ParseWhatIf(s string) (WhatIf, error) {
 		switch k {
 		case "q_max":
 			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				errs = append(errs, fmt.Errorf("q_max=%s: want a whole number of concurrent requests, at least 1", v))
+			if err != nil || n < 1 || n > MaxConcurrency {
+				errs = append(errs, fmt.Errorf("q_max=%s: want a whole number of concurrent requests, 1 to %d", v, MaxConcurrency))
 			}
 			w.QMax = n
 		case "t_total_s":
-			float(&w.TTotalS)
+			float(&w.TTotalS, 0, MaxTTotalS, true, "a number of seconds")
 		case "throughput_rps":
-			float(&w.ThroughputRPS)
+			float(&w.ThroughputRPS, 0, MaxInstanceRPS, true, "a per-instance request rate")
 		case "throughput_at_q_max_rps":
-			float(&w.ThroughputAtQMaxRPS)
+			float(&w.ThroughputAtQMaxRPS, 0, MaxInstanceRPS, true, "a per-instance request rate")
 		case "cloudwatch_ratio":
-			float(&w.CloudWatchRatio)
+			float(&w.CloudWatchRatio, MinCloudWatchRatio, MaxCloudWatchRatio, false, "a ratio")
 		case "transport":
 			if !knownTransport(v) {
 				errs = append(errs, fmt.Errorf("transport=%s: want one of %s", v, strings.Join(Transports, ", ")))
@@ -336,6 +341,9 @@ func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
 	atQ := w.ThroughputAtQMaxRPS
 	if atQ == 0 && cmax > 0 {
 		atQ = w.ThroughputRPS * float64(w.QMax) / cmax
+	}
+	if atQ > MaxInstanceRPS {
+		return nil, fmt.Errorf("build what-if plan: throughput_at_q_max_rps: the assumed constant response time gives %g requests per second at Q_max, above %g: give throughput_at_q_max_rps", atQ, MaxInstanceRPS)
 	}
 	if cmax > 0 && cmax < float64(w.QMax) {
 		in.Throughput = []ThroughputPoint{{Concurrency: cmax, RPS: w.ThroughputRPS}, {Concurrency: float64(w.QMax), RPS: atQ}}

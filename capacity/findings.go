@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -33,6 +34,14 @@ func peakCoverage(in Inputs, d Derived) Finding {
 
 func scaleInSafety(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingScaleInSafety}
+	// The alarm is deployed with the threshold as ScalingSpecFor renders it; concurrency is never below 0.
+	if rendered := round3(d.ScaleInThreshold); !(rendered > 0) {
+		f.Status = StatusFail
+		f.Detail = fmt.Sprintf("the scale-in alarm fires below C_scale_min × cloudwatch_ratio = %s, which the alarm renders (three decimals) as %s: concurrency is never below 0, so the fleet never scales in (surge ratio %s leaves C_scale_min = (1 − 2h)·Q_max = %s)",
+			num(d.ScaleInThreshold), num(rendered), exact(in.SurgeRatio), num(d.CScaleMin))
+		f.Recommendation = "plan with a lower --surge, so that C_scale_min stays well above 0 (e.g. --surge 1.25 gives half of Q_max)"
+		return f
+	}
 	m := in.MinInstances
 	after := float64(m+1) / float64(m) * d.CScaleMin
 	q := float64(in.QMax)
@@ -112,7 +121,7 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingSurgeSurvival}
 	r := simulateSurge(in, d)
 	f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps, starting on %d instance(s), scale-out after %d×%d s breaching datapoints, cooldown %d s, new instances serving %s s after each scale-out: ",
-		num(in.SurgeRatio), num(d.TPlanS), num(in.TroughRPS), num(in.PeakRPS), r.StartInstances,
+		exact(in.SurgeRatio), num(d.TPlanS), num(in.TroughRPS), num(in.PeakRPS), r.StartInstances,
 		in.EvaluationPeriods, in.MetricPeriodS, d.ScaleOutCooldownS, num(r.ServeDelayS))
 	if r.BreachAtS >= 0 {
 		f.Status = StatusFail
@@ -248,10 +257,15 @@ func simulateSurge(in Inputs, d Derived) surgeResult {
 	return r
 }
 
-// num formats a number for humans: up to two decimals, no trailing zeros.
+// num formats a number for humans: up to two decimals, no trailing zeros; three significant digits in
+// exponent form for magnitudes two decimals would hide (below 0.01, printed 0) or make unreadable (1e9 and
+// above).
 func num(x float64) string {
 	if math.IsInf(x, 1) {
 		return "∞"
+	}
+	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
+		return strconv.FormatFloat(x, 'g', 3, 64)
 	}
 	s := fmt.Sprintf("%.2f", x)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")

@@ -220,22 +220,21 @@ func ParsePlan(source string, data []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// verifyInputs returns every out-of-range input, naming the JSON field.
+// verifyInputs returns every out-of-range input, naming the JSON field and stating the limit.
 func verifyInputs(in Inputs) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	if in.QMax < 1 || in.QMax > 1_000_000 {
-		add("q_max: is %d: want 1 to 1000000 concurrent requests", in.QMax)
+	if in.QMax < 1 || in.QMax > MaxConcurrency {
+		add("q_max: is %d: want 1 to %d concurrent requests", in.QMax, MaxConcurrency)
 	}
-	if !(in.TTotalS > 0) || in.TTotalS > 86400 {
-		add("t_total_s: is %g: want a positive number of seconds up to 86400", in.TTotalS)
+	if !positiveUpTo(in.TTotalS, MaxTTotalS) {
+		add("t_total_s: is %g: want a number of seconds in (0, %d]", in.TTotalS, MaxTTotalS)
 	}
 	if !(in.SurgeRatio >= 1 && in.SurgeRatio < 1.5) {
-		add("surge_ratio: is %g: want a ratio in [1, 1.5) (1.25 = load may grow 25%% within one T_plan)", in.SurgeRatio)
+		add("surge_ratio: is %s: want a ratio in [1, 1.5) (1.25 = load may grow 25%% within one T_plan)", exact(in.SurgeRatio))
 	}
-	if !(in.DetectionBufferS >= 0) || in.DetectionBufferS > 3600 {
-		add("detection_buffer_s: is %g: want 0 to 3600 seconds", in.DetectionBufferS)
+	if !inRange(in.DetectionBufferS, 0, MaxDetectionBufferS) {
+		add("detection_buffer_s: is %g: want 0 to %d seconds", in.DetectionBufferS, MaxDetectionBufferS)
 	}
 	if in.MetricPeriodS < 1 || in.MetricPeriodS > 3600 {
 		add("metric_period_s: is %d: want 1 to 3600 seconds", in.MetricPeriodS)
@@ -243,26 +242,26 @@ func verifyInputs(in Inputs) []error {
 	if in.EvaluationPeriods < 1 || in.EvaluationPeriods > 100 {
 		add("evaluation_periods: is %d: want 1 to 100", in.EvaluationPeriods)
 	}
-	if !(in.PeakRPS > 0) || !finite(in.PeakRPS) || in.PeakRPS > 1e9 {
-		add("peak_rps: is %g: want a positive request rate", in.PeakRPS)
+	if !positiveUpTo(in.PeakRPS, MaxRPS) {
+		add("peak_rps: is %g: want a request rate in (0, %g]", in.PeakRPS, float64(MaxRPS))
 	}
-	if !(in.TroughRPS > 0) || in.TroughRPS > in.PeakRPS {
-		add("trough_rps: is %g: want a positive request rate no higher than peak_rps %g", in.TroughRPS, in.PeakRPS)
+	if !positiveUpTo(in.TroughRPS, math.Min(in.PeakRPS, MaxRPS)) {
+		add("trough_rps: is %g: want a request rate in (0, peak_rps %g]", in.TroughRPS, in.PeakRPS)
 	}
-	if in.MinInstances < 1 {
-		add("min_instances: is %d: want at least 1", in.MinInstances)
+	if in.MinInstances < 1 || in.MinInstances > MaxInstances {
+		add("min_instances: is %d: want 1 to %d", in.MinInstances, MaxInstances)
 	}
-	if in.MaxInstances < in.MinInstances || in.MaxInstances > 100_000 {
-		add("max_instances: is %d: want at least min_instances %d", in.MaxInstances, in.MinInstances)
+	if in.MaxInstances < max(1, in.MinInstances) || in.MaxInstances > MaxInstances {
+		add("max_instances: is %d: want min_instances %d to %d", in.MaxInstances, in.MinInstances, MaxInstances)
 	}
-	if in.QueueMaxDepth < 1 {
-		add("queue_max_depth: is %d: want at least 1", in.QueueMaxDepth)
+	if in.QueueMaxDepth < 1 || in.QueueMaxDepth > MaxQueueDepth {
+		add("queue_max_depth: is %d: want 1 to %d", in.QueueMaxDepth, MaxQueueDepth)
 	}
-	if in.InvocationTimeoutS < 1 {
-		add("invocation_timeout_s: is %d: want at least 1", in.InvocationTimeoutS)
+	if in.InvocationTimeoutS < 1 || in.InvocationTimeoutS > MaxInvocationTimeoutS {
+		add("invocation_timeout_s: is %d: want 1 to %d seconds", in.InvocationTimeoutS, MaxInvocationTimeoutS)
 	}
-	if !(in.CloudWatchRatio > 0) || !finite(in.CloudWatchRatio) || in.CloudWatchRatio > 100 {
-		add("cloudwatch_ratio: is %g: want a positive ratio (1 when unmeasured)", in.CloudWatchRatio)
+	if !inRange(in.CloudWatchRatio, MinCloudWatchRatio, MaxCloudWatchRatio) {
+		add("cloudwatch_ratio: is %g: want a ratio in [%g, %g] (1 when unmeasured)", in.CloudWatchRatio, MinCloudWatchRatio, MaxCloudWatchRatio)
 	}
 	if len(in.Throughput) == 0 {
 		add("throughput: is empty: the plan needs the measured throughput curve")
@@ -272,18 +271,18 @@ func verifyInputs(in Inputs) []error {
 		return errs
 	}
 	for i, p := range in.Throughput {
-		if !(p.Concurrency > 0) || !finite(p.Concurrency) || (i > 0 && !(p.Concurrency > in.Throughput[i-1].Concurrency)) {
-			add("throughput[%d].concurrency: is %g: want positive and increasing", i, p.Concurrency)
+		if !positiveUpTo(p.Concurrency, MaxConcurrency) || (i > 0 && !(p.Concurrency > in.Throughput[i-1].Concurrency)) {
+			add("throughput[%d].concurrency: is %g: want increasing concurrencies in (0, %d]", i, p.Concurrency, MaxConcurrency)
 		}
-		if !(p.RPS > 0) || !finite(p.RPS) {
-			add("throughput[%d].rps: is %g: want a positive rate", i, p.RPS)
+		if !positiveUpTo(p.RPS, MaxInstanceRPS) {
+			add("throughput[%d].rps: is %g: want a per-instance request rate in (0, %g]", i, p.RPS, MaxInstanceRPS)
 		}
 	}
 	return errs
 }
 
 // maxThroughputPoints bounds the throughput curve, which the surge simulation walks every simulated second.
-const maxThroughputPoints = 256
+const maxThroughputPoints = MaxQMaxSteps
 
 // ceilSeconds rounds a duration in seconds up to whole seconds, ignoring float noise below a microsecond.
 func ceilSeconds(x float64) int { return int(math.Ceil(x - 1e-6)) }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -296,7 +297,12 @@ func TestParseWhatIfErrors(t *testing.T) {
 		{"", "missing q_max, t_total_s, throughput_rps"},
 		{"q_max=50,t_total_s=240", "missing throughput_rps"},
 		{"q_max=5.5,t_total_s=240,throughput_rps=3", "q_max=5.5: want a whole number"},
-		{"q_max=50,t_total_s=-1,throughput_rps=3", "t_total_s=-1: want a positive number"},
+		{"q_max=50,t_total_s=-1,throughput_rps=3", "t_total_s=-1: want a number of seconds in (0, 86400]"},
+		{"q_max=50,t_total_s=240,throughput_rps=1e300", "throughput_rps=1e300: want a per-instance request rate in (0, 1e+06]"},
+		{"q_max=50,t_total_s=240,throughput_rps=3,cloudwatch_ratio=1e-300", "cloudwatch_ratio=1e-300: want a ratio in [0.1, 10]"},
+		{"q_max=50,t_total_s=240,throughput_rps=3,cloudwatch_ratio=NaN", "cloudwatch_ratio=NaN: want a ratio in [0.1, 10]"},
+		{"q_max=50,t_total_s=Inf,throughput_rps=3", "t_total_s=Inf: want a number of seconds in (0, 86400]"},
+		{"q_max=1000000,t_total_s=240,throughput_rps=3", "q_max=1000000: want a whole number of concurrent requests, 1 to 100000"},
 		{"q_max=50,t_total_s=240,throughput_rps=3,qmax=2", `unknown key "qmax"`},
 		{"q_max=50,t_total_s=240,throughput_rps=3,transport=grpc", "transport=grpc"},
 		{"q_max=50,q_max=40,t_total_s=240,throughput_rps=3", "q_max is given twice"},
@@ -306,6 +312,70 @@ func TestParseWhatIfErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseWhatIf(%q) = %v, want an error containing %q", tt.spec, err, tt.want)
 		}
+	}
+}
+
+// A scale-in threshold that the alarm renders as 0 can never be crossed ("below 0"): the fleet would never
+// scale in. Issue 8: --surge 1.4999999999 gave a threshold of 0 and a feasible plan.
+func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS, o.SurgeRatio = 80, 10, 1.4999999999
+	p, err := FromWhatIf(m, WhatIf{QMax: 40, TTotalS: 280, ThroughputRPS: 13.6}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := p.Finding(FindingScaleInSafety)
+	if p.Feasible() || f.Status != StatusFail || !strings.Contains(f.Detail, "renders (three decimals) as 0") ||
+		!strings.Contains(f.Detail, "surge ratio 1.4999999999") {
+		t.Fatalf("verdict %s, scale_in_safety %+v", p.Verdict, f)
+	}
+	if got := ScalingSpecFor("e", "v", p).Alarms[0].Threshold; got != 0 {
+		t.Fatalf("the rendered threshold is %g, the test's premise is 0", got)
+	}
+	if errs := p.Verify(); len(errs) > 0 {
+		t.Fatalf("the infeasible plan must still verify: %v", errs)
+	}
+	o.SurgeRatio = 1.4994 // C_scale_min 0.024: renders as 0.024, fires only on an idle instance but fires
+	if p, err = FromWhatIf(m, WhatIf{QMax: 40, TTotalS: 280, ThroughputRPS: 13.6}, o); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := p.Finding(FindingScaleInSafety); f.Status == StatusFail && strings.Contains(f.Detail, "renders") {
+		t.Fatalf("a threshold that renders above 0 was failed for rounding: %+v", f)
+	}
+}
+
+func TestPlanInputBoundsStateTheLimit(t *testing.T) {
+	base := Inputs{QMax: 40, TTotalS: 280, SurgeRatio: 1.25, DetectionBufferS: 60, MetricPeriodS: 10, EvaluationPeriods: 3,
+		PeakRPS: 80, TroughRPS: 10, MinInstances: 1, MaxInstances: 9, QueueMaxDepth: 50, InvocationTimeoutS: 60, CloudWatchRatio: 1,
+		Throughput: []ThroughputPoint{{30, 13.6}, {40, 18}}}
+	if errs := verifyInputs(base); len(errs) > 0 {
+		t.Fatalf("base inputs: %v", errs)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*Inputs)
+		want string
+	}{
+		{"peak 1e300", func(in *Inputs) { in.PeakRPS = 1e300 }, "peak_rps: is 1e+300: want a request rate in (0, 1e+09]"},
+		{"cloudwatch ratio 1e-300", func(in *Inputs) { in.CloudWatchRatio = 1e-300 }, "cloudwatch_ratio: is 1e-300: want a ratio in [0.1, 10]"},
+		{"throughput 1e300", func(in *Inputs) { in.Throughput[1].RPS = 1e300 }, "throughput[1].rps: is 1e+300: want a per-instance request rate in (0, 1e+06]"},
+		{"surge at the limit", func(in *Inputs) { in.SurgeRatio = 1.5 }, "surge_ratio: is 1.5: want a ratio in [1, 1.5)"},
+		{"surge NaN", func(in *Inputs) { in.SurgeRatio = math.NaN() }, "surge_ratio: is NaN"},
+		{"t_total Inf", func(in *Inputs) { in.TTotalS = math.Inf(1) }, "t_total_s: is +Inf: want a number of seconds in (0, 86400]"},
+		{"queue depth huge", func(in *Inputs) { in.QueueMaxDepth = 1 << 40 }, "queue_max_depth: is 1099511627776: want 1 to 100000"},
+		{"invocation timeout above SageMaker's", func(in *Inputs) { in.InvocationTimeoutS = 3601 }, "invocation_timeout_s: is 3601: want 1 to 3600 seconds"},
+		{"min instances huge", func(in *Inputs) { in.MinInstances, in.MaxInstances = 1<<40, 1<<40 }, "min_instances: is 1099511627776: want 1 to 100000"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := base
+			in.Throughput = append([]ThroughputPoint(nil), base.Throughput...)
+			tt.edit(&in)
+			errs := verifyInputs(in)
+			if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), tt.want) {
+				t.Fatalf("errs = %v, want one containing %q", errs, tt.want)
+			}
+		})
 	}
 }
 

@@ -167,42 +167,55 @@ func (q *QMax) Verify() []error {
 	if !ValidDigest(q.RecordsSHA256) {
 		add("records_sha256: %q is not a digest: want sha256:<64 hex digits>", q.RecordsSHA256)
 	}
-	if !(q.ServiceTimeMeanMs > 0) {
-		add("service_time_mean_ms: is %g: the uncontended service time must be positive", q.ServiceTimeMeanMs)
+	if !positiveUpTo(q.ServiceTimeMeanMs, MaxLatencyMs) {
+		add("service_time_mean_ms: is %g: the uncontended service time must be in (0, %d] ms", q.ServiceTimeMeanMs, MaxLatencyMs)
 	}
-	if !(q.ServiceTimeP95Ms > 0) {
-		add("service_time_p95_ms: is %g: must be positive", q.ServiceTimeP95Ms)
+	if !positiveUpTo(q.ServiceTimeP95Ms, MaxLatencyMs) {
+		add("service_time_p95_ms: is %g: want (0, %d] ms", q.ServiceTimeP95Ms, MaxLatencyMs)
+	}
+	if q.SLOTTFABMs > MaxLatencyMs {
+		add("slo_ttfab_ms: is %d: want at most %d ms", q.SLOTTFABMs, MaxLatencyMs)
 	}
 	if len(q.Steps) == 0 {
 		add("steps: is empty: a qmax artifact needs the staircase it was measured with")
 		return errs
 	}
+	if len(q.Steps) > MaxQMaxSteps {
+		add("steps: has %d steps: at most %d", len(q.Steps), MaxQMaxSteps)
+		return errs
+	}
 	seen := map[int]bool{}
 	for i, s := range q.Steps {
 		p := fmt.Sprintf("steps[%d]", i)
-		if s.Concurrency < 1 {
-			add("%s.concurrency: is %d: must be at least 1", p, s.Concurrency)
+		if s.Concurrency < 1 || s.Concurrency > MaxConcurrency {
+			add("%s.concurrency: is %d: want 1 to %d", p, s.Concurrency, MaxConcurrency)
 		}
 		if seen[s.Concurrency] {
 			add("%s.concurrency: %d appears twice: each concurrency is measured once", p, s.Concurrency)
 		}
 		seen[s.Concurrency] = true
-		if s.OKCount < 0 || s.ErrorCount < 0 || s.RejectedCount < 0 {
-			add("%s: counts must not be negative", p)
-		}
-		for _, v := range []struct {
+		for _, c := range []struct {
 			name string
-			x    float64
-		}{{"ttfab_p50_ms", s.TTFABP50Ms}, {"ttfab_p95_ms", s.TTFABP95Ms}, {"ttfab_p99_ms", s.TTFABP99Ms},
-			{"response_mean_ms", s.ResponseMeanMs}, {"achieved_rps", s.AchievedRPS},
-			{"client_concurrency_mean", s.ClientConcurrencyMean}, {"cloudwatch_concurrency_max", s.CloudWatchConcurrencyMax},
-			{"cloudwatch_ratio", s.CloudWatchRatio}} {
-			if v.x < 0 || math.IsNaN(v.x) || math.IsInf(v.x, 0) {
-				add("%s.%s: is %g: must be a non-negative number", p, v.name, v.x)
+			n    int
+		}{{"ok_count", s.OKCount}, {"error_count", s.ErrorCount}, {"rejected_count", s.RejectedCount}} {
+			if c.n < 0 || c.n > MaxCount {
+				add("%s.%s: is %d: want 0 to %d", p, c.name, c.n, MaxCount)
 			}
 		}
-		if s.ClientConcurrencyPeak < 0 {
-			add("%s.client_concurrency_peak: is %d: must not be negative", p, s.ClientConcurrencyPeak)
+		for _, v := range []struct {
+			name  string
+			x, hi float64
+		}{{"ttfab_p50_ms", s.TTFABP50Ms, MaxLatencyMs}, {"ttfab_p95_ms", s.TTFABP95Ms, MaxLatencyMs}, {"ttfab_p99_ms", s.TTFABP99Ms, MaxLatencyMs},
+			{"response_mean_ms", s.ResponseMeanMs, MaxLatencyMs}, {"achieved_rps", s.AchievedRPS, MaxInstanceRPS},
+			{"client_concurrency_mean", s.ClientConcurrencyMean, MaxConcurrency},
+			{"cloudwatch_concurrency_max", s.CloudWatchConcurrencyMax, MaxConcurrency * MaxCloudWatchRatio},
+			{"cloudwatch_ratio", s.CloudWatchRatio, 100 * MaxCloudWatchRatio}} {
+			if !inRange(v.x, 0, v.hi) {
+				add("%s.%s: is %g: want a number in [0, %g]", p, v.name, v.x, v.hi)
+			}
+		}
+		if s.ClientConcurrencyPeak < 0 || s.ClientConcurrencyPeak > MaxConcurrency {
+			add("%s.client_concurrency_peak: is %d: want 0 to %d", p, s.ClientConcurrencyPeak, MaxConcurrency)
 		}
 		if s.TTFABP50Ms > s.TTFABP95Ms || s.TTFABP95Ms > s.TTFABP99Ms {
 			add("%s: percentiles out of order (p50 %g, p95 %g, p99 %g ms)", p, s.TTFABP50Ms, s.TTFABP95Ms, s.TTFABP99Ms)

@@ -103,17 +103,21 @@ func (t *TTotal) Verify() []error {
 	if !ValidDigest(t.QMaxSHA256) {
 		add("qmax_sha256: %q is not a digest: want sha256:<64 hex digits>", t.QMaxSHA256)
 	}
-	if t.FromInstances < 1 {
-		add("from_instances: is %d: must be at least 1", t.FromInstances)
+	if t.FromInstances < 1 || t.FromInstances >= MaxInstances {
+		add("from_instances: is %d: want 1 to %d", t.FromInstances, MaxInstances-1)
 	}
-	if t.ToInstances <= t.FromInstances {
-		add("to_instances: is %d: must be above from_instances %d", t.ToInstances, t.FromInstances)
+	if t.ToInstances <= t.FromInstances || t.ToInstances > MaxInstances {
+		add("to_instances: is %d: want above from_instances %d, at most %d", t.ToInstances, t.FromInstances, MaxInstances)
 	}
-	if !(t.TTotalS > 0) || math.IsInf(t.TTotalS, 0) {
-		add("t_total_s: is %g: must be a positive number of seconds", t.TTotalS)
+	if !positiveUpTo(t.TTotalS, MaxTTotalS) {
+		add("t_total_s: is %g: want a number of seconds in (0, %d]", t.TTotalS, MaxTTotalS)
 	}
 	if len(t.Timeline) < 2 {
 		add("timeline: has %d stages: at least the request and the first success are needed", len(t.Timeline))
+		return errs
+	}
+	if len(t.Timeline) > MaxStages {
+		add("timeline: has %d stages: at most %d", len(t.Timeline), MaxStages)
 		return errs
 	}
 	for i, s := range t.Timeline {

@@ -6,8 +6,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/speech-infra/speech-infra/capacity"
 )
@@ -172,7 +175,14 @@ func TestPlanUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"no peak", []string{"plan", "--qmax", q, "--ttotal", tt}, "--peak-rps is required"},
-		{"negative peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "-3"}, "--peak-rps -3: want a positive request rate"},
+		{"negative peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "-3"}, "--peak-rps -3: want a request rate in (0, 1e+09] requests per second"},
+		{"peak 1e300", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "1e300"}, "--peak-rps 1e+300: want a request rate in (0, 1e+09]"},
+		{"peak NaN", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "NaN"}, "--peak-rps NaN: want a request rate in (0, 1e+09]"},
+		{"min instances huge", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--min-instances", "1000000000"}, "--min-instances 1000000000: want 1 to 100000"},
+		{"what-if cloudwatch ratio 1e-300", []string{"plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6,cloudwatch_ratio=1e-300", "--peak-rps", "80"}, "cloudwatch_ratio=1e-300: want a ratio in [0.1, 10]"},
+		{"what-if throughput 1e300", []string{"plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=1e300", "--peak-rps", "80"}, "throughput_rps=1e300: want a per-instance request rate in (0, 1e+06]"},
+		{"qmax /dev/zero", []string{"plan", "--qmax", "/dev/zero", "--ttotal", tt, "--peak-rps", "80"}, "/dev/zero is a character device, not a regular file"},
+		{"qmax a directory", []string{"plan", "--qmax", valid, "--ttotal", tt, "--peak-rps", "80"}, valid + " is a directory, not a regular file"},
 		{"surge", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--surge", "1.5"}, "--surge 1.5: want a ratio in [1, 1.5)"},
 		{"trough above peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--trough-rps", "90"}, "--trough-rps 90"},
 		{"bounds", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--min-instances", "5", "--max-instances", "2"}, "--min-instances 5 is above --max-instances 2"},
@@ -195,6 +205,84 @@ func TestPlanUsageErrors(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", code, exitUsage, tt.want, stderr)
 			}
 		})
+	}
+}
+
+// Issue 8: files that are not small regular JSON files, and artifacts whose keys a reader and the decoder
+// would read differently, are refused at once with exit 2 and the file named: no hang on a FIFO, no memory
+// filled from a device or a huge file.
+func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
+	valid := filepath.Join(fixtures, "valid")
+	q, tt := filepath.Join(valid, "qmax.json"), filepath.Join(valid, "ttotal.json")
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "qmax.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := filepath.Join(dir, "dup.json")
+	if err := os.WriteFile(dup, []byte(strings.Replace(string(data), "{", `{"q_max": 99,`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	caseVariant := filepath.Join(dir, "case.json")
+	if err := os.WriteFile(caseVariant, []byte(strings.Replace(string(data), "{", `{"Q_MAX": 99,`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte(strings.Replace(string(data), "{", `{"x":"`+strings.Repeat("x", capacity.MaxTTotalBytes)+`",`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		qmax, ttotl string
+		want        string
+	}{
+		{"FIFO", fifo, tt, fifo + " is a named pipe (FIFO), not a regular file"},
+		{"duplicate key", dup, tt, `q_max: duplicate key: "q_max" appears more than once`},
+		{"case-variant key", caseVariant, tt, `q_max: duplicate key: "q_max" differs from "Q_MAX" only in case`},
+		{"ttotal above its limit", q, huge, huge + " is larger than the 1 MiB limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type result struct {
+				stderr string
+				code   int
+			}
+			done := make(chan result, 1)
+			go func() {
+				_, stderr, code := runCLI(t, "plan", "--qmax", tc.qmax, "--ttotal", tc.ttotl, "--peak-rps", "80", "--output", filepath.Join(dir, "plan.json"))
+				done <- result{stderr, code}
+			}()
+			select {
+			case r := <-done:
+				if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+					t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", r.code, exitUsage, tc.want, r.stderr)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("tts-bench plan did not return within 20 s")
+			}
+			if _, err := os.Stat(filepath.Join(dir, "plan.json")); err == nil {
+				t.Fatal("a plan was written from a refused artifact")
+			}
+		})
+	}
+}
+
+// Issue 8: --surge 1.4999999999 printed surge 1.5 and a scale-in threshold of 0, and stayed feasible.
+func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10", "--surge", "1.4999999999")
+	if code != exitCheckFailed {
+		t.Fatalf("exit %d, want %d (infeasible)\n%s%s", code, exitCheckFailed, stdout, stderr)
+	}
+	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `scale-in threshold\s+8e-09\s`, `fail\s+scale_in_safety`, `renders \(three decimals\) as 0`, `VERDICT\s+infeasible`} {
+		if !regexp.MustCompile(want).MatchString(stdout) {
+			t.Errorf("output does not match %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "scale_in_safety failed") {
+		t.Errorf("stderr lacks the failed finding:\n%s", stderr)
 	}
 }
 

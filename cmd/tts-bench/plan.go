@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -172,13 +173,13 @@ func planOptions(c *cli.Context, m models.Model) (capacity.Options, error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !c.IsSet("peak-rps") {
 		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80")
-	} else if o.PeakRPS = c.Float64("peak-rps"); !(o.PeakRPS > 0) {
-		bad("--peak-rps %s: want a positive request rate, e.g. --peak-rps 80", fmtFloat(o.PeakRPS))
+	} else if o.PeakRPS = c.Float64("peak-rps"); !(o.PeakRPS > 0 && o.PeakRPS <= capacity.MaxRPS) {
+		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", fmtFloat(o.PeakRPS), float64(capacity.MaxRPS))
 	}
 	if c.IsSet("trough-rps") {
 		o.TroughRPS = c.Float64("trough-rps")
-		if !(o.TroughRPS > 0) || (o.PeakRPS > 0 && o.TroughRPS > o.PeakRPS) {
-			bad("--trough-rps %s: want a positive request rate no higher than --peak-rps, or leave it out", fmtFloat(o.TroughRPS))
+		if !(o.TroughRPS > 0 && o.TroughRPS <= capacity.MaxRPS) || (o.PeakRPS > 0 && o.TroughRPS > o.PeakRPS) {
+			bad("--trough-rps %s: want a request rate in (0, --peak-rps], or leave it out", fmtFloat(o.TroughRPS))
 		}
 	}
 	if c.IsSet("surge") {
@@ -189,18 +190,18 @@ func planOptions(c *cli.Context, m models.Model) (capacity.Options, error) {
 	}
 	if c.IsSet("detection-buffer") {
 		o.DetectionBufferS = c.Float64("detection-buffer")
-		if !(o.DetectionBufferS >= 0) || o.DetectionBufferS > 3600 {
-			bad("--detection-buffer %s: want 0 to 3600 seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", fmtFloat(o.DetectionBufferS))
+		if !(o.DetectionBufferS >= 0 && o.DetectionBufferS <= capacity.MaxDetectionBufferS) {
+			bad("--detection-buffer %s: want 0 to %d seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", fmtFloat(o.DetectionBufferS), capacity.MaxDetectionBufferS)
 		}
 	}
 	if c.IsSet("min-instances") {
-		if o.MinInstances = c.Int("min-instances"); o.MinInstances < 1 {
-			bad("--min-instances %d: want at least 1", o.MinInstances)
+		if o.MinInstances = c.Int("min-instances"); o.MinInstances < 1 || o.MinInstances > capacity.MaxInstances {
+			bad("--min-instances %d: want 1 to %d", o.MinInstances, capacity.MaxInstances)
 		}
 	}
 	if c.IsSet("max-instances") {
-		if o.MaxInstances = c.Int("max-instances"); o.MaxInstances < 1 {
-			bad("--max-instances %d: want at least 1", o.MaxInstances)
+		if o.MaxInstances = c.Int("max-instances"); o.MaxInstances < 1 || o.MaxInstances > capacity.MaxInstances {
+			bad("--max-instances %d: want 1 to %d", o.MaxInstances, capacity.MaxInstances)
 		}
 	}
 	if o.MinInstances >= 1 && o.MaxInstances >= 1 && o.MinInstances > o.MaxInstances {
@@ -245,9 +246,9 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 	}
 	row("Q_max", strconv.Itoa(in.QMax), "concurrent requests per instance within the SLO")
 	row("T_total", num(in.TTotalS)+" s", "one more instance, asked for until serving")
-	row("surge ratio s", num(in.SurgeRatio), "load may grow ×s within one T_plan")
+	row("surge ratio s", fmtFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
 	row("detection buffer", num(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
-	row("load", fmt.Sprintf("peak %s rps", num(in.PeakRPS)), fmt.Sprintf("trough %s rps", num(in.TroughRPS)))
+	row("load", fmt.Sprintf("peak %s rps", fmtFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", num(in.TroughRPS)))
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")
 	row("cloudwatch ratio", num(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")
@@ -261,7 +262,7 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 	fmt.Fprintf(b, "  throughput curve (rps@concurrency, closed loop, per instance): %s\n", strings.Join(curve, " "))
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nDERIVED\t\t")
-	row("headroom h", num(d.Headroom), "s − 1")
+	row("headroom h", strconv.FormatFloat(d.Headroom, 'g', 10, 64), "s − 1")
 	row("C_scale_max", num(d.CScaleMax), "(1 − h)·Q_max: scale out above")
 	row("C_scale_min", num(d.CScaleMin), "(1 − 2h)·Q_max: scale in below")
 	row("target value", num(d.TargetValue), "C_scale_max × cloudwatch ratio, target tracking")
@@ -306,8 +307,13 @@ func shortDigest(d string) string {
 	return d
 }
 
-// num formats a number with up to two decimals and no trailing zeros.
+// num formats a number with up to two decimals and no trailing zeros, or with three significant digits in
+// exponent form where two decimals would print 0 for a value that is not (below 0.01) or grow unreadable (1e9
+// and above): a scale-in threshold of 8e-09 must not print as 0 beside a finding that says it rounds to 0.
 func num(x float64) string {
+	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) && !math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', 3, 64)
+	}
 	s := strconv.FormatFloat(x, 'f', 2, 64)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	if s == "-0" {
