@@ -397,3 +397,36 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 		})
 	}
 }
+
+// The plan itself is read with a size limit and only when it is a regular file: a FIFO, a device or a
+// directory given as -c plan=... is refused at once, naming it.
+func TestGateRefusesAPlanPathThatIsNotABoundedRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, make([]byte, MaxPlanBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "is a named pipe (FIFO), not a regular file"},
+		{"/dev/zero", "/dev/zero is a character device, not a regular file"},
+		{dir, "is a directory, not a regular file"},
+		{huge, "is larger than the 1 MiB limit"},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			done := make(chan Decision, 1)
+			go func() { done <- Gate(fixtureDeployment(t), tc.path) }()
+			select {
+			case dec := <-done:
+				if dec.Enabled || len(dec.Reasons) != 1 || !strings.Contains(dec.Reasons[0], "cannot be used") || !strings.Contains(dec.Reasons[0], tc.want) {
+					t.Fatalf("reasons = %q, want one containing %q", dec.Reasons, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Gate did not return within 10 s")
+			}
+		})
+	}
+}
