@@ -1,0 +1,83 @@
+// Package exitcode is the exit-code contract of the speech-infra and tts-bench commands:
+//
+//	0 (CodeOK)          the command did what was asked
+//	1 (CodeCheckFailed) a check failed (drift found, an infeasible plan, a validate mismatch) or the command
+//	                    failed while doing its work (an AWS call, a process that would not start)
+//	2 (CodeUsage)       a usage or input error: a bad flag or argument, an unreadable or invalid input file
+//
+// A command marks an error with Usage or CheckFailed where it arises; Code maps it to the exit code. An
+// unmarked error is a failure of the command: exit 1. So every usage or input error must be marked with
+// Usage (or Usagef) explicitly; a command that forgets to mark one exits 1, never 2 by accident. Marks
+// survive wrapping with %w; when an error carries several marks the outermost one decides.
+package exitcode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The exit codes.
+const (
+	// CodeOK means the command succeeded.
+	CodeOK = 0
+	// CodeCheckFailed means a check failed or the command failed; it is also the code of an unmarked error.
+	CodeCheckFailed = 1
+	// CodeUsage means a usage or input error.
+	CodeUsage = 2
+)
+
+// marked carries the exit code an error maps to.
+type marked struct {
+	code int
+	err  error
+}
+
+// Error returns the wrapped error's message unchanged.
+func (e *marked) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error, so errors.Is and errors.As see through the mark.
+func (e *marked) Unwrap() error { return e.err }
+
+// Usage marks err as a usage or input error (exit 2). Usage(nil) is nil.
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{code: CodeUsage, err: err}
+}
+
+// Usagef is Usage(fmt.Errorf(format, args...)).
+func Usagef(format string, args ...any) error { return Usage(fmt.Errorf(format, args...)) }
+
+// CheckFailed marks err as a failed check (exit 1). CheckFailed(nil) is nil.
+func CheckFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{code: CodeCheckFailed, err: err}
+}
+
+// CheckFailedf is CheckFailed(fmt.Errorf(format, args...)).
+func CheckFailedf(format string, args ...any) error { return CheckFailed(fmt.Errorf(format, args...)) }
+
+// Code maps err to the process exit code: 0 for nil, the code of the outermost mark, or 1 for an unmarked error.
+func Code(err error) int {
+	if err == nil {
+		return CodeOK
+	}
+	var m *marked
+	if errors.As(err, &m) {
+		return m.code
+	}
+	return CodeCheckFailed
+}
+
+// Report prints a non-nil err to stderr as "prog: err" and returns its exit code; main passes the result to
+// os.Exit.
+func Report(stderr io.Writer, prog string, err error) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	}
+	return Code(err)
+}
