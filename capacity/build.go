@@ -157,7 +157,7 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 	for _, s := range q.Steps {
 		if s.Usable && s.CloudWatchRatio > 0 && math.Abs(s.CloudWatchRatio-1) > 0.1 {
 			worst(StatusWarn)
-			details = append(details, fmt.Sprintf("at concurrency %d CloudWatch saw %s× the client's concurrency", s.Concurrency, num(s.CloudWatchRatio)))
+			details = append(details, fmt.Sprintf("at concurrency %d CloudWatch saw %s× the client's concurrency", s.Concurrency, FormatNumber(s.CloudWatchRatio)))
 			break
 		}
 	}

@@ -3,8 +3,6 @@ package capacity
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // modelFindings are the findings computed from the inputs alone; Verify recomputes them.
@@ -22,7 +20,7 @@ func peakCoverage(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingPeakCoverage}
 	need := instancesFor(in.PeakRPS, d.ThroughputRPS)
 	f.Detail = fmt.Sprintf("peak %s rps needs %d instance(s) at C_scale_max %s, where one instance delivers %s rps (measured, not C ÷ service time); the fleet may grow to %d",
-		num(in.PeakRPS), need, num(d.CScaleMax), num(d.ThroughputRPS), in.MaxInstances)
+		FormatNumber(in.PeakRPS), need, FormatNumber(d.CScaleMax), FormatNumber(d.ThroughputRPS), in.MaxInstances)
 	if need > in.MaxInstances {
 		f.Status = StatusFail
 		f.Recommendation = fmt.Sprintf("raise scaling.max_instances to %d in the model catalog (or pass --max-instances %d), or plan for a lower --peak-rps", need, need)
@@ -38,7 +36,7 @@ func scaleInSafety(in Inputs, d Derived) Finding {
 	if rendered := round3(d.ScaleInThreshold); !(rendered > 0) {
 		f.Status = StatusFail
 		f.Detail = fmt.Sprintf("the scale-in alarm fires below C_scale_min × cloudwatch_ratio = %s, which the alarm renders (three decimals) as %s: concurrency is never below 0, so the fleet never scales in (surge ratio %s leaves C_scale_min = (1 − 2h)·Q_max = %s)",
-			num(d.ScaleInThreshold), num(rendered), exact(in.SurgeRatio), num(d.CScaleMin))
+			FormatNumber(d.ScaleInThreshold), FormatNumber(rendered), exact(in.SurgeRatio), FormatNumber(d.CScaleMin))
 		f.Recommendation = "plan with a lower --surge, so that C_scale_min stays well above 0 (e.g. --surge 1.25 gives half of Q_max)"
 		return f
 	}
@@ -50,7 +48,7 @@ func scaleInSafety(in Inputs, d Derived) Finding {
 		safe = fmt.Sprintf("the smallest safe minimum is %d", d.SmallestSafeMinInstances)
 	}
 	f.Detail = fmt.Sprintf("scaling in from %d to %d instances at C_scale_min %s leaves %s concurrent requests on each remaining instance (C_scale_max %s, Q_max %d); %s",
-		m+1, m, num(d.CScaleMin), num(after), num(d.CScaleMax), in.QMax, safe)
+		m+1, m, FormatNumber(d.CScaleMin), FormatNumber(after), FormatNumber(d.CScaleMax), in.QMax, safe)
 	switch {
 	case after > q+1e-9:
 		f.Status = StatusFail
@@ -77,7 +75,7 @@ func scaleInSafety(in Inputs, d Derived) Finding {
 func queueDepth(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingQueueDepth}
 	depth, q := float64(in.QueueMaxDepth), float64(in.QMax)
-	f.Detail = fmt.Sprintf("queue_max_depth %d per instance against Q_max %d and C_scale_max %s", in.QueueMaxDepth, in.QMax, num(d.CScaleMax))
+	f.Detail = fmt.Sprintf("queue_max_depth %d per instance against Q_max %d and C_scale_max %s", in.QueueMaxDepth, in.QMax, FormatNumber(d.CScaleMax))
 	switch {
 	case depth < d.CScaleMax:
 		f.Status = StatusFail
@@ -103,7 +101,7 @@ func invocationTimeout(in Inputs, d Derived) Finding {
 	// Little's law on the closed-loop staircase: mean full-response time = concurrency ÷ throughput.
 	resp := float64(in.QMax) / d.ThroughputAtQMaxRPS
 	limit := float64(in.InvocationTimeoutS)
-	f.Detail = fmt.Sprintf("mean full-response time at Q_max is %s s against the invocation limit of %d s", num(resp), in.InvocationTimeoutS)
+	f.Detail = fmt.Sprintf("mean full-response time at Q_max is %s s against the invocation limit of %d s", FormatNumber(resp), in.InvocationTimeoutS)
 	switch {
 	case !(resp < limit):
 		f.Status = StatusFail
@@ -121,16 +119,16 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingSurgeSurvival}
 	r := simulateSurge(in, d)
 	f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps, starting on %d instance(s), scale-out after %d×%d s breaching datapoints, cooldown %d s, new instances serving %s s after each scale-out: ",
-		exact(in.SurgeRatio), num(d.TPlanS), num(in.TroughRPS), num(in.PeakRPS), r.StartInstances,
-		in.EvaluationPeriods, in.MetricPeriodS, d.ScaleOutCooldownS, num(r.ServeDelayS))
+		exact(in.SurgeRatio), FormatNumber(d.TPlanS), FormatNumber(in.TroughRPS), FormatNumber(in.PeakRPS), r.StartInstances,
+		in.EvaluationPeriods, in.MetricPeriodS, d.ScaleOutCooldownS, FormatNumber(r.ServeDelayS))
 	if r.BreachAtS >= 0 {
 		f.Status = StatusFail
 		c := "grows without bound (the instances are saturated)"
 		if !math.IsInf(r.BreachConcurrency, 1) {
-			c = "reaches " + num(r.BreachConcurrency)
+			c = "reaches " + FormatNumber(r.BreachConcurrency)
 		}
 		f.Detail += fmt.Sprintf("at t=%s s, %s rps on %d serving instance(s) (%d more starting), per-instance concurrency %s, above Q_max %d",
-			num(r.BreachAtS), num(r.BreachLoadRPS), r.BreachServing, r.BreachPending, c, in.QMax)
+			FormatNumber(r.BreachAtS), FormatNumber(r.BreachLoadRPS), r.BreachServing, r.BreachPending, c, in.QMax)
 		if r.BreachServing+r.BreachPending >= r.FleetCap {
 			f.Recommendation = fmt.Sprintf("the fleet is at its maximum of %d instance(s): raise the fleet maximum (see peak_coverage) or plan for a lower --peak-rps", r.BreachServing+r.BreachPending)
 		} else {
@@ -139,10 +137,10 @@ func surgeSurvival(in Inputs, d Derived) Finding {
 		return f
 	}
 	f.Detail += fmt.Sprintf("per-instance concurrency peaks at %s (Q_max %d) after %d scale-out(s), ending on %d instance(s)",
-		num(r.PeakConcurrency), in.QMax, r.ScaleOuts, r.FinalInstances)
+		FormatNumber(r.PeakConcurrency), in.QMax, r.ScaleOuts, r.FinalInstances)
 	if r.Truncated {
 		f.Status = StatusWarn
-		f.Detail += fmt.Sprintf("; the simulation stopped after %s s before load reached the peak", num(r.SimulatedS))
+		f.Detail += fmt.Sprintf("; the simulation stopped after %s s before load reached the peak", FormatNumber(r.SimulatedS))
 		f.Recommendation = "plan from a higher --trough-rps or a larger --surge so the surge reaches its peak within the simulation"
 		return f
 	}
@@ -255,24 +253,6 @@ func simulateSurge(in Inputs, d Derived) surgeResult {
 	r.SimulatedS = horizon
 	r.Truncated = capped && r.BreachAtS < 0
 	return r
-}
-
-// num formats a number for humans: up to two decimals, no trailing zeros; three significant digits in
-// exponent form for magnitudes two decimals would hide (below 0.01, printed 0) or make unreadable (1e9 and
-// above).
-func num(x float64) string {
-	if math.IsInf(x, 1) {
-		return "∞"
-	}
-	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
-		return strconv.FormatFloat(x, 'g', 3, 64)
-	}
-	s := fmt.Sprintf("%.2f", x)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		s = "0"
-	}
-	return s
 }
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }

@@ -1,10 +1,5 @@
 package capacity
 
-import (
-	"math"
-	"strconv"
-)
-
 // Bounds of every number a plan is built from: flags and what-if keys of tts-bench plan, the fields of the
 // qmax and ttotal artifacts, and the plan's inputs. Each is far beyond any real deployment of a TTS model and
 // close enough that the arithmetic stays exact and the printed table stays readable; error messages state
@@ -44,12 +39,3 @@ func inRange(x, lo, hi float64) bool { return x >= lo && x <= hi }
 
 // positiveUpTo reports whether 0 < x ≤ hi; NaN is never.
 func positiveUpTo(x, hi float64) bool { return x > 0 && x <= hi }
-
-// exact formats a number a user gave in its shortest exact form: a surge of 1.4999999999 prints as
-// 1.4999999999, not as the 1.5 it must stay below. Derived numbers, which carry float noise, print with num.
-func exact(x float64) string {
-	if math.IsInf(x, 1) {
-		return "∞"
-	}
-	return strconv.FormatFloat(x, 'g', -1, 64)
-}

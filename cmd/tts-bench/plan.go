@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -245,32 +244,32 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 		row("container", shortDigest(fp.ContainerDigest), "revision "+fp.ModelRevision)
 	}
 	row("Q_max", strconv.Itoa(in.QMax), "concurrent requests per instance within the SLO")
-	row("T_total", num(in.TTotalS)+" s", "one more instance, asked for until serving")
+	row("T_total", capacity.FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
 	row("surge ratio s", fmtFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
-	row("detection buffer", num(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
-	row("load", fmt.Sprintf("peak %s rps", fmtFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", num(in.TroughRPS)))
+	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
+	row("load", fmt.Sprintf("peak %s rps", fmtFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", capacity.FormatNumber(in.TroughRPS)))
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")
-	row("cloudwatch ratio", num(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")
+	row("cloudwatch ratio", capacity.FormatNumber(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	var curve []string
 	for _, pt := range in.Throughput {
-		curve = append(curve, fmt.Sprintf("%s@%s", num(pt.RPS), num(pt.Concurrency)))
+		curve = append(curve, fmt.Sprintf("%s@%s", capacity.FormatNumber(pt.RPS), capacity.FormatNumber(pt.Concurrency)))
 	}
 	fmt.Fprintf(b, "  throughput curve (rps@concurrency, closed loop, per instance): %s\n", strings.Join(curve, " "))
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nDERIVED\t\t")
 	row("headroom h", strconv.FormatFloat(d.Headroom, 'g', 10, 64), "s − 1")
-	row("C_scale_max", num(d.CScaleMax), "(1 − h)·Q_max: scale out above")
-	row("C_scale_min", num(d.CScaleMin), "(1 − 2h)·Q_max: scale in below")
-	row("target value", num(d.TargetValue), "C_scale_max × cloudwatch ratio, target tracking")
-	row("scale-in threshold", num(d.ScaleInThreshold), "C_scale_min × cloudwatch ratio, scale-in alarm")
-	row("T_plan", num(d.TPlanS)+" s", "T_total + detection buffer")
+	row("C_scale_max", capacity.FormatNumber(d.CScaleMax), "(1 − h)·Q_max: scale out above")
+	row("C_scale_min", capacity.FormatNumber(d.CScaleMin), "(1 − 2h)·Q_max: scale in below")
+	row("target value", capacity.FormatNumber(d.TargetValue), "C_scale_max × cloudwatch ratio, target tracking")
+	row("scale-in threshold", capacity.FormatNumber(d.ScaleInThreshold), "C_scale_min × cloudwatch ratio, scale-in alarm")
+	row("T_plan", capacity.FormatNumber(d.TPlanS)+" s", "T_total + detection buffer")
 	row("scale-out cooldown", strconv.Itoa(d.ScaleOutCooldownS)+" s", "clamp(T_plan/2, 10, 30)")
 	row("scale-in cooldown", strconv.Itoa(d.ScaleInCooldownS)+" s", "max(300, 3·T_plan)")
-	row("throughput", num(d.ThroughputRPS)+" rps", "per instance at C_scale_max (at Q_max: "+num(d.ThroughputAtQMaxRPS)+" rps)")
+	row("throughput", capacity.FormatNumber(d.ThroughputRPS)+" rps", "per instance at C_scale_max (at Q_max: "+capacity.FormatNumber(d.ThroughputAtQMaxRPS)+" rps)")
 	row("fleet", fmt.Sprintf("%d to %d", d.MinInstances, d.MaxInstances), "max = ceil(peak ÷ throughput)")
 	safe := "none"
 	if d.SmallestSafeMinInstances > 0 {
@@ -305,19 +304,4 @@ func shortDigest(d string) string {
 		return "(none)"
 	}
 	return d
-}
-
-// num formats a number with up to two decimals and no trailing zeros, or with three significant digits in
-// exponent form where two decimals would print 0 for a value that is not (below 0.01) or grow unreadable (1e9
-// and above): a scale-in threshold of 8e-09 must not print as 0 beside a finding that says it rounds to 0.
-func num(x float64) string {
-	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) && !math.IsInf(x, 0) {
-		return strconv.FormatFloat(x, 'g', 3, 64)
-	}
-	s := strconv.FormatFloat(x, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
 }

@@ -1,0 +1,46 @@
+package capacity
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// FormatNumber formats a derived number for humans, as the plan's findings print it and as tts-bench plan's
+// table prints the plan, so that a number reads the same in both: up to two decimals and no trailing zeros;
+// three significant digits in exponent form where two decimals would print 0 for a value that is not (below
+// 0.01) or grow unreadable (1e9 and above), so a scale-in threshold of 8e-09 does not print as 0 beside a
+// finding that says it rounds to 0.
+//
+// The values that are not numbers in that sense print as what they mean in prose: +Inf as "∞" (the
+// per-instance concurrency of a load the measured throughput curve never reaches: requests queue without
+// bound), -Inf as "-∞", and NaN as "NaN", never as a number it is not. Negative zero prints as "0".
+func FormatNumber(x float64) string {
+	switch {
+	case math.IsInf(x, 1):
+		return "∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	case math.IsNaN(x):
+		return "NaN"
+	}
+	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
+		return strconv.FormatFloat(x, 'g', 3, 64)
+	}
+	s := strconv.FormatFloat(x, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+// exact formats a number a user gave in its shortest exact form: a surge of 1.4999999999 prints as
+// 1.4999999999, not as the 1.5 it must stay below. Infinities and NaN print as FormatNumber prints them.
+// Derived numbers, which carry float noise, print with FormatNumber.
+func exact(x float64) string {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return FormatNumber(x)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
