@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/cliflags/cliflagstest"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -34,7 +36,7 @@ func runCLI(t *testing.T, args ...string) (string, string, int) {
 	if err != nil {
 		stderr.WriteString("tts-bench: " + err.Error() + "\n")
 	}
-	return stdout.String(), stderr.String(), exitCode(err)
+	return stdout.String(), stderr.String(), exitcode.Code(err)
 }
 
 func golden(t *testing.T, name, got string) {
@@ -108,7 +110,7 @@ func TestPlanWritesTheFixture(t *testing.T) {
 func TestPlanInfeasibleIsWrittenAndExitsOne(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "plan.json")
 	_, stderr, code := runCLI(t, measuredArgs(t, out, "--peak-rps", "200")...)
-	if code != exitCheckFailed || !strings.Contains(stderr, "plan is infeasible: peak_coverage, surge_survival failed") {
+	if code != exitcode.CodeCheckFailed || !strings.Contains(stderr, "plan is infeasible: peak_coverage, surge_survival failed") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	p, err := capacity.LoadPlan(out)
@@ -142,7 +144,7 @@ func TestPlanDefaultPaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	_, stderr, code := runCLI(t, "plan", "--peak-rps", "80")
-	if code != exitUsage || !strings.Contains(stderr, "--qmax artifacts/kokoro-82m/qmax.json: no such file: run tts-bench qmax first or pass --qmax PATH") {
+	if code != exitcode.CodeUsage || !strings.Contains(stderr, "--qmax artifacts/kokoro-82m/qmax.json: no such file: run tts-bench qmax first or pass --qmax PATH") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	art := filepath.Join(dir, "artifacts", "kokoro-82m")
@@ -201,8 +203,8 @@ func TestPlanUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, stderr, code := runCLI(t, tt.args...)
-			if code != exitUsage || !strings.Contains(stderr, tt.want) {
-				t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", code, exitUsage, tt.want, stderr)
+			if code != exitcode.CodeUsage || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", code, exitcode.CodeUsage, tt.want, stderr)
 			}
 		})
 	}
@@ -257,8 +259,8 @@ func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
 			}()
 			select {
 			case r := <-done:
-				if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
-					t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", r.code, exitUsage, tc.want, r.stderr)
+				if r.code != exitcode.CodeUsage || !strings.Contains(r.stderr, tc.want) {
+					t.Fatalf("exit %d, want %d; stderr does not contain %q:\n%s", r.code, exitcode.CodeUsage, tc.want, r.stderr)
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatal("tts-bench plan did not return within 20 s")
@@ -273,8 +275,8 @@ func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
 // Issue 8: --surge 1.4999999999 printed surge 1.5 and a scale-in threshold of 0, and stayed feasible.
 func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10", "--surge", "1.4999999999")
-	if code != exitCheckFailed {
-		t.Fatalf("exit %d, want %d (infeasible)\n%s%s", code, exitCheckFailed, stdout, stderr)
+	if code != exitcode.CodeCheckFailed {
+		t.Fatalf("exit %d, want %d (infeasible)\n%s%s", code, exitcode.CodeCheckFailed, stdout, stderr)
 	}
 	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `scale-in threshold\s+8e-09\s`, `fail\s+scale_in_safety`, `renders \(three decimals\) as 0`, `VERDICT\s+infeasible`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
@@ -302,8 +304,43 @@ func TestHelpTeaches(t *testing.T) {
 	}
 }
 
-func TestExitCode(t *testing.T) {
-	if exitCode(nil) != 0 || exitCode(checkFailed(os.ErrInvalid)) != 1 || exitCode(usageError(os.ErrInvalid)) != 2 || exitCode(os.ErrNotExist) != 2 {
-		t.Fatal("exit codes: want nil 0, check failed 1, usage 2, other 2")
+// The exit-code contract through the CLI: an output that cannot be written is an input error (exit 2), as an
+// unreadable artifact is; only a marked error exits 2 (internal/exitcode: an unmarked one exits 1).
+func TestPlanUnwritableOutputIsAnInputError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	_, stderr, code := runCLI(t, measuredArgs(t, filepath.Join(file, "plan.json"))...)
+	if code != exitcode.CodeUsage || !strings.Contains(stderr, file) {
+		t.Fatalf("exit %d, want %d; stderr does not name %s:\n%s", code, exitcode.CodeUsage, file, stderr)
+	}
+}
+
+// Validate reports every problem of the command line at once, each in the form "{what}: {why}: {fix}".
+func TestPlanReportsEveryProblemAtOnce(t *testing.T) {
+	_, stderr, code := runCLI(t, "plan", "extra", "--format", "yaml", "--model", "nope", "--peak-rps", "-3", "--surge", "2",
+		"--min-instances", "0", "--what-if", "q_max=40", "--qmax", "q.json")
+	if code != exitcode.CodeUsage {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitcode.CodeUsage, stderr)
+	}
+	for _, want := range []string{"plan takes no arguments", `--format "yaml" is not a format`, `--model: unknown model "nope"`,
+		"--peak-rps -3: want a request rate", "--surge 2: want a ratio in [1, 1.5)", "--min-instances 0: want 1 to",
+		"--what-if replaces the artifacts", `--what-if "q_max=40": missing t_total_s, throughput_rps`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, stderr)
+		}
+	}
+	// Both missing artifacts at once, not the first alone.
+	t.Chdir(t.TempDir())
+	_, stderr, code = runCLI(t, "plan", "--peak-rps", "80")
+	if code != exitcode.CodeUsage || !strings.Contains(stderr, "--qmax artifacts/kokoro-82m/qmax.json: no such file") || !strings.Contains(stderr, "--ttotal artifacts/kokoro-82m/ttotal.json: no such file") {
+		t.Fatalf("exit %d; want both missing artifacts named:\n%s", code, stderr)
+	}
+}
+
+// A boolean flag added to any tts-bench command works after the command's argument with no other edit, and a
+// value flag after it keeps its value.
+func TestBoolFlagsAfterArgument(t *testing.T) {
+	cliflagstest.CheckBoolFlagsAfterArgument(t, newApp)
 }

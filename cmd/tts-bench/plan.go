@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/urfave/cli/v2"
 )
@@ -70,152 +71,222 @@ func planCommand() *cli.Command {
 			&cli.StringFlag{Name: "what-if", Usage: "plan from assumed numbers instead of artifacts: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError(fmt.Errorf("%w: see tts-bench plan --help", err))
+			return exitcode.Usagef("%w: see tts-bench plan --help", err)
 		},
-		Action: runPlan,
+		Action: func(c *cli.Context) error {
+			cat, err := models.Default()
+			if err != nil {
+				return err
+			}
+			o := newPlanOpts(c, cat)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute()
+		},
 	}
 }
 
-func runPlan(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageError(fmt.Errorf("plan takes no arguments, got %q: use flags, see tts-bench plan --help", c.Args().Slice()))
-	}
-	format := c.String("format")
-	if format != "table" && format != "json" {
-		return usageError(fmt.Errorf("--format %q is not a format: use table or json", format))
-	}
-	cat, err := models.Default()
-	if err != nil {
-		return err
-	}
-	m, err := cat.Get(c.String("model"))
-	if err != nil {
-		return usageError(fmt.Errorf("--model: %w", err))
-	}
-	opts, err := planOptions(c, m)
-	if err != nil {
-		return usageError(err)
-	}
+// planOpts is one tts-bench plan: the command line as given, the catalog and writers it runs with, and what
+// Validate resolves from them. Flags that were not given are nil.
+type planOpts struct {
+	args                 []string
+	modelID              string
+	qmaxPath, ttotalPath string
+	output               string
+	format               string
+	whatIf               *string
+	peakRPS, troughRPS   *float64
+	surge, detectionBuf  *float64
+	minInst, maxInst     *int
 
-	var p *capacity.Plan
-	output := c.String("output")
-	if spec := c.String("what-if"); c.IsSet("what-if") {
-		if c.IsSet("qmax") || c.IsSet("ttotal") {
-			return usageError(errors.New("--what-if replaces the artifacts: drop --qmax and --ttotal, or drop --what-if"))
+	catalog        models.Catalog
+	stdout, stderr io.Writer
+
+	// Set by Validate.
+	model    models.Model
+	capOpts  capacity.Options
+	whatIfIn capacity.WhatIf
+}
+
+// newPlanOpts reads the command line of c into planOpts; it checks nothing.
+func newPlanOpts(c *cli.Context, cat models.Catalog) *planOpts {
+	o := &planOpts{
+		args: c.Args().Slice(), modelID: c.String("model"), qmaxPath: c.String("qmax"), ttotalPath: c.String("ttotal"),
+		output: c.String("output"), format: c.String("format"),
+		catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+	}
+	f64 := func(name string) *float64 {
+		if !c.IsSet(name) {
+			return nil
 		}
-		w, err := capacity.ParseWhatIf(spec)
-		if err != nil {
-			return usageError(fmt.Errorf("--what-if %q: %w", spec, err))
+		v := c.Float64(name)
+		return &v
+	}
+	integer := func(name string) *int {
+		if !c.IsSet(name) {
+			return nil
 		}
-		if p, err = capacity.FromWhatIf(m, w, opts); err != nil {
-			return usageError(err)
-		}
+		v := c.Int(name)
+		return &v
+	}
+	o.peakRPS, o.troughRPS, o.surge, o.detectionBuf = f64("peak-rps"), f64("trough-rps"), f64("surge"), f64("detection-buffer")
+	o.minInst, o.maxInst = integer("min-instances"), integer("max-instances")
+	if c.IsSet("what-if") {
+		s := c.String("what-if")
+		o.whatIf = &s
+	}
+	return o
+}
+
+// Validate checks the whole command line and reports every problem at once, as one usage error (exit 2).
+// It resolves the model, the planning options (the catalog's defaults with the given flags applied), the
+// what-if numbers, and the default artifact paths, and checks that the artifacts exist.
+func (o *planOpts) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(o.args) > 0 {
+		bad("plan takes no arguments, got %q: use flags, see tts-bench plan --help", o.args)
+	}
+	if o.format != "table" && o.format != "json" {
+		bad("--format %q is not a format: use table or json", o.format)
+	}
+	m, err := o.catalog.Get(o.modelID)
+	modelKnown := err == nil
+	if !modelKnown {
+		bad("--model: %w", err)
 	} else {
-		qPath, tPath := c.String("qmax"), c.String("ttotal")
-		if qPath == "" {
-			qPath = capacity.DefaultQMaxPath(m.ID)
+		o.model = m
+		o.capOpts = capacity.DefaultOptions(m)
+	}
+	errs = append(errs, o.applyOptions(&o.capOpts)...)
+	if o.whatIf != nil {
+		if o.qmaxPath != "" || o.ttotalPath != "" {
+			bad("--what-if replaces the artifacts: drop --qmax and --ttotal, or drop --what-if")
 		}
-		if tPath == "" {
-			tPath = capacity.DefaultTTotalPath(m.ID)
-		}
-		if err := artifactExists("--qmax", qPath, "tts-bench qmax"); err != nil {
-			return err
-		}
-		if err := artifactExists("--ttotal", tPath, "tts-bench ttotal"); err != nil {
-			return err
-		}
-		ms, err := capacity.LoadMeasurement(qPath, tPath)
+		w, err := capacity.ParseWhatIf(*o.whatIf)
 		if err != nil {
-			return usageError(err)
+			bad("--what-if %q: %w", *o.whatIf, err)
 		}
-		if p, err = capacity.FromArtifacts(m, ms, opts); err != nil {
-			return usageError(err)
+		o.whatIfIn = w
+	} else if modelKnown {
+		if o.qmaxPath == "" {
+			o.qmaxPath = capacity.DefaultQMaxPath(m.ID)
 		}
-		if output == "" {
-			output = capacity.DefaultPlanPath(m.ID)
+		if o.ttotalPath == "" {
+			o.ttotalPath = capacity.DefaultTTotalPath(m.ID)
+		}
+		errs = append(errs, artifactExists("--qmax", o.qmaxPath, "tts-bench qmax"), artifactExists("--ttotal", o.ttotalPath, "tts-bench ttotal"))
+		if o.output == "" {
+			o.output = capacity.DefaultPlanPath(m.ID)
 		}
 	}
+	return exitcode.Usage(errors.Join(errs...))
+}
 
-	if format == "json" {
-		data, err := capacity.MarshalArtifact(p)
-		if err != nil {
-			return err
+// applyOptions applies the flags that were given to opts, checking each against its bounds.
+func (o *planOpts) applyOptions(opts *capacity.Options) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.peakRPS == nil {
+		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80")
+	} else if opts.PeakRPS = *o.peakRPS; !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
+		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", fmtFloat(opts.PeakRPS), float64(capacity.MaxRPS))
+	}
+	if o.troughRPS != nil {
+		opts.TroughRPS = *o.troughRPS
+		if !(opts.TroughRPS > 0 && opts.TroughRPS <= capacity.MaxRPS) || (opts.PeakRPS > 0 && opts.TroughRPS > opts.PeakRPS) {
+			bad("--trough-rps %s: want a request rate in (0, --peak-rps], or leave it out", fmtFloat(opts.TroughRPS))
 		}
-		if _, err := c.App.Writer.Write(data); err != nil {
-			return fmt.Errorf("print plan: %w", err)
+	}
+	if o.surge != nil {
+		opts.SurgeRatio = *o.surge
+		if !(opts.SurgeRatio >= 1 && opts.SurgeRatio < 1.5) {
+			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25 (load may grow 25%% within one T_plan)", fmtFloat(opts.SurgeRatio))
 		}
-	} else if err := writePlanTable(c.App.Writer, p); err != nil {
+	}
+	if o.detectionBuf != nil {
+		opts.DetectionBufferS = *o.detectionBuf
+		if !(opts.DetectionBufferS >= 0 && opts.DetectionBufferS <= capacity.MaxDetectionBufferS) {
+			bad("--detection-buffer %s: want 0 to %d seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", fmtFloat(opts.DetectionBufferS), capacity.MaxDetectionBufferS)
+		}
+	}
+	if o.minInst != nil {
+		if opts.MinInstances = *o.minInst; opts.MinInstances < 1 || opts.MinInstances > capacity.MaxInstances {
+			bad("--min-instances %d: want 1 to %d", opts.MinInstances, capacity.MaxInstances)
+		}
+	}
+	if o.maxInst != nil {
+		if opts.MaxInstances = *o.maxInst; opts.MaxInstances < 1 || opts.MaxInstances > capacity.MaxInstances {
+			bad("--max-instances %d: want 1 to %d", opts.MaxInstances, capacity.MaxInstances)
+		}
+	}
+	if opts.MinInstances >= 1 && opts.MaxInstances >= 1 && opts.MinInstances > opts.MaxInstances {
+		bad("--min-instances %d is above --max-instances %d: lower the minimum or raise the maximum", opts.MinInstances, opts.MaxInstances)
+	}
+	return errs
+}
+
+// Execute builds the plan Validate prepared, prints it as --format asks, writes it (a what-if plan only to
+// a given --output) and fails the check (exit 1) when it is infeasible. An artifact or what-if set that
+// cannot make a plan, or an output that cannot be written, is an input error (exit 2).
+func (o *planOpts) Execute() error {
+	var p *capacity.Plan
+	var err error
+	if o.whatIf != nil {
+		p, err = capacity.FromWhatIf(o.model, o.whatIfIn, o.capOpts)
+	} else {
+		var ms capacity.Measurement
+		if ms, err = capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath); err == nil {
+			p, err = capacity.FromArtifacts(o.model, ms, o.capOpts)
+		}
+	}
+	if err != nil {
+		return exitcode.Usage(err)
+	}
+	if err := renderPlan(o.stdout, o.format, p); err != nil {
 		return fmt.Errorf("print plan: %w", err)
 	}
-	if output != "" {
-		if err := capacity.WriteJSON(output, p); err != nil {
-			return err
+	if o.output != "" {
+		if err := capacity.WriteJSON(o.output, p); err != nil {
+			return exitcode.Usage(err)
 		}
-		fmt.Fprintf(c.App.ErrWriter, "wrote %s plan to %s\n", p.Verdict, output)
+		fmt.Fprintf(o.stderr, "wrote %s plan to %s\n", p.Verdict, o.output)
 	} else {
-		fmt.Fprintln(c.App.ErrWriter, "what-if plan not written: pass --output PATH to keep it (the deploy gate refuses what-if plans)")
+		fmt.Fprintln(o.stderr, "what-if plan not written: pass --output PATH to keep it (the deploy gate refuses what-if plans)")
 	}
 	if !p.Feasible() {
 		var failed []string
 		for _, f := range p.Failed() {
 			failed = append(failed, f.Name)
 		}
-		return checkFailed(fmt.Errorf("plan is infeasible: %s failed: follow the recommendations above and plan again", strings.Join(failed, ", ")))
+		return exitcode.CheckFailedf("plan is infeasible: %s failed: follow the recommendations above and plan again", strings.Join(failed, ", "))
 	}
 	return nil
 }
 
-// planOptions starts from the catalog's defaults and applies the flags that were set, checking each.
-func planOptions(c *cli.Context, m models.Model) (capacity.Options, error) {
-	o := capacity.DefaultOptions(m)
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if !c.IsSet("peak-rps") {
-		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80")
-	} else if o.PeakRPS = c.Float64("peak-rps"); !(o.PeakRPS > 0 && o.PeakRPS <= capacity.MaxRPS) {
-		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", fmtFloat(o.PeakRPS), float64(capacity.MaxRPS))
-	}
-	if c.IsSet("trough-rps") {
-		o.TroughRPS = c.Float64("trough-rps")
-		if !(o.TroughRPS > 0 && o.TroughRPS <= capacity.MaxRPS) || (o.PeakRPS > 0 && o.TroughRPS > o.PeakRPS) {
-			bad("--trough-rps %s: want a request rate in (0, --peak-rps], or leave it out", fmtFloat(o.TroughRPS))
+// renderPlan prints p in format: the artifact's JSON, or the table for humans.
+func renderPlan(w io.Writer, format string, p *capacity.Plan) error {
+	if format == "json" {
+		data, err := capacity.MarshalArtifact(p)
+		if err != nil {
+			return err
 		}
+		_, err = w.Write(data)
+		return err
 	}
-	if c.IsSet("surge") {
-		o.SurgeRatio = c.Float64("surge")
-		if !(o.SurgeRatio >= 1 && o.SurgeRatio < 1.5) {
-			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25 (load may grow 25%% within one T_plan)", fmtFloat(o.SurgeRatio))
-		}
-	}
-	if c.IsSet("detection-buffer") {
-		o.DetectionBufferS = c.Float64("detection-buffer")
-		if !(o.DetectionBufferS >= 0 && o.DetectionBufferS <= capacity.MaxDetectionBufferS) {
-			bad("--detection-buffer %s: want 0 to %d seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", fmtFloat(o.DetectionBufferS), capacity.MaxDetectionBufferS)
-		}
-	}
-	if c.IsSet("min-instances") {
-		if o.MinInstances = c.Int("min-instances"); o.MinInstances < 1 || o.MinInstances > capacity.MaxInstances {
-			bad("--min-instances %d: want 1 to %d", o.MinInstances, capacity.MaxInstances)
-		}
-	}
-	if c.IsSet("max-instances") {
-		if o.MaxInstances = c.Int("max-instances"); o.MaxInstances < 1 || o.MaxInstances > capacity.MaxInstances {
-			bad("--max-instances %d: want 1 to %d", o.MaxInstances, capacity.MaxInstances)
-		}
-	}
-	if o.MinInstances >= 1 && o.MaxInstances >= 1 && o.MinInstances > o.MaxInstances {
-		bad("--min-instances %d is above --max-instances %d: lower the minimum or raise the maximum", o.MinInstances, o.MaxInstances)
-	}
-	return o, errors.Join(errs...)
+	return writePlanTable(w, p)
 }
 
+// artifactExists says, as an error, that the artifact flag names at path is missing or cannot be looked at;
+// nil when it exists.
 func artifactExists(flag, path, producer string) error {
 	_, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return usageError(fmt.Errorf("%s %s: no such file: run %s first or pass %s PATH", flag, path, producer, flag))
+		return fmt.Errorf("%s %s: no such file: run %s first or pass %s PATH", flag, path, producer, flag)
 	}
 	if err != nil {
-		return usageError(fmt.Errorf("%s %s: %w", flag, path, err))
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
 }
