@@ -104,14 +104,19 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" && strings.Contains(ae.ErrorMessage(), "Could not find")
 }
 
-// DeployEndpoint makes the endpoint run spec and waits (up to wait per phase) until it is InService.
+// DeployEndpoint makes the endpoint run spec and waits (each phase as wait says) until it is InService.
 //   - No endpoint: create the model and endpoint config (VersionName) and the endpoint.
 //   - An endpoint whose model and endpoint config differ from spec: create the new model and endpoint config,
 //     UpdateEndpoint (a blue/green swap: the new instances pass /ping before the old ones drain and stop),
-//     then delete the old model and endpoint config. An update that fails is rolled back by SageMaker; the new
-//     model and config are then deleted and the endpoint's FailureReason is returned as the error.
+//     then delete the old model and endpoint config. An update that fails is rolled back by SageMaker (the
+//     endpoint is InService again on its previous endpoint config, with a FailureReason); the new model and
+//     config are then deleted and the rollback is returned as an error that wraps ErrRolledBack, joined with
+//     any error of that cleanup.
 //   - An endpoint that already runs spec: nothing changes.
-func DeployEndpoint(ctx context.Context, api EndpointAPI, spec EndpointSpec, wait time.Duration) (DeployResult, error) {
+//
+// On an error the result says what is known so far (Action, Previous); the new model and endpoint config of
+// an UpdateEndpoint call that failed outright are left for the next deploy, which reuses them.
+func DeployEndpoint(ctx context.Context, api EndpointAPI, spec EndpointSpec, wait WaitOptions) (DeployResult, error) {
 	_, err := api.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(spec.Name)})
 	if err != nil && !IsNotFound(err) {
 		return DeployResult{}, fmt.Errorf("describe endpoint %s: %w", spec.Name, err)
@@ -153,8 +158,13 @@ func DeployEndpoint(ctx context.Context, api EndpointAPI, spec EndpointSpec, wai
 		return res, err
 	}
 	if aws.ToString(d.EndpointConfigName) != version {
-		deleteVersion(ctx, api, version, version)
-		return res, fmt.Errorf("update of endpoint %s to %s was rolled back: %s", spec.Name, version, aws.ToString(d.FailureReason))
+		res.Endpoint = d
+		rolledBack := fmt.Errorf("%w: endpoint %s runs %s again instead of %s: %s: fix the cause and deploy again",
+			ErrRolledBack, spec.Name, aws.ToString(d.EndpointConfigName), version, aws.ToString(d.FailureReason))
+		if err := deleteVersion(ctx, api, version, version); err != nil {
+			return res, errors.Join(rolledBack, fmt.Errorf("clean up after the rollback: %w: delete them by hand or deploy again", err))
+		}
+		return res, rolledBack
 	}
 	res = DeployResult{Action: Updated, ModelName: version, ConfigName: version, OldModelName: modelName, OldConfigName: res.ConfigName,
 		Changes: changes, Previous: &cur, Endpoint: d}
@@ -163,6 +173,10 @@ func DeployEndpoint(ctx context.Context, api EndpointAPI, spec EndpointSpec, wai
 	}
 	return res, nil
 }
+
+// ErrRolledBack says an UpdateEndpoint failed and SageMaker moved the endpoint back to its previous endpoint
+// config.
+var ErrRolledBack = errors.New("the update was rolled back")
 
 // createVersion creates the model and endpoint config named version; existing ones (same name, hence the
 // same contents) are kept.
@@ -275,29 +289,102 @@ func alreadyExists(err error) bool {
 	return errors.As(err, &ae) && strings.Contains(ae.ErrorMessage(), "already existing")
 }
 
-// WaitInService waits until the endpoint is InService; it fails at once when the endpoint fails.
-func WaitInService(ctx context.Context, api EndpointAPI, name string, timeout time.Duration) (*sagemaker.DescribeEndpointOutput, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		d, err := api.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
-		if err != nil {
-			return nil, fmt.Errorf("describe endpoint %s: %w", name, err)
-		}
-		switch d.EndpointStatus {
-		case smtypes.EndpointStatusInService:
-			return d, nil
-		case smtypes.EndpointStatusFailed:
-			return d, fmt.Errorf("endpoint %s failed: %s", name, aws.ToString(d.FailureReason))
-		}
-		if time.Now().After(deadline) {
-			return d, fmt.Errorf("endpoint %s still %s after %s", name, d.EndpointStatus, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return d, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+// Defaults of WaitOptions.
+const (
+	// DefaultWaitTimeout bounds one wait when WaitOptions.Timeout is zero.
+	DefaultWaitTimeout = 30 * time.Minute
+	// DefaultWaitMinDelay is the first delay between two DescribeEndpoint calls: the emulator settles in
+	// seconds, so polling starts fast.
+	DefaultWaitMinDelay = 500 * time.Millisecond
+	// DefaultWaitMaxDelay is the longest delay between two DescribeEndpoint calls.
+	DefaultWaitMaxDelay = 2 * time.Second
+)
+
+// WaitOptions bound waiting for an endpoint to be InService (the SDK's EndpointInServiceWaiter: delays grow
+// exponentially with jitter from MinDelay to MaxDelay).
+type WaitOptions struct {
+	// Timeout bounds one wait; zero means DefaultWaitTimeout.
+	Timeout time.Duration
+	// MinDelay and MaxDelay bound the delay between two DescribeEndpoint calls; zero means
+	// DefaultWaitMinDelay and DefaultWaitMaxDelay.
+	MinDelay, MaxDelay time.Duration
+}
+
+// Validate reports every negative duration and a MaxDelay below MinDelay.
+func (w WaitOptions) Validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"timeout", w.Timeout}, {"minimum delay", w.MinDelay}, {"maximum delay", w.MaxDelay}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("wait %s %s: negative: give a positive duration, or zero for the default", d.name, d.v))
 		}
 	}
+	if w.MinDelay > 0 && w.MaxDelay > 0 && w.MaxDelay < w.MinDelay {
+		errs = append(errs, fmt.Errorf("wait maximum delay %s: below the minimum delay %s: raise it to at least the minimum", w.MaxDelay, w.MinDelay))
+	}
+	return errors.Join(errs...)
+}
+
+// resolved fills in the defaults.
+func (w WaitOptions) resolved() WaitOptions {
+	if w.Timeout <= 0 {
+		w.Timeout = DefaultWaitTimeout
+	}
+	if w.MinDelay <= 0 {
+		w.MinDelay = DefaultWaitMinDelay
+	}
+	if w.MaxDelay <= 0 {
+		w.MaxDelay = max(DefaultWaitMaxDelay, w.MinDelay)
+	}
+	w.MaxDelay = max(w.MaxDelay, w.MinDelay)
+	return w
+}
+
+// WaitInService waits with the SDK's EndpointInServiceWaiter until the endpoint is InService. It fails at
+// once when the endpoint is Failed (the error names its FailureReason) or DescribeEndpoint fails, and after
+// wait.Timeout with the last status seen. The last description is returned with an error when there is one.
+func WaitInService(ctx context.Context, api sagemaker.DescribeEndpointAPIClient, name string, wait WaitOptions) (*sagemaker.DescribeEndpointOutput, error) {
+	wait = wait.resolved()
+	var (
+		last    *sagemaker.DescribeEndpointOutput
+		decided bool // the endpoint or DescribeEndpoint ended the wait, rather than the clock
+	)
+	retryable := func(wctx context.Context, _ *sagemaker.DescribeEndpointInput, out *sagemaker.DescribeEndpointOutput, err error) (bool, error) {
+		if err != nil {
+			if wctx.Err() != nil && ctx.Err() == nil {
+				// The waiter's own deadline cut the call short: a timeout, reported below.
+				return false, err
+			}
+			decided = true
+			return false, fmt.Errorf("describe endpoint %s: %w", name, err)
+		}
+		last = out
+		switch out.EndpointStatus {
+		case smtypes.EndpointStatusInService:
+			return false, nil
+		case smtypes.EndpointStatusFailed:
+			decided = true
+			return false, fmt.Errorf("endpoint %s failed: %s", name, aws.ToString(out.FailureReason))
+		}
+		return true, nil
+	}
+	waiter := sagemaker.NewEndpointInServiceWaiter(api, func(o *sagemaker.EndpointInServiceWaiterOptions) {
+		o.MinDelay, o.MaxDelay, o.Retryable = wait.MinDelay, wait.MaxDelay, retryable
+	})
+	d, err := waiter.WaitForOutput(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}, wait.Timeout)
+	switch {
+	case err == nil:
+		return d, nil
+	case decided:
+		return last, err
+	case ctx.Err() != nil:
+		return last, fmt.Errorf("wait for endpoint %s: %w", name, ctx.Err())
+	case last == nil:
+		return nil, fmt.Errorf("endpoint %s: no answer from DescribeEndpoint within %s (%v)", name, wait.Timeout, err)
+	}
+	return last, fmt.Errorf("endpoint %s still %s after %s", name, last.EndpointStatus, wait.Timeout)
 }
 
 // DestroyEndpoint deletes the endpoint, the endpoint config it runs and that config's model, and the model
