@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
 // CredentialsFile is the file in the state directory that holds the emulator's access key (mode 0600).
@@ -79,7 +81,7 @@ func loadOrCreateCredentials(dir string) (Credentials, error) {
 	}
 	c := Credentials{AccessKeyID: accessKeyPrefix + randomToken(16), SecretAccessKey: randomToken(32)}
 	b, _ := json.MarshalIndent(c, "", "  ")
-	if err := writeFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return Credentials{}, fmt.Errorf("write the emulator's access key: %w", err)
 	}
 	return c, nil
@@ -93,28 +95,6 @@ func randomToken(n int) string {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
 	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)[:n]
-}
-
-// writeFileAtomic writes b to path through a temporary file in the same directory and a rename, so a reader
-// never sees a partial file.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // authorize checks the SigV4 Authorization header of an AWS request: it must name this emulator's access key

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
 // DefaultPort is the loopback port the emulator listens on unless told otherwise.
@@ -213,7 +215,7 @@ const lockRetry = 100 * time.Millisecond
 // publish writes the emulator's identity to the discovery file and into the lock file, the second place a
 // client finds it when the first is damaged.
 func (e *Emulator) publish(b []byte) error {
-	if err := writeFileAtomic(filepath.Join(e.opts.StateDir, InfoFile), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(e.opts.StateDir, InfoFile), b, 0o644); err != nil {
 		return fmt.Errorf("publish emulator info: %w", err)
 	}
 	if err := e.lock.Truncate(0); err != nil {

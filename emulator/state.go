@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
 // account and region are what the emulator writes into ARNs.
@@ -248,7 +250,8 @@ func loadState(dir string) (*state, error) {
 	if err := json.Unmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("read emulator state %s: %w", filepath.Join(dir, "state.json"), err)
 	}
-	// Maps missing from an older file come back nil; make them usable.
+	// A map the file leaves out keeps the empty map newState made, but one the file holds as null comes back
+	// nil; make those usable.
 	fresh := newState()
 	if s.Models == nil {
 		s.Models = fresh.Models
@@ -356,18 +359,15 @@ func (s *state) validate() error {
 	return nil
 }
 
-// save writes the state atomically (write to a temporary file, then rename), so a crash never leaves half a file.
+// save writes the state atomically (see atomicfile.WriteFile): a crash or a second writer never leaves half a
+// file, and the saved state survives a crash once save returns.
 func (s *state) save(dir string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode emulator state: %w", err)
 	}
-	tmp := filepath.Join(dir, "state.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write emulator state: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "state.json")); err != nil {
-		return fmt.Errorf("write emulator state: %w", err)
+	if err := atomicfile.WriteFile(filepath.Join(dir, "state.json"), b, 0o644); err != nil {
+		return fmt.Errorf("save emulator state: %w", err)
 	}
 	return nil
 }
