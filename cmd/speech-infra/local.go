@@ -18,6 +18,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // The emulator's settings, shared by every --local command.
@@ -26,6 +27,31 @@ var (
 	portFlag     = &cli.IntFlag{Name: "port", Usage: "emulator port on 127.0.0.1", Value: emulator.DefaultPort, EnvVars: []string{"SPEECH_INFRA_PORT"}}
 	containerBin = &cli.StringFlag{Name: "container-bin", Usage: "inference container binary the emulator runs per instance (default: speech-container next to this executable)", EnvVars: []string{"SPEECH_CONTAINER_BIN"}}
 )
+
+// emulatorSettings are the --state-dir, --port and --container-bin of a --local command.
+type emulatorSettings struct {
+	stateDir     string
+	port         int
+	containerBin string
+}
+
+// settingsFrom reads the emulator flags of c; the container binary defaults to the one next to this
+// executable.
+func settingsFrom(c *cli.Context) emulatorSettings {
+	return emulatorSettings{stateDir: c.String(stateDirFlag.Name), port: c.Int(portFlag.Name), containerBin: resolveContainerBin(c)}
+}
+
+// validate lists what is wrong with the settings.
+func (s emulatorSettings) validate() []error {
+	var errs []error
+	if s.stateDir == "" {
+		errs = append(errs, errors.New("--state-dir is empty: give the emulator's state directory or leave the flag out (default .state/emulator)"))
+	}
+	if s.port < 0 || s.port > 65535 {
+		errs = append(errs, fmt.Errorf("--port %d: not a TCP port: use 1 to 65535 (default %d), or 0 for any free port", s.port, emulator.DefaultPort))
+	}
+	return errs
+}
 
 func localCommand() *cli.Command {
 	return &cli.Command{
@@ -73,15 +99,15 @@ func attach(dir string, info emulator.Info) (localEmulator, error) {
 // starting.
 const startTimeout = 30 * time.Second
 
-// startAttempts is how many emulators ensureEmulator starts before it gives up: an emulator that exits at
+// startAttempts is how many emulators connectEmulator starts before it gives up: an emulator that exits at
 // start because another holds the directory is followed by a new one when that other is gone too.
 const startAttempts = 3
 
-// ensureEmulator returns the emulator serving the state directory, starting it detached in the background
-// (logs to <state dir>/emulator.log) when none runs. When another command starts one at the same time, it
-// attaches to whichever holds the directory.
-func ensureEmulator(ctx context.Context, c *cli.Context) (localEmulator, error) {
-	dir := c.String(stateDirFlag.Name)
+// connectEmulator returns the emulator serving the state directory of s, starting it detached in the
+// background (logs to <state dir>/emulator.log) when none runs. When another command starts one at the same
+// time, it attaches to whichever holds the directory.
+func connectEmulator(ctx context.Context, s emulatorSettings) (localEmulator, error) {
+	dir := s.stateDir
 	deadline := time.Now().Add(startTimeout)
 	info, ok, err := emulator.Running(dir)
 	switch {
@@ -95,15 +121,15 @@ func ensureEmulator(ctx context.Context, c *cli.Context) (localEmulator, error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return localEmulator{}, fmt.Errorf("create state directory: %w", err)
 	}
-	bin := resolveContainerBin(c)
+	bin := s.containerBin
 	if _, err := os.Stat(bin); err != nil {
-		return localEmulator{}, usagef("the inference container binary %s is missing (%v): build it with `make container-build` or set SPEECH_CONTAINER_BIN / --container-bin", bin, err)
+		return localEmulator{}, exitcode.Usagef("the inference container binary %s is missing (%v): build it with `make container-build` or set SPEECH_CONTAINER_BIN / --container-bin", bin, err)
 	}
 	logPath := filepath.Join(dir, "emulator.log")
 	for attempt := 1; ; attempt++ {
 		var exited chan error
 		if !ok {
-			if exited, err = startEmulator(c, dir, bin, logPath); err != nil {
+			if exited, err = startEmulator(dir, s.port, bin, logPath); err != nil {
 				return localEmulator{}, err
 			}
 		}
@@ -150,7 +176,7 @@ func ensureEmulator(ctx context.Context, c *cli.Context) (localEmulator, error) 
 
 // startEmulator starts `speech-infra local serve` detached, its output appended to logPath, and returns a
 // channel that receives its exit.
-func startEmulator(c *cli.Context, dir, bin, logPath string) (chan error, error) {
+func startEmulator(dir string, port int, bin, logPath string) (chan error, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find own executable: %w", err)
@@ -164,7 +190,7 @@ func startEmulator(c *cli.Context, dir, bin, logPath string) (chan error, error)
 	if err := logFile.Chmod(0o600); err != nil {
 		return nil, fmt.Errorf("restrict emulator log %s to its owner: %w", logPath, err)
 	}
-	cmd := exec.Command(exe, "local", "serve", "--state-dir", dir, "--port", strconv.Itoa(c.Int(portFlag.Name)), "--container-bin", bin)
+	cmd := exec.Command(exe, "local", "serve", "--state-dir", dir, "--port", strconv.Itoa(port), "--container-bin", bin)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -194,31 +220,38 @@ func lastLine(path string) string {
 	return "the log is empty"
 }
 
-// onRunningEmulator is the action of a command on the emulator running on --state-dir: act runs with the
-// directory and the emulator, confirmed by its own answer; when none runs, the command prints notRunning (a
-// format with the directory) and succeeds.
-func onRunningEmulator(notRunning string, act func(c *cli.Context, dir string, emu localEmulator) error) cli.ActionFunc {
-	return func(c *cli.Context) error {
-		dir := c.String(stateDirFlag.Name)
-		info, ok, err := emulator.Running(dir)
-		if !ok && err == nil {
-			fmt.Fprintf(c.App.Writer, notRunning+"\n", dir)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		emu, err := attach(dir, info)
-		if err != nil {
-			return err
-		}
-		return act(c, dir, emu)
+// locateEmulator returns the emulator running on dir, confirmed by its own answer, with its access key;
+// false when none runs.
+func locateEmulator(dir string) (localEmulator, bool, error) {
+	info, ok, err := emulator.Running(dir)
+	if !ok && err == nil {
+		return localEmulator{}, false, nil
 	}
+	if err != nil {
+		return localEmulator{}, ok, err
+	}
+	emu, err := attach(dir, info)
+	if err != nil {
+		return localEmulator{}, true, err
+	}
+	return emu, true, nil
 }
 
-func printEnv(c *cli.Context, emu localEmulator) {
-	w := c.App.Writer
+// envOf lists the variables that point the SDK and the AWS CLI at emu, in export order.
+func envOf(emu localEmulator) []envVar {
+	var env []envVar
 	for _, kv := range cloud.LocalEnv(emu.URL, emu.creds) {
-		fmt.Fprintf(w, "export %s=%s\n", kv[0], kv[1])
+		env = append(env, envVar{kv[0], kv[1]})
 	}
+	return env
+}
+
+// writeExports writes one `export NAME=value` line per variable.
+func writeExports(w io.Writer, env []envVar) error {
+	for _, kv := range env {
+		if _, err := fmt.Fprintf(w, "export %s=%s\n", kv.Name, kv.Value); err != nil {
+			return err
+		}
+	}
+	return nil
 }

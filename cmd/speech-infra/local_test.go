@@ -131,7 +131,8 @@ func TestDamagedDiscoveryFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, stderr, code := invoke(t, "local", "status")
-		if code != 0 || !strings.Contains(out, emu.URL) || !strings.Contains(out, "export AWS_ACCESS_KEY_ID="+creds.AccessKeyID+"\n") {
+		if code != 0 || !strings.Contains(out, "export AWS_ENDPOINT_URL="+emu.URL+"\n") || !strings.Contains(stderr, "emulator   "+emu.URL) ||
+			!strings.Contains(out, "export AWS_ACCESS_KEY_ID="+creds.AccessKeyID+"\n") || !onlyExports(out) {
 			t.Errorf("local status with a %s discovery file: exit %d\n%s%s; want the emulator at %s and its key", name, code, out, stderr, emu.URL)
 		}
 	}
@@ -144,8 +145,8 @@ func TestDamagedDiscoveryFile(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "emulator stopped (pid "+strconv.Itoa(emu.PID)+")") {
 		t.Errorf("local stop with a discovery file naming pid %d: exit %d\n%s%s; want the emulator, pid %d, stopped", pid, code, out, stderr, emu.PID)
 	}
-	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
-		t.Errorf("status after stop:\n%s", out)
+	if _, stderr, _ := invoke(t, "local", "status"); !strings.Contains(stderr, "not running") {
+		t.Errorf("status after stop:\n%s", stderr)
 	}
 }
 
@@ -187,7 +188,7 @@ func TestConcurrentStartsAttach(t *testing.T) {
 	if len(urls) > 1 {
 		t.Errorf("the commands attached to %d emulators: %v", len(urls), urls)
 	}
-	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(out, "emulator   http://") {
+	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(stderr, "emulator   http://") || !onlyExports(out) {
 		t.Errorf("local status: exit %d\n%s%s", code, out, stderr)
 	}
 	// Stopping right away stops whichever emulator holds the directory, also one that took it over from the
@@ -195,7 +196,7 @@ func TestConcurrentStartsAttach(t *testing.T) {
 	if out, stderr, code := invoke(t, "local", "stop"); code != 0 || !strings.Contains(out, "emulator stopped") {
 		t.Errorf("local stop: exit %d\n%s%s", code, out, stderr)
 	}
-	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
-		t.Errorf("status after stop:\n%s", out)
+	if _, stderr, _ := invoke(t, "local", "status"); !strings.Contains(stderr, "not running") {
+		t.Errorf("status after stop:\n%s", stderr)
 	}
 }

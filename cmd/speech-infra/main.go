@@ -1,11 +1,14 @@
 // Command speech-infra deploys and removes the speech endpoints. With --local it runs them on the local
 // emulator (started in the background when needed); `speech-infra local status` and `speech-infra local stop`
 // manage the emulator.
+//
+// main only wires: it runs the urfave/cli application and maps errors to exit codes with internal/exitcode —
+// 0 ok, 1 a check failed or the command failed, 2 a usage or input error. Data (the export lines, --format
+// json) goes to stdout, everything else to stderr.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,37 +17,27 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/internal/cliflags"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
 )
-
-// usageError marks a usage or input problem: exit code 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(exitcode.Report(os.Stderr, "speech-infra", err))
 }
 
-// exitCode prints err and maps it to the exit code: 0 ok, 2 usage or input error, 1 anything else.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "speech-infra:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
-}
-
+// run runs the application with args (args[0] is the program name); flags may follow a command's model
+// argument (`speech-infra deploy espeak-ng --local`).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return cliflags.Run(ctx, newApp(stdout, stderr), args)
+}
+
+// newApp builds the application, writing data to stdout and diagnostics to stderr.
+func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:      "speech-infra",
 		Usage:     "deploy and remove speech endpoints (on AWS through the CDK app, or --local on the emulator)",
@@ -52,50 +45,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ErrWriter: stderr,
 		Commands:  []*cli.Command{deployCommand(), destroyCommand(), localCommand()},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+			return exitcode.Usage(err)
 		},
+		// Errors are returned to main, which alone decides the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	markUsageErrors(app.Commands)
-	return app.RunContext(ctx, flagsFirst(args))
+	usageOnFlagErrors(app.Commands)
+	return app
 }
 
-// markUsageErrors makes flag parsing errors of every (sub)command usage errors.
-func markUsageErrors(cmds []*cli.Command) {
+// usageOnFlagErrors makes flag parsing errors of every (sub)command usage errors.
+func usageOnFlagErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-		markUsageErrors(c.Subcommands)
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return exitcode.Usage(err) }
+		usageOnFlagErrors(c.Subcommands)
 	}
 }
 
-// boolFlags are the flags that take no value.
-var boolFlags = map[string]bool{"local": true, "help": true, "h": true}
+// catalogModel is the model the single argument of command names in cat.
+func catalogModel(cat models.Catalog, command string, args []string) (models.Model, error) {
+	if len(args) != 1 {
+		return models.Model{}, fmt.Errorf("%s needs exactly one model id, got %d argument(s) %s: e.g. `speech-infra %s espeak-ng --local`", command, len(args), quoteAll(args), command)
+	}
+	return cat.Get(args[0])
+}
 
-// flagsFirst moves the flags of a deploy or destroy command line before its model argument, so that
-// `speech-infra deploy espeak-ng --local` works: urfave/cli stops parsing flags at the first argument.
-func flagsFirst(args []string) []string {
-	if len(args) < 3 || (args[1] != "deploy" && args[1] != "destroy") {
-		return args
+// quoteAll quotes each argument: ["a" "b"].
+func quoteAll(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
 	}
-	var flags, positional []string
-	rest := args[2:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if a == "--" {
-			positional = append(positional, rest[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			positional = append(positional, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if !strings.Contains(name, "=") && !boolFlags[name] && i+1 < len(rest) {
-			flags = append(flags, rest[i+1])
-			i++
-		}
-	}
-	out := append([]string{args[0], args[1]}, flags...)
-	return append(out, positional...)
+	return "[" + strings.Join(q, " ") + "]"
 }

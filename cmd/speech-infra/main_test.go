@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // TestMain doubles as the emulator process: deploy --local re-executes its own binary (here the test binary)
@@ -24,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	// SPEECH_INFRA_TEST_RUN_CLI makes it the CLI itself, for tests that run several commands as processes.
 	if (len(os.Args) > 2 && os.Args[1] == "local" && os.Args[2] == "serve") || os.Getenv("SPEECH_INFRA_TEST_RUN_CLI") == "1" {
-		os.Exit(exitCode(run(context.Background(), os.Args, os.Stdout, os.Stderr), os.Stderr))
+		os.Exit(exitcode.Report(os.Stderr, "speech-infra", run(context.Background(), os.Args, os.Stdout, os.Stderr)))
 	}
 	os.Exit(m.Run())
 }
@@ -34,11 +37,11 @@ func invoke(t *testing.T, args ...string) (string, string, int) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code := exitCode(run(ctx, append([]string{"speech-infra"}, args...), &out, &errOut), &errOut)
+	code := exitcode.Report(&errOut, "speech-infra", run(ctx, append([]string{"speech-infra"}, args...), &out, &errOut))
 	return out.String(), errOut.String(), code
 }
 
-func TestUsageErrors(t *testing.T) {
+func TestUsageExitsTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"deploy"},
 		{"deploy", "no-such-model", "--local"},
@@ -113,8 +116,16 @@ func TestDeployLocalEspeak(t *testing.T) {
 		t.Fatalf("streamed %d bytes starting %q, err %v; want a WAV", len(audio), audio[:min(4, len(audio))], err)
 	}
 
-	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(out, "speech-espeak-ng InService, 1/1 instances") {
-		t.Errorf("local status: exit %d\n%s%s", code, out, stderr)
+	// The endpoint is described on stderr; stdout holds only the export lines, for eval.
+	if out, stderr, code := invoke(t, "local", "status"); code != 0 || !strings.Contains(stderr, "speech-espeak-ng InService, 1/1 instances") || !onlyExports(out) {
+		t.Errorf("local status: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	out, stderr, code = invoke(t, "local", "status", "--format", "json")
+	var st localStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil || !st.Running || len(st.Endpoints) != 1 ||
+		st.Endpoints[0] != (endpointStatus{Name: "speech-espeak-ng", Status: "InService", CurrentInstances: 1, DesiredInstances: 1, ProductionVariant: "AllTraffic"}) ||
+		st.URL != "http://127.0.0.1:"+port || len(st.Env) != 5 || st.Env[0] != (envVar{"AWS_ENDPOINT_URL", st.URL}) {
+		t.Errorf("local status --format json: exit %d, %v, %+v\nstdout:\n%s\nstderr:\n%s", code, err, st, out, stderr)
 	}
 	if out, stderr, code := invoke(t, "destroy", "espeak-ng", "--local"); code != 0 || !strings.Contains(out, "removed endpoint speech-espeak-ng") {
 		t.Fatalf("destroy: exit %d\n%s%s", code, out, stderr)
@@ -125,10 +136,25 @@ func TestDeployLocalEspeak(t *testing.T) {
 	if out, stderr, code := invoke(t, "local", "stop"); code != 0 || !strings.Contains(out, "emulator stopped") {
 		t.Errorf("local stop: exit %d\n%s%s", code, out, stderr)
 	}
-	if out, _, _ := invoke(t, "local", "status"); !strings.Contains(out, "not running") {
-		t.Errorf("status after stop:\n%s", out)
+	if out, stderr, _ := invoke(t, "local", "status"); !strings.Contains(stderr, "not running") || out != "" {
+		t.Errorf("status after stop:\nstdout:\n%s\nstderr:\n%s", out, stderr)
 	}
 }
+
+// onlyExports says whether out is one or more `export NAME=value` lines and nothing else.
+func onlyExports(out string) bool {
+	if out == "" || !strings.HasSuffix(out, "\n") {
+		return false
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !exportLine.MatchString(line) {
+			return false
+		}
+	}
+	return true
+}
+
+var exportLine = regexp.MustCompile(`^export [A-Z_]+=\S+$`)
 
 func freePort(t *testing.T) string {
 	t.Helper()

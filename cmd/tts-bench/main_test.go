@@ -168,7 +168,7 @@ func TestPlanDefaultPaths(t *testing.T) {
 	}
 }
 
-func TestPlanUsageErrors(t *testing.T) {
+func TestPlanInputErrors(t *testing.T) {
 	valid := filepath.Join(fixtures, "valid")
 	q, tt := filepath.Join(valid, "qmax.json"), filepath.Join(valid, "ttotal.json")
 	tests := []struct {
