@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,13 +26,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	var ue *app.UsageError
-	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, ue.Msg)
-		os.Exit(2)
-	case err != nil:
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "speech-container:", err)
-		os.Exit(1)
 	}
+	os.Exit(app.ExitCode(err))
 }

@@ -35,11 +35,28 @@ func Stage(w io.Writer, name string) {
 	fmt.Fprintf(w, "=== STAGE %s t=%s ===\n", name, time.Now().UTC().Format(StageTimeFormat))
 }
 
-// UsageError is a command-line mistake (exit status 2).
-type UsageError struct{ Msg string }
+// UsageError is a usage or input error: a command-line mistake, or a configuration from the environment that
+// cannot be used. The exit codes are those of the root module's internal/exitcode, which this module cannot
+// import: 0 ok, 1 a failure (an unmarked error, such as weights that fail verification), 2 a UsageError.
+type UsageError struct{ Err error }
 
-// Error implements error.
-func (e *UsageError) Error() string { return e.Msg }
+// Error returns the wrapped error's message.
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error from Run to the process exit code: 0 for nil, 2 for a UsageError, 1 otherwise.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
 
 // Usage is the command-line summary.
 const Usage = `usage: speech-container serve
@@ -57,13 +74,13 @@ container/README.md.`
 // ctx ends (SIGTERM), then drains and returns nil.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) != 1 || args[0] != "serve" {
-		return &UsageError{Msg: Usage}
+		return &UsageError{Err: errors.New(Usage)}
 	}
 	out := server.NewLockedWriter(stdout)
 	Stage(out, StageContainerStarted)
 	cfg, err := ConfigFromEnv(getenv)
 	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return &UsageError{Err: fmt.Errorf("configuration: %w", err)}
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "speech-container: "+format+"\n", args...) }
 

@@ -200,3 +200,33 @@ func TestKokoroRefusesFilesTheManifestDoesNotList(t *testing.T) {
 		t.Errorf("verifyWeights = %v, want a refusal naming voices/zz_extra.bin", err)
 	}
 }
+
+// The exit codes of the root module's internal/exitcode: bad arguments and an unusable configuration are usage
+// or input errors (2), any other failure is 1.
+func TestExitCode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	badArgs := Run(ctx, []string{"serve", "extra"}, io.Discard, io.Discard, env(nil))
+	badEnv := Run(ctx, []string{"serve"}, io.Discard, io.Discard, env(map[string]string{"ENGINE": "tacotron", "QUEUE_MAX_DEPTH": "-1"}))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"bad arguments", badArgs, 2},
+		{"unusable configuration", badEnv, 2},
+		{"wrapped usage error", fmt.Errorf("start: %w", badArgs), 2},
+		{"other failure", fmt.Errorf("weights: sha256 mismatch"), 1},
+	} {
+		if got := ExitCode(tc.err); got != tc.want {
+			t.Errorf("%s: ExitCode(%v) = %d, want %d", tc.name, tc.err, got, tc.want)
+		}
+	}
+	if badArgs == nil || !strings.Contains(badArgs.Error(), "usage: speech-container serve") {
+		t.Errorf("bad arguments: %v, want the usage", badArgs)
+	}
+	if badEnv == nil || !strings.Contains(badEnv.Error(), "ENGINE=") || !strings.Contains(badEnv.Error(), "QUEUE_MAX_DEPTH=") {
+		t.Errorf("unusable configuration: %v, want every bad variable named", badEnv)
+	}
+}
