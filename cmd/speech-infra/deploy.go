@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -16,170 +17,217 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
 
 // localImage is the image name the local model records; the emulator runs the container binary instead.
 const localImage = "speech-infra/speech-container:local"
 
+// localRole is the execution role the local model records; the emulator has no IAM.
+const localRole = "arn:aws:iam::000000000000:role/speech-infra-local"
+
 func deployCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "deploy",
 		Usage:     "deploy a model's endpoint (--local: on the emulator), with autoscaling when the plan passes the gate",
 		ArgsUsage: "<model>",
+		Description: "Runs the gate on the plan, deploys the endpoint with the container environment that follows from it\n" +
+			"(blue/green when it changed), then applies the plan's scaling or removes scaling from an earlier plan.\n" +
+			"--format text (the default) reports on stdout followed by the export lines for the emulator; the gate's\n" +
+			"reasons and warnings go to stderr. --format json prints the result as one JSON object on stdout.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "deploy on the local emulator (started in the background if needed)"},
 			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads (default artifacts/<model>/plan.json)"},
 			&cli.StringFlag{Name: "container-dir", Usage: "container source directory whose digest the gate compares with the plan", Value: "container"},
 			&cli.StringFlag{Name: "model-dir", Usage: "local directory with the model's weights (engines with weights only)", EnvVars: []string{"SPEECH_INFRA_MODEL_DIR"}},
+			&cli.BoolFlag{Name: "autoscaling", Usage: "override the catalog's scaling.autoscaling: true makes a refused plan a failed check (exit 1), false deploys without scaling"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "what to print on stdout: text or json"},
 			stateDirFlag, portFlag, containerBin,
 		},
-		Action: deploy,
-	}
-}
-
-func modelArg(c *cli.Context) (models.Model, error) {
-	if c.NArg() != 1 {
-		return models.Model{}, usagef("%s needs exactly one model id, e.g. `speech-infra %s espeak-ng --local`", c.Command.Name, c.Command.Name)
-	}
-	cat, err := models.Default()
-	if err != nil {
-		return models.Model{}, err
-	}
-	m, err := cat.Get(c.Args().First())
-	if err != nil {
-		return models.Model{}, usageError{err}
-	}
-	return m, nil
-}
-
-func deploy(c *cli.Context) error {
-	m, err := modelArg(c)
-	if err != nil {
-		return err
-	}
-	if !c.Bool("local") {
-		return usagef("deploying %s to AWS goes through the CDK app (`npx cdk deploy --all -c model=%s`); speech-infra deploy runs only --local", m.ID, m.ID)
-	}
-	dir := c.String("model-dir")
-	if m.Source != nil {
-		if dir == "" {
-			return usagef("%s needs its weights: pass --model-dir with the files of %s at %s", m.ID, m.Source.Repo, m.Source.Revision)
-		}
-		if _, err := os.Stat(dir); err != nil {
-			return usagef("--model-dir %s: %v", dir, err)
-		}
-	}
-
-	// The same gate as the endpoint stack decides whether scaling is created.
-	planPath := c.String("plan")
-	if planPath == "" {
-		planPath = capacity.DefaultPlanPath(m.ID)
-	}
-	digest, err := capacity.SourceDigest(c.String("container-dir"))
-	if err != nil {
-		digest = ""
-		fmt.Fprintf(c.App.ErrWriter, "warning: container source digest unavailable (%v): the gate cannot match a plan\n", err)
-	}
-	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: models.LocalInstanceType, ContainerDigest: digest}, planPath)
-	env := m.ContainerEnvironment(dir, dec.QueueMaxDepth())
-
-	emu, err := ensureEmulator(c.Context, c)
-	if err != nil {
-		return err
-	}
-	cfg := emu.config()
-	sm := sagemaker.NewFromConfig(cfg)
-	name := m.EndpointName()
-	w, ew := c.App.Writer, c.App.ErrWriter
-	// Waits cover a new instance's startup health check plus draining the old ones in a blue/green update.
-	wait := time.Duration(m.Container.StartupHealthCheckTimeoutS+90) * time.Second
-	res, err := cloud.DeployEndpoint(c.Context, sm, cloud.EndpointSpec{
-		Name: name, Variant: models.VariantName, Image: localImage, Environment: env,
-		InstanceType: models.LocalInstanceType, InstanceCount: int32(m.InitialInstanceCount),
-		StartupHealthCheckTimeoutS: int32(m.Container.StartupHealthCheckTimeoutS),
-		RoleARN:                    "arn:aws:iam::000000000000:role/speech-infra-local",
-	}, wait)
-	if err != nil {
-		return err
-	}
-	switch res.Action {
-	case cloud.Created:
-		fmt.Fprintf(w, "created    endpoint %s (model and endpoint config %s)\n", name, res.ConfigName)
-	case cloud.Updated:
-		fmt.Fprintf(w, "updated    endpoint %s: blue/green from %s to %s (old model and endpoint config deleted)\n", name, res.OldConfigName, res.ConfigName)
-		for _, ch := range res.Changes {
-			fmt.Fprintf(w, "  changed  %s\n", ch)
-		}
-	case cloud.Unchanged:
-		fmt.Fprintf(w, "unchanged  endpoint %s already runs %s: container environment and endpoint config are as planned\n", name, res.ConfigName)
-	}
-	printQueueShield(w, res, env, dec, planPath)
-
-	aas := applicationautoscaling.NewFromConfig(cfg)
-	cw := cloudwatch.NewFromConfig(cfg)
-	var scaling string
-	if dec.Enabled {
-		spec := capacity.ScalingSpecFor(name, models.VariantName, dec.Plan)
-		diffs, err := cloud.ScalingDiff(c.Context, aas, cw, spec)
-		if err != nil {
-			return err
-		}
-		summary := scalingSummary(spec)
-		if len(diffs) == 0 {
-			scaling = "unchanged: " + summary
-		} else {
-			if err := cloud.ApplyScaling(c.Context, aas, cw, spec); err != nil {
+		Action: func(c *cli.Context) error {
+			cat, err := models.Default()
+			if err != nil {
 				return err
 			}
-			scaling = fmt.Sprintf("applied from plan %s: %s", planPath, summary)
-		}
-	} else {
-		// Like the stack synthesized without scaling: nothing from an earlier plan stays behind.
-		removed, err := cloud.RemoveScaling(c.Context, aas, cw, name, models.VariantName)
-		if err != nil {
-			return err
-		}
-		scaling = "off"
-		if removed {
-			scaling = "removed: the scalable target, its policies and the alarms " + strings.Join(capacity.AlarmNames(name), ", ") + " are gone; the fleet stays at its current size"
-		}
-		for _, r := range dec.Reasons {
-			fmt.Fprintln(ew, "autoscaling off:", r)
+			o := &deployOpts{
+				args: c.Args().Slice(), local: c.Bool("local"), planPath: c.String("plan"), containerDir: c.String("container-dir"),
+				modelDir: c.String("model-dir"), format: c.String("format"), emulator: settingsFrom(c), catalog: cat,
+				stdout: c.App.Writer, stderr: c.App.ErrWriter, connect: connectEmulator, clients: deployClientsFor,
+			}
+			if c.IsSet("autoscaling") {
+				on := c.Bool("autoscaling")
+				o.autoscaling = &on
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute(c.Context)
+		},
+	}
+}
+
+// deployClientsFor returns the real SDK clients for cfg.
+func deployClientsFor(cfg aws.Config) cloud.DeployClients {
+	return cloud.DeployClients{
+		SageMaker: sagemaker.NewFromConfig(cfg), AutoScaling: applicationautoscaling.NewFromConfig(cfg), CloudWatch: cloudwatch.NewFromConfig(cfg),
+	}
+}
+
+// deployOpts is one speech-infra deploy: the command line, and what it runs with.
+type deployOpts struct {
+	args         []string
+	local        bool
+	planPath     string
+	containerDir string
+	modelDir     string
+	format       string
+	autoscaling  *bool
+	emulator     emulatorSettings
+
+	catalog        models.Catalog
+	stdout, stderr io.Writer
+	// connect returns the emulator of the settings, starting it when none runs.
+	connect func(ctx context.Context, s emulatorSettings) (localEmulator, error)
+	// clients makes the SDK clients for the emulator's configuration.
+	clients func(aws.Config) cloud.DeployClients
+
+	// model is set by Validate.
+	model models.Model
+}
+
+// Validate checks the command line and reports every problem at once as one usage error.
+func (o *deployOpts) Validate() error {
+	var errs []error
+	m, err := catalogModel(o.catalog, "deploy", o.args)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	o.model = m
+	id := m.ID
+	if id == "" {
+		id = "<model>"
+	}
+	if !o.local {
+		errs = append(errs, fmt.Errorf("deploying %s to AWS goes through the CDK app (`npx cdk deploy --all -c model=%s`): speech-infra deploy runs only --local", id, id))
+	}
+	if m.Source != nil {
+		if o.modelDir == "" {
+			errs = append(errs, fmt.Errorf("%s needs its weights: pass --model-dir with the files of %s at %s", m.ID, m.Source.Repo, m.Source.Revision))
+		} else if _, err := os.Stat(o.modelDir); err != nil {
+			errs = append(errs, fmt.Errorf("--model-dir %s: %v: give the directory with the files of %s at %s", o.modelDir, err, m.Source.Repo, m.Source.Revision))
 		}
 	}
+	if o.format != "text" && o.format != "json" {
+		errs = append(errs, fmt.Errorf("--format %q is not a format: use text or json", o.format))
+	}
+	if o.planPath == "" && m.ID != "" {
+		o.planPath = capacity.DefaultPlanPath(m.ID)
+	}
+	errs = append(errs, o.emulator.validate()...)
+	return exitcode.Usage(errors.Join(errs...))
+}
 
-	d := res.Endpoint
-	v := d.ProductionVariants[0]
-	fmt.Fprintf(w, "endpoint   %s (%s, %d instance(s), variant %s)\n", name, d.EndpointStatus, aws.ToInt32(v.CurrentInstanceCount), models.VariantName)
-	fmt.Fprintf(w, "emulator   %s (state %s, access key id %s)\n", emu.URL, c.String(stateDirFlag.Name), emu.creds.AccessKeyID)
-	fmt.Fprintf(w, "scaling    %s\n", scaling)
-	printEnv(c, emu)
-	if dec.Explicit && !dec.Enabled {
-		return errors.New("autoscaling was asked for but the gate refused the plan")
+// Execute deploys with cloud.DeployModel on the emulator and renders the result: data on stdout, the gate's
+// reasons and warnings on stderr. A refused plan that was asked for explicitly is a failed check (exit 1),
+// reported after the result.
+func (o *deployOpts) Execute(ctx context.Context) error {
+	// The same gate as the endpoint stack decides whether scaling is created; it compares the plan with the
+	// digest of the container source.
+	digest, err := capacity.SourceDigest(o.containerDir)
+	if err != nil {
+		digest = ""
+		fmt.Fprintf(o.stderr, "warning: container source digest unavailable (%v): the gate cannot match a plan\n", err)
+	}
+	emu, err := o.connect(ctx, o.emulator)
+	if err != nil {
+		return err
+	}
+	res, deployErr := cloud.DeployModel(ctx, o.clients(emu.config()), cloud.DeployOptions{
+		Model: o.model, InstanceType: models.LocalInstanceType, Image: localImage, RoleARN: localRole,
+		ContainerDigest: digest, PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
+	})
+	refused := errors.Is(deployErr, cloud.ErrAutoscalingRefused)
+	if deployErr != nil && !refused {
+		return deployErr
+	}
+	for _, r := range res.Gate.Reasons {
+		fmt.Fprintln(o.stderr, "autoscaling off:", r)
+	}
+	if o.format == "json" {
+		err = renderDeployJSON(o.stdout, res, emu, o.emulator.stateDir)
+	} else {
+		err = renderDeployText(o.stdout, res, emu, o.emulator.stateDir)
+	}
+	if err != nil {
+		return fmt.Errorf("write the result: %w", err)
+	}
+	if refused {
+		return exitcode.CheckFailed(deployErr)
 	}
 	return nil
 }
 
-// printQueueShield says what the container's queue shield is after the deploy and whether this deploy
-// changed it.
-func printQueueShield(w io.Writer, res cloud.DeployResult, env map[string]string, dec capacity.Decision, planPath string) {
-	before := ""
-	if res.Previous != nil {
-		before = res.Previous.Environment["QUEUE_MAX_DEPTH"]
+// renderDeployText reports what the deploy did, one aligned line per part, then the export lines that point
+// the SDK at the emulator.
+func renderDeployText(w io.Writer, res cloud.DeployModelResult, emu localEmulator, stateDir string) error {
+	var b strings.Builder
+	dep := res.Deployed
+	switch dep.Action {
+	case cloud.Created:
+		fmt.Fprintf(&b, "created    endpoint %s (model and endpoint config %s)\n", res.Endpoint, dep.ConfigName)
+	case cloud.Updated:
+		fmt.Fprintf(&b, "updated    endpoint %s: blue/green from %s to %s (old model and endpoint config deleted)\n", res.Endpoint, dep.OldConfigName, dep.ConfigName)
+		for _, ch := range dep.Changes {
+			fmt.Fprintf(&b, "  changed  %s\n", ch)
+		}
+	case cloud.Unchanged:
+		fmt.Fprintf(&b, "unchanged  endpoint %s already runs %s: container environment and endpoint config are as planned\n", res.Endpoint, dep.ConfigName)
 	}
-	now := env["QUEUE_MAX_DEPTH"]
-	changed := res.Action == cloud.Updated && before != now
-	switch {
-	case dec.Enabled && changed:
-		fmt.Fprintf(w, "queue      shield %s applied from plan %s (was %s)\n", now, planPath, shieldWords(before))
-	case dec.Enabled:
-		fmt.Fprintf(w, "queue      shield %s from plan %s\n", now, planPath)
-	case changed:
-		fmt.Fprintf(w, "queue      shield removed (was %s): back to the measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded)\n", shieldWords(before))
+	b.WriteString(queueShieldLine(res))
+
+	var scaling string
+	switch res.Scaling {
+	case cloud.ScalingUnchanged:
+		scaling = "unchanged: " + scalingSummary(*res.ScalingSpec)
+	case cloud.ScalingApplied:
+		scaling = fmt.Sprintf("applied from plan %s: %s", res.PlanPath, scalingSummary(*res.ScalingSpec))
+	case cloud.ScalingRemoved:
+		scaling = "removed: the scalable target, its policies and the alarms " + strings.Join(capacity.AlarmNames(res.Endpoint), ", ") + " are gone; the fleet stays at its current size"
 	default:
-		fmt.Fprintln(w, "queue      measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate")
+		scaling = "off"
 	}
+	d := dep.Endpoint
+	fmt.Fprintf(&b, "endpoint   %s (%s, %d instance(s), variant %s)\n", res.Endpoint, d.EndpointStatus, currentInstances(d), res.Variant)
+	fmt.Fprintf(&b, "emulator   %s (state %s, access key id %s)\n", emu.URL, stateDir, emu.creds.AccessKeyID)
+	fmt.Fprintf(&b, "scaling    %s\n", scaling)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return writeExports(w, envOf(emu))
+}
+
+// currentInstances is the current instance count of the endpoint's first variant.
+func currentInstances(d *sagemaker.DescribeEndpointOutput) int32 {
+	if d == nil || len(d.ProductionVariants) == 0 {
+		return 0
+	}
+	return aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount)
+}
+
+// queueShieldLine says what the container's queue shield is after the deploy and whether this deploy
+// changed it.
+func queueShieldLine(res cloud.DeployModelResult) string {
+	q := res.QueueShield
+	switch {
+	case res.Gate.Enabled && q.Changed:
+		return fmt.Sprintf("queue      shield %s applied from plan %s (was %s)\n", q.Now, res.PlanPath, shieldWords(q.Before))
+	case res.Gate.Enabled:
+		return fmt.Sprintf("queue      shield %s from plan %s\n", q.Now, res.PlanPath)
+	case q.Changed:
+		return fmt.Sprintf("queue      shield removed (was %s): back to the measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded)\n", shieldWords(q.Before))
+	}
+	return "queue      measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate\n"
 }
 
 func shieldWords(depth string) string {
@@ -200,4 +248,67 @@ func scalingSummary(s capacity.ScalingSpec) string {
 	}
 	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
 		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
+}
+
+// deployReport is the JSON form of a deploy's result (--format json).
+type deployReport struct {
+	Endpoint  string `json:"endpoint"`
+	Variant   string `json:"variant"`
+	Status    string `json:"status"`
+	Instances int32  `json:"current_instances"`
+	// Action is created, updated or unchanged.
+	Action        string   `json:"action"`
+	ModelName     string   `json:"model_name"`
+	ConfigName    string   `json:"endpoint_config_name"`
+	OldConfigName string   `json:"old_endpoint_config_name,omitempty"`
+	Changes       []string `json:"changes"`
+	PlanPath      string   `json:"plan"`
+	Gate          struct {
+		Enabled    bool     `json:"enabled"`
+		Explicit   bool     `json:"explicit"`
+		Reasons    []string `json:"reasons"`
+		PlanSHA256 string   `json:"plan_sha256,omitempty"`
+	} `json:"gate"`
+	QueueShield struct {
+		Before  string `json:"before"`
+		Now     string `json:"now"`
+		Changed bool   `json:"changed"`
+	} `json:"queue_shield"`
+	// Scaling is applied, unchanged, removed or off.
+	Scaling      string   `json:"scaling"`
+	ScalingDiffs []string `json:"scaling_diffs"`
+	MinInstances int      `json:"min_instances,omitempty"`
+	MaxInstances int      `json:"max_instances,omitempty"`
+	TargetValue  float64  `json:"target_value,omitempty"`
+	Emulator     struct {
+		URL         string `json:"url"`
+		StateDir    string `json:"state_dir"`
+		AccessKeyID string `json:"access_key_id"`
+	} `json:"emulator"`
+	Env []envVar `json:"env"`
+}
+
+// renderDeployJSON prints the result as one indented JSON object.
+func renderDeployJSON(w io.Writer, res cloud.DeployModelResult, emu localEmulator, stateDir string) error {
+	var r deployReport
+	dep := res.Deployed
+	r.Endpoint, r.Variant, r.Action = res.Endpoint, res.Variant, string(dep.Action)
+	if dep.Endpoint != nil {
+		r.Status, r.Instances = string(dep.Endpoint.EndpointStatus), currentInstances(dep.Endpoint)
+	}
+	r.ModelName, r.ConfigName, r.OldConfigName = dep.ModelName, dep.ConfigName, dep.OldConfigName
+	r.Changes = append([]string{}, dep.Changes...)
+	r.PlanPath = res.PlanPath
+	r.Gate.Enabled, r.Gate.Explicit, r.Gate.PlanSHA256 = res.Gate.Enabled, res.Gate.Explicit, res.Gate.PlanSHA256
+	r.Gate.Reasons = append([]string{}, res.Gate.Reasons...)
+	r.QueueShield.Before, r.QueueShield.Now, r.QueueShield.Changed = res.QueueShield.Before, res.QueueShield.Now, res.QueueShield.Changed
+	r.Scaling, r.ScalingDiffs = string(res.Scaling), append([]string{}, res.ScalingDiffs...)
+	if s := res.ScalingSpec; s != nil {
+		r.MinInstances, r.MaxInstances, r.TargetValue = s.MinInstances, s.MaxInstances, s.ScaleOut.TargetValue
+	}
+	r.Emulator.URL, r.Emulator.StateDir, r.Emulator.AccessKeyID = emu.URL, stateDir, emu.creds.AccessKeyID
+	r.Env = envOf(emu)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }

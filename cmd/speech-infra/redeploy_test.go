@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -17,13 +20,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
 	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/cloud/cloudtest"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -332,6 +340,19 @@ func TestRedeployAppliesPlan(t *testing.T) {
 		t.Errorf("a repeated deploy replaced the model %s with %s", newModel, model)
 	}
 
+	// 3b. The same result as JSON on stdout (--format json): nothing changes, and the report says so.
+	out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local", "--plan", planPath, "--container-dir", containerDir, "--format", "json")
+	var rep deployReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("deploy --format json: exit %d, %v\nstdout:\n%s\nstderr:\n%s", code, err, out, stderr)
+	}
+	if rep.Endpoint != name || rep.Action != "unchanged" || rep.Status != "InService" || rep.ModelName != newModel || !rep.Gate.Enabled ||
+		len(rep.Gate.Reasons) != 0 || rep.Scaling != "unchanged" || len(rep.ScalingDiffs) != 0 || rep.QueueShield.Now != depth || rep.QueueShield.Changed ||
+		rep.MinInstances != spec.MinInstances || rep.MaxInstances != spec.MaxInstances || rep.TargetValue != spec.ScaleOut.TargetValue ||
+		len(rep.Env) != 5 || rep.Env[0] != (envVar{"AWS_ENDPOINT_URL", "http://127.0.0.1:" + port}) {
+		t.Errorf("deploy --format json reported %+v", rep)
+	}
+
 	// 4. The plan goes away: back to the measurement configuration, scaling removed.
 	out = deploy(noPlan)
 	if !strings.Contains(out, "queue      shield removed (was depth "+depth+")") || !strings.Contains(out, "scaling    removed") {
@@ -345,6 +366,18 @@ func TestRedeployAppliesPlan(t *testing.T) {
 	}
 	if audio := streamSpeech(ctx, t, sagemakerruntime.NewFromConfig(cfg), name); len(audio) < 1000 {
 		t.Errorf("after returning to the measurement configuration the endpoint streamed %d bytes", len(audio))
+	}
+
+	// 5. Autoscaling asked for explicitly (as -c autoscaling=true does for the stack) without a plan: the gate's
+	// refusal is a failed check, exit 1, after the endpoint was deployed as without scaling (here: unchanged).
+	out, stderr, code = invoke(t, "deploy", "espeak-ng", "--local", "--plan", noPlan, "--container-dir", containerDir, "--autoscaling")
+	if code != 1 || !strings.Contains(stderr, "autoscaling off: no plan at "+noPlan) ||
+		!strings.Contains(stderr, "autoscaling was asked for but the gate refused the plan for "+name) ||
+		!strings.Contains(out, "unchanged  endpoint "+name) || !strings.Contains(out, "scaling    off") {
+		t.Errorf("deploy --autoscaling without a plan: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	if len(target()) != 0 || len(alarms()) != 0 {
+		t.Errorf("a refused explicit deploy left scaling behind: targets %v, alarms %v", target(), alarms())
 	}
 }
 
@@ -366,4 +399,116 @@ func streamSpeech(ctx context.Context, t *testing.T, rt *sagemakerruntime.Client
 		t.Fatalf("stream: %v", err)
 	}
 	return audio
+}
+
+// deployDoubles are SDK doubles for one deploy of espeak-ng that creates the endpoint (InService at once),
+// with no scaling to remove; calls counts the calls that change something.
+func deployDoubles(calls *[]string) cloud.DeployClients {
+	created := false
+	sm := &cloudtest.SageMaker{
+		DescribeEndpointFn: func(_ context.Context, in *sagemaker.DescribeEndpointInput, _ ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error) {
+			if !created {
+				return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "Could not find endpoint " + aws.ToString(in.EndpointName) + "."}
+			}
+			return &sagemaker.DescribeEndpointOutput{EndpointName: in.EndpointName, EndpointStatus: smtypes.EndpointStatusInService,
+				ProductionVariants: []smtypes.ProductionVariantSummary{{CurrentInstanceCount: aws.Int32(1)}}}, nil
+		},
+		CreateModelFn: func(_ context.Context, in *sagemaker.CreateModelInput, _ ...func(*sagemaker.Options)) (*sagemaker.CreateModelOutput, error) {
+			*calls = append(*calls, "CreateModel "+aws.ToString(in.ModelName))
+			return &sagemaker.CreateModelOutput{}, nil
+		},
+		CreateEndpointConfigFn: func(_ context.Context, in *sagemaker.CreateEndpointConfigInput, _ ...func(*sagemaker.Options)) (*sagemaker.CreateEndpointConfigOutput, error) {
+			*calls = append(*calls, "CreateEndpointConfig "+aws.ToString(in.EndpointConfigName))
+			return &sagemaker.CreateEndpointConfigOutput{}, nil
+		},
+		CreateEndpointFn: func(_ context.Context, in *sagemaker.CreateEndpointInput, _ ...func(*sagemaker.Options)) (*sagemaker.CreateEndpointOutput, error) {
+			*calls = append(*calls, "CreateEndpoint "+aws.ToString(in.EndpointName))
+			created = true
+			return &sagemaker.CreateEndpointOutput{}, nil
+		},
+	}
+	aas := &cloudtest.AutoScaling{
+		DeregisterScalableTargetFn: func(context.Context, *applicationautoscaling.DeregisterScalableTargetInput, ...func(*applicationautoscaling.Options)) (*applicationautoscaling.DeregisterScalableTargetOutput, error) {
+			return nil, &aastypes.ObjectNotFoundException{Message: aws.String("No scalable target registered")}
+		},
+	}
+	cw := &cloudtest.CloudWatch{
+		DeleteAlarmsFn: func(context.Context, *cloudwatch.DeleteAlarmsInput, ...func(*cloudwatch.Options)) (*cloudwatch.DeleteAlarmsOutput, error) {
+			return nil, &cwtypes.ResourceNotFound{Message: aws.String("no such alarm")}
+		},
+	}
+	return cloud.DeployClients{SageMaker: sm, AutoScaling: aas, CloudWatch: cw}
+}
+
+// The deploy command through doubles, without an emulator or a container: the report on stdout, the gate's
+// reasons on stderr; --autoscaling without a plan is a failed check (exit 1) after the endpoint was created.
+func TestDeployCommandThroughDoubles(t *testing.T) {
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu := localEmulator{Info: emulator.Info{URL: "http://127.0.0.1:4599"}, creds: cloud.LocalCredentials{AccessKeyID: "AKIDLOCALTEST", SecretAccessKey: "secret"}}
+	for _, explicit := range []bool{false, true} {
+		var calls []string
+		var stdout, stderr bytes.Buffer
+		noPlan := filepath.Join(t.TempDir(), "no-plan.json")
+		o := &deployOpts{
+			args: []string{"espeak-ng"}, local: true, planPath: noPlan, containerDir: filepath.Join("..", "..", "container"), format: "text",
+			emulator: emulatorSettings{stateDir: "state", port: 4599}, catalog: cat, stdout: &stdout, stderr: &stderr,
+			connect: func(context.Context, emulatorSettings) (localEmulator, error) { return emu, nil },
+			clients: func(aws.Config) cloud.DeployClients { return deployDoubles(&calls) },
+		}
+		if explicit {
+			on := true
+			o.autoscaling = &on
+		}
+		if err := o.Validate(); err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		err := o.Execute(context.Background())
+		wantCode := 0
+		if explicit {
+			wantCode = 1
+		}
+		if exitcode.Code(err) != wantCode || explicit != errors.Is(err, cloud.ErrAutoscalingRefused) {
+			t.Errorf("explicit %v: Execute = %v (exit %d), want exit %d", explicit, err, exitcode.Code(err), wantCode)
+		}
+		for _, want := range []string{
+			"created    endpoint speech-espeak-ng (model and endpoint config speech-espeak-ng-",
+			"queue      measurement configuration, QUEUE_MAX_DEPTH=0 (unbounded) until a plan passes the gate\n",
+			"endpoint   speech-espeak-ng (InService, 1 instance(s), variant AllTraffic)\n",
+			"emulator   http://127.0.0.1:4599 (state state, access key id AKIDLOCALTEST)\n",
+			"scaling    off\n",
+			"export AWS_ENDPOINT_URL=http://127.0.0.1:4599\n",
+		} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("explicit %v: stdout lacks %q:\n%s", explicit, want, stdout.String())
+			}
+		}
+		if !strings.Contains(stderr.String(), "autoscaling off: no plan at "+noPlan) {
+			t.Errorf("explicit %v: stderr lacks the gate's reason:\n%s", explicit, stderr.String())
+		}
+		if len(calls) != 3 || !strings.HasPrefix(calls[2], "CreateEndpoint speech-espeak-ng") {
+			t.Errorf("explicit %v: calls %q, want model, endpoint config and endpoint created", explicit, calls)
+		}
+	}
+}
+
+// Every problem of a deploy command line is reported at once, as a usage error (exit 2).
+func TestDeployValidateReportsEverything(t *testing.T) {
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &deployOpts{args: []string{"kokoro-82m"}, format: "yaml", modelDir: filepath.Join(t.TempDir(), "missing"),
+		emulator: emulatorSettings{stateDir: "", port: 70000}, catalog: cat}
+	err = o.Validate()
+	if exitcode.Code(err) != 2 {
+		t.Fatalf("Validate = %v (exit %d), want a usage error", err, exitcode.Code(err))
+	}
+	for _, want := range []string{"speech-infra deploy runs only --local", "--model-dir " + o.modelDir, `--format "yaml" is not a format`, "--state-dir is empty", "--port 70000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q:\n%v", want, err)
+		}
+	}
 }
