@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
@@ -68,14 +69,6 @@ func decodeStrict(data []byte, v any) []string {
 		"an artifact is one object with a schema_version field")
 }
 
-// parseArtifact strictly decodes one artifact kind into v.
-func parseArtifact(kind, source string, data []byte, v any) error {
-	if problems := decodeStrict(data, v); len(problems) > 0 {
-		return &LoadError{Kind: kind, Source: source, Problems: problems}
-	}
-	return nil
-}
-
 // Size limits of the artifact files. Each is far above what tts-bench writes (a plan or a ttotal artifact is
 // a few KiB; a qmax artifact of MaxQMaxSteps steps stays under 1 MiB) and small enough that reading one is
 // harmless: a larger file is refused with the file named and the limit stated, never read into memory.
@@ -88,35 +81,55 @@ const (
 	MaxQMaxBytes = 4 << 20
 )
 
-// maxBytes returns the size limit of an artifact kind.
-func maxBytes(kind string) int64 {
-	switch kind {
-	case "qmax":
-		return MaxQMaxBytes
-	case "ttotal":
-		return MaxTTotalBytes
-	}
-	return MaxPlanBytes
+// artifact is the set of artifact types load and parse read; each names its kind (in errors) and the size
+// limit of its file.
+type artifact interface {
+	QMax | TTotal | Plan
+	kind() string
+	maxBytes() int64
 }
 
-// readArtifactFile reads an artifact file of the given kind: a regular file (a FIFO, a device or a directory
-// is refused without blocking) no larger than the kind's limit.
-func readArtifactFile(kind, path string) ([]byte, error) {
-	data, err := strictjson.ReadFile(path, maxBytes(kind))
+func (QMax) kind() string      { return "qmax" }
+func (QMax) maxBytes() int64   { return MaxQMaxBytes }
+func (TTotal) kind() string    { return "ttotal" }
+func (TTotal) maxBytes() int64 { return MaxTTotalBytes }
+func (Plan) kind() string      { return "plan" }
+func (Plan) maxBytes() int64   { return MaxPlanBytes }
+
+// parse strictly decodes an artifact of type T; source names it in errors. Every problem is reported at once
+// as a *LoadError.
+func parse[T artifact](source string, data []byte) (*T, error) {
+	v := new(T)
+	if problems := decodeStrict(data, v); len(problems) > 0 {
+		return nil, &LoadError{Kind: (*v).kind(), Source: source, Problems: problems}
+	}
+	return v, nil
+}
+
+// load reads the artifact file at path (see readFile) and strictly decodes it (see parse). It also
+// returns the digest of the bytes it decoded, so that what a plan records is the digest of what it was built
+// from, read once.
+func load[T artifact](path string) (*T, string, error) {
+	data, err := readFile[T](path)
 	if err != nil {
-		return nil, fmt.Errorf("read %s artifact: %w", kind, err)
+		return nil, "", err
+	}
+	v, err := parse[T](path, data)
+	if err != nil {
+		return nil, "", err
+	}
+	return v, DigestBytes(data), nil
+}
+
+// readFile reads an artifact file of type T: a regular file (a FIFO, a device or a directory is refused
+// without blocking) no larger than T's limit.
+func readFile[T artifact](path string) ([]byte, error) {
+	var zero T
+	data, err := strictjson.ReadFile(path, zero.maxBytes())
+	if err != nil {
+		return nil, fmt.Errorf("read %s artifact: %w", zero.kind(), err)
 	}
 	return data, nil
-}
-
-// loadArtifact reads path (see readArtifactFile), strictly decodes it into v and returns the digest of the
-// bytes it decoded, so that what a plan records is the digest of what it was built from, read once.
-func loadArtifact(kind, path string, v any) (string, error) {
-	data, err := readArtifactFile(kind, path)
-	if err != nil {
-		return "", err
-	}
-	return DigestBytes(data), parseArtifact(kind, path, data, v)
 }
 
 // MarshalArtifact renders an artifact as indented JSON with a trailing newline, the form written to disk.
@@ -140,40 +153,14 @@ func WriteJSON(path string, v any) error {
 	return WriteFileAtomic(path, data)
 }
 
-// WriteFileAtomic writes data to path so that readers see either the old file or the complete new one: it
-// writes a temporary file in the same directory (creating the directory), syncs it and renames it over path.
-func WriteFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// WriteFileAtomic writes data to path so that readers see either the old file or the complete new one,
+// creating path's directory first (artifacts/<model>/ may not exist yet). A new file gets mode 0644; a
+// replaced one keeps its mode (see atomicfile.WriteFile).
+func WriteFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: create directory: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: create temporary file: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write %s: sync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: chmod: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: rename into place: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // DigestBytes returns "sha256:<hex>" of data.
@@ -217,3 +204,17 @@ func validFileName(name string) bool { return artifactNamePattern.MatchString(na
 
 // fileNameRule says what validFileName accepts, for error messages.
 const fileNameRule = "a plain file name beside the plan (letters, digits, '.', '_' and '-', not starting with '.', no directory part)"
+
+// field is a named string field of an artifact, for checks that apply to several.
+type field struct{ name, value string }
+
+// emptyFields returns "<name>: is empty" for each field whose value is empty, in order.
+func emptyFields(fields []field) []error {
+	var errs []error
+	for _, f := range fields {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s: is empty", f.name))
+		}
+	}
+	return errs
+}

@@ -341,3 +341,80 @@ func TestArtifactFieldBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadEveryKind loads each artifact kind through its exported Load and Parse: a valid file round-trips;
+// a file over the kind's size limit is refused with the kind and the limit named; an unknown field is a
+// *LoadError of that kind naming the file.
+func TestLoadEveryKind(t *testing.T) {
+	m := kokoro(t)
+	plan, err := LoadPlan(filepath.Join("..", "testdata", "plans", "valid", PlanFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		kind, limit string
+		maxBytes    int
+		value       any
+		load        func(path string) (any, error)
+		parse       func(source string, data []byte) (any, error)
+	}{
+		{"qmax", "4 MiB", MaxQMaxBytes, testQMax(m),
+			func(p string) (any, error) { return LoadQMax(p) }, func(s string, d []byte) (any, error) { return ParseQMax(s, d) }},
+		{"ttotal", "1 MiB", MaxTTotalBytes, testTTotal(m),
+			func(p string) (any, error) { return LoadTTotal(p) }, func(s string, d []byte) (any, error) { return ParseTTotal(s, d) }},
+		{"plan", "1 MiB", MaxPlanBytes, plan,
+			func(p string) (any, error) { return LoadPlan(p) }, func(s string, d []byte) (any, error) { return ParsePlan(s, d) }},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			path := filepath.Join(dir, c.kind+".json")
+			if err := WriteJSON(path, c.value); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := MarshalArtifact(c.value)
+			if again, _ := MarshalArtifact(got); string(again) != string(want) {
+				t.Fatalf("round trip changed the artifact:\n%s\nwant\n%s", again, want)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One byte over the limit: the JSON padded with spaces, which would still decode.
+			big := filepath.Join(dir, c.kind+"-big.json")
+			if err := os.WriteFile(big, append(data, strings.Repeat(" ", c.maxBytes+1-len(data))...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.load(big); err == nil || !strings.Contains(err.Error(), "read "+c.kind+" artifact: ") ||
+				!strings.Contains(err.Error(), "larger than the "+c.limit+" limit") {
+				t.Fatalf("load of a file over the limit = %v", err)
+			}
+			var raw map[string]any
+			if err := json.Unmarshal(data, &raw); err != nil {
+				t.Fatal(err)
+			}
+			raw["colour"] = "blue"
+			edited, _ := json.Marshal(raw)
+			bad := filepath.Join(dir, c.kind+"-bad.json")
+			if err := os.WriteFile(bad, edited, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range []struct {
+				source string
+				err    error
+			}{
+				{bad, func() error { _, err := c.load(bad); return err }()},
+				{"input", func() error { _, err := c.parse("input", edited); return err }()},
+			} {
+				var le *LoadError
+				if !errors.As(e.err, &le) || le.Kind != c.kind || le.Source != e.source ||
+					!strings.Contains(e.err.Error(), e.source+" is not a valid "+c.kind+" artifact") || !strings.Contains(e.err.Error(), "colour: unknown field") {
+					t.Errorf("unknown field from %s: %v, want a *LoadError of kind %s", e.source, e.err, c.kind)
+				}
+			}
+		})
+	}
+}

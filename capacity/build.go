@@ -31,15 +31,15 @@ type Measurement struct {
 // LoadMeasurement loads, digests and verifies the two artifacts, reading each file once. Every problem of
 // both is returned at once.
 func LoadMeasurement(qmaxPath, ttotalPath string) (Measurement, error) {
-	ms := Measurement{QMax: &QMax{}, QMaxFile: baseName(qmaxPath), TTotal: &TTotal{}, TTotalFile: baseName(ttotalPath)}
+	ms := Measurement{QMaxFile: baseName(qmaxPath), TTotalFile: baseName(ttotalPath)}
 	var errs []error
 	var err error
-	if ms.QMaxSHA256, err = loadArtifact("qmax", qmaxPath, ms.QMax); err != nil {
+	if ms.QMax, ms.QMaxSHA256, err = load[QMax](qmaxPath); err != nil {
 		errs = append(errs, err)
 	} else if v := ms.QMax.Verify(); len(v) > 0 {
 		errs = append(errs, joinErrors(qmaxPath+" is not a valid qmax artifact (re-run tts-bench qmax)", v))
 	}
-	if ms.TTotalSHA256, err = loadArtifact("ttotal", ttotalPath, ms.TTotal); err != nil {
+	if ms.TTotal, ms.TTotalSHA256, err = load[TTotal](ttotalPath); err != nil {
 		errs = append(errs, err)
 	} else if v := ms.TTotal.Verify(); len(v) > 0 {
 		errs = append(errs, joinErrors(ttotalPath+" is not a valid ttotal artifact (re-run tts-bench ttotal)", v))

@@ -75,8 +75,7 @@ func Gate(d Deployment, planPath string) Decision {
 		return dec
 	}
 	measureFirst := fmt.Sprintf("run tts-bench qmax, tts-bench ttotal and tts-bench plan for %s first", id)
-	p := &Plan{}
-	digest, err := loadArtifact("plan", planPath, p)
+	p, digest, err := load[Plan](planPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		dec.Reasons = []string{fmt.Sprintf("no plan at %s: %s", planPath, measureFirst)}
 		return dec
@@ -137,13 +136,14 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 	if in.QMaxFile == in.TTotalFile {
 		return []string{fmt.Sprintf("plan at %s names %s as both its qmax and its ttotal artifact (inputs.qmax_file, inputs.ttotal_file): %s", planPath, in.QMaxFile, again)}
 	}
-	type artifact struct {
+	type artifactFile struct {
 		kind, field, file, digest, producer, path string
+		read                                      func(path string) ([]byte, error)
 		data                                      []byte
 	}
-	arts := []*artifact{
-		{kind: "qmax", field: "inputs.qmax_file", file: in.QMaxFile, digest: in.QMaxSHA256, producer: "tts-bench qmax"},
-		{kind: "ttotal", field: "inputs.ttotal_file", file: in.TTotalFile, digest: in.TTotalSHA256, producer: "tts-bench ttotal"},
+	arts := []*artifactFile{
+		{kind: "qmax", read: readFile[QMax], field: "inputs.qmax_file", file: in.QMaxFile, digest: in.QMaxSHA256, producer: "tts-bench qmax"},
+		{kind: "ttotal", read: readFile[TTotal], field: "inputs.ttotal_file", file: in.TTotalFile, digest: in.TTotalSHA256, producer: "tts-bench ttotal"},
 	}
 	var reasons []string
 	for _, a := range arts {
@@ -152,7 +152,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 			reasons = append(reasons, fmt.Sprintf("plan at %s names itself as its %s artifact (%s %q): %s", planPath, a.kind, a.field, a.file, again))
 			continue
 		}
-		data, err := readArtifactFile(a.kind, a.path)
+		data, err := a.read(a.path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			reasons = append(reasons, fmt.Sprintf("%s artifact %s is missing: the plan at %s was derived from it (%s %q, %s) and a measured plan is accepted only with the artifacts it was derived from beside it: put that %s file next to the plan, or run %s and tts-bench plan again",
@@ -176,7 +176,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 	q, qErr := ParseQMax(qa.path, qa.data)
 	t, tErr := ParseTTotal(ta.path, ta.data)
 	for _, c := range []struct {
-		a      *artifact
+		a      *artifactFile
 		parse  error
 		verify func() []error
 	}{
@@ -193,7 +193,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 		return reasons
 	}
 	for _, c := range []struct {
-		a   *artifact
+		a   *artifactFile
 		dry bool
 	}{{qa, q.DryRun}, {ta, t.DryRun}} {
 		if c.dry && !in.DryRun {

@@ -204,21 +204,12 @@ func (p *Plan) Finding(name string) (Finding, bool) {
 
 // LoadPlan reads and strictly decodes a plan. It does not Verify it.
 func LoadPlan(path string) (*Plan, error) {
-	var p Plan
-	if _, err := loadArtifact("plan", path, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	v, _, err := load[Plan](path)
+	return v, err
 }
 
 // ParsePlan strictly decodes a plan; source names it in errors.
-func ParsePlan(source string, data []byte) (*Plan, error) {
-	var p Plan
-	if err := parseArtifact("plan", source, data, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
+func ParsePlan(source string, data []byte) (*Plan, error) { return parse[Plan](source, data) }
 
 // verifyInputs returns every out-of-range input, naming the JSON field and stating the limit.
 func verifyInputs(in Inputs) []error {

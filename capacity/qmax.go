@@ -117,21 +117,12 @@ func (s QMaxStep) ttfabAt(p int) (float64, bool) {
 
 // LoadQMax reads and strictly decodes a qmax artifact. It does not Verify it.
 func LoadQMax(path string) (*QMax, error) {
-	var q QMax
-	if _, err := loadArtifact("qmax", path, &q); err != nil {
-		return nil, err
-	}
-	return &q, nil
+	v, _, err := load[QMax](path)
+	return v, err
 }
 
 // ParseQMax strictly decodes a qmax artifact; source names it in errors.
-func ParseQMax(source string, data []byte) (*QMax, error) {
-	var q QMax
-	if err := parseArtifact("qmax", source, data, &q); err != nil {
-		return nil, err
-	}
-	return &q, nil
-}
+func ParseQMax(source string, data []byte) (*QMax, error) { return parse[QMax](source, data) }
 
 // Verify returns every semantic problem of the artifact, each naming the field and, where it helps, the fix.
 func (q *QMax) Verify() []error {
@@ -140,14 +131,10 @@ func (q *QMax) Verify() []error {
 	if q.SchemaVersion != SchemaVersion {
 		add("schema_version: is %d, this tts-bench reads %d: re-run tts-bench qmax with this version", q.SchemaVersion, SchemaVersion)
 	}
-	for _, f := range []struct{ name, value string }{
+	errs = append(errs, emptyFields([]field{
 		{"model", q.Model}, {"endpoint", q.Endpoint}, {"instance_type", q.InstanceType},
 		{"model_revision", q.ModelRevision}, {"run_id", q.RunID},
-	} {
-		if f.value == "" {
-			add("%s: is empty", f.name)
-		}
-	}
+	})...)
 	if !ValidDigest(q.ContainerDigest) {
 		add("container_digest: %q is not a digest: want sha256:<64 hex digits>", q.ContainerDigest)
 	}

@@ -101,7 +101,7 @@ func ResourceID(endpoint, variant string) string {
 	return fmt.Sprintf("endpoint/%s/variant/%s", endpoint, variant)
 }
 
-// Alarm names, derived from the endpoint name.
+// Policy names, derived from the endpoint name. AlarmNames has the alarm names.
 func scaleOutPolicyName(endpoint string) string { return endpoint + "-scale-out" }
 func scaleInPolicyName(endpoint string) string  { return endpoint + "-scale-in" }
 

@@ -66,21 +66,12 @@ type StageDuration struct {
 
 // LoadTTotal reads and strictly decodes a ttotal artifact. It does not Verify it.
 func LoadTTotal(path string) (*TTotal, error) {
-	var t TTotal
-	if _, err := loadArtifact("ttotal", path, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	v, _, err := load[TTotal](path)
+	return v, err
 }
 
 // ParseTTotal strictly decodes a ttotal artifact; source names it in errors.
-func ParseTTotal(source string, data []byte) (*TTotal, error) {
-	var t TTotal
-	if err := parseArtifact("ttotal", source, data, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
+func ParseTTotal(source string, data []byte) (*TTotal, error) { return parse[TTotal](source, data) }
 
 // Verify returns every semantic problem of the artifact. It is invalid when times go backwards or the
 // durations do not sum to t_total_s within TTotalSumTolerance.
@@ -90,13 +81,9 @@ func (t *TTotal) Verify() []error {
 	if t.SchemaVersion != SchemaVersion {
 		add("schema_version: is %d, this tts-bench reads %d: re-run tts-bench ttotal with this version", t.SchemaVersion, SchemaVersion)
 	}
-	for _, f := range []struct{ name, value string }{
+	errs = append(errs, emptyFields([]field{
 		{"model", t.Model}, {"endpoint", t.Endpoint}, {"instance_type", t.InstanceType}, {"run_id", t.RunID},
-	} {
-		if f.value == "" {
-			add("%s: is empty", f.name)
-		}
-	}
+	})...)
 	if !knownTransport(t.Transport) {
 		add("transport: unknown transport %q: want one of %v", t.Transport, Transports)
 	}

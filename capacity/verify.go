@@ -15,13 +15,9 @@ func (p *Plan) Verify() []error {
 		add("schema_version: is %d, this version reads %d: run tts-bench plan again", p.SchemaVersion, SchemaVersion)
 	}
 	fp := p.Fingerprint
-	for _, f := range []struct{ name, value string }{
+	errs = append(errs, emptyFields([]field{
 		{"fingerprint.model", fp.Model}, {"fingerprint.model_revision", fp.ModelRevision}, {"fingerprint.instance_type", fp.InstanceType},
-	} {
-		if f.value == "" {
-			add("%s: is empty", f.name)
-		}
-	}
+	})...)
 	if (p.Measured || fp.ContainerDigest != "") && !ValidDigest(fp.ContainerDigest) {
 		add("fingerprint.container_digest: %q is not a digest: want sha256:<64 hex digits>", fp.ContainerDigest)
 	}
