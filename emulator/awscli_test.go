@@ -1,4 +1,4 @@
-package emulator
+package emulator_test
 
 import (
 	"context"
@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/cloud"
+
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
 // awsCLI runs the AWS CLI found on PATH against the emulator at url, with only the variables cloud.LocalEnv
 // prints (plus isolation from the user's configuration), and returns its stdout, stderr and exit code.
-func awsCLI(ctx context.Context, t *testing.T, url string, args ...string) (stdout, stderr string, code int) {
+func awsCLI(ctx context.Context, t *testing.T, r *emulatortest.Emulator, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return awsCLIEnv(ctx, t, cloud.LocalEnv(url, keyFor(url)), args...)
+	return awsCLIEnv(ctx, t, cloud.LocalEnv(r.URL, r.Key), args...)
 }
 
 // awsCLIEnv runs the AWS CLI with the variables env (plus isolation from the user's configuration).
@@ -66,9 +69,9 @@ func awsCLIEnv(ctx context.Context, t *testing.T, env [][2]string, args ...strin
 }
 
 // mustAWS runs the AWS CLI and fails the test unless it exits 0.
-func mustAWS(ctx context.Context, t *testing.T, url string, args ...string) string {
+func mustAWS(ctx context.Context, t *testing.T, r *emulatortest.Emulator, args ...string) string {
 	t.Helper()
-	out, errOut, code := awsCLI(ctx, t, url, args...)
+	out, errOut, code := awsCLI(ctx, t, r, args...)
 	if code != 0 {
 		t.Fatalf("aws %s: exit %d\nstderr: %s", strings.Join(args, " "), code, errOut)
 	}
@@ -88,24 +91,20 @@ func number(s string) float64 {
 // by the variables deploy --local prints: describe and invoke an espeak-ng endpoint, create an alarm and
 // describe it, and get a modeled error for an unknown endpoint.
 func TestAWSCLI(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the AWS CLI test needs the inference container: %v", containerBuildErr)
-	}
-	r := start(t, t.TempDir(), containerBin)
-	url := r.emu.URL()
-	c := newClients(url)
+	r := emulatortest.Start(t, emulatortest.Container(t))
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-espeak-ng"
-	createEndpoint(t, c, name, 1)
-	waitInService(ctx, t, c, name)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1))
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
 
-	out := mustAWS(ctx, t, url, "sagemaker", "describe-endpoint", "--endpoint-name", name, "--query", "[EndpointName,EndpointStatus,ProductionVariants[0].CurrentInstanceCount]", "--output", "text")
+	out := mustAWS(ctx, t, r, "sagemaker", "describe-endpoint", "--endpoint-name", name, "--query", "[EndpointName,EndpointStatus,ProductionVariants[0].CurrentInstanceCount]", "--output", "text")
 	if got := strings.Fields(out); len(got) != 3 || got[0] != name || got[1] != "InService" || got[2] != "1" {
 		t.Errorf("describe-endpoint = %q, want %s InService 1", out, name)
 	}
 
 	wav := filepath.Join(t.TempDir(), "speech.wav")
-	out = mustAWS(ctx, t, url, "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", name,
+	out = mustAWS(ctx, t, r, "sagemaker-runtime", "invoke-endpoint", "--endpoint-name", name,
 		"--content-type", "application/json", "--body", `{"text":"Hello from the AWS CLI.","format":"wav"}`,
 		"--query", "ContentType", "--output", "text", wav)
 	if strings.TrimSpace(out) != "audio/wav" {
@@ -117,12 +116,12 @@ func TestAWSCLI(t *testing.T) {
 	}
 	checkWAV(t, audio)
 
-	mustAWS(ctx, t, url, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-invocations-high",
+	mustAWS(ctx, t, r, "cloudwatch", "put-metric-alarm", "--alarm-name", "cli-invocations-high",
 		"--namespace", "AWS/SageMaker", "--metric-name", "Invocations",
 		"--dimensions", "Name=EndpointName,Value="+name, "Name=VariantName,Value=AllTraffic",
 		"--statistic", "Sum", "--period", "60", "--evaluation-periods", "2", "--threshold", "100",
 		"--comparison-operator", "GreaterThanThreshold")
-	out = mustAWS(ctx, t, url, "cloudwatch", "describe-alarms", "--alarm-names", "cli-invocations-high",
+	out = mustAWS(ctx, t, r, "cloudwatch", "describe-alarms", "--alarm-names", "cli-invocations-high",
 		"--query", "MetricAlarms[0].[AlarmName,StateValue,EvaluationPeriods,Threshold,Dimensions[0].Value]", "--output", "text")
 	// A new alarm starts in INSUFFICIENT_DATA; the evaluator (every second here) may already have judged a
 	// complete period with the one invocation, far below the threshold: OK. ALARM would be wrong.
@@ -131,7 +130,7 @@ func TestAWSCLI(t *testing.T) {
 		t.Errorf("describe-alarms = %q, want cli-invocations-high INSUFFICIENT_DATA (or OK) 2 100 %s", out, name)
 	}
 
-	out = mustAWS(ctx, t, url, "cloudwatch", "get-metric-statistics", "--namespace", "AWS/SageMaker", "--metric-name", "Invocations",
+	out = mustAWS(ctx, t, r, "cloudwatch", "get-metric-statistics", "--namespace", "AWS/SageMaker", "--metric-name", "Invocations",
 		"--dimensions", "Name=EndpointName,Value="+name, "Name=VariantName,Value=AllTraffic",
 		"--start-time", time.Now().Add(-10*time.Minute).UTC().Format(time.RFC3339), "--end-time", time.Now().Add(time.Minute).UTC().Format(time.RFC3339),
 		"--period", "60", "--statistics", "Sum", "--query", "sum(Datapoints[].Sum)", "--output", "text")
@@ -146,7 +145,7 @@ func TestAWSCLI(t *testing.T) {
 		{[]string{"sagemaker", "describe-endpoint", "--endpoint-name", "speech-missing"}, "ValidationException"},
 		{[]string{"cloudwatch", "delete-alarms", "--alarm-names", "no-such-alarm"}, "ResourceNotFound"},
 	} {
-		_, errOut, code := awsCLI(ctx, t, url, tc.args...)
+		_, errOut, code := awsCLI(ctx, t, r, tc.args...)
 		if code != 254 && code != 255 {
 			t.Errorf("aws %s: exit %d, want 254 or 255 (a service error)\nstderr: %s", strings.Join(tc.args, " "), code, errOut)
 		}
@@ -165,11 +164,11 @@ func TestAWSCLI(t *testing.T) {
 // HTTP Status Code: 403; MissingAuthenticationToken, "The request must contain either a valid (registered)
 // AWS access key ID or X.509 certificate." HTTP Status Code: 403.
 func TestAWSCLIAccessKey(t *testing.T) {
-	r := start(t, t.TempDir(), "")
-	url := r.emu.URL()
+	r := emulatortest.Start(t)
+	url := r.URL
 	ctx := ctxFor(t, 3*time.Minute)
-	right := keyFor(url)
-	wrong := cloud.LocalCredentials{AccessKeyID: accessKeyPrefix + randomToken(16), SecretAccessKey: right.SecretAccessKey}
+	right := r.Key
+	wrong := cloud.LocalCredentials{AccessKeyID: emulator.AccessKeyPrefix + emulator.RandomToken(16), SecretAccessKey: right.SecretAccessKey}
 	for _, args := range [][]string{
 		{"sagemaker", "list-endpoints"},
 		{"cloudwatch", "describe-alarms"},

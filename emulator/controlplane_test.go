@@ -1,4 +1,4 @@
-package emulator
+package emulator_test
 
 import (
 	"errors"
@@ -21,36 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
-)
 
-// createEndpoint creates model, endpoint config and endpoint for the espeak engine.
-func createEndpoint(t *testing.T, c clients, name string, count int32) {
-	t.Helper()
-	ctx := ctxFor(t, 10*time.Second)
-	if _, err := c.sm.CreateModel(ctx, &sagemaker.CreateModelInput{
-		ModelName: aws.String(name),
-		PrimaryContainer: &smtypes.ContainerDefinition{
-			Image:       aws.String("local/speech-container"),
-			Environment: map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0"},
-		},
-		ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-	}); err != nil {
-		t.Fatalf("CreateModel: %v", err)
-	}
-	if _, err := c.sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{
-		EndpointConfigName: aws.String(name),
-		ProductionVariants: []smtypes.ProductionVariant{{
-			VariantName: aws.String("AllTraffic"), ModelName: aws.String(name),
-			InitialInstanceCount: aws.Int32(count), InstanceType: smtypes.ProductionVariantInstanceType("local"),
-			ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60),
-		}},
-	}); err != nil {
-		t.Fatalf("CreateEndpointConfig: %v", err)
-	}
-	if _, err := c.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name)}); err != nil {
-		t.Fatalf("CreateEndpoint: %v", err)
-	}
-}
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+)
 
 func apiCode(err error) string {
 	var ae smithy.APIError
@@ -64,13 +38,13 @@ func apiCode(err error) string {
 // control-plane resource still round-trips through the SDK.
 func TestControlPlane(t *testing.T) {
 	dir := t.TempDir()
-	r := start(t, dir, "")
-	c := newClients(r.emu.URL())
+	r := emulatortest.Start(t, emulatortest.StateDir(dir))
+	c := r.Clients
 	ctx := ctxFor(t, 60*time.Second)
 	const name = "speech-cp"
-	createEndpoint(t, c, name, 1)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1))
 
-	d, err := c.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
+	d, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
 	if err != nil {
 		t.Fatalf("DescribeEndpoint: %v", err)
 	}
@@ -78,21 +52,21 @@ func TestControlPlane(t *testing.T) {
 		t.Fatalf("new endpoint status = %s, want Creating (or already Failed)", d.EndpointStatus)
 	}
 	eventually(t, 10*time.Second, "endpoint Failed", func() bool {
-		d, err = c.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
+		d, err = c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
 		return err == nil && d.EndpointStatus == smtypes.EndpointStatusFailed
 	})
 	if !strings.Contains(aws.ToString(d.FailureReason), "container binary") {
 		t.Errorf("FailureReason = %q, want it to name the missing container binary", aws.ToString(d.FailureReason))
 	}
-	m, err := c.sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String(name)})
+	m, err := c.SageMaker.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String(name)})
 	if err != nil || m.PrimaryContainer.Environment["ENGINE"] != "espeak" || m.CreationTime == nil {
 		t.Fatalf("DescribeModel = %+v, %v", m, err)
 	}
-	ec, err := c.sm.DescribeEndpointConfig(ctx, &sagemaker.DescribeEndpointConfigInput{EndpointConfigName: aws.String(name)})
+	ec, err := c.SageMaker.DescribeEndpointConfig(ctx, &sagemaker.DescribeEndpointConfigInput{EndpointConfigName: aws.String(name)})
 	if err != nil || len(ec.ProductionVariants) != 1 || aws.ToInt32(ec.ProductionVariants[0].InitialInstanceCount) != 1 || ec.ProductionVariants[0].InstanceType != "local" {
 		t.Fatalf("DescribeEndpointConfig = %+v, %v", ec, err)
 	}
-	list, err := c.sm.ListEndpoints(ctx, &sagemaker.ListEndpointsInput{NameContains: aws.String("cp")})
+	list, err := c.SageMaker.ListEndpoints(ctx, &sagemaker.ListEndpointsInput{NameContains: aws.String("cp")})
 	if err != nil || len(list.Endpoints) != 1 || aws.ToString(list.Endpoints[0].EndpointName) != name {
 		t.Fatalf("ListEndpoints = %+v, %v", list, err)
 	}
@@ -104,14 +78,14 @@ func TestControlPlane(t *testing.T) {
 		in.ServiceNamespace = aastypes.ServiceNamespaceSagemaker
 		in.ResourceId = aws.String(resource)
 		in.ScalableDimension = aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount
-		if _, err := c.aas.RegisterScalableTarget(ctx, in); err != nil {
+		if _, err := c.AutoScaling.RegisterScalableTarget(ctx, in); err != nil {
 			t.Fatalf("RegisterScalableTarget: %v", err)
 		}
 	}
 	reg(&applicationautoscaling.RegisterScalableTargetInput{MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(3)})
 	reg(&applicationautoscaling.RegisterScalableTargetInput{SuspendedState: &aastypes.SuspendedState{DynamicScalingInSuspended: aws.Bool(true)}})
 	reg(&applicationautoscaling.RegisterScalableTargetInput{SuspendedState: &aastypes.SuspendedState{DynamicScalingOutSuspended: aws.Bool(true)}})
-	targets, err := c.aas.DescribeScalableTargets(ctx, &applicationautoscaling.DescribeScalableTargetsInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceIds: []string{resource}})
+	targets, err := c.AutoScaling.DescribeScalableTargets(ctx, &applicationautoscaling.DescribeScalableTargetsInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceIds: []string{resource}})
 	if err != nil || len(targets.ScalableTargets) != 1 {
 		t.Fatalf("DescribeScalableTargets = %+v, %v", targets, err)
 	}
@@ -124,7 +98,7 @@ func TestControlPlane(t *testing.T) {
 	}
 
 	// Policies: target tracking creates its alarm in CloudWatch; a step policy is triggered by our own alarm.
-	tt, err := c.aas.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
+	tt, err := c.AutoScaling.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
 		PolicyName: aws.String(name + "-scale-out"), ServiceNamespace: aastypes.ServiceNamespaceSagemaker,
 		ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount,
 		PolicyType: aastypes.PolicyTypeTargetTrackingScaling,
@@ -137,7 +111,7 @@ func TestControlPlane(t *testing.T) {
 	if err != nil || len(tt.Alarms) != 1 {
 		t.Fatalf("PutScalingPolicy (target tracking) = %+v, %v; want one alarm (scale-in disabled)", tt, err)
 	}
-	step, err := c.aas.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
+	step, err := c.AutoScaling.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
 		PolicyName: aws.String(name + "-scale-in"), ServiceNamespace: aastypes.ServiceNamespaceSagemaker,
 		ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount,
 		PolicyType: aastypes.PolicyTypeStepScaling,
@@ -150,7 +124,7 @@ func TestControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutScalingPolicy (step): %v", err)
 	}
-	if _, err := c.cw.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
+	if _, err := c.CloudWatch.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
 		AlarmName: aws.String(name + "-scale-in"), Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ConcurrentRequestsPerModel"),
 		Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(name)}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}},
 		Statistic:  cwtypes.StatisticMaximum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(5), DatapointsToAlarm: aws.Int32(5),
@@ -159,7 +133,7 @@ func TestControlPlane(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("PutMetricAlarm: %v", err)
 	}
-	pols, err := c.aas.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource)})
+	pols, err := c.AutoScaling.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource)})
 	if err != nil || len(pols.ScalingPolicies) != 2 {
 		t.Fatalf("DescribeScalingPolicies = %+v, %v", pols, err)
 	}
@@ -171,7 +145,7 @@ func TestControlPlane(t *testing.T) {
 			t.Errorf("target value = %v, want 4", p.TargetTrackingScalingPolicyConfiguration.TargetValue)
 		}
 	}
-	alarms, err := c.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
+	alarms, err := c.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
 	if err != nil || len(alarms.MetricAlarms) != 2 {
 		t.Fatalf("DescribeAlarms = %+v, %v; want the target tracking alarm and ours", alarms, err)
 	}
@@ -183,7 +157,7 @@ func TestControlPlane(t *testing.T) {
 
 	// Metrics: nothing was published for a failed endpoint, and the SDK decodes the empty CBOR answers.
 	now := time.Now()
-	md, err := c.cw.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+	md, err := c.CloudWatch.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
 		StartTime: aws.Time(now.Add(-time.Hour)), EndTime: aws.Time(now),
 		MetricDataQueries: []cwtypes.MetricDataQuery{{Id: aws.String("c"), MetricStat: &cwtypes.MetricStat{
 			Metric: &cwtypes.Metric{Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ConcurrentRequestsPerModel"),
@@ -195,41 +169,41 @@ func TestControlPlane(t *testing.T) {
 	}
 
 	// Errors in the AWS shapes, typed where the SDK models them.
-	if _, err := c.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-nope")}); apiCode(err) != "ValidationException" {
+	if _, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-nope")}); apiCode(err) != "ValidationException" {
 		t.Errorf("DescribeEndpoint(unknown) error = %v, want ValidationException", err)
 	}
 	var notFound *aastypes.ObjectNotFoundException
-	if _, err := c.aas.DeleteScalingPolicy(ctx, &applicationautoscaling.DeleteScalingPolicyInput{PolicyName: aws.String("nope"), ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount}); !errors.As(err, &notFound) {
+	if _, err := c.AutoScaling.DeleteScalingPolicy(ctx, &applicationautoscaling.DeleteScalingPolicyInput{PolicyName: aws.String("nope"), ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount}); !errors.As(err, &notFound) {
 		t.Errorf("DeleteScalingPolicy(unknown) error = %v, want ObjectNotFoundException", err)
 	}
 	var aasValidation *aastypes.ValidationException
-	if _, err := c.aas.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String("endpoint/speech-nope/variant/AllTraffic"), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount, MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(2)}); !errors.As(err, &aasValidation) {
+	if _, err := c.AutoScaling.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String("endpoint/speech-nope/variant/AllTraffic"), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount, MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(2)}); !errors.As(err, &aasValidation) {
 		t.Errorf("RegisterScalableTarget(unknown endpoint) error = %v, want ValidationException", err)
 	}
 	var cwNotFound *cwtypes.ResourceNotFound
-	if _, err := c.cw.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{"nope"}}); !errors.As(err, &cwNotFound) {
+	if _, err := c.CloudWatch.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{"nope"}}); !errors.As(err, &cwNotFound) {
 		t.Errorf("DeleteAlarms(unknown) error = %v, want ResourceNotFound", err)
 	}
 	var lgNotFound *lgtypes.ResourceNotFoundException
-	if _, err := c.lg.DescribeLogStreams(ctx, &cloudwatchlogs.DescribeLogStreamsInput{LogGroupName: aws.String("/aws/sagemaker/Endpoints/speech-nope")}); !errors.As(err, &lgNotFound) {
+	if _, err := c.Logs.DescribeLogStreams(ctx, &cloudwatchlogs.DescribeLogStreamsInput{LogGroupName: aws.String("/aws/sagemaker/Endpoints/speech-nope")}); !errors.As(err, &lgNotFound) {
 		t.Errorf("DescribeLogStreams(unknown group) error = %v, want ResourceNotFoundException", err)
 	}
 	var rtValidation *rttypes.ValidationError
-	if _, err := c.rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("speech-nope"), Body: []byte(`{"text":"hi"}`), ContentType: aws.String("application/json")}); !errors.As(err, &rtValidation) {
+	if _, err := c.Runtime.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("speech-nope"), Body: []byte(`{"text":"hi"}`), ContentType: aws.String("application/json")}); !errors.As(err, &rtValidation) {
 		t.Errorf("InvokeEndpoint(unknown endpoint) error = %v, want ValidationError", err)
 	}
-	if _, err := c.rt.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String("speech-nope"), Body: []byte(`{"text":"hi"}`), ContentType: aws.String("application/json")}); !errors.As(err, &rtValidation) {
+	if _, err := c.Runtime.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String("speech-nope"), Body: []byte(`{"text":"hi"}`), ContentType: aws.String("application/json")}); !errors.As(err, &rtValidation) {
 		t.Errorf("InvokeEndpointWithResponseStream(unknown endpoint) error = %v, want ValidationError", err)
 	}
-	if _, err := c.cw.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("bad"), Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("Invocations"), Statistic: cwtypes.StatisticSum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1), ComparisonOperator: "Sideways"}); apiCode(err) != "InvalidParameterValue" {
+	if _, err := c.CloudWatch.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("bad"), Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("Invocations"), Statistic: cwtypes.StatisticSum, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1), ComparisonOperator: "Sideways"}); apiCode(err) != "InvalidParameterValue" {
 		t.Errorf("PutMetricAlarm(bad operator) error = %v, want InvalidParameterValue", err)
 	}
 
 	// Malformed JSON gets the awsJson error shape.
-	req, _ := http.NewRequest(http.MethodPost, r.emu.URL()+"/", strings.NewReader("{not json"))
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/", strings.NewReader("{not json"))
 	req.Header.Set("X-Amz-Target", "SageMaker.DescribeEndpoint")
 	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("Authorization", sigV4Header(keyFor(r.emu.URL()).AccessKeyID, "sagemaker"))
+	req.Header.Set("Authorization", sigV4Header(r.Key.AccessKeyID, "sagemaker"))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -245,54 +219,54 @@ func TestControlPlane(t *testing.T) {
 	}
 
 	// One emulator per state directory; a clear error when the port is taken.
-	if _, err := Open(Options{StateDir: dir, Addr: "127.0.0.1:0"}); !errors.Is(err, ErrLocked) {
-		t.Errorf("second Open on the same state dir = %v, want ErrLocked", err)
+	if _, err := emulator.Open(emulator.Options{StateDir: dir, Addr: "127.0.0.1:0"}); !errors.Is(err, emulator.ErrLocked) {
+		t.Errorf("second emulator.Open on the same state dir = %v, want ErrLocked", err)
 	}
-	taken := strings.TrimPrefix(r.emu.URL(), "http://")
-	if _, err := Open(Options{StateDir: t.TempDir(), Addr: taken}); err == nil || !strings.Contains(err.Error(), "port is taken") {
+	taken := strings.TrimPrefix(r.URL, "http://")
+	if _, err := emulator.Open(emulator.Options{StateDir: t.TempDir(), Addr: taken}); err == nil || !strings.Contains(err.Error(), "port is taken") {
 		t.Errorf("Open on a taken port = %v, want an error saying the port is taken", err)
 	}
 
 	// Restart: the state comes back unchanged.
-	r.stop()
-	r2 := start(t, dir, "")
-	c2 := newClients(r2.emu.URL())
-	targets2, err := c2.aas.DescribeScalableTargets(ctx, &applicationautoscaling.DescribeScalableTargetsInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
+	r.Stop()
+	r2 := emulatortest.Start(t, emulatortest.StateDir(dir))
+	c2 := r2.Clients
+	targets2, err := c2.AutoScaling.DescribeScalableTargets(ctx, &applicationautoscaling.DescribeScalableTargetsInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
 	if err != nil || len(targets2.ScalableTargets) != 1 || !aws.ToBool(targets2.ScalableTargets[0].SuspendedState.DynamicScalingOutSuspended) {
 		t.Fatalf("after restart DescribeScalableTargets = %+v, %v", targets2, err)
 	}
-	alarms2, err := c2.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
+	alarms2, err := c2.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
 	if err != nil || len(alarms2.MetricAlarms) != 2 {
 		t.Fatalf("after restart DescribeAlarms = %+v, %v", alarms2, err)
 	}
 
 	// Deregistering removes the policies and the alarm target tracking created, but not ours.
-	if _, err := c2.aas.DeregisterScalableTarget(ctx, &applicationautoscaling.DeregisterScalableTargetInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount}); err != nil {
+	if _, err := c2.AutoScaling.DeregisterScalableTarget(ctx, &applicationautoscaling.DeregisterScalableTargetInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource), ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount}); err != nil {
 		t.Fatalf("DeregisterScalableTarget: %v", err)
 	}
-	pols2, err := c2.aas.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
+	pols2, err := c2.AutoScaling.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
 	if err != nil || len(pols2.ScalingPolicies) != 0 {
 		t.Errorf("policies after deregister = %+v, %v; want none", pols2, err)
 	}
-	alarms3, err := c2.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
+	alarms3, err := c2.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{})
 	if err != nil || len(alarms3.MetricAlarms) != 1 || aws.ToString(alarms3.MetricAlarms[0].AlarmName) != name+"-scale-in" {
 		t.Errorf("alarms after deregister = %+v, %v; want only %s-scale-in", alarms3, err, name)
 	}
 	for _, del := range []func() error{
 		func() error {
-			_, err := c2.cw.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{name + "-scale-in"}})
+			_, err := c2.CloudWatch.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{name + "-scale-in"}})
 			return err
 		},
 		func() error {
-			_, err := c2.sm.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)})
+			_, err := c2.SageMaker.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)})
 			return err
 		},
 		func() error {
-			_, err := c2.sm.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String(name)})
+			_, err := c2.SageMaker.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String(name)})
 			return err
 		},
 		func() error {
-			_, err := c2.sm.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String(name)})
+			_, err := c2.SageMaker.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String(name)})
 			return err
 		},
 	} {
@@ -300,7 +274,7 @@ func TestControlPlane(t *testing.T) {
 			t.Fatalf("delete: %v", err)
 		}
 	}
-	if _, err := c2.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}); apiCode(err) != "ValidationException" {
+	if _, err := c2.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}); apiCode(err) != "ValidationException" {
 		t.Errorf("DescribeEndpoint after delete error = %v, want ValidationException", err)
 	}
 }

@@ -1,4 +1,4 @@
-package emulator
+package emulator_test
 
 import (
 	"context"
@@ -17,57 +17,22 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// startFleet runs an emulator with opts (a quota or health-check interval of its own) on a free loopback port
-// with a 1-second metric period, through the harness's startWith.
-func startFleet(t *testing.T, opts Options) *running {
+// startFleet runs an emulator with the state directory, container, quota and health-check interval of opts.
+func startFleet(t *testing.T, opts emulator.Options) *emulatortest.Emulator {
 	t.Helper()
-	opts.Addr, opts.MetricPeriod = "127.0.0.1:0", time.Second
-	return startWith(t, opts)
-}
-
-// deploy creates model, endpoint config and endpoint, all named name, for the espeak engine with env added,
-// and waits until it is InService.
-func deploy(t *testing.T, c clients, name string, count int32, env map[string]string) {
-	t.Helper()
-	ctx := ctxFor(t, 100*time.Second)
-	full := map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0"}
-	for k, v := range env {
-		full[k] = v
-	}
-	if _, err := c.sm.CreateModel(ctx, &sagemaker.CreateModelInput{
-		ModelName:        aws.String(name),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: full},
-		ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-	}); err != nil {
-		t.Fatalf("CreateModel: %v", err)
-	}
-	configFor(t, c, name, name, count)
-	if _, err := c.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name)}); err != nil {
-		t.Fatalf("CreateEndpoint: %v", err)
-	}
-	waitInService(ctx, t, c, name)
-}
-
-// configFor creates an endpoint config of the model with count instances of type "local".
-func configFor(t *testing.T, c clients, config, model string, count int32) {
-	t.Helper()
-	if _, err := c.sm.CreateEndpointConfig(ctxFor(t, 10*time.Second), &sagemaker.CreateEndpointConfigInput{
-		EndpointConfigName: aws.String(config),
-		ProductionVariants: []smtypes.ProductionVariant{{
-			VariantName: aws.String("AllTraffic"), ModelName: aws.String(model),
-			InitialInstanceCount: aws.Int32(count), InstanceType: smtypes.ProductionVariantInstanceType("local"),
-			ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60),
-		}},
-	}); err != nil {
-		t.Fatalf("CreateEndpointConfig %s: %v", config, err)
-	}
+	return emulatortest.Start(t, func(o *emulator.Options) {
+		o.StateDir, o.ContainerBin, o.InstanceQuota, o.HealthCheckInterval = opts.StateDir, opts.ContainerBin, opts.InstanceQuota, opts.HealthCheckInterval
+	})
 }
 
 // invokeText invokes the endpoint with InvokeEndpoint and returns the audio.
-func invokeText(ctx context.Context, c clients, name, text string) ([]byte, error) {
-	out, err := c.rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+func invokeText(ctx context.Context, c emulatortest.Clients, name, text string) ([]byte, error) {
+	out, err := c.Runtime.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
 		EndpointName: aws.String(name), ContentType: aws.String("application/json"),
 		Body: []byte(fmt.Sprintf(`{"text":%q,"format":"wav"}`, text)),
 	})
@@ -77,26 +42,10 @@ func invokeText(ctx context.Context, c clients, name, text string) ([]byte, erro
 	return out.Body, nil
 }
 
-// instancePID returns the process id and instance id of the endpoint's first serving instance.
-func (e *Emulator) instancePID(t *testing.T, name string) (int, string) {
-	t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if f := e.fleets[name]; f != nil {
-		for _, in := range f.instances {
-			if in.ready.Load() && !in.draining.Load() && in.cmd != nil && in.cmd.Process != nil {
-				return in.cmd.Process.Pid, in.id
-			}
-		}
-	}
-	t.Fatalf("endpoint %s has no serving instance", name)
-	return 0, ""
-}
-
 // logStreams lists the endpoint's log stream names through CloudWatch Logs.
-func logStreams(ctx context.Context, t *testing.T, c clients, name string) []string {
+func logStreams(ctx context.Context, t *testing.T, c emulatortest.Clients, name string) []string {
 	t.Helper()
-	out, err := c.lg.DescribeLogStreams(ctx, &cloudwatchlogs.DescribeLogStreamsInput{LogGroupName: aws.String(logGroup(name))})
+	out, err := c.Logs.DescribeLogStreams(ctx, &cloudwatchlogs.DescribeLogStreamsInput{LogGroupName: aws.String(emulator.LogGroup(name))})
 	if err != nil {
 		t.Fatalf("DescribeLogStreams: %v", err)
 	}
@@ -113,18 +62,15 @@ func logStreams(ctx context.Context, t *testing.T, c clients, name string) []str
 // here: the periodic check, its timeout and threshold are the emulator's, as issue 8 asks). The facts checked
 // go through the public API: DescribeEndpoint's CurrentInstanceCount and the new instance's log stream.
 func TestHungInstanceReplaced(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the health-check test needs the inference container: %v", containerBuildErr)
-	}
-	r := startFleet(t, Options{StateDir: t.TempDir(), ContainerBin: containerBin, HealthCheckInterval: 300 * time.Millisecond})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: t.TempDir(), ContainerBin: emulatortest.ContainerBinary(t), HealthCheckInterval: 300 * time.Millisecond})
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-hung"
-	deploy(t, c, name, 1, nil)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.InService())
 	if _, err := invokeText(ctx, c, name, "before"); err != nil {
 		t.Fatalf("invoke before the hang: %v", err)
 	}
-	pid, id := r.emu.instancePID(t, name)
+	pid, id := r.InstancePID(t, name)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP instance %s (pid %d): %v", id, pid, err)
 	}
@@ -132,7 +78,7 @@ func TestHungInstanceReplaced(t *testing.T) {
 
 	// Replaced within a bounded time: three failed checks at 300 ms, the kill, and a new instance's startup.
 	eventually(t, 60*time.Second, "the hung instance to be replaced by a serving one", func() bool {
-		ids := r.emu.instanceIDs(name)
+		ids := r.InstanceIDs(name)
 		d := describe(ctx, t, c, name)
 		return len(ids) == 1 && ids[0] != id && aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount) == 1 &&
 			d.EndpointStatus == smtypes.EndpointStatusInService
@@ -141,7 +87,7 @@ func TestHungInstanceReplaced(t *testing.T) {
 	eventually(t, 10*time.Second, "the hung process to be gone", func() bool {
 		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 	})
-	newID := r.emu.instanceIDs(name)[0]
+	newID := r.InstanceIDs(name)[0]
 	if streams := logStreams(ctx, t, c, name); !slices.Contains(streams, "AllTraffic/"+newID) {
 		t.Errorf("log streams %v lack the replacement's AllTraffic/%s", streams, newID)
 	}
@@ -163,16 +109,13 @@ func TestHungInstanceReplaced(t *testing.T) {
 // AWS docs, ResponseStream / ModelStreamError: "ModelInvocationTimeExceeded: The model failed to finish sending
 // the response within the timeout period allowed by Amazon SageMaker AI."
 func TestInvocationTimeout(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the timeout test needs the inference container: %v", containerBuildErr)
-	}
 	// Health checks every hour: the hung instance stays routed, so the invocation timeout is what answers.
-	r := startFleet(t, Options{StateDir: t.TempDir(), ContainerBin: containerBin, HealthCheckInterval: time.Hour})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: t.TempDir(), ContainerBin: emulatortest.ContainerBinary(t), HealthCheckInterval: time.Hour})
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-slow"
-	deploy(t, c, name, 1, map[string]string{envInvocationTimeout: "2"})
-	pid, _ := r.emu.instancePID(t, name)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.Env(map[string]string{emulator.EnvInvocationTimeout: "2"}), emulatortest.InService())
+	pid, _ := r.InstancePID(t, name)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP: %v", err)
 	}
@@ -193,27 +136,24 @@ func TestInvocationTimeout(t *testing.T) {
 	}
 
 	// A model whose timeout the emulator cannot honour is refused, naming the variable.
-	_, err = c.sm.CreateModel(ctx, &sagemaker.CreateModelInput{
+	_, err = c.SageMaker.CreateModel(ctx, &sagemaker.CreateModelInput{
 		ModelName: aws.String("bad-timeout"),
 		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"),
-			Environment: map[string]string{"ENGINE": "espeak", envInvocationTimeout: "0"}},
+			Environment: map[string]string{"ENGINE": "espeak", emulator.EnvInvocationTimeout: "0"}},
 	})
-	if apiCode(err) != "ValidationException" || !strings.Contains(err.Error(), envInvocationTimeout) {
-		t.Errorf("CreateModel with %s=0: %v, want ValidationException naming it", envInvocationTimeout, err)
+	if apiCode(err) != "ValidationException" || !strings.Contains(err.Error(), emulator.EnvInvocationTimeout) {
+		t.Errorf("CreateModel with %s=0: %v, want ValidationException naming it", emulator.EnvInvocationTimeout, err)
 	}
 }
 
 // A request routed to an instance that refuses the connection never reached it, so it is sent to a healthy
 // instance instead of failing with 424; the refusing instance gets no further requests.
 func TestRefusedConnectionRetried(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the retry test needs the inference container: %v", containerBuildErr)
-	}
-	r := startFleet(t, Options{StateDir: t.TempDir(), ContainerBin: containerBin, HealthCheckInterval: time.Hour})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: t.TempDir(), ContainerBin: emulatortest.ContainerBinary(t), HealthCheckInterval: time.Hour})
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-retry"
-	deploy(t, c, name, 2, nil)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(2), emulatortest.InService())
 
 	// Point the instance the router tries first (all idle: the first in the fleet) at a port nobody listens
 	// on: to the router it is now an instance whose process died, every connection refused.
@@ -223,10 +163,7 @@ func TestRefusedConnectionRetried(t *testing.T) {
 	}
 	dead := int32(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
-	r.emu.mu.Lock()
-	first := r.emu.fleets[name].instances[0]
-	first.port.Store(dead)
-	r.emu.mu.Unlock()
+	firstID, firstUnhealthy := r.SetFirstInstancePort(name, dead)
 
 	for i := range 6 {
 		audio, err := invokeText(ctx, c, name, "retried elsewhere")
@@ -238,8 +175,8 @@ func TestRefusedConnectionRetried(t *testing.T) {
 			t.Fatalf("stream %d with one instance refusing connections: %v", i, err)
 		}
 	}
-	if !first.unhealthy.Load() {
-		t.Errorf("the refusing instance %s is still routed", first.id)
+	if !firstUnhealthy() {
+		t.Errorf("the refusing instance %s is still routed", firstID)
 	}
 }
 
@@ -247,27 +184,24 @@ func TestRefusedConnectionRetried(t *testing.T) {
 // (both accepted while the endpoint runs, as SageMaker accepts them), a killed instance is still replaced and
 // invokes work, also after the emulator restarts from its state file.
 func TestDeletedModelEndpointHeals(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the heal test needs the inference container: %v", containerBuildErr)
-	}
 	dir := t.TempDir()
-	r := startFleet(t, Options{StateDir: dir, ContainerBin: containerBin})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: dir, ContainerBin: emulatortest.ContainerBinary(t)})
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-orphan"
-	deploy(t, c, name, 1, nil)
-	if _, err := c.sm.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String(name)}); err != nil {
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.InService())
+	if _, err := c.SageMaker.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String(name)}); err != nil {
 		t.Fatalf("DeleteModel of a model in use: %v (SageMaker accepts it)", err)
 	}
-	if _, err := c.sm.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String(name)}); err != nil {
+	if _, err := c.SageMaker.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String(name)}); err != nil {
 		t.Fatalf("DeleteEndpointConfig of a config in use: %v", err)
 	}
-	pid, id := r.emu.instancePID(t, name)
+	pid, id := r.InstancePID(t, name)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the killed instance to be replaced", func() bool {
-		ids := r.emu.instanceIDs(name)
+		ids := r.InstanceIDs(name)
 		return len(ids) == 1 && ids[0] != id && aws.ToInt32(describe(ctx, t, c, name).ProductionVariants[0].CurrentInstanceCount) == 1
 	})
 	d := describe(ctx, t, c, name)
@@ -282,11 +216,11 @@ func TestDeletedModelEndpointHeals(t *testing.T) {
 	}
 
 	// The captured definition is in the state file: a restarted emulator brings the endpoint back.
-	r.stop()
-	r = startFleet(t, Options{StateDir: dir, ContainerBin: containerBin})
-	c = newClients(r.emu.URL())
+	r.Stop()
+	r = startFleet(t, emulator.Options{StateDir: dir, ContainerBin: emulatortest.ContainerBinary(t)})
+	c = r.Clients
 	eventually(t, 60*time.Second, "the endpoint to serve again after a restart", func() bool {
-		return len(r.emu.instanceIDs(name)) == 1
+		return len(r.InstanceIDs(name)) == 1
 	})
 	if _, err := invokeText(ctx, c, name, "after a restart"); err != nil {
 		t.Fatalf("invoke after a restart: %v", err)

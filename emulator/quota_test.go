@@ -1,4 +1,4 @@
-package emulator
+package emulator_test
 
 import (
 	"encoding/json"
@@ -16,6 +16,9 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
 // wantLimit fails unless err is SageMaker's ResourceLimitExceeded.
@@ -33,18 +36,15 @@ func wantLimit(t *testing.T, what string, err error) {
 // have too many training jobs created." (HTTP 400). Nothing changes when it is refused, and a scaling activity
 // that would exceed it fails instead of starting instances.
 func TestInstanceQuota(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the quota test needs the inference container: %v", containerBuildErr)
-	}
 	dir := t.TempDir()
-	r := startFleet(t, Options{StateDir: dir, ContainerBin: containerBin, InstanceQuota: 2})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: dir, ContainerBin: emulatortest.ContainerBinary(t), InstanceQuota: 2})
+	c := r.Clients
 	ctx := ctxFor(t, 2*time.Minute)
 	const name = "speech-quota"
-	deploy(t, c, name, 1, nil)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.InService())
 
 	// UpdateEndpointWeightsAndCapacities with a million instances: refused, nothing changed, nothing started.
-	_, err := c.sm.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
+	_, err := c.SageMaker.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
 		EndpointName: aws.String(name),
 		DesiredWeightsAndCapacities: []smtypes.DesiredWeightAndCapacity{{VariantName: aws.String("AllTraffic"),
 			DesiredInstanceCount: aws.Int32(1000000), DesiredWeight: aws.Float32(0.5)}},
@@ -55,44 +55,44 @@ func TestInstanceQuota(t *testing.T) {
 	if d.EndpointStatus != smtypes.EndpointStatusInService || aws.ToInt32(v.DesiredInstanceCount) != 1 || aws.ToFloat32(v.CurrentWeight) != 1 {
 		t.Errorf("after the refused update: %s, desired %d, weight %g; want InService, 1, 1 unchanged", d.EndpointStatus, aws.ToInt32(v.DesiredInstanceCount), aws.ToFloat32(v.CurrentWeight))
 	}
-	var st state
+	var st emulator.State
 	b, _ := os.ReadFile(filepath.Join(dir, "state.json"))
 	if err := json.Unmarshal(b, &st); err != nil || st.Endpoints[name] == nil || st.Endpoints[name].Desired != 1 {
 		t.Errorf("state.json after the refused update: %v, %+v; want desired 1", err, st.Endpoints[name])
 	}
 
 	// CreateEndpoint: a second endpoint of the same type needing 2 more (1 + 2 > 2) is refused.
-	configFor(t, c, "speech-quota-two", name, 2)
-	_, err = c.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("speech-quota-2"), EndpointConfigName: aws.String("speech-quota-two")})
+	emulatortest.Config(t, r, "speech-quota-two", name, emulatortest.Instances(2))
+	_, err = c.SageMaker.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("speech-quota-2"), EndpointConfigName: aws.String("speech-quota-two")})
 	wantLimit(t, "CreateEndpoint over the quota", err)
-	if _, err := c.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-quota-2")}); err == nil {
+	if _, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("speech-quota-2")}); err == nil {
 		t.Errorf("the refused endpoint exists")
 	}
 	// UpdateEndpoint: a blue/green update to 2 instances runs beside the 1 it replaces (3 > 2): refused.
-	_, err = c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("speech-quota-two")})
+	_, err = c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("speech-quota-two")})
 	wantLimit(t, "UpdateEndpoint over the quota", err)
 	if d := describe(ctx, t, c, name); d.EndpointStatus != smtypes.EndpointStatusInService || d.PendingDeploymentSummary != nil {
 		t.Errorf("after the refused UpdateEndpoint: %s, pending %v; want InService with nothing pending", d.EndpointStatus, d.PendingDeploymentSummary)
 	}
 	// Within the quota is accepted.
-	if _, err := c.sm.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
+	if _, err := c.SageMaker.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
 		EndpointName:                aws.String(name),
 		DesiredWeightsAndCapacities: []smtypes.DesiredWeightAndCapacity{{VariantName: aws.String("AllTraffic"), DesiredInstanceCount: aws.Int32(2)}},
 	}); err != nil {
 		t.Fatalf("UpdateEndpointWeightsAndCapacities(2) within the quota: %v", err)
 	}
-	waitInService(ctx, t, c, name)
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
 
 	// The autoscaler: a scalable target whose minimum (5) is over the quota makes Application Auto Scaling set
 	// the capacity; SageMaker refuses, and the activity is Failed with the reason, the endpoint unchanged.
-	if _, err := c.aas.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{
-		ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resourceIDOf(name, "AllTraffic")),
+	if _, err := c.AutoScaling.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{
+		ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(emulator.ResourceIDOf(name, "AllTraffic")),
 		ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount,
 		MinCapacity:       aws.Int32(5), MaxCapacity: aws.Int32(6),
 	}); err != nil {
 		t.Fatalf("RegisterScalableTarget: %v", err)
 	}
-	acts, err := c.aas.DescribeScalingActivities(ctx, &applicationautoscaling.DescribeScalingActivitiesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
+	acts, err := c.AutoScaling.DescribeScalingActivities(ctx, &applicationautoscaling.DescribeScalingActivitiesInput{ServiceNamespace: aastypes.ServiceNamespaceSagemaker})
 	if err != nil || len(acts.ScalingActivities) == 0 {
 		t.Fatalf("DescribeScalingActivities: %v, %d activities", err, len(acts.ScalingActivities))
 	}
@@ -109,18 +109,18 @@ func TestInstanceQuota(t *testing.T) {
 func TestStateValidation(t *testing.T) {
 	dir := t.TempDir()
 	// A real state file, written by the emulator itself.
-	r := startFleet(t, Options{StateDir: dir})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: dir})
+	c := r.Clients
 	ctx := ctxFor(t, time.Minute)
-	if _, err := c.sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("m"),
+	if _, err := c.SageMaker.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("m"),
 		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container")}}); err != nil {
 		t.Fatal(err)
 	}
-	configFor(t, c, "cfg", "m", 1)
-	if _, err := c.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("ep"), EndpointConfigName: aws.String("cfg")}); err != nil {
+	emulatortest.Config(t, r, "cfg", "m", emulatortest.Instances(1))
+	if _, err := c.SageMaker.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("ep"), EndpointConfigName: aws.String("cfg")}); err != nil {
 		t.Fatal(err)
 	}
-	r.stop()
+	r.Stop()
 	path := filepath.Join(dir, "state.json")
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -155,10 +155,9 @@ func TestStateValidation(t *testing.T) {
 		if err := os.WriteFile(path, tc.state, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		emu, err := Open(Options{StateDir: dir, Addr: "127.0.0.1:0"})
+		emu, err := emulator.Open(emulator.Options{StateDir: dir, Addr: "127.0.0.1:0"})
 		if err == nil {
-			emu.listener.Close()
-			emu.lock.Close()
+			emu.CloseUnrun()
 			t.Errorf("%s: the emulator opened the state", tc.what)
 			continue
 		}
@@ -171,14 +170,14 @@ func TestStateValidation(t *testing.T) {
 	// set as FailureReason; without a container binary the failed start then replaces that reason).
 	if err := os.WriteFile(path, edit(func(m map[string]any) {
 		endpoint(m)["desired"] = 1000000
-		endpoint(m)["status"] = statusInService
+		endpoint(m)["status"] = emulator.StatusInService
 	}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = startFleet(t, Options{StateDir: dir, InstanceQuota: 3})
-	c = newClients(r.emu.URL())
+	r = startFleet(t, emulator.Options{StateDir: dir, InstanceQuota: 3})
+	c = r.Clients
 	eventually(t, 10*time.Second, "the count to be lowered to the quota", func() bool {
-		d, err := c.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("ep")})
+		d, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("ep")})
 		return err == nil && aws.ToInt32(d.ProductionVariants[0].DesiredInstanceCount) == 3
 	})
 }
@@ -188,29 +187,26 @@ func TestStateValidation(t *testing.T) {
 // BodyBlob of at most 6291456 bytes (botocore data sagemaker-runtime/2017-05-13/service-2.json, which the AWS
 // CLI ships; the API reference lists ValidationError as "Inspect your request and try again.", HTTP 400).
 func TestPayloadLimit(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the payload test needs the inference container: %v", containerBuildErr)
-	}
-	r := startFleet(t, Options{StateDir: t.TempDir(), ContainerBin: containerBin})
-	c := newClients(r.emu.URL())
+	r := startFleet(t, emulator.Options{StateDir: t.TempDir(), ContainerBin: emulatortest.ContainerBinary(t)})
+	c := r.Clients
 	ctx := ctxFor(t, 2*time.Minute)
 	const name = "speech-payload"
-	deploy(t, c, name, 1, nil)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.InService())
 
-	over := make([]byte, maxPayload+1)
+	over := make([]byte, emulator.MaxPayload+1)
 	var ve *rttypes.ValidationError
-	_, err := c.rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over})
+	_, err := c.Runtime.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over})
 	if !errors.As(err, &ve) || !strings.Contains(aws.ToString(ve.Message), "6291456") {
 		t.Errorf("InvokeEndpoint with %d bytes: %v, want ValidationError naming the limit", len(over), err)
 	}
-	_, err = c.rt.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over})
+	_, err = c.Runtime.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over})
 	if !errors.As(err, &ve) || !strings.Contains(aws.ToString(ve.Message), "6291456") {
 		t.Errorf("InvokeEndpointWithResponseStream with %d bytes: %v, want ValidationError naming the limit", len(over), err)
 	}
 	// At the limit the payload is the container's to judge (it answers with its own error, as a ModelError).
-	_, err = c.rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over[:maxPayload]})
+	_, err = c.Runtime.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: over[:emulator.MaxPayload]})
 	if errors.As(err, &ve) {
-		t.Errorf("InvokeEndpoint with exactly %d bytes: %v, want it forwarded", maxPayload, err)
+		t.Errorf("InvokeEndpoint with exactly %d bytes: %v, want it forwarded", emulator.MaxPayload, err)
 	}
 	// The endpoint still serves.
 	if _, err := invokeText(ctx, c, name, "still here"); err != nil {

@@ -1,7 +1,9 @@
-package emulator
+package emulator_test
 
 import (
 	"errors"
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,8 +24,8 @@ func TestShutdownWhileInstanceStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("NEVER_READY_PID", marker)
-	r := start(t, filepath.Join(dir, "state"), bin)
-	createEndpoint(t, newClients(r.emu.URL()), "speech-never-ready", 1)
+	r := emulatortest.Start(t, emulatortest.StateDir(filepath.Join(dir, "state")), emulatortest.ContainerBin(bin))
+	emulatortest.Endpoint(t, r, "speech-never-ready", emulatortest.Instances(1))
 
 	var pid int
 	eventually(t, 10*time.Second, "the instance process to start", func() bool {
@@ -31,16 +33,16 @@ func TestShutdownWhileInstanceStarts(t *testing.T) {
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
 	})
-	r.stop()
+	r.Stop()
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("instance process %d still exists after Run returned (kill -0: %v)", pid, err)
 	}
 	// Stopping is no failure of the endpoint: it is still Creating, and the next start resumes it.
-	st, err := loadState(filepath.Join(dir, "state"))
+	st, err := emulator.LoadState(filepath.Join(dir, "state"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep := st.Endpoints["speech-never-ready"]; ep == nil || ep.Status != statusCreating || ep.FailureReason != "" {
+	if ep := st.Endpoints["speech-never-ready"]; ep == nil || ep.Status != emulator.StatusCreating || ep.FailureReason != "" {
 		t.Errorf("endpoint after shutdown = %+v, want it still Creating without a failure", ep)
 	}
 }

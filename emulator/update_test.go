@@ -1,4 +1,4 @@
-package emulator
+package emulator_test
 
 import (
 	"context"
@@ -12,63 +12,36 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-)
 
-// createVersion creates a model and an endpoint config, both named name, for the espeak engine with env added.
-func createVersion(t *testing.T, c clients, name string, env map[string]string) {
-	t.Helper()
-	ctx := ctxFor(t, 10*time.Second)
-	full := map[string]string{"ENGINE": "espeak"}
-	for k, v := range env {
-		full[k] = v
-	}
-	if _, err := c.sm.CreateModel(ctx, &sagemaker.CreateModelInput{
-		ModelName:        aws.String(name),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: full},
-		ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-	}); err != nil {
-		t.Fatalf("CreateModel %s: %v", name, err)
-	}
-	if _, err := c.sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{
-		EndpointConfigName: aws.String(name),
-		ProductionVariants: []smtypes.ProductionVariant{{
-			VariantName: aws.String("AllTraffic"), ModelName: aws.String(name),
-			InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceType("local"),
-			ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(20),
-		}},
-	}); err != nil {
-		t.Fatalf("CreateEndpointConfig %s: %v", name, err)
-	}
-}
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+)
 
 // UpdateEndpoint swaps the fleet blue/green: Updating while the new instance starts, the old one serving until
 // the new one answers /ping; then InService on the new config with a new instance. An update whose instances
 // cannot start rolls back to the old config, InService, with FailureReason.
 func TestUpdateEndpointBlueGreen(t *testing.T) {
-	if containerBuildErr != nil {
-		t.Fatalf("the update test needs the inference container: %v", containerBuildErr)
-	}
-	r := start(t, t.TempDir(), containerBin)
-	c := newClients(r.emu.URL())
+	r := emulatortest.Start(t, emulatortest.Container(t))
+	c := r.Clients
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "speech-espeak-ng"
-	createEndpoint(t, c, name, 1)
-	waitInService(ctx, t, c, name)
-	blue := r.emu.instanceIDs(name)
+	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1))
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
+	blue := r.InstanceIDs(name)
 
 	// Invalid updates get the AWS error shape and change nothing.
-	if _, err := c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("no-such-config")}); apiCode(err) != "ValidationException" {
+	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("no-such-config")}); apiCode(err) != "ValidationException" {
 		t.Errorf("UpdateEndpoint to a missing config: %v, want ValidationException", err)
 	}
-	if _, err := c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String("no-such-endpoint"), EndpointConfigName: aws.String(name)}); apiCode(err) != "ValidationException" {
+	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String("no-such-endpoint"), EndpointConfigName: aws.String(name)}); apiCode(err) != "ValidationException" {
 		t.Errorf("UpdateEndpoint of a missing endpoint: %v, want ValidationException", err)
 	}
 
-	createVersion(t, c, name+"-v2", map[string]string{"QUEUE_MAX_DEPTH": "16"})
+	emulatortest.Version(t, r, name+"-v2", emulatortest.Env(map[string]string{"QUEUE_MAX_DEPTH": "16"}), emulatortest.StartupTimeout(20*time.Second))
 	// Traffic keeps flowing during the swap: every stream started while Updating succeeds.
 	stop := make(chan struct{})
-	wait := load(ctx, c, name, 2, stop)
-	if _, err := c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-v2")}); err != nil {
+	wait := load(ctx, r, name, 2, stop)
+	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-v2")}); err != nil {
 		t.Fatalf("UpdateEndpoint: %v", err)
 	}
 	d := describe(ctx, t, c, name)
@@ -78,10 +51,10 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 	if aws.ToString(d.EndpointConfigName) != name {
 		t.Errorf("while Updating, EndpointConfigName = %s, want the old %s", aws.ToString(d.EndpointConfigName), name)
 	}
-	if _, err := c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-v2")}); apiCode(err) != "ValidationException" {
+	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-v2")}); apiCode(err) != "ValidationException" {
 		t.Errorf("UpdateEndpoint while Updating: %v, want ValidationException", err)
 	}
-	waitInService(ctx, t, c, name)
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
 	close(stop)
 	if ok, failed, first := wait(); failed > 0 || ok == 0 {
 		t.Errorf("during the blue/green swap: %d streams ok, %d failed (first: %v)", ok, failed, first)
@@ -90,7 +63,7 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 	if aws.ToString(d.EndpointConfigName) != name+"-v2" || d.PendingDeploymentSummary != nil || d.FailureReason != nil {
 		t.Errorf("after the update: config %s, pending %+v, failure %v", aws.ToString(d.EndpointConfigName), d.PendingDeploymentSummary, aws.ToString(d.FailureReason))
 	}
-	green := r.emu.instanceIDs(name)
+	green := r.InstanceIDs(name)
 	if len(green) != 1 || len(blue) != 1 || green[0] == blue[0] {
 		t.Errorf("instances before %v, after %v: want one new instance replacing the old one", blue, green)
 	}
@@ -101,16 +74,16 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 	checkWAV(t, audio)
 
 	// A config whose container cannot start: the update fails and rolls back.
-	createVersion(t, c, name+"-broken", map[string]string{"ENGINE": "no-such-engine"})
-	if _, err := c.sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-broken")}); err != nil {
+	emulatortest.Version(t, r, name+"-broken", emulatortest.Env(map[string]string{"ENGINE": "no-such-engine"}), emulatortest.StartupTimeout(20*time.Second))
+	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-broken")}); err != nil {
 		t.Fatalf("UpdateEndpoint to the broken config: %v", err)
 	}
-	waitInService(ctx, t, c, name)
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
 	d = describe(ctx, t, c, name)
 	if aws.ToString(d.EndpointConfigName) != name+"-v2" || !strings.Contains(aws.ToString(d.FailureReason), "rolled back") {
 		t.Errorf("after a failed update: config %s, FailureReason %q; want %s-v2 and a rollback reason", aws.ToString(d.EndpointConfigName), aws.ToString(d.FailureReason), name)
 	}
-	if ids := r.emu.instanceIDs(name); len(ids) != 1 || ids[0] != green[0] {
+	if ids := r.InstanceIDs(name); len(ids) != 1 || ids[0] != green[0] {
 		t.Errorf("instances after the rollback %v, want the serving %v", ids, green)
 	}
 	audio, err = stream(ctx, c, name, "Still serving after a rollback.")
@@ -120,36 +93,20 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 	checkWAV(t, audio)
 }
 
-// instanceIDs lists the ids of the endpoint's serving instances.
-func (e *Emulator) instanceIDs(name string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var ids []string
-	if f := e.fleets[name]; f != nil {
-		for _, in := range f.instances {
-			if in.ready.Load() && !in.draining.Load() {
-				ids = append(ids, in.id)
-			}
-		}
-	}
-	return ids
-}
-
 // Percentile statistics are exact from the kept samples, in GetMetricStatistics, GetMetricData, alarms and
 // their evaluation.
 func TestExtendedStatistics(t *testing.T) {
-	r := start(t, t.TempDir(), "")
-	c := newClients(r.emu.URL())
+	r := emulatortest.Start(t)
+	c := r.Clients
 	ctx := ctxFor(t, time.Minute)
 
 	// 1..1000 in one past second of one series.
-	dims := endpointDims("pct-fixed", "AllTraffic")
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for v := 1000; v >= 1; v-- {
-		r.emu.metrics.add(namespaceSageMaker, metricModelLatency, dims, t0.Add(time.Duration(v)*time.Microsecond), float64(v))
+		r.AddMetric(emulator.NamespaceSageMaker, emulator.MetricModelLatency, "pct-fixed", "AllTraffic", t0.Add(time.Duration(v)*time.Microsecond), float64(v))
 	}
 	cwDims := []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String("pct-fixed")}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}}
-	st, err := c.cw.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
+	st, err := c.CloudWatch.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
 		Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"), Dimensions: cwDims,
 		StartTime: aws.Time(t0), EndTime: aws.Time(t0.Add(time.Second)), Period: aws.Int32(1),
 		Statistics: []cwtypes.Statistic{cwtypes.StatisticAverage}, ExtendedStatistics: []string{"p50", "p95", "p99.9", "p100"},
@@ -166,7 +123,7 @@ func TestExtendedStatistics(t *testing.T) {
 	if got := aws.ToFloat64(st.Datapoints[0].Average); got != 500.5 {
 		t.Errorf("Average = %g, want 500.5", got)
 	}
-	md, err := c.cw.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+	md, err := c.CloudWatch.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
 		StartTime: aws.Time(t0), EndTime: aws.Time(t0.Add(time.Second)),
 		MetricDataQueries: []cwtypes.MetricDataQuery{{Id: aws.String("p95"), MetricStat: &cwtypes.MetricStat{
 			Metric: &cwtypes.Metric{Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"), Dimensions: cwDims},
@@ -176,7 +133,7 @@ func TestExtendedStatistics(t *testing.T) {
 	if err != nil || len(md.MetricDataResults) != 1 || len(md.MetricDataResults[0].Values) != 1 || md.MetricDataResults[0].Values[0] != 950 {
 		t.Fatalf("GetMetricData p95 = %+v, %v; want [950]", md, err)
 	}
-	if _, err := c.cw.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
+	if _, err := c.CloudWatch.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
 		Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"), StartTime: aws.Time(t0), EndTime: aws.Time(t0.Add(time.Second)),
 		Period: aws.Int32(1), ExtendedStatistics: []string{"p101"},
 	}); apiCode(err) != "InvalidParameterValue" {
@@ -197,7 +154,7 @@ func TestExtendedStatistics(t *testing.T) {
 		if ext != "" {
 			in.ExtendedStatistic = aws.String(ext)
 		}
-		_, err := c.cw.PutMetricAlarm(ctx, in)
+		_, err := c.CloudWatch.PutMetricAlarm(ctx, in)
 		return err
 	}
 	if err := put("both", "Average", "p95"); apiCode(err) != "InvalidParameterCombination" {
@@ -222,12 +179,12 @@ func TestExtendedStatistics(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			r.emu.metrics.add(namespaceSageMaker, metricModelLatency, endpointDims("pct-live", "AllTraffic"), time.Now(), float64(i%100+1))
+			r.AddMetric(emulator.NamespaceSageMaker, emulator.MetricModelLatency, "pct-live", "AllTraffic", time.Now(), float64(i%100+1))
 		}
 	}()
 	defer func() { stopFeed(); wg.Wait() }()
 	state := func(name string) *cwtypes.MetricAlarm {
-		out, err := c.cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{name}})
+		out, err := c.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{name}})
 		if err != nil || len(out.MetricAlarms) != 1 {
 			t.Fatalf("DescribeAlarms %s = %+v, %v", name, out, err)
 		}
