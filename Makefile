@@ -48,8 +48,10 @@ build-cmds:
 
 test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
 
-test-go: deps
-	$(GO) test -count=1 ./...
+# -race on every package; the tests run the container built once by container-build (SPEECH_CONTAINER_BIN,
+# read by internal/emulatortest) instead of building it in each test process.
+test-go: deps container-build
+	SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race ./...
 
 synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)

@@ -27,8 +27,8 @@ container-build: ## build bin/speech-container (cgo: libespeak-ng, ONNX Runtime 
 	@mkdir -p bin
 	cd container && $(CONTAINER_ENV) $(GO) build -o $(CURDIR)/bin/speech-container .
 
-container-test: deps-container container-build ## test the container module (tests use bin/speech-container)
-	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 ./...
+container-test: deps-container container-build ## test the container module with -race (tests use bin/speech-container)
+	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race ./...
 
 container-bench: deps-container container-build ## benchmarks: gate and stream overhead, espeak pool vs serialized
 	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -run '^$$' -bench . -benchtime 2s ./...

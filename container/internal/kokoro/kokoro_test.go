@@ -23,9 +23,28 @@ func ortLib(t *testing.T) string {
 		lib = "../../../.cache/onnxruntime/libonnxruntime.so.1"
 	}
 	if _, err := os.Stat(lib); err != nil {
-		t.Fatalf("ONNX Runtime library %s: %v (run `make deps-container` or set ONNXRUNTIME_LIB)", lib, err)
+		missingTool(t, "ONNX Runtime library %s: %v: run `make deps-container` or set ONNXRUNTIME_LIB", lib, err)
 	}
 	return lib
+}
+
+// espeakReady skips or fails (missingTool) the test when espeak-ng cannot phonemize, for want of its data.
+func espeakReady(t *testing.T) {
+	t.Helper()
+	if _, err := espeak.Phonemes("a", "en-us"); err != nil {
+		missingTool(t, "espeak-ng: %v: run `make deps-container` (Debian/Ubuntu espeak-ng and libespeak-ng-dev)", err)
+	}
+}
+
+// missingTool reports a tool the test needs and the machine lacks. Under CI=true every tool is installed
+// (make deps), so the test fails; elsewhere it is skipped with the reason, so that a partial setup still runs
+// the rest.
+func missingTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format+" (skipped outside CI; under CI=true this fails)", args...)
 }
 
 func TestFixUpTable(t *testing.T) {
@@ -72,6 +91,7 @@ func TestSplitPunctuationKeepsMarksAndSpaces(t *testing.T) {
 }
 
 func TestG2PWithEspeak(t *testing.T) {
+	espeakReady(t)
 	cases := map[string]string{
 		"Hello, world!":    "həlˈoʊ, wˈɜːld!",
 		"Kokoro":           "kˈoʊkəɹoʊ",
@@ -162,6 +182,7 @@ func TestVoicesStyleRowByPhonemeCount(t *testing.T) {
 
 func loadTiny(t *testing.T) *Engine {
 	t.Helper()
+	espeakReady(t) // the engine phonemizes with espeak-ng
 	e, err := Load(Config{ModelDir: tinyDir, LibPath: ortLib(t), Provider: "cpu"})
 	if err != nil {
 		t.Fatal(err)
