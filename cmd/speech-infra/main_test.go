@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
@@ -100,19 +100,10 @@ func TestDeployLocalEspeak(t *testing.T) {
 	if err != nil || d.EndpointStatus != "InService" || d.ProductionVariants[0].DesiredInstanceCount == nil {
 		t.Fatalf("DescribeEndpoint = %+v, %v", d, err)
 	}
-	s, err := sagemakerruntime.NewFromConfig(cfg).InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+	res, err := bench.InvokeStream(ctx, sagemakerruntime.NewFromConfig(cfg), &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String("speech-espeak-ng"), ContentType: aws.String("application/json"), Body: []byte(`{"text":"Deployed locally.","format":"wav"}`),
-	})
-	if err != nil {
-		t.Fatalf("InvokeEndpointWithResponseStream: %v", err)
-	}
-	var audio []byte
-	for ev := range s.GetStream().Events() {
-		if p, ok := ev.(*rttypes.ResponseStreamMemberPayloadPart); ok {
-			audio = append(audio, p.Value.Bytes...)
-		}
-	}
-	if err := s.GetStream().Err(); err != nil || len(audio) < 1000 || string(audio[:4]) != "RIFF" {
+	}, bench.StreamOptions{Keep: true})
+	if audio := res.Payload; err != nil || len(audio) < 1000 || string(audio[:4]) != "RIFF" {
 		t.Fatalf("streamed %d bytes starting %q, err %v; want a WAV", len(audio), audio[:min(4, len(audio))], err)
 	}
 

@@ -24,9 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/cloud/cloudtest"
@@ -383,22 +383,13 @@ func TestRedeployAppliesPlan(t *testing.T) {
 
 func streamSpeech(ctx context.Context, t *testing.T, rt *sagemakerruntime.Client, name string) []byte {
 	t.Helper()
-	s, err := rt.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+	res, err := bench.InvokeStream(ctx, rt, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String(name), ContentType: aws.String("application/json"), Body: []byte(`{"text":"Redeployed.","format":"wav"}`),
-	})
+	}, bench.StreamOptions{Keep: true})
 	if err != nil {
-		t.Fatalf("InvokeEndpointWithResponseStream: %v", err)
-	}
-	var audio []byte
-	for ev := range s.GetStream().Events() {
-		if p, ok := ev.(*rttypes.ResponseStreamMemberPayloadPart); ok {
-			audio = append(audio, p.Value.Bytes...)
-		}
-	}
-	if err := s.GetStream().Err(); err != nil {
 		t.Fatalf("stream: %v", err)
 	}
-	return audio
+	return res.Payload
 }
 
 // deployDoubles are SDK doubles for one deploy of espeak-ng that creates the endpoint (InService at once),
