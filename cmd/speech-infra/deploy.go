@@ -34,8 +34,9 @@ func deployCommand() *cli.Command {
 		ArgsUsage: "<model>",
 		Description: "Runs the gate on the plan, deploys the endpoint with the container environment that follows from it\n" +
 			"(blue/green when it changed), then applies the plan's scaling or removes scaling from an earlier plan.\n" +
-			"--format text (the default) reports on stdout followed by the export lines for the emulator; the gate's\n" +
-			"reasons and warnings go to stderr. --format json prints the result as one JSON object on stdout.",
+			"--format text (the default) prints only the export lines for the emulator on stdout, so\n" +
+			"eval \"$(speech-infra deploy <model> --local)\" works; the report, the gate's reasons and warnings go to\n" +
+			"stderr. --format json prints the result as one JSON object on stdout.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "deploy on the local emulator (started in the background if needed)"},
 			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads (default artifacts/<model>/plan.json)"},
@@ -157,7 +158,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 	if o.format == "json" {
 		err = renderDeployJSON(o.stdout, res, emu, o.emulator.stateDir)
 	} else {
-		err = renderDeployText(o.stdout, res, emu, o.emulator.stateDir)
+		err = renderDeployText(o.stderr, o.stdout, res, emu, o.emulator.stateDir)
 	}
 	if err != nil {
 		return fmt.Errorf("write the result: %w", err)
@@ -168,9 +169,10 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 	return nil
 }
 
-// renderDeployText reports what the deploy did, one aligned line per part, then the export lines that point
-// the SDK at the emulator.
-func renderDeployText(w io.Writer, res cloud.DeployModelResult, emu localEmulator, stateDir string) error {
+// renderDeployText reports what the deploy did on report, one aligned line per part (diagnostics), and writes
+// the export lines that point the SDK at the emulator on exports (data), so that
+// `eval "$(speech-infra deploy <model> --local)"` needs no filtering.
+func renderDeployText(report, exports io.Writer, res cloud.DeployModelResult, emu localEmulator, stateDir string) error {
 	var b strings.Builder
 	dep := res.Deployed
 	switch dep.Action {
@@ -201,10 +203,10 @@ func renderDeployText(w io.Writer, res cloud.DeployModelResult, emu localEmulato
 	fmt.Fprintf(&b, "endpoint   %s (%s, %d instance(s), variant %s)\n", res.Endpoint, d.EndpointStatus, currentInstances(d), res.Variant)
 	fmt.Fprintf(&b, "emulator   %s (state %s, access key id %s)\n", emu.URL, stateDir, emu.creds.AccessKeyID)
 	fmt.Fprintf(&b, "scaling    %s\n", scaling)
-	if _, err := io.WriteString(w, b.String()); err != nil {
+	if _, err := io.WriteString(report, b.String()); err != nil {
 		return err
 	}
-	return writeExports(w, envOf(emu))
+	return writeExports(exports, envOf(emu))
 }
 
 // currentInstances is the current instance count of the endpoint's first variant.

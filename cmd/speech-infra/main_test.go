@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -59,12 +59,7 @@ func TestUsageExitsTwo(t *testing.T) {
 // variables describes the endpoint and streams speech, destroy removes it.
 func TestDeployLocalEspeak(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "speech-container")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join("..", "..", "container")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the inference container: %v\n%s", err, out)
-	}
+	bin := emulatortest.ContainerBinary(t)
 	state := filepath.Join(dir, "state")
 	port := freePort(t)
 	t.Setenv("SPEECH_INFRA_STATE_DIR", state)
@@ -76,7 +71,8 @@ func TestDeployLocalEspeak(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("deploy: exit %d\n%s%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "endpoint   speech-espeak-ng (InService") || !strings.Contains(stderr, "autoscaling off: no plan") {
+	// stdout is data alone, so `eval "$(speech-infra deploy espeak-ng --local)"` works; the report is on stderr.
+	if !strings.Contains(stderr, "endpoint   speech-espeak-ng (InService") || !strings.Contains(stderr, "autoscaling off: no plan") || !onlyExports(out) {
 		t.Errorf("deploy output:\n%s\nstderr:\n%s", out, stderr)
 	}
 	for _, line := range strings.Split(out, "\n") {

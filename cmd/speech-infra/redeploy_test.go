@@ -9,7 +9,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/cloud/cloudtest"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -136,13 +136,8 @@ func writeEspeakPlan(t *testing.T, dir, digest string) *capacity.Plan {
 // measurement configuration back and removes the scaling.
 func TestRedeployAppliesPlan(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "speech-container")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	bin := emulatortest.ContainerBinary(t)
 	containerDir := filepath.Join("..", "..", "container")
-	build.Dir = containerDir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the inference container: %v\n%s", err, out)
-	}
 	digest, err := capacity.SourceDigest(containerDir)
 	if err != nil {
 		t.Fatalf("container digest: %v", err)
@@ -165,7 +160,11 @@ func TestRedeployAppliesPlan(t *testing.T) {
 			t.Fatalf("deploy --plan %s: exit %d\n%s%s", plan, code, out, stderr)
 		}
 		t.Logf("deploy --plan %s:\n%s%s", plan, out, stderr)
-		return out
+		// Data on stdout (the export lines alone, for eval), the report on stderr.
+		if !onlyExports(out) {
+			t.Errorf("deploy --plan %s: stdout is not only export lines:\n%s", plan, out)
+		}
+		return stderr
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -373,7 +372,7 @@ func TestRedeployAppliesPlan(t *testing.T) {
 	out, stderr, code = invoke(t, "deploy", "espeak-ng", "--local", "--plan", noPlan, "--container-dir", containerDir, "--autoscaling")
 	if code != 1 || !strings.Contains(stderr, "autoscaling off: no plan at "+noPlan) ||
 		!strings.Contains(stderr, "autoscaling was asked for but the gate refused the plan for "+name) ||
-		!strings.Contains(out, "unchanged  endpoint "+name) || !strings.Contains(out, "scaling    off") {
+		!strings.Contains(stderr, "unchanged  endpoint "+name) || !strings.Contains(stderr, "scaling    off") || !onlyExports(out) {
 		t.Errorf("deploy --autoscaling without a plan: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 	if len(target()) != 0 || len(alarms()) != 0 {
@@ -470,11 +469,13 @@ func TestDeployCommandThroughDoubles(t *testing.T) {
 			"endpoint   speech-espeak-ng (InService, 1 instance(s), variant AllTraffic)\n",
 			"emulator   http://127.0.0.1:4599 (state state, access key id AKIDLOCALTEST)\n",
 			"scaling    off\n",
-			"export AWS_ENDPOINT_URL=http://127.0.0.1:4599\n",
 		} {
-			if !strings.Contains(stdout.String(), want) {
-				t.Errorf("explicit %v: stdout lacks %q:\n%s", explicit, want, stdout.String())
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("explicit %v: the report on stderr lacks %q:\n%s", explicit, want, stderr.String())
 			}
+		}
+		if !strings.Contains(stdout.String(), "export AWS_ENDPOINT_URL=http://127.0.0.1:4599\n") || !onlyExports(stdout.String()) {
+			t.Errorf("explicit %v: stdout is not the export lines alone:\n%s", explicit, stdout.String())
 		}
 		if !strings.Contains(stderr.String(), "autoscaling off: no plan at "+noPlan) {
 			t.Errorf("explicit %v: stderr lacks the gate's reason:\n%s", explicit, stderr.String())
