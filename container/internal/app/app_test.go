@@ -139,6 +139,14 @@ func TestKokoroStreamsSegmentsInOrder(t *testing.T) {
 	if lib == "" {
 		lib = "../../../.cache/onnxruntime/libonnxruntime.so.1"
 	}
+	if _, err := os.Stat(lib); err != nil {
+		// Under CI=true every tool is installed, so a missing library fails; elsewhere the test is skipped with
+		// the reason.
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("ONNX Runtime library %s: %v: CI installs it (make deps-container)", lib, err)
+		}
+		t.Skipf("ONNX Runtime library %s: %v: run make deps-container to run this test (skipped outside CI; under CI=true this fails)", lib, err)
+	}
 	cfg := Config{Engine: EngineKokoro, ModelDir: "../../testdata/tiny_kokoro", ONNXRuntimeLib: lib, ONNXProvider: "cpu", Workers: 2}
 	ts := serve(t, cfg)
 	parts := []string{"Alpha beta.", "Gamma delta epsilon,", "zeta!"}
