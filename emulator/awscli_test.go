@@ -147,7 +147,7 @@ func TestAWSCLI(t *testing.T) {
 		code string
 	}{
 		{[]string{"sagemaker", "describe-endpoint", "--endpoint-name", "speech-missing"}, "ValidationException"},
-		{[]string{"cloudwatch", "delete-alarms", "--alarm-names", "no-such-alarm"}, "ResourceNotFound"},
+		{[]string{"cloudwatch", "describe-alarms", "--state-value", "BOGUS"}, "ValidationError"},
 	} {
 		_, errOut, code := awsCLI(ctx, t, r, tc.args...)
 		if code != 254 && code != 255 {

@@ -23,7 +23,18 @@ const (
 	metricRetention         = 24 * time.Hour
 	samplesPerMetricPeriod  = 10
 	minimumSampleResolution = 20 * time.Millisecond
+	// standardPerHighResolution is how many high-resolution periods make one standard period: SageMaker's
+	// high-resolution metrics emit every 10 s, the standard ones (the invocation metrics) once a minute.
+	standardPerHighResolution = 6
+	// subMinuteRetention is how long CloudWatch keeps datapoints of a period under 60 s: "Data points with a
+	// period of less than 60 seconds are available for 3 hours."
+	subMinuteRetention = 3 * time.Hour
 )
+
+// highResolutionMetrics are the AWS/SageMaker metrics the emulator publishes at the high resolution (one
+// datapoint per instance per metric period); every other metric is standard resolution (one period of
+// standardPerHighResolution metric periods).
+var highResolutionMetrics = map[string]bool{metricConcurrent: true}
 
 // agg is the statistic set of one bucket: what CloudWatch keeps per datapoint, plus the raw samples so that
 // percentiles (ExtendedStatistic pNN) are exact rather than estimated.
@@ -112,7 +123,9 @@ type series struct {
 	buckets []agg
 }
 
-// metricStore holds datapoints at one resolution (the emulator's metric period), in memory.
+// metricStore holds datapoints in memory, each metric at its publishing resolution: res (the emulator's
+// metric period, SageMaker's 10 s by default) for the high-resolution metrics, standardPerHighResolution × res
+// (a minute by default) for the others.
 type metricStore struct {
 	res    time.Duration
 	mu     sync.Mutex
@@ -121,6 +134,14 @@ type metricStore struct {
 
 func newMetricStore(res time.Duration) *metricStore {
 	return &metricStore{res: res, series: map[string]*series{}}
+}
+
+// resolution is the interval at which the named metric is published: one datapoint timestamp per interval.
+func (m *metricStore) resolution(name string) time.Duration {
+	if highResolutionMetrics[name] {
+		return m.res
+	}
+	return m.res * standardPerHighResolution
 }
 
 func seriesKey(ns, name string, dims []dimension) string {
@@ -132,37 +153,60 @@ func seriesKey(ns, name string, dims []dimension) string {
 	return ns + "|" + name + "|" + strings.Join(parts, ",")
 }
 
-// add records one value at time t.
+// add records one value at time t, stamped with the start of the metric's publishing interval.
 func (m *metricStore) add(ns, name string, dims []dimension, t time.Time, v float64) {
-	bt := t.Truncate(m.res)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.bucketLocked(ns, name, dims, t).add(v)
+}
+
+// set replaces the datapoint of the publishing interval that holds t by the values given (one per instance):
+// what an interval publishes is known only when it ends, so the sampler rewrites the current one as it goes.
+func (m *metricStore) set(ns, name string, dims []dimension, t time.Time, values []float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.bucketLocked(ns, name, dims, t)
+	*b = agg{t: b.t}
+	for _, v := range values {
+		b.add(v)
+	}
+}
+
+// bucketLocked returns the bucket of the publishing interval that holds t, creating it in time order (and
+// dropping what is past retention); m.mu must be held.
+func (m *metricStore) bucketLocked(ns, name string, dims []dimension, t time.Time) *agg {
+	bt := t.Truncate(m.resolution(name))
 	key := seriesKey(ns, name, dims)
 	s := m.series[key]
 	if s == nil {
 		s = &series{}
 		m.series[key] = s
 	}
-	if n := len(s.buckets); n > 0 && s.buckets[n-1].t.Equal(bt) {
-		s.buckets[n-1].add(v)
-		return
+	i := len(s.buckets)
+	for i > 0 && s.buckets[i-1].t.After(bt) {
+		i--
 	}
-	b := agg{t: bt}
-	b.add(v)
-	s.buckets = append(s.buckets, b)
+	if i > 0 && s.buckets[i-1].t.Equal(bt) {
+		return &s.buckets[i-1]
+	}
+	s.buckets = slices.Insert(s.buckets, i, agg{t: bt})
 	cut := 0
 	for cut < len(s.buckets) && s.buckets[cut].t.Before(t.Add(-metricRetention)) {
 		cut++
 	}
 	s.buckets = s.buckets[cut:]
+	if i < cut {
+		// t itself is past retention: the value is dropped.
+		return &agg{t: bt}
+	}
+	return &s.buckets[i-cut]
 }
 
-// query aggregates the datapoints in [start, end) into buckets of the given period (at least the store's
-// resolution), aligned to the epoch, oldest first.
-func (m *metricStore) query(ns, name string, dims []dimension, start, end time.Time, period time.Duration) []agg {
-	if period < m.res {
-		period = m.res
-	}
+// query aggregates the datapoints stamped in [start, end) into buckets of the given period starting at start
+// (start, start+period, ...), oldest first; a period is a datapoint only when data fell in it. The caller
+// aligns start as CloudWatch does. Data stamped before since (past CloudWatch's retention at this period) is
+// left out.
+func (m *metricStore) query(ns, name string, dims []dimension, since, start, end time.Time, period time.Duration) []agg {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.series[seriesKey(ns, name, dims)]
@@ -171,10 +215,10 @@ func (m *metricStore) query(ns, name string, dims []dimension, start, end time.T
 	}
 	var out []agg
 	for _, b := range s.buckets {
-		if b.t.Before(start) || !b.t.Before(end) {
+		if b.t.Before(start) || b.t.Before(since) || !b.t.Before(end) || b.count == 0 {
 			continue
 		}
-		pt := time.Unix(0, b.t.UnixNano()-b.t.UnixNano()%int64(period)).UTC()
+		pt := start.Add(b.t.Sub(start) / period * period).UTC()
 		if n := len(out); n > 0 && out[n-1].t.Equal(pt) {
 			out[n-1].merge(b)
 			continue
@@ -190,33 +234,55 @@ func endpointDims(endpoint, variant string) []dimension {
 	return []dimension{{Name: "EndpointName", Value: endpoint}, {Name: "VariantName", Value: variant}}
 }
 
-// sampleLoop samples every serving instance's concurrency several times per metric period. Each sample is the
-// highest in-flight count since the previous one, so short bursts between samples still show in Maximum.
+// sampleLoop samples every serving instance's concurrency several times per metric period and publishes
+// ConcurrentRequestsPerModel as SageMaker does, once per metric period (10 s by default) per instance: the
+// highest in-flight count of the instance during the period, so short bursts between samples still show in
+// Maximum while SampleCount, Sum and Average count one datapoint per instance and period, not one per sample.
 func (e *Emulator) sampleLoop() {
 	every := max(e.opts.MetricPeriod/samplesPerMetricPeriod, minimumSampleResolution)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// peaks holds, per endpoint and instance, the highest count of the current period so far.
+	var period time.Time
+	peaks := map[string]map[string]float64{}
+	dims := map[string][]dimension{}
 	for {
 		select {
 		case <-e.done:
 			return
 		case now := <-t.C:
+			if p := now.Truncate(e.opts.MetricPeriod); !p.Equal(period) {
+				period = p
+				clear(peaks)
+			}
 			e.mu.Lock()
 			for name, f := range e.fleets {
 				ep := e.st.Endpoints[name]
 				if ep == nil || (ep.Status != statusInService && ep.Status != statusUpdating) {
 					continue
 				}
-				dims := endpointDims(ep.Name, ep.Variant)
+				dims[name] = endpointDims(ep.Name, ep.Variant)
 				for _, in := range f.instances {
 					if !in.ready.Load() || in.draining.Load() {
 						continue
 					}
-					v := in.peak.Swap(in.outstanding.Load())
-					e.metrics.add(namespaceSageMaker, metricConcurrent, dims, now, float64(v))
+					v := float64(in.peak.Swap(in.outstanding.Load()))
+					if peaks[name] == nil {
+						peaks[name] = map[string]float64{}
+					}
+					if old, ok := peaks[name][in.id]; !ok || v > old {
+						peaks[name][in.id] = v
+					}
 				}
 			}
 			e.mu.Unlock()
+			for name, byInstance := range peaks {
+				values := make([]float64, 0, len(byInstance))
+				for _, v := range byInstance {
+					values = append(values, v)
+				}
+				e.metrics.set(namespaceSageMaker, metricConcurrent, dims[name], period, values)
+			}
 		}
 	}
 }
