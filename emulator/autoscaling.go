@@ -2,13 +2,16 @@ package emulator
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/speech-infra/speech-infra/autoscale"
 )
 
 // The scalable dimension and namespace of SageMaker variants, the only targets the emulator scales.
@@ -17,7 +20,6 @@ const (
 	dimensionVariant  = "sagemaker:variant:DesiredInstanceCount"
 	defaultCooldownS  = 300
 	predefinedHighRes = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
-	predefinedConc    = "SageMakerVariantConcurrentRequestsPerModel"
 )
 
 func aasValidation(format string, args ...any) *apiError {
@@ -75,9 +77,67 @@ func requireNamespace(ns string) *apiError {
 	return nil
 }
 
+// The enums of the Application Auto Scaling API (botocore's application-autoscaling model): a value outside
+// them is a ValidationException before anything else is looked at.
+var (
+	enumServiceNamespace = []string{"ecs", "elasticmapreduce", "ec2", "appstream", "dynamodb", "rds", "sagemaker", "custom-resource",
+		"comprehend", "lambda", "cassandra", "kafka", "elasticache", "neptune", "workspaces"}
+	enumScalableDimension = []string{"ecs:service:DesiredCount", "ec2:spot-fleet-request:TargetCapacity",
+		"elasticmapreduce:instancegroup:InstanceCount", "appstream:fleet:DesiredCapacity", "dynamodb:table:ReadCapacityUnits",
+		"dynamodb:table:WriteCapacityUnits", "dynamodb:index:ReadCapacityUnits", "dynamodb:index:WriteCapacityUnits",
+		"rds:cluster:ReadReplicaCount", "sagemaker:variant:DesiredInstanceCount", "custom-resource:ResourceType:Property",
+		"comprehend:document-classifier-endpoint:DesiredInferenceUnits", "comprehend:entity-recognizer-endpoint:DesiredInferenceUnits",
+		"lambda:function:ProvisionedConcurrency", "cassandra:table:ReadCapacityUnits", "cassandra:table:WriteCapacityUnits",
+		"kafka:broker-storage:VolumeSize", "elasticache:cache-cluster:Nodes", "elasticache:replication-group:NodeGroups",
+		"elasticache:replication-group:Replicas", "neptune:cluster:ReadReplicaCount", "sagemaker:variant:DesiredProvisionedConcurrency",
+		"sagemaker:inference-component:DesiredCopyCount", "workspaces:workspacespool:DesiredUserSessions"}
+	enumPolicyType     = []string{"StepScaling", "TargetTrackingScaling", "PredictiveScaling"}
+	enumAdjustmentType = []string{autoscale.ChangeInCapacity, autoscale.PercentChangeInCapacity, autoscale.ExactCapacity}
+	enumAggregation    = []string{autoscale.AggregateAverage, autoscale.AggregateMinimum, autoscale.AggregateMaximum}
+	enumStatistic      = []string{"Average", "Minimum", "Maximum", "SampleCount", "Sum"}
+	enumMetricType     = []string{"DynamoDBReadCapacityUtilization", "DynamoDBWriteCapacityUtilization", "ALBRequestCountPerTarget",
+		"RDSReaderAverageCPUUtilization", "RDSReaderAverageDatabaseConnections", "EC2SpotFleetRequestAverageCPUUtilization",
+		"EC2SpotFleetRequestAverageNetworkIn", "EC2SpotFleetRequestAverageNetworkOut", "SageMakerVariantInvocationsPerInstance",
+		"ECSServiceAverageCPUUtilization", "ECSServiceAverageMemoryUtilization", "AppStreamAverageCapacityUtilization",
+		"ComprehendInferenceUtilization", "LambdaProvisionedConcurrencyUtilization", "CassandraReadCapacityUtilization",
+		"CassandraWriteCapacityUtilization", "KafkaBrokerStorageUtilization", "ElastiCacheEngineCPUUtilization",
+		"ElastiCacheDatabaseMemoryUsagePercentage", "ElastiCachePrimaryEngineCPUUtilization", "ElastiCacheReplicaEngineCPUUtilization",
+		"ElastiCacheDatabaseMemoryUsageCountedForEvictPercentage", "NeptuneReaderAverageCPUUtilization",
+		"SageMakerVariantProvisionedConcurrencyUtilization", "ElastiCacheDatabaseCapacityUsageCountedForEvictPercentage",
+		"SageMakerInferenceComponentInvocationsPerCopy", "WorkSpacesAverageUserSessionsCapacityUtilization",
+		"SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution", "SageMakerVariantConcurrentRequestsPerModelHighResolution"}
+)
+
+// aasEnum answers a value outside its enum as Application Auto Scaling does (a ValidationException naming
+// the member and the enum value set); "" passes (required members are checked on their own).
+func aasEnum(member, v string, set []string) *apiError {
+	if v == "" || slices.Contains(set, v) {
+		return nil
+	}
+	return aasValidation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy enum value set: [%s]", v, member, strings.Join(set, ", "))
+}
+
+// checkFilter validates the filter of a Describe call: the namespace is required and, like the dimension, a
+// value of its enum.
+func checkFilter(f targetFilter) *apiError {
+	if err := requireNamespace(f.ServiceNamespace); err != nil {
+		return err
+	}
+	if err := aasEnum("serviceNamespace", f.ServiceNamespace, enumServiceNamespace); err != nil {
+		return err
+	}
+	return aasEnum("scalableDimension", f.ScalableDimension, enumScalableDimension)
+}
+
 // checkTarget validates the namespace, resource id and dimension of a request and returns the endpoint and
 // variant the resource id names.
 func checkTarget(in targetInput) (endpoint, variant string, err *apiError) {
+	if err := aasEnum("serviceNamespace", in.ServiceNamespace, enumServiceNamespace); err != nil {
+		return "", "", err
+	}
+	if err := aasEnum("scalableDimension", in.ScalableDimension, enumScalableDimension); err != nil {
+		return "", "", err
+	}
 	if in.ServiceNamespace != namespaceSM {
 		return "", "", aasValidation("the emulator scales only the sagemaker namespace, not %q", in.ServiceNamespace)
 	}
@@ -140,7 +200,8 @@ func (e *Emulator) registerScalableTarget(dec decoder) (any, *apiError) {
 		t.RoleARN = in.RoleARN
 	}
 	if t.RoleARN == "" {
-		t.RoleARN = arn("iam", "role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint")
+		// IAM is a global service: its ARNs have an empty region field.
+		t.RoleARN = fmt.Sprintf("arn:aws:iam::%s:role/aws-service-role/sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint", account)
 	}
 	// Suspension fields that are omitted keep their value, as Application Auto Scaling merges them.
 	if s := in.SuspendedState; s != nil {
@@ -186,12 +247,18 @@ func (e *Emulator) describeScalableTargets(dec decoder) (any, *apiError) {
 		ServiceNamespace  string
 		ResourceIds       []string
 		ScalableDimension string
+		MaxResults        *int
+		NextToken         *string
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if err := requireNamespace(in.ServiceNamespace); err != nil {
+	if err := checkFilter(targetFilter{ServiceNamespace: in.ServiceNamespace, ScalableDimension: in.ScalableDimension}); err != nil {
 		return nil, err
+	}
+	limit, apiErr := pageSize(in.MaxResults, 50)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -208,12 +275,22 @@ func (e *Emulator) describeScalableTargets(dec decoder) (any, *apiError) {
 		}
 		list = append(list, t)
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ResourceID < list[j].ResourceID })
-	out := make([]map[string]any, 0, len(list))
-	for _, t := range list {
+	sort.Slice(list, func(i, j int) bool {
+		return list[i].ResourceID+"|"+list[i].Dimension < list[j].ResourceID+"|"+list[j].Dimension
+	})
+	from, apiErr := pageStart(in.NextToken, "targets", len(list), func(i int) string { return list[i].Arn })
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	out := make([]map[string]any, 0, min(limit, len(list)))
+	for _, t := range list[from:min(from+limit, len(list))] {
 		out = append(out, targetView(t))
 	}
-	return map[string]any{"ScalableTargets": out}, nil
+	resp := map[string]any{"ScalableTargets": out}
+	if from+limit < len(list) {
+		resp["NextToken"] = pageToken("targets", list[from+limit-1].Arn)
+	}
+	return resp, nil
 }
 
 func (e *Emulator) deregisterScalableTarget(dec decoder) (any, *apiError) {
@@ -266,6 +343,9 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 	if in.PolicyName == "" {
 		return nil, aasValidation("1 validation error detected: Value null at 'policyName' failed to satisfy constraint: Member must not be null")
 	}
+	if err := aasEnum("policyType", in.PolicyType, enumPolicyType); err != nil {
+		return nil, err
+	}
 	if in.PolicyType == "" {
 		in.PolicyType = "StepScaling"
 	}
@@ -280,6 +360,7 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 		Dimension: in.ScalableDimension, Type: in.PolicyType, Created: time.Now().UTC()}
 	if old := e.st.Policies[key]; old != nil {
 		p.Arn, p.Created, p.LastFired = old.Arn, old.Created, old.LastFired
+		p.LastScaleOut, p.ScaleOutFrom, p.LastScaleIn = old.LastScaleOut, old.ScaleOutFrom, old.LastScaleIn
 	} else {
 		p.Arn = arn("autoscaling", fmt.Sprintf("scalingPolicy:%s:resource/%s/%s:policyName/%s", newID(), in.ServiceNamespace, in.ResourceId, in.PolicyName))
 	}
@@ -289,10 +370,15 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 		if c == nil || len(c.StepAdjustments) == 0 {
 			return nil, aasValidation("StepScalingPolicyConfiguration with at least one step adjustment is required for a StepScaling policy.")
 		}
-		switch c.AdjustmentType {
-		case "ChangeInCapacity", "PercentChangeInCapacity", "ExactCapacity":
-		default:
-			return nil, aasValidation("AdjustmentType must be ChangeInCapacity, PercentChangeInCapacity or ExactCapacity, not %q.", c.AdjustmentType)
+		if c.AdjustmentType == "" {
+			// "AdjustmentType is required if you are adding a new step scaling policy configuration."
+			return nil, aasValidation("AdjustmentType is required: one of %s.", strings.Join(enumAdjustmentType, ", "))
+		}
+		if err := aasEnum("stepScalingPolicyConfiguration.adjustmentType", c.AdjustmentType, enumAdjustmentType); err != nil {
+			return nil, err
+		}
+		if err := aasEnum("stepScalingPolicyConfiguration.metricAggregationType", c.MetricAggregationType, enumAggregation); err != nil {
+			return nil, err
 		}
 		p.Step = c
 	case "TargetTrackingScaling":
@@ -313,7 +399,18 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 				delete(e.st.Alarms, a)
 			}
 		}
-		period := int(e.opts.MetricPeriod / time.Second)
+		// The high alarm of a high-resolution metric evaluates its high-resolution datapoints; every other alarm
+		// evaluates standard, 1-minute datapoints: "Target tracking will evaluate metrics aggregated at a
+		// one-minute granularity for all predefined metrics and custom metrics", and for the high-resolution
+		// SageMaker metrics "as the traffic to your models decreases, your policy scales in at the same speed as
+		// it would for standard metrics". A standard datapoint is six high-resolution ones (60 s at the default
+		// 10-s metric period), so tests that shorten the metric period keep AWS's ratio.
+		highRes := int(e.opts.MetricPeriod / time.Second)
+		standard := 6 * highRes
+		period := standard
+		if pm := c.PredefinedMetricSpecification; pm != nil && pm.PredefinedMetricType == predefinedHighRes {
+			period = highRes
+		}
 		high := putMetricAlarmInput{
 			AlarmName:        fmt.Sprintf("TargetTracking-%s-AlarmHigh-%s", in.ResourceId, newID()),
 			AlarmDescription: "DO NOT EDIT OR DELETE. For TargetTrackingScaling policy " + p.Arn + ".",
@@ -329,7 +426,7 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 		if c.DisableScaleIn == nil || !*c.DisableScaleIn {
 			low := high
 			low.AlarmName = fmt.Sprintf("TargetTracking-%s-AlarmLow-%s", in.ResourceId, newID())
-			low.EvaluationPeriods, low.DatapointsToAlarm = 15, 15
+			low.Period, low.EvaluationPeriods, low.DatapointsToAlarm = standard, 15, 15
 			low.Threshold = ptr(*c.TargetValue * 0.9)
 			low.ComparisonOperator = "LessThanThreshold"
 			a, apiErr := e.putAlarmLocked(low)
@@ -339,7 +436,7 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 			p.OwnAlarms = append(p.OwnAlarms, a.Name)
 		}
 	default:
-		return nil, aasValidation("PolicyType must be StepScaling or TargetTrackingScaling, not %q.", in.PolicyType)
+		return nil, aasValidation("the emulator supports the policy types StepScaling and TargetTrackingScaling, not %q", in.PolicyType)
 	}
 	e.st.Policies[key] = p
 	e.saveLocked()
@@ -349,16 +446,21 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 // trackedMetric resolves the metric a target tracking policy follows.
 func trackedMetric(c *targetTrackingConfig, endpoint, variant string) (customizedMetric, *apiError) {
 	if pm := c.PredefinedMetricSpecification; pm != nil {
-		switch pm.PredefinedMetricType {
-		case predefinedHighRes, predefinedConc:
+		if err := aasEnum("targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType", pm.PredefinedMetricType, enumMetricType); err != nil {
+			return customizedMetric{}, err
+		}
+		if pm.PredefinedMetricType == predefinedHighRes {
 			return customizedMetric{Namespace: namespaceSageMaker, MetricName: metricConcurrent,
 				Dimensions: endpointDims(endpoint, variant), Statistic: "Maximum"}, nil
 		}
-		return customizedMetric{}, aasValidation("the emulator supports the predefined metrics %s and %s, not %q", predefinedHighRes, predefinedConc, pm.PredefinedMetricType)
+		return customizedMetric{}, aasValidation("the emulator supports the predefined metric %s only, not %q", predefinedHighRes, pm.PredefinedMetricType)
 	}
 	if cm := c.CustomizedMetricSpecification; cm != nil {
 		if len(cm.Metrics) > 0 {
 			return customizedMetric{}, aasValidation("the emulator does not support metric math in CustomizedMetricSpecification")
+		}
+		if err := aasEnum("targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.statistic", cm.Statistic, enumStatistic); err != nil {
+			return customizedMetric{}, err
 		}
 		if cm.MetricName == "" || cm.Namespace == "" || cm.Statistic == "" {
 			return customizedMetric{}, aasValidation("CustomizedMetricSpecification needs MetricName, Namespace and Statistic.")
@@ -389,12 +491,18 @@ func (e *Emulator) describeScalingPolicies(dec decoder) (any, *apiError) {
 	var in struct {
 		targetFilter
 		PolicyNames []string
+		MaxResults  *int
+		NextToken   *string
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if err := requireNamespace(in.ServiceNamespace); err != nil {
+	if err := checkFilter(in.targetFilter); err != nil {
 		return nil, err
+	}
+	limit, apiErr := pageSize(in.MaxResults, 10)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -405,9 +513,13 @@ func (e *Emulator) describeScalingPolicies(dec decoder) (any, *apiError) {
 		}
 		list = append(list, p)
 	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	out := make([]map[string]any, 0, len(list))
-	for _, p := range list {
+	sort.Slice(list, func(i, j int) bool { return list[i].Name+"|"+list[i].ResourceID < list[j].Name+"|"+list[j].ResourceID })
+	from, apiErr := pageStart(in.NextToken, "policies", len(list), func(i int) string { return list[i].Arn })
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	out := make([]map[string]any, 0, min(limit, len(list)))
+	for _, p := range list[from:min(from+limit, len(list))] {
 		m := map[string]any{
 			"PolicyARN": p.Arn, "PolicyName": p.Name, "ServiceNamespace": p.Namespace, "ResourceId": p.ResourceID,
 			"ScalableDimension": p.Dimension, "PolicyType": p.Type, "CreationTime": newEpoch(p.Created),
@@ -421,7 +533,11 @@ func (e *Emulator) describeScalingPolicies(dec decoder) (any, *apiError) {
 		}
 		out = append(out, m)
 	}
-	return map[string]any{"ScalingPolicies": out}, nil
+	resp := map[string]any{"ScalingPolicies": out}
+	if from+limit < len(list) {
+		resp["NextToken"] = pageToken("policies", list[from+limit-1].Arn)
+	}
+	return resp, nil
 }
 
 func (e *Emulator) deleteScalingPolicy(dec decoder) (any, *apiError) {
@@ -450,46 +566,149 @@ func (e *Emulator) deleteScalingPolicy(dec decoder) (any, *apiError) {
 func (e *Emulator) describeScalingActivities(dec decoder) (any, *apiError) {
 	var in struct {
 		targetFilter
-		MaxResults int
+		MaxResults                 *int
+		NextToken                  *string
+		IncludeNotScaledActivities bool
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if err := requireNamespace(in.ServiceNamespace); err != nil {
+	if err := checkFilter(in.targetFilter); err != nil {
 		return nil, err
+	}
+	limit, apiErr := pageSize(in.MaxResults, 50)
+	if apiErr != nil {
+		return nil, apiErr
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := []map[string]any{}
+	if e.settleActivitiesLocked(time.Now()) {
+		e.saveLocked()
+	}
 	// Newest first, as Application Auto Scaling lists them.
+	var list []*activityRec
 	for i := len(e.st.Activities) - 1; i >= 0; i-- {
 		a := e.st.Activities[i]
-		if !in.matches(a.Namespace, a.ResourceID, a.Dimension) {
+		if !in.matches(a.Namespace, a.ResourceID, a.Dimension) || len(a.NotScaled) > 0 && !in.IncludeNotScaledActivities {
 			continue
 		}
+		list = append(list, a)
+	}
+	from, apiErr := pageStart(in.NextToken, "activities", len(list), func(i int) string { return list[i].ID })
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	out := []map[string]any{}
+	for _, a := range list[from:min(from+limit, len(list))] {
 		act := map[string]any{
 			"ActivityId": a.ID, "ServiceNamespace": a.Namespace, "ResourceId": a.ResourceID,
 			"ScalableDimension": a.Dimension, "Description": a.Description, "Cause": a.Cause,
-			"StartTime": newEpoch(a.Start), "EndTime": newEpoch(a.End), "StatusCode": a.StatusCode,
+			"StartTime": newEpoch(a.Start), "StatusCode": a.StatusCode,
+		}
+		if !a.End.IsZero() {
+			act["EndTime"] = newEpoch(a.End)
 		}
 		if a.Message != "" {
 			act["StatusMessage"] = a.Message
 		}
-		out = append(out, act)
-		if in.MaxResults > 0 && len(out) == in.MaxResults {
-			break
+		if len(a.NotScaled) > 0 {
+			act["NotScaledReasons"] = a.NotScaled
 		}
+		out = append(out, act)
 	}
-	return map[string]any{"ScalingActivities": out}, nil
+	resp := map[string]any{"ScalingActivities": out}
+	if from+limit < len(list) {
+		resp["NextToken"] = pageToken("activities", list[from+limit-1].ID)
+	}
+	return resp, nil
 }
 
-func (e *Emulator) recordActivityLocked(t *targetRec, description, cause string) {
-	now := time.Now().UTC()
-	e.st.Activities = append(e.st.Activities, &activityRec{ID: newID(), Namespace: t.Namespace, ResourceID: t.ResourceID,
-		Dimension: t.Dimension, Description: description, Cause: cause, Start: now, End: now, StatusCode: "Successful"})
+// Activity status codes (ScalingActivityStatusCode).
+const (
+	activityPending     = "Pending"
+	activityInProgress  = "InProgress"
+	activitySuccessful  = "Successful"
+	activityOverridden  = "Overridden"
+	activityUnfulfilled = "Unfulfilled"
+	activityFailed      = "Failed"
+)
+
+// recordActivityLocked records a new scaling activity, Pending: "All scaling activities have a Pending status
+// before the target service responds. After the target responds, the status of the scaling activity changes
+// to InProgress." (Scaling activities for Application Auto Scaling).
+func (e *Emulator) recordActivityLocked(t *targetRec, description, cause string) *activityRec {
+	a := &activityRec{ID: newID(), Namespace: t.Namespace, ResourceID: t.ResourceID, Dimension: t.Dimension,
+		Description: description, Cause: cause, Start: time.Now().UTC(), StatusCode: activityPending}
+	e.st.Activities = append(e.st.Activities, a)
 	if n := len(e.st.Activities); n > 1000 {
 		e.st.Activities = e.st.Activities[n-1000:]
 	}
+	return a
+}
+
+// recordNotScaledLocked records a not scaled activity, as Application Auto Scaling does when it decides not to
+// scale ("Not scaled activities are activities that aren't completed or started for various reasons"). A
+// decision that repeats the target's newest activity (same cause, same reason) is not recorded again, so an
+// alarm that stays in ALARM at the maximum leaves one activity, not one per evaluation.
+func (e *Emulator) recordNotScaledLocked(t *targetRec, cause string, r autoscale.NotScaledReason) {
+	for i := len(e.st.Activities) - 1; i >= 0; i-- {
+		a := e.st.Activities[i]
+		if a.Namespace != t.Namespace || a.ResourceID != t.ResourceID || a.Dimension != t.Dimension {
+			continue
+		}
+		if len(a.NotScaled) == 1 && a.NotScaled[0].Code == r.Code && a.Cause == cause {
+			return
+		}
+		break
+	}
+	nr := notScaledReason{Code: r.Code}
+	switch r.Code {
+	case autoscale.AlreadyAtMaxCapacity:
+		nr.MaxCapacity = ptr(r.MaxCapacity)
+	case autoscale.AlreadyAtMinCapacity:
+		nr.MinCapacity = ptr(r.MinCapacity)
+	default:
+		nr.CurrentCapacity = ptr(r.CurrentCapacity)
+	}
+	a := e.recordActivityLocked(t, "Attempting to scale due to alarm triggered", cause)
+	a.StatusCode, a.End, a.NotScaled = activityFailed, a.Start, []notScaledReason{nr}
+}
+
+// settleActivitiesLocked completes the InProgress activities whose endpoint update has finished: Successful
+// with the EndTime when the endpoint returned to InService at the activity's capacity, Overridden when a newer
+// change replaced the capacity ("The desired capacity was updated by a newer scaling event"), Unfulfilled when
+// SageMaker rolled the change back ("the target service cannot fulfill the request"). It reports whether any
+// activity changed; e.mu must be held.
+func (e *Emulator) settleActivitiesLocked(now time.Time) bool {
+	changed := false
+	for _, a := range e.st.Activities {
+		if a.StatusCode != activityInProgress {
+			continue
+		}
+		endpoint, variant, err := checkTarget(targetInput{ServiceNamespace: a.Namespace, ResourceId: a.ResourceID, ScalableDimension: a.Dimension})
+		ep := e.st.Endpoints[endpoint]
+		switch {
+		case err != nil || ep == nil || ep.Variant != variant:
+			a.StatusCode, a.End = activityFailed, now.UTC()
+			a.Message = fmt.Sprintf("Failed to set desired instance count to %d. Reason: the endpoint %s no longer exists.", a.Capacity, endpoint)
+		case ep.Status == statusInService && ep.Desired == a.Capacity && len(ep.Instances) == a.Capacity:
+			a.StatusCode, a.End = activitySuccessful, ep.Modified
+			if a.End.Before(a.Start) {
+				a.End = a.Start
+			}
+			a.Message = fmt.Sprintf("Successfully set desired instance count to %d. Change successfully fulfilled by sagemaker.", a.Capacity)
+		case ep.Desired != a.Capacity && ep.FailureReason == "":
+			a.StatusCode, a.End = activityOverridden, now.UTC()
+			a.Message = fmt.Sprintf("The desired instance count %d was replaced by %d before the change was fulfilled.", a.Capacity, ep.Desired)
+		case ep.Status == statusInService || ep.Status == statusFailed:
+			a.StatusCode, a.End = activityUnfulfilled, now.UTC()
+			a.Message = fmt.Sprintf("Failed to set desired instance count to %d. Reason: %s", a.Capacity, ep.FailureReason)
+		default:
+			continue
+		}
+		changed = true
+	}
+	return changed
 }
 
 // scaleLoop evaluates every alarm once per metric period and applies the policies of alarms in ALARM, as
@@ -510,7 +729,7 @@ func (e *Emulator) scaleLoop() {
 func (e *Emulator) evaluate(now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	changed := false
+	changed := e.settleActivitiesLocked(now)
 	names := make([]string, 0, len(e.st.Alarms))
 	for n := range e.st.Alarms {
 		names = append(names, n)
@@ -521,17 +740,14 @@ func (e *Emulator) evaluate(now time.Time) {
 			changed = true
 		}
 	}
-	for _, n := range names {
-		a := e.st.Alarms[n]
-		if a.State != alarmAlarm || !a.ActionsEnabled {
-			continue
-		}
-		for _, action := range a.AlarmActions {
-			for _, p := range e.st.Policies {
-				if p.Arn == action {
-					e.applyPolicyLocked(p, a, now)
-				}
-			}
+	keys := make([]string, 0, len(e.st.Targets))
+	for k := range e.st.Targets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if e.scaleTargetLocked(e.st.Targets[k], names, now) {
+			changed = true
 		}
 	}
 	if changed {
@@ -539,131 +755,149 @@ func (e *Emulator) evaluate(now time.Time) {
 	}
 }
 
-// applyPolicyLocked runs one scaling policy triggered by an alarm in ALARM, with the Application Auto Scaling
-// rules: bounds, suspension and cooldowns; e.mu must be held.
-func (e *Emulator) applyPolicyLocked(p *policyRec, a *alarmRec, now time.Time) {
-	t := e.st.Targets[targetKey(p.Namespace, p.ResourceID, p.Dimension)]
-	if t == nil {
-		return
-	}
-	endpoint, variant, err := checkTarget(targetInput{ServiceNamespace: p.Namespace, ResourceId: p.ResourceID, ScalableDimension: p.Dimension})
+// scaleTargetLocked makes one scaling decision for a target with autoscale.Decide, from its policies, the
+// alarms in ALARM that invoke them and their cooldowns, and applies it; it reports whether anything changed.
+// e.mu must be held.
+func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time.Time) bool {
+	endpoint, variant, err := checkTarget(targetInput{ServiceNamespace: t.Namespace, ResourceId: t.ResourceID, ScalableDimension: t.Dimension})
 	if err != nil {
-		return
+		return false
 	}
 	ep := e.st.Endpoints[endpoint]
 	if ep == nil || ep.Variant != variant || ep.Status != statusInService {
 		// Application Auto Scaling waits while the endpoint is not InService.
-		return
+		return false
 	}
-	current := ep.Desired
-	want := current
-	var outCooldown, inCooldown time.Duration
+	prefix := targetKey(t.Namespace, t.ResourceID, t.Dimension) + "|"
+	var recs []*policyRec
+	for k, p := range e.st.Policies {
+		if strings.HasPrefix(k, prefix) {
+			recs = append(recs, p)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	in := autoscale.Input{Now: now, Capacity: ep.Desired, Min: t.Min, Max: t.Max,
+		ScaleOutSuspended: t.Suspended.DynamicScalingOutSuspended != nil && *t.Suspended.DynamicScalingOutSuspended,
+		ScaleInSuspended:  t.Suspended.DynamicScalingInSuspended != nil && *t.Suspended.DynamicScalingInSuspended,
+	}
+	invoked := false
+	for _, p := range recs {
+		pol := policyInput(p)
+		for _, n := range alarmNames {
+			a := e.st.Alarms[n]
+			if a.State != alarmAlarm || !a.ActionsEnabled || !contains(a.AlarmActions, p.Arn) {
+				continue
+			}
+			// The emulator's alarm evaluation keeps the newest datapoint (LastValue): it is the one datapoint
+			// the decision sees, so a step policy's MetricAggregationType has one value to aggregate.
+			pol.Alarms = append(pol.Alarms, autoscale.Alarm{Name: a.Name, Threshold: a.Threshold,
+				ScaleOut: strings.HasPrefix(a.ComparisonOperator, "GreaterThan"), Datapoints: []float64{a.LastValue}})
+			invoked = true
+		}
+		in.Policies = append(in.Policies, pol)
+	}
+	if !invoked {
+		return false
+	}
+	d := autoscale.Decide(in)
+	for i, p := range recs {
+		st := d.States[i]
+		p.LastScaleOut, p.ScaleOutFrom, p.LastScaleIn = st.LastScaleOut, st.ScaleOutFrom, st.LastScaleIn
+	}
+	cause := fmt.Sprintf("monitor alarm %s in state ALARM triggered policy %s", d.Alarm, d.Policy)
+	switch {
+	case d.Scale:
+		e.log.Printf("scaling %s: %d -> %d: %s", t.ResourceID, ep.Desired, d.Capacity, d.Reason)
+		e.applyCapacityLocked(t, ep, d.Capacity, cause)
+	case d.NotScaled != nil:
+		e.recordNotScaledLocked(t, cause, *d.NotScaled)
+	}
+	return true
+}
+
+// policyInput is a policy record as autoscale.Decide takes it, with Application Auto Scaling's default
+// cooldown of 300 s for SageMaker endpoint variants where the policy gives none.
+func policyInput(p *policyRec) autoscale.Policy {
+	pol := autoscale.Policy{Name: p.Name, State: autoscale.PolicyState{LastScaleOut: p.LastScaleOut, ScaleOutFrom: p.ScaleOutFrom, LastScaleIn: p.LastScaleIn}}
 	switch {
 	case p.TargetTracking != nil:
 		c := p.TargetTracking
-		want = int(math.Ceil(float64(current) * a.LastValue / *c.TargetValue))
-		high := a.ComparisonOperator == "GreaterThanThreshold"
-		if high && want <= current || !high && want >= current {
-			return
-		}
-		if !high && c.DisableScaleIn != nil && *c.DisableScaleIn {
-			return
-		}
-		outCooldown = seconds(c.ScaleOutCooldown, defaultCooldownS)
-		inCooldown = seconds(c.ScaleInCooldown, defaultCooldownS)
+		pol.TargetTracking = &autoscale.TargetTracking{TargetValue: *c.TargetValue,
+			ScaleOutCooldown: seconds(c.ScaleOutCooldown, defaultCooldownS), ScaleInCooldown: seconds(c.ScaleInCooldown, defaultCooldownS),
+			DisableScaleIn: c.DisableScaleIn != nil && *c.DisableScaleIn}
 	case p.Step != nil:
 		c := p.Step
-		delta := a.LastValue - a.Threshold
-		adj, ok := stepFor(c.StepAdjustments, delta)
-		if !ok {
-			return
+		st := &autoscale.StepScaling{AdjustmentType: c.AdjustmentType, Cooldown: seconds(c.Cooldown, defaultCooldownS), Aggregation: c.MetricAggregationType}
+		if c.MinAdjustmentMagnitude != nil {
+			st.MinAdjustmentMagnitude = *c.MinAdjustmentMagnitude
 		}
-		switch c.AdjustmentType {
-		case "ChangeInCapacity":
-			want = current + adj
-		case "ExactCapacity":
-			want = adj
-		case "PercentChangeInCapacity":
-			// Rounded as Application Auto Scaling documents: toward zero, except that a change between -1
-			// and 1 (but not 0) becomes -1 or 1.
-			raw := float64(current) * float64(adj) / 100
-			change := int(math.Trunc(raw))
-			if change == 0 && raw != 0 {
-				change = int(math.Copysign(1, raw))
-			}
-			if c.MinAdjustmentMagnitude != nil && abs(change) < *c.MinAdjustmentMagnitude {
-				change = sign(adj) * *c.MinAdjustmentMagnitude
-			}
-			want = current + change
+		for _, s := range c.StepAdjustments {
+			st.Steps = append(st.Steps, autoscale.StepAdjustment{Lower: s.MetricIntervalLowerBound, Upper: s.MetricIntervalUpperBound, Adjustment: s.ScalingAdjustment})
 		}
-		cd := seconds(c.Cooldown, defaultCooldownS)
-		if now.Before(p.LastFired.Add(cd)) {
-			return
-		}
-		outCooldown, inCooldown = cd, cd
-	default:
-		return
+		pol.Step = st
 	}
-	want = min(max(want, t.Min), t.Max)
-	if want == current {
-		return
-	}
-	out := want > current
-	if out && t.Suspended.DynamicScalingOutSuspended != nil && *t.Suspended.DynamicScalingOutSuspended {
-		return
-	}
-	if !out && t.Suspended.DynamicScalingInSuspended != nil && *t.Suspended.DynamicScalingInSuspended {
-		return
-	}
-	if out && now.Before(t.LastScaleOut.Add(outCooldown)) {
-		return
-	}
-	// Scale-in waits for both its own cooldown and the scale-out cooldown, so a fleet that just grew is not
-	// shrunk before the new capacity has had an effect.
-	if !out && (now.Before(t.LastScaleIn.Add(inCooldown)) || now.Before(t.LastScaleOut.Add(outCooldown))) {
-		return
-	}
-	if out {
-		t.LastScaleOut = now
-	} else {
-		t.LastScaleIn = now
-	}
-	p.LastFired = now
-	e.applyCapacityLocked(t, ep, want, fmt.Sprintf("monitor alarm %s in state ALARM triggered policy %s", a.Name, p.Name))
+	return pol
 }
 
-// applyCapacityLocked sets the endpoint's desired count and records the scaling activity: Successful, or
-// Failed with SageMaker's answer (e.g. ResourceLimitExceeded over the instance quota), as Application Auto
-// Scaling records an activity the service refused; e.mu must be held.
+// applyCapacityLocked sets the endpoint's desired count and records the scaling activity: Pending, then
+// InProgress once SageMaker accepted the change (settleActivitiesLocked completes it when the endpoint update
+// finishes), or Failed with SageMaker's answer (e.g. ResourceLimitExceeded over the instance quota), as
+// Application Auto Scaling records an activity the service refused; e.mu must be held.
 func (e *Emulator) applyCapacityLocked(t *targetRec, ep *endpointRec, want int, cause string) {
-	description := fmt.Sprintf("Setting desired instance count to %d.", want)
+	a := e.recordActivityLocked(t, fmt.Sprintf("Setting desired instance count to %d.", want), cause)
+	a.Capacity = want
 	if err := e.setDesiredLocked(ep, want); err != nil {
-		e.recordActivityLocked(t, description, cause)
-		a := e.st.Activities[len(e.st.Activities)-1]
-		a.StatusCode = "Failed"
+		a.StatusCode, a.End = activityFailed, time.Now().UTC()
 		a.Message = fmt.Sprintf("Failed to set desired instance count to %d. Reason: %s (Service: AmazonSageMaker; Status Code: %d; Error Code: %s)", want, err.Message, err.Status, err.Code)
 		e.log.Printf("scaling %s: %s", t.ResourceID, a.Message)
 		e.saveLocked()
 		return
 	}
-	e.recordActivityLocked(t, description, cause)
+	a.StatusCode = activityInProgress
+	a.Message = fmt.Sprintf("Successfully set desired instance count to %d. Waiting for change to be fulfilled by sagemaker.", want)
+	e.settleActivitiesLocked(time.Now())
+	e.saveLocked()
 }
 
-// stepFor picks the step adjustment whose interval (relative to the alarm threshold) holds delta.
-func stepFor(steps []stepAdjustment, delta float64) (int, bool) {
-	for _, s := range steps {
-		lo, hi := math.Inf(-1), math.Inf(1)
-		if s.MetricIntervalLowerBound != nil {
-			lo = *s.MetricIntervalLowerBound
-		}
-		if s.MetricIntervalUpperBound != nil {
-			hi = *s.MetricIntervalUpperBound
-		}
-		if delta >= lo && delta < hi || (hi == 0 && delta == 0 && s.MetricIntervalUpperBound != nil) {
-			return s.ScalingAdjustment, true
+// pageSize is the page size a Describe call asks for with MaxResults: "This value can be between 1 and 50. The
+// default value is 50." (10 for DescribeScalingPolicies).
+func pageSize(maxResults *int, limit int) (int, *apiError) {
+	if maxResults == nil {
+		return limit, nil
+	}
+	if *maxResults < 1 || *maxResults > limit {
+		return 0, aasValidation("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and %d", *maxResults, limit)
+	}
+	return *maxResults, nil
+}
+
+// pageToken is the NextToken after the item with key last in the list kind: opaque to the caller.
+func pageToken(kind, last string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + "\x00" + last))
+}
+
+// pageStart is the index a page starts at: 0 without a token, else the index after the item the token names
+// (key(i) gives the key of item i). A token that is not one of the emulator's for this list, or names an item
+// no longer listed, is answered InvalidNextTokenException ("The next token supplied was invalid.").
+func pageStart(token *string, kind string, n int, key func(int) string) (int, *apiError) {
+	if token == nil {
+		return 0, nil
+	}
+	invalid := errorf("InvalidNextTokenException", http.StatusBadRequest, "The next token supplied was invalid.")
+	b, err := base64.RawURLEncoding.DecodeString(*token)
+	if err != nil {
+		return 0, invalid
+	}
+	k, last, ok := strings.Cut(string(b), "\x00")
+	if !ok || k != kind {
+		return 0, invalid
+	}
+	for i := range n {
+		if key(i) == last {
+			return i + 1, nil
 		}
 	}
-	return 0, false
+	return 0, invalid
 }
 
 func seconds(v *int, def int) time.Duration {
@@ -671,18 +905,4 @@ func seconds(v *int, def int) time.Duration {
 		return time.Duration(def) * time.Second
 	}
 	return time.Duration(*v) * time.Second
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-func sign(v int) int {
-	if v < 0 {
-		return -1
-	}
-	return 1
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // policyEmulator is an emulator with one InService endpoint of the given instance count, a scalable target
-// for it (min 0, max 20) and no running goroutines: enough to run applyPolicyLocked directly.
+// for it (min 0, max 20) and no running goroutines: enough to run scaleTargetLocked directly.
 func policyEmulator(t *testing.T, desired int) (*Emulator, *endpointRec, *targetRec) {
 	t.Helper()
 	const name = "speech-test"
@@ -37,11 +37,13 @@ func TestPercentChangeInCapacityRounding(t *testing.T) {
 		{9, -50, 5},  // -4.5 → -4
 	} {
 		e, ep, tg := policyEmulator(t, tc.current)
-		p := &policyRec{Name: "step", Namespace: tg.Namespace, ResourceID: tg.ResourceID, Dimension: tg.Dimension,
+		p := &policyRec{Name: "step", Arn: "policy-arn", Namespace: tg.Namespace, ResourceID: tg.ResourceID, Dimension: tg.Dimension,
 			Step: &stepConfig{AdjustmentType: "PercentChangeInCapacity", Cooldown: ptr(0),
 				StepAdjustments: []stepAdjustment{{ScalingAdjustment: tc.percent}}}}
-		a := &alarmRec{Name: "alarm", State: alarmAlarm, Threshold: 10, LastValue: 20, ComparisonOperator: "GreaterThanThreshold"}
-		e.applyPolicyLocked(p, a, time.Now())
+		e.st.Policies[policyKey(tg.Namespace, tg.ResourceID, tg.Dimension, p.Name)] = p
+		e.st.Alarms["alarm"] = &alarmRec{Name: "alarm", State: alarmAlarm, ActionsEnabled: true, AlarmActions: []string{p.Arn},
+			Threshold: 10, LastValue: 20, ComparisonOperator: "GreaterThanThreshold"}
+		e.scaleTargetLocked(tg, []string{"alarm"}, time.Now())
 		if ep.Desired != tc.want {
 			t.Errorf("%d instances %+d%%: desired %d, want %d", tc.current, tc.percent, ep.Desired, tc.want)
 		}

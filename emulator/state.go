@@ -183,6 +183,10 @@ type policyRec struct {
 	Created   time.Time `json:"created"`
 	// LastFired is when a step policy last changed capacity, for its cooldown.
 	LastFired time.Time `json:"last_fired"`
+	// LastScaleOut, ScaleOutFrom and LastScaleIn are the policy's cooldown memory (autoscale.PolicyState).
+	LastScaleOut time.Time `json:"last_scale_out,omitempty"`
+	ScaleOutFrom int       `json:"scale_out_from,omitempty"`
+	LastScaleIn  time.Time `json:"last_scale_in,omitempty"`
 }
 
 type alarmRec struct {
@@ -224,6 +228,17 @@ type activityRec struct {
 	End         time.Time `json:"end"`
 	StatusCode  string    `json:"status_code"`
 	Message     string    `json:"message,omitempty"`
+	// Capacity is the capacity the activity sets; NotScaled the reasons of a not scaled activity.
+	Capacity  int               `json:"capacity,omitempty"`
+	NotScaled []notScaledReason `json:"not_scaled,omitempty"`
+}
+
+// notScaledReason is a NotScaledReason of a not scaled activity.
+type notScaledReason struct {
+	Code            string `json:"Code"`
+	CurrentCapacity *int   `json:"CurrentCapacity,omitempty"`
+	MinCapacity     *int   `json:"MinCapacity,omitempty"`
+	MaxCapacity     *int   `json:"MaxCapacity,omitempty"`
 }
 
 func newState() *state {
