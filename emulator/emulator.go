@@ -344,8 +344,10 @@ func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op s
 // ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_0 and
 // awsJson1_1), the /service/<service>/operation/<op> path (rpcv2Cbor) or the /endpoints/<name>/ path
 // (restJson1). Every AWS request must carry a SigV4 Authorization header with the emulator's access key id;
-// only HealthPath answers without one, and it tells who the emulator is, never its key.
+// only HealthPath answers without one, and it tells who the emulator is, never its key. Every answer carries
+// a request id (x-amzn-RequestId), as AWS's do.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setRequestID(w)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		prefix, op, _ := strings.Cut(target, ".")
 		s, ok := targetServices[prefix]

@@ -2,17 +2,21 @@ package emulator
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // logGroup is the CloudWatch Logs group SageMaker writes an endpoint's container output to.
@@ -129,22 +133,129 @@ func logsNotFound(format string, args ...any) *apiError {
 	return errorf("ResourceNotFoundException", http.StatusBadRequest, format, args...)
 }
 
-// groupRef names a log group as the Logs requests do: by name or by an ARN-style identifier.
+// groupRef names a log group as the Logs requests do: by name or by an ARN-style identifier, exactly one of
+// the two.
 type groupRef struct {
-	LogGroupName       string `json:"logGroupName"`
-	LogGroupIdentifier string `json:"logGroupIdentifier"`
+	LogGroupName       *string `json:"logGroupName"`
+	LogGroupIdentifier *string `json:"logGroupIdentifier"`
 }
 
 // name is the log group's name.
 func (r groupRef) name() string {
-	if r.LogGroupName != "" {
-		return r.LogGroupName
+	if r.LogGroupName != nil {
+		return *r.LogGroupName
 	}
-	if i := strings.Index(r.LogGroupIdentifier, ":log-group:"); i >= 0 {
-		return strings.TrimSuffix(r.LogGroupIdentifier[i+len(":log-group:"):], ":*")
+	id := deref(r.LogGroupIdentifier)
+	if i := strings.Index(id, ":log-group:"); i >= 0 {
+		return strings.TrimSuffix(id[i+len(":log-group:"):], ":*")
 	}
-	return r.LogGroupIdentifier
+	return id
 }
+
+// validate checks the reference as botocore's model of the Logs API constrains it (LogGroupName: 1 to 512
+// characters of [\.\-_/#A-Za-z0-9]; LogGroupIdentifier: 1 to 2048 of [\w#+=/:,.@-]) and as the API reference
+// says: "You must include either logGroupIdentifier or logGroupName, but not both."
+func (r groupRef) validate(v *logsValidation) {
+	v.str("logGroupName", r.LogGroupName, 1, 512, logGroupNamePattern)
+	v.str("logGroupIdentifier", r.LogGroupIdentifier, 1, 2048, logGroupIdentifierPattern)
+	switch {
+	case r.LogGroupName != nil && r.LogGroupIdentifier != nil:
+		v.fail("LogGroupName and LogGroupIdentifier are mutually exclusive parameters: specify one of them, not both.")
+	case r.LogGroupName == nil && r.LogGroupIdentifier == nil:
+		v.fail("Either logGroupName or logGroupIdentifier must be specified.")
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// The patterns of botocore's Logs model, matched against the whole value.
+var (
+	logGroupNamePattern       = regexp.MustCompile(`^(?:[\.\-_/#A-Za-z0-9]+)$`)
+	logGroupIdentifierPattern = regexp.MustCompile(`^(?:[\w#+=/:,.@-]*)$`)
+	logStreamNamePattern      = regexp.MustCompile(`^(?:[^:*]*)$`)
+)
+
+// logsValidation collects what is wrong with a Logs request, worded as AWS words its validation errors
+// ("1 validation error detected: Value '51' at 'limit' failed to satisfy constraint: Member must have value
+// less than or equal to 50"), and answers them together as one InvalidParameterException, the only client
+// error botocore's model lists for these operations.
+type logsValidation struct {
+	constraints []string // "Value ... at ... failed to satisfy constraint: ..."
+	rules       []string // other refusals, whole sentences
+}
+
+func (v *logsValidation) constraint(field string, value any, rule string) {
+	v.constraints = append(v.constraints, fmt.Sprintf("Value '%v' at '%s' failed to satisfy constraint: %s", value, field, rule))
+}
+
+func (v *logsValidation) fail(msg string) { v.rules = append(v.rules, msg) }
+
+// str checks an optional string member: its length in characters and its pattern.
+func (v *logsValidation) str(field string, p *string, minLen, maxLen int, pattern *regexp.Regexp) {
+	if p == nil {
+		return
+	}
+	n := utf8.RuneCountInString(*p)
+	switch {
+	case n < minLen:
+		v.constraint(field, *p, fmt.Sprintf("Member must have length greater than or equal to %d", minLen))
+	case n > maxLen:
+		v.constraint(field, *p, fmt.Sprintf("Member must have length less than or equal to %d", maxLen))
+	}
+	if pattern != nil && !pattern.MatchString(*p) {
+		v.constraint(field, *p, "Member must satisfy regular expression pattern: "+strings.TrimSuffix(strings.TrimPrefix(pattern.String(), "^(?:"), ")$"))
+	}
+}
+
+// num checks an optional integer member against its bounds.
+func (v *logsValidation) num(field string, p *int64, lo, hi int64) {
+	if p == nil {
+		return
+	}
+	switch {
+	case *p < lo:
+		v.constraint(field, *p, fmt.Sprintf("Member must have value greater than or equal to %d", lo))
+	case *p > hi:
+		v.constraint(field, *p, fmt.Sprintf("Member must have value less than or equal to %d", hi))
+	}
+}
+
+// required checks that a required member is present.
+func (v *logsValidation) required(field string, present bool) {
+	if !present {
+		v.constraint(field, "null", "Member must not be null")
+	}
+}
+
+// err is the InvalidParameterException for everything collected, or nil.
+func (v *logsValidation) err() *apiError {
+	if len(v.constraints) == 0 && len(v.rules) == 0 {
+		return nil
+	}
+	var parts []string
+	if n := len(v.constraints); n > 0 {
+		noun := "error"
+		if n > 1 {
+			noun = "errors"
+		}
+		parts = append(parts, fmt.Sprintf("%d validation %s detected: %s", n, noun, strings.Join(v.constraints, "; ")))
+	}
+	parts = append(parts, v.rules...)
+	return invalidParameter("%s", strings.Join(parts, " "))
+}
+
+func invalidParameter(format string, args ...any) *apiError {
+	return errorf("InvalidParameterException", http.StatusBadRequest, format, args...)
+}
+
+// errInvalidToken is CloudWatch Logs' answer to a nextToken it did not issue for the request.
+func errInvalidToken() *apiError { return invalidParameter("The specified nextToken is invalid.") }
 
 // groupLocked returns the name and the streams of the group r names, or ResourceNotFoundException; s.mu
 // must be held.
@@ -164,15 +275,80 @@ var logsOps = map[string]operation{
 	"FilterLogEvents":    func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.filterLogEvents(dec) },
 }
 
+// DescribeLogStreams paging: "By default, this operation returns up to 50 log streams. If there are more log
+// streams to list, the response would contain a nextToken value in the response body." The model bounds
+// limit to 1..50.
+const describeLogStreamsLimit = 50
+
+// Values of DescribeLogStreams' orderBy.
+const (
+	orderByName          = "LogStreamName"
+	orderByLastEventTime = "LastEventTime"
+)
+
+// streamsToken is what a DescribeLogStreams nextToken carries: the request it continues (group, order,
+// direction, prefix) and the last stream the previous page returned, so a page resumes after that stream
+// even when streams were added meanwhile. A token for another request is refused.
+type streamsToken struct {
+	Group  string `json:"g"`
+	Order  string `json:"o"`
+	Desc   bool   `json:"d"`
+	Prefix string `json:"p"`
+	After  string `json:"a"`
+	// AfterTime is the last stream's lastEventTimestamp when ordered by LastEventTime.
+	AfterTime int64 `json:"t"`
+}
+
+func (t streamsToken) encode() string {
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeStreamsToken(s string) (streamsToken, bool) {
+	var t streamsToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &t) != nil || t.After == "" {
+		return streamsToken{}, false
+	}
+	return t, true
+}
+
 func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	var in struct {
 		groupRef
-		LogStreamNamePrefix string `json:"logStreamNamePrefix"`
-		OrderBy             string `json:"orderBy"`
-		Descending          bool   `json:"descending"`
+		LogStreamNamePrefix *string `json:"logStreamNamePrefix"`
+		OrderBy             *string `json:"orderBy"`
+		Descending          bool    `json:"descending"`
+		NextToken           *string `json:"nextToken"`
+		Limit               *int64  `json:"limit"`
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
+	}
+	var v logsValidation
+	in.groupRef.validate(&v)
+	v.str("logStreamNamePrefix", in.LogStreamNamePrefix, 1, 512, logStreamNamePattern)
+	if in.OrderBy != nil && *in.OrderBy != orderByName && *in.OrderBy != orderByLastEventTime {
+		v.constraint("orderBy", *in.OrderBy, "Member must satisfy enum value set: [LogStreamName, LastEventTime]")
+	}
+	v.str("nextToken", in.NextToken, 1, math.MaxInt, nil)
+	v.num("limit", in.Limit, 1, describeLogStreamsLimit)
+	order := deref(in.OrderBy)
+	if order == "" {
+		order = orderByName
+	}
+	prefix := deref(in.LogStreamNamePrefix)
+	if order == orderByLastEventTime && in.LogStreamNamePrefix != nil {
+		// API reference, orderBy: "If you order the results by event time, you cannot specify the
+		// logStreamNamePrefix parameter."
+		v.fail("Cannot order by LastEventTime with a logStreamNamePrefix.")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	limit := int(describeLogStreamsLimit)
+	if in.Limit != nil {
+		limit = int(*in.Limit)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -182,24 +358,34 @@ func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	}
 	var streams []*logStream
 	for name, ls := range g {
-		if strings.HasPrefix(name, in.LogStreamNamePrefix) {
+		if strings.HasPrefix(name, prefix) {
 			streams = append(streams, ls)
 		}
 	}
-	sort.Slice(streams, func(i, j int) bool {
-		var less bool
-		if in.OrderBy == "LastEventTime" {
-			less = last(streams[i]) < last(streams[j])
-		} else {
-			less = streams[i].name < streams[j].name
+	// before reports whether a stream (name, time) comes before b in the requested order.
+	before := func(aName string, aTime int64, b *logStream) bool {
+		less, greater := aName < b.name, aName > b.name
+		if order == orderByLastEventTime && aTime != last(b) {
+			less, greater = aTime < last(b), aTime > last(b)
 		}
 		if in.Descending {
-			return !less
+			return greater
 		}
 		return less
-	})
-	out := make([]map[string]any, 0, len(streams))
-	for _, ls := range streams {
+	}
+	sort.Slice(streams, func(i, j int) bool { return before(streams[i].name, last(streams[i]), streams[j]) })
+	from := 0
+	if in.NextToken != nil {
+		t, ok := decodeStreamsToken(*in.NextToken)
+		if !ok || t.Group != group || t.Order != order || t.Desc != in.Descending || t.Prefix != prefix {
+			return nil, errInvalidToken()
+		}
+		// Resume after the last stream of the previous page: at the first stream that comes after it.
+		from = sort.Search(len(streams), func(i int) bool { return before(t.After, t.AfterTime, streams[i]) })
+	}
+	to := min(from+limit, len(streams))
+	out := make([]map[string]any, 0, to-from)
+	for _, ls := range streams[from:to] {
 		m := map[string]any{
 			"logStreamName": ls.name,
 			"creationTime":  ls.created,
@@ -212,7 +398,12 @@ func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 		}
 		out = append(out, m)
 	}
-	return map[string]any{"logStreams": out}, nil
+	resp := map[string]any{"logStreams": out}
+	if to < len(streams) {
+		lastOut := streams[to-1]
+		resp["nextToken"] = streamsToken{Group: group, Order: order, Desc: in.Descending, Prefix: prefix, After: lastOut.name, AfterTime: last(lastOut)}.encode()
+	}
+	return resp, nil
 }
 
 func last(ls *logStream) int64 {
@@ -222,17 +413,38 @@ func last(ls *logStream) int64 {
 	return ls.events[len(ls.events)-1].T
 }
 
+// eventsLimit bounds GetLogEvents and FilterLogEvents pages: "Each page returned can contain up to 1 MB of log
+// events or up to 10,000 log events." The model bounds limit to 1..10000.
+const eventsLimit = 10000
+
+// getLogEvents serves GetLogEvents. Its tokens are f/<index> and b/<index> into the stream's events in the
+// time range: a forward page starts at the index, a backward page ends before it. At either end the token
+// returned equals the one passed, which is how the API reference says pagination ends: "As long as the
+// nextBackwardToken or nextForwardToken returned is NOT equal to the nextToken that you passed into the API
+// call, there might be more log events available."
 func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
 		groupRef
-		LogStreamName string `json:"logStreamName"`
-		StartTime     *int64 `json:"startTime"`
-		EndTime       *int64 `json:"endTime"`
-		Limit         int    `json:"limit"`
-		StartFromHead bool   `json:"startFromHead"`
-		NextToken     string `json:"nextToken"`
+		LogStreamName *string `json:"logStreamName"`
+		StartTime     *int64  `json:"startTime"`
+		EndTime       *int64  `json:"endTime"`
+		Limit         *int64  `json:"limit"`
+		StartFromHead bool    `json:"startFromHead"`
+		NextToken     *string `json:"nextToken"`
+		Unmask        bool    `json:"unmask"`
 	}
 	if err := dec(&in); err != nil {
+		return nil, err
+	}
+	var v logsValidation
+	in.groupRef.validate(&v)
+	v.required("logStreamName", in.LogStreamName != nil)
+	v.str("logStreamName", in.LogStreamName, 1, 512, logStreamNamePattern)
+	v.num("startTime", in.StartTime, 0, math.MaxInt64)
+	v.num("endTime", in.EndTime, 0, math.MaxInt64)
+	v.num("limit", in.Limit, 1, eventsLimit)
+	v.str("nextToken", in.NextToken, 1, math.MaxInt, nil)
+	if err := v.err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -241,7 +453,7 @@ func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	ls, ok := g[in.LogStreamName]
+	ls, ok := g[*in.LogStreamName]
 	if !ok {
 		return nil, logsNotFound("The specified log stream does not exist.")
 	}
@@ -251,28 +463,27 @@ func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 			evs = append(evs, ev)
 		}
 	}
-	limit := in.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
+	limit := eventsLimit
+	if in.Limit != nil {
+		limit = int(*in.Limit)
 	}
-	// Tokens are f/<index> and b/<index> into the filtered events: forward pages start at the index, backward
-	// pages end before it.
 	from, to := 0, len(evs)
+	token := deref(in.NextToken)
 	switch {
-	case strings.HasPrefix(in.NextToken, "f/"):
-		n, err := strconv.Atoi(in.NextToken[2:])
-		if err != nil || n < 0 || n > len(evs) {
-			return nil, errorf("InvalidParameterException", http.StatusBadRequest, "The specified nextToken is invalid.")
+	case strings.HasPrefix(token, "f/"):
+		n, ok := tokenIndex(token[2:], len(evs))
+		if !ok {
+			return nil, errInvalidToken()
 		}
 		from, to = n, min(n+limit, len(evs))
-	case strings.HasPrefix(in.NextToken, "b/"):
-		n, err := strconv.Atoi(in.NextToken[2:])
-		if err != nil || n < 0 || n > len(evs) {
-			return nil, errorf("InvalidParameterException", http.StatusBadRequest, "The specified nextToken is invalid.")
+	case strings.HasPrefix(token, "b/"):
+		n, ok := tokenIndex(token[2:], len(evs))
+		if !ok {
+			return nil, errInvalidToken()
 		}
 		from, to = max(0, n-limit), n
-	case in.NextToken != "":
-		return nil, errorf("InvalidParameterException", http.StatusBadRequest, "The specified nextToken is invalid.")
+	case token != "":
+		return nil, errInvalidToken()
 	case in.StartFromHead:
 		to = min(limit, len(evs))
 	default:
@@ -289,27 +500,66 @@ func (s *logStore) getLogEvents(dec decoder) (any, *apiError) {
 	}, nil
 }
 
+// tokenIndex parses the index of a token: a decimal number from 0 to n written as strconv.Itoa writes it, so
+// one position has exactly one token.
+func tokenIndex(s string, n int) (int, bool) {
+	i, err := strconv.Atoi(s)
+	if err != nil || i < 0 || i > n || strconv.Itoa(i) != s {
+		return 0, false
+	}
+	return i, true
+}
+
+// filterLogEvents serves FilterLogEvents. Its nextToken is the index of the next matching event, returned only
+// while more remain: "If the results don't include a nextToken, then pagination is finished."
 func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 	var in struct {
 		groupRef
 		LogStreamNames      []string `json:"logStreamNames"`
-		LogStreamNamePrefix string   `json:"logStreamNamePrefix"`
+		LogStreamNamePrefix *string  `json:"logStreamNamePrefix"`
 		StartTime           *int64   `json:"startTime"`
 		EndTime             *int64   `json:"endTime"`
-		FilterPattern       string   `json:"filterPattern"`
-		Limit               int      `json:"limit"`
-		NextToken           string   `json:"nextToken"`
+		FilterPattern       *string  `json:"filterPattern"`
+		Limit               *int64   `json:"limit"`
+		NextToken           *string  `json:"nextToken"`
+		Interleaved         bool     `json:"interleaved"`
+		Unmask              bool     `json:"unmask"`
 	}
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
-	if len(in.LogStreamNames) > 0 && in.LogStreamNamePrefix != "" {
-		return nil, errorf("InvalidParameterException", http.StatusBadRequest, "You cannot specify both LogStreamNames and LogStreamNamePrefix.")
+	var v logsValidation
+	in.groupRef.validate(&v)
+	if in.LogStreamNames != nil {
+		switch n := len(in.LogStreamNames); {
+		case n < 1:
+			v.constraint("logStreamNames", "[]", "Member must have length greater than or equal to 1")
+		case n > 100:
+			v.constraint("logStreamNames", fmt.Sprint(in.LogStreamNames), "Member must have length less than or equal to 100")
+		}
+		for i := range in.LogStreamNames {
+			v.str(fmt.Sprintf("logStreamNames.%d.member", i+1), &in.LogStreamNames[i], 1, 512, logStreamNamePattern)
+		}
 	}
-	terms, err := parseFilterPattern(in.FilterPattern)
+	v.str("logStreamNamePrefix", in.LogStreamNamePrefix, 1, 512, logStreamNamePattern)
+	v.num("startTime", in.StartTime, 0, math.MaxInt64)
+	v.num("endTime", in.EndTime, 0, math.MaxInt64)
+	v.str("filterPattern", in.FilterPattern, 0, 1024, nil)
+	v.num("limit", in.Limit, 1, eventsLimit)
+	v.str("nextToken", in.NextToken, 1, math.MaxInt, nil)
+	if len(in.LogStreamNames) > 0 && in.LogStreamNamePrefix != nil {
+		// API reference, logStreamNames: "If you specify a value for both logStreamNames and
+		// logStreamNamePrefix, the action returns an InvalidParameterException error."
+		v.fail("You cannot specify both LogStreamNames and LogStreamNamePrefix.")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	terms, err := parseFilterPattern(deref(in.FilterPattern))
 	if err != nil {
 		return nil, err
 	}
+	prefix := deref(in.LogStreamNamePrefix)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, g, apiErr := s.groupLocked(in.groupRef)
@@ -326,7 +576,7 @@ func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 		if len(in.LogStreamNames) > 0 && !contains(in.LogStreamNames, name) {
 			continue
 		}
-		if !strings.HasPrefix(name, in.LogStreamNamePrefix) {
+		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
 		for i, ev := range ls.events {
@@ -348,16 +598,16 @@ func (s *logStore) filterLogEvents(dec decoder) (any, *apiError) {
 		return hits[i].idx < hits[j].idx
 	})
 	start := 0
-	if in.NextToken != "" {
-		n, err := strconv.Atoi(in.NextToken)
-		if err != nil || n < 0 || n > len(hits) {
-			return nil, errorf("InvalidParameterException", http.StatusBadRequest, "The specified nextToken is invalid.")
+	if in.NextToken != nil {
+		n, ok := tokenIndex(*in.NextToken, len(hits))
+		if !ok {
+			return nil, errInvalidToken()
 		}
 		start = n
 	}
-	limit := in.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
+	limit := eventsLimit
+	if in.Limit != nil {
+		limit = int(*in.Limit)
 	}
 	end := min(start+limit, len(hits))
 	out := make([]map[string]any, 0, end-start)

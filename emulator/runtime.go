@@ -80,6 +80,9 @@ func (e *Emulator) record(ep *endpointRec, started time.Time, status int) {
 	e.metrics.add(namespaceSageMaker, metricInvocation4XX, dims, now, four)
 }
 
+// maxErrorBody bounds how much of a container's error answer becomes a ModelError's OriginalMessage.
+const maxErrorBody = 64 << 10
+
 // maxPayload is SageMaker's limit on an invocation's request payload, the same for InvokeEndpoint and
 // InvokeEndpointWithResponseStream: the Body of both is the service model's BodyBlob, at most 6291456 bytes.
 const maxPayload = 6291456
@@ -259,11 +262,19 @@ func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
 	w.Write(body)
 }
 
+// modelError is SageMaker's ModelError (HTTP 424) for a container that answered status with msg (status 0: it
+// did not answer in time). The message has the form SageMaker's has: "Received client error (400) from primary
+// with message "...". See <the log group in the CloudWatch console> in account <account> for more information."
+// (client for a 4xx, server otherwise).
 func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError {
+	kind := "server"
+	if status >= 400 && status < 500 {
+		kind = "client"
+	}
 	return &apiError{
 		Code: "ModelError", Status: http.StatusFailedDependency,
-		Message: fmt.Sprintf("Received server error (%d) from primary with message \"%s\". See %s in account %s for more information.",
-			status, msg, logGroup(ep.Name), account),
+		Message: fmt.Sprintf("Received %s error (%d) from primary with message \"%s\". See https://%s.console.aws.amazon.com/cloudwatch/home?region=%s#logEventViewer:group=%s in account %s for more information.",
+			kind, status, msg, region, region, logGroup(ep.Name), account),
 		Extra: map[string]any{
 			"OriginalStatusCode": status,
 			"OriginalMessage":    msg,
@@ -273,8 +284,12 @@ func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError
 }
 
 // invokeStream serves InvokeEndpointWithResponseStream (restJson1 with an application/vnd.amazon.eventstream
-// body): each chunk the container writes becomes a PayloadPart event as soon as it arrives; a container error,
-// before or during the stream, becomes a ModelStreamError exception event.
+// body): each chunk the container writes becomes a PayloadPart event as soon as it arrives. A container that
+// answers an error status before streaming (a 400, the queue gate's 503 queue_saturated) is answered as
+// SageMaker does, with ModelError (HTTP 424, OriginalStatusCode, OriginalMessage, LogStreamArn) and no stream;
+// once streaming, a failure becomes a ModelStreamError exception event with one of its two codes,
+// ModelInvocationTimeExceeded (the invocation timeout passed) or StreamBroken (the connection to the container
+// broke or could not be made). qmax tells a shed request (ModelError 503) from a broken stream this way.
 func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name string) {
 	payload, apiErr := readPayload(r)
 	if apiErr != nil {
@@ -290,15 +305,23 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 	defer cancel()
 	defer in.release()
 	timeoutMsg := fmt.Sprintf("Your model primary did not complete sending the inference response in the allotted time (%s).", invocationTimeout(ep, true))
-	status := http.StatusOK
 	if err == nil {
 		defer resp.Body.Close()
-		status = resp.StatusCode
+		if resp.StatusCode != http.StatusOK {
+			// The container refused before streaming: ModelError, as InvokeEndpoint answers.
+			body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			e.record(ep, started, resp.StatusCode)
+			if rerr != nil && len(body) == 0 {
+				body = []byte(rerr.Error())
+			}
+			writeJSONError(w, modelError(ep, in, resp.StatusCode, string(bytes.TrimSpace(body))))
+			return
+		}
 	}
 
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.Header().Set("X-Amzn-Invoked-Production-Variant", ep.Variant)
-	if err == nil && status == http.StatusOK {
+	if err == nil {
 		w.Header().Set("X-Amzn-SageMaker-Content-Type", resp.Header.Get("Content-Type"))
 	}
 	w.WriteHeader(http.StatusOK)
@@ -323,12 +346,6 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 			return
 		}
 		exception("StreamBroken", "the container did not answer: "+err.Error())
-		return
-	}
-	if status != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		e.record(ep, started, status)
-		exception(strconv.Itoa(status), fmt.Sprintf("Received error (%d) from the model container: %s", status, bytes.TrimSpace(body)))
 		return
 	}
 	buf := make([]byte, 32<<10)

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,33 @@ var (
 	// rpcv2CBOR is Smithy RPCv2 CBOR for CloudWatch (what aws-sdk-go-v2 speaks).
 	rpcv2CBOR = protocol{decode: decodeCBOR, write: writeCBOR, writeError: writeCBORError}
 )
+
+// requestIDHeader is the response header that carries the id AWS gives every request, in every protocol the
+// emulator speaks (awsJson, restJson1, rpcv2Cbor): the SDKs report it as the request id of a result or an
+// error (aws-sdk-go-v2: awsmiddleware.GetRequestIDMetadata, ResponseError.ServiceRequestID; botocore:
+// ResponseMetadata.RequestId). None of these protocols carries the id in an error body; only awsQuery's XML
+// does, and the emulator does not speak awsQuery.
+const requestIDHeader = "x-amzn-RequestId"
+
+// newRequestID returns a random version 4 UUID, the form of AWS's request ids.
+func newRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on the platforms Go supports.
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// setRequestID gives the response a new request id (requestIDHeader) and returns it. ServeHTTP calls it first
+// for every request, so every answer carries one, errors and refusals included.
+func setRequestID(w http.ResponseWriter) string {
+	id := newRequestID()
+	w.Header().Set(requestIDHeader, id)
+	return id
+}
 
 // MaxControlPlaneBody is the largest control-plane request body the emulator reads (SageMaker, Application
 // Auto Scaling, CloudWatch, CloudWatch Logs). The largest request AWS documents among them, a PutLogEvents
