@@ -65,6 +65,13 @@ type Options struct {
 	// HealthCheckInterval is how often each serving instance's /ping is checked (DefaultHealthCheckInterval
 	// when zero). Tests shorten it so a hung instance is replaced in seconds.
 	HealthCheckInterval time.Duration
+	// Profile inserts named platform phases into every instance's start, so that instances take as long to
+	// come up as on SageMaker (see Profile, BuiltinProfile); nil (the default) starts them as fast as their
+	// process allows. When nil, $SPEECH_EMULATOR_PROFILE may name one (ParseProfile).
+	Profile *Profile
+	// TimeScale divides the profile's durations: 100 runs it a hundred times faster. When zero,
+	// $SPEECH_EMULATOR_TIME_SCALE gives it, else 1. It scales nothing but the profile.
+	TimeScale float64
 }
 
 // DefaultReadTimeout bounds reading one request, headers and body: a client that sends part of a request and
@@ -118,6 +125,9 @@ func Open(opts Options) (*Emulator, error) {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if err := profileFromEnv(&opts); err != nil {
+		return nil, err
 	}
 	// The state directory holds the access key: a new one is its owner's only.
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {

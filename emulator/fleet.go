@@ -183,17 +183,20 @@ func (e *Emulator) reconcile(f *fleet) {
 	}
 	switch {
 	case len(live) > ep.Desired:
-		// Scale in: the newest instances leave the router first, drain, then stop.
+		// Scale in: the newest instances leave the router first, drain, then stop. They stay in the endpoint's
+		// CurrentInstanceCount ("The number of instances associated with the variant.") until they are gone.
 		victims := live[ep.Desired:]
 		for _, in := range victims {
 			in.draining.Store(true)
-			ep.Instances = slices.DeleteFunc(ep.Instances, func(id string) bool { return id == in.id })
 		}
-		e.saveLocked()
 		e.mu.Unlock()
 		e.stopAll(victims, drainTimeout)
 		e.mu.Lock()
 		f.instances = slices.DeleteFunc(f.instances, func(in *instance) bool { return slices.Contains(victims, in) })
+		ep.Instances = slices.DeleteFunc(ep.Instances, func(id string) bool {
+			return slices.ContainsFunc(victims, func(in *instance) bool { return in.id == id })
+		})
+		e.saveLocked()
 		e.settleLocked(ep, f)
 		e.mu.Unlock()
 	case len(live) < ep.Desired:
@@ -237,6 +240,7 @@ func (e *Emulator) reconcile(f *fleet) {
 		}
 		e.mu.Lock()
 		var failure error
+		var started []*instance
 		for i, in := range starting {
 			if errs[i] != nil {
 				failure = errs[i]
@@ -248,6 +252,15 @@ func (e *Emulator) reconcile(f *fleet) {
 				}()
 				continue
 			}
+			started = append(started, in)
+		}
+		if failure == nil && e.st.Endpoints[f.name] == ep {
+			if !e.activateTrafficLocked(ep, nil, f.name) {
+				// Shutting down: what started stays in the fleet for Run to stop.
+				return
+			}
+		}
+		for _, in := range started {
 			in.ready.Store(true)
 			if !slices.Contains(ep.Instances, in.id) {
 				ep.Instances = append(ep.Instances, in.id)
@@ -266,12 +279,14 @@ func (e *Emulator) reconcile(f *fleet) {
 			case statusCreating:
 				ep.Status = statusFailed
 				ep.FailureReason = failure.Error()
+				e.setVariantStatusLocked(ep, "")
 			case statusUpdating:
 				// Roll back to what runs, as SageMaker does when an update fails.
 				ep.Desired = len(ep.Instances)
 				ep.Status = statusInService
 				ep.FailureReason = failure.Error()
 				ep.Modified = time.Now().UTC()
+				e.setVariantStatusLocked(ep, "")
 			case statusInService:
 				// Replacing an instance failed: retry, backing off so a broken model does not spin.
 				f.failures++
@@ -341,6 +356,16 @@ func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 		f.kickNow()
 		return
 	}
+	if failure == nil {
+		if !e.activateTrafficLocked(ep, pd, f.name) {
+			return
+		}
+		if cur := e.st.Endpoints[f.name]; cur != ep || ep.Pending != pd {
+			e.mu.Unlock()
+			f.kickNow()
+			return
+		}
+	}
 	isGreen := func(in *instance) bool { return slices.Contains(green, in) }
 	if failure != nil {
 		e.log.Printf("endpoint %s: update to %s failed, rolling back: %v", ep.Name, pd.ConfigName, failure)
@@ -401,8 +426,39 @@ func (e *Emulator) settleLocked(ep *endpointRec, f *fleet) {
 	if ready == ep.Desired && len(f.instances) == ep.Desired {
 		ep.Status = statusInService
 		ep.Modified = time.Now().UTC()
+		// The instances associated with the variant are exactly the serving ones now (a record written
+		// while an emulator stopped mid-update may name instances that are gone).
+		ep.Instances = ep.Instances[:0]
+		for _, in := range f.instances {
+			ep.Instances = append(ep.Instances, in.id)
+		}
+		e.setVariantStatusLocked(ep, "")
 		e.saveLocked()
 	}
+}
+
+// activateTrafficLocked turns traffic on for a batch of new instances that passed their health checks: the
+// variant (and, for an UpdateEndpoint, the pending variant pd) shows ActivatingTraffic while the profile's
+// PhaseTraffic phases run, then the caller routes requests to them. An InService endpoint replacing an
+// instance shows no stage, as on SageMaker. Called with e.mu held; returns with it held, or false with it
+// released when the emulator stops meanwhile.
+func (e *Emulator) activateTrafficLocked(ep *endpointRec, pd *pendingDeployment, fleetName string) bool {
+	if ep.Status == statusCreating || ep.Status == statusUpdating {
+		e.setVariantStatusLocked(ep, variantActivatingTraffic)
+		if pd != nil {
+			pd.VariantStatus = &variantStatus{Status: variantActivatingTraffic, Start: ep.VariantStatus.Start}
+		}
+		e.saveLocked()
+	}
+	if e.opts.Profile.Total(PhaseTraffic) == 0 {
+		return true
+	}
+	e.mu.Unlock()
+	if !e.runPhases(PhaseTraffic, "endpoint "+fleetName, nil) {
+		return false
+	}
+	e.mu.Lock()
+	return true
 }
 
 // reusableIDLocked returns an instance id the endpoint had before the emulator restarted and that no process
@@ -496,6 +552,12 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 	if e.opts.ContainerBin == "" {
 		return fmt.Errorf("instance %s: the emulator has no container binary configured (set SPEECH_CONTAINER_BIN or build bin/speech-container)", in.id)
 	}
+	// The platform's phases before the container runs: its log stream stays empty meanwhile.
+	who := fmt.Sprintf("instance %s of %s", in.id, in.endpoint)
+	if !e.runPhases(PhaseLaunch, who, nil) {
+		close(in.exited)
+		return errors.New("emulator stopping")
+	}
 	port, err := freePort()
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", in.id, err)
@@ -536,6 +598,15 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				// The platform's health check of the ready container.
+				if !e.runPhases(PhaseHealth, who, in.exited) {
+					select {
+					case <-in.exited:
+						return fmt.Errorf("instance %s: the container exited after /ping answered 200, before SageMaker's health check passed (%v); see log stream %s", in.id, cmd.ProcessState, in.stream)
+					default:
+						return errors.New("emulator stopping")
+					}
+				}
 				return nil
 			}
 		}

@@ -239,6 +239,7 @@ func (e *Emulator) createEndpoint(dec decoder) (any, *apiError) {
 		InstanceType: v.InstanceType, Weight: v.InitialVariantWeight, Desired: v.InitialInstanceCount,
 		Model: &model, StartupTimeoutS: v.StartupTimeoutS,
 		Created: now, Modified: now,
+		VariantStatus: &variantStatus{Status: variantCreating, Start: now},
 	}
 	e.st.Endpoints[ep.Name] = ep
 	e.saveLocked()
@@ -251,6 +252,17 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 	if !ok {
 		return nil, kindEndpoint.notFound(in.EndpointName)
 	}
+	variant := map[string]any{
+		"VariantName":          ep.Variant,
+		"CurrentWeight":        ep.Weight,
+		"DesiredWeight":        ep.Weight,
+		"CurrentInstanceCount": len(ep.Instances),
+		"DesiredInstanceCount": ep.Desired,
+		"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.endpointImage(ep)}},
+	}
+	if vs := variantStatusView(ep.VariantStatus); vs != nil {
+		variant["VariantStatus"] = vs
+	}
 	out := map[string]any{
 		"EndpointName":       ep.Name,
 		"EndpointArn":        ep.Arn,
@@ -258,14 +270,7 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 		"EndpointStatus":     ep.Status,
 		"CreationTime":       newEpoch(ep.Created),
 		"LastModifiedTime":   newEpoch(ep.Modified),
-		"ProductionVariants": []map[string]any{{
-			"VariantName":          ep.Variant,
-			"CurrentWeight":        ep.Weight,
-			"DesiredWeight":        ep.Weight,
-			"CurrentInstanceCount": len(ep.Instances),
-			"DesiredInstanceCount": ep.Desired,
-			"DeployedImages":       []map[string]any{{"SpecifiedImage": e.st.endpointImage(ep)}},
-		}},
+		"ProductionVariants": []map[string]any{variant},
 	}
 	if ep.FailureReason != "" {
 		out["FailureReason"] = ep.FailureReason
@@ -276,18 +281,44 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 		if m != nil {
 			image = m.Container.Image
 		}
+		pending := map[string]any{
+			"VariantName":          v.VariantName,
+			"DesiredInstanceCount": pd.Desired,
+			"InstanceType":         v.InstanceType,
+			"DeployedImages":       []map[string]any{{"SpecifiedImage": image}},
+		}
+		if vs := variantStatusView(pd.VariantStatus); vs != nil {
+			pending["VariantStatus"] = vs
+		}
 		out["PendingDeploymentSummary"] = map[string]any{
 			"EndpointConfigName": pd.ConfigName,
 			"StartTime":          newEpoch(pd.Started),
-			"ProductionVariants": []map[string]any{{
-				"VariantName":          v.VariantName,
-				"DesiredInstanceCount": pd.Desired,
-				"InstanceType":         v.InstanceType,
-				"DeployedImages":       []map[string]any{{"SpecifiedImage": image}},
-			}},
+			"ProductionVariants": []map[string]any{pending},
 		}
 	}
 	return out, nil
+}
+
+// variantStatusView is the ProductionVariantStatus list DescribeEndpoint shows for a variant stage: one entry
+// with Status and StartTime, or nil when no stage is in progress (the field is then left out). The emulator
+// gives no StatusMessage: the platform phases of a timing profile are not AWS's to show.
+func variantStatusView(vs *variantStatus) []map[string]any {
+	if vs == nil {
+		return nil
+	}
+	return []map[string]any{{"Status": vs.Status, "StartTime": newEpoch(vs.Start)}}
+}
+
+// setVariantStatusLocked moves the endpoint's variant to the stage (Creating, Updating, ActivatingTraffic),
+// with StartTime now unless it is in that stage already, or clears it when status is ""; e.mu must be held.
+func (e *Emulator) setVariantStatusLocked(ep *endpointRec, status string) {
+	switch {
+	case status == "":
+		ep.VariantStatus = nil
+	case ep.VariantStatus == nil || ep.VariantStatus.Status != status:
+		ep.VariantStatus = &variantStatus{Status: status, Start: time.Now().UTC()}
+		e.log.Printf("endpoint %s: variant %s is %s", ep.Name, ep.Variant, status)
+	}
 }
 
 // updateEndpoint serves UpdateEndpoint: the endpoint moves to Updating and the fleet performs a blue/green
@@ -336,8 +367,10 @@ func (e *Emulator) updateEndpoint(dec decoder) (any, *apiError) {
 	}
 	now := time.Now().UTC()
 	model, variant := *m, v
-	ep.Pending = &pendingDeployment{ConfigName: c.Name, Desired: desired, Started: now, Variant: &variant, Model: &model}
+	ep.Pending = &pendingDeployment{ConfigName: c.Name, Desired: desired, Started: now, Variant: &variant, Model: &model,
+		VariantStatus: &variantStatus{Status: variantCreating, Start: now}}
 	ep.Status, ep.FailureReason, ep.Modified = statusUpdating, "", now
+	e.setVariantStatusLocked(ep, variantUpdating)
 	e.saveLocked()
 	e.fleetLocked(ep.Name).kickNow()
 	return map[string]any{"EndpointArn": ep.Arn}, nil
@@ -488,7 +521,7 @@ func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 		}
 		if d.DesiredInstanceCount != nil {
 			if *d.DesiredInstanceCount < 0 {
-				return nil, validation("DesiredInstanceCount must be at least 0, got %d.", *d.DesiredInstanceCount)
+				return nil, validation("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.1.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 0", *d.DesiredInstanceCount)
 			}
 			desired = *d.DesiredInstanceCount
 		}
@@ -508,6 +541,9 @@ func (e *Emulator) updateWeightsAndCapacities(dec decoder) (any, *apiError) {
 // matches; it changes nothing and answers ResourceLimitExceeded when the count is over the instance quota.
 // e.mu must be held.
 func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) *apiError {
+	if desired < 1 {
+		return zeroInstances(ep)
+	}
 	if desired > ep.Desired {
 		if err := e.checkQuotaLocked(ep.InstanceType, ep.Name, 0, desired); err != nil {
 			return err
@@ -518,10 +554,19 @@ func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) *apiError {
 	if desired != ep.Desired || desired != len(ep.Instances) {
 		ep.Desired = desired
 		ep.Status = statusUpdating
+		e.setVariantStatusLocked(ep, variantUpdating)
 	}
 	e.saveLocked()
 	e.fleetLocked(ep.Name).kickNow()
 	return nil
+}
+
+// zeroInstances answers a desired instance count of 0. SageMaker allows zero instances only on an endpoint that
+// hosts inference components ("An endpoint can scale to and from zero instances only if it hosts inference
+// components.", Scale an endpoint to zero instances, SageMaker developer guide); the emulator hosts none. AWS
+// publishes no text for this answer: the wording is the emulator's, the code is AWS's ValidationException.
+func zeroInstances(ep *endpointRec) *apiError {
+	return validation("Endpoint \"%s\" cannot have 0 instances in variant %s: an endpoint can scale to zero instances only if it hosts inference components, and this one hosts none. Ask for at least 1 instance.", ep.Arn, ep.Variant)
 }
 
 func resourceIDOf(endpoint, variant string) string {

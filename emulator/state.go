@@ -94,6 +94,22 @@ type endpointRec struct {
 	// Pending is the deployment UpdateEndpoint started and the fleet has not finished: the new endpoint
 	// config and the instance count it brings up. Nil when no update is in progress.
 	Pending *pendingDeployment `json:"pending,omitempty"`
+	// VariantStatus is the variant's deployment stage that DescribeEndpoint shows in
+	// ProductionVariants[].VariantStatus (Creating, Updating, ActivatingTraffic); nil when none is in progress.
+	VariantStatus *variantStatus `json:"variant_status,omitempty"`
+}
+
+// Variant statuses, as SageMaker's ProductionVariantStatus names them.
+const (
+	variantCreating          = "Creating"
+	variantUpdating          = "Updating"
+	variantActivatingTraffic = "ActivatingTraffic"
+)
+
+// variantStatus is one ProductionVariantStatus: the stage and when it started.
+type variantStatus struct {
+	Status string    `json:"status"`
+	Start  time.Time `json:"start"`
 }
 
 // pendingDeployment is an UpdateEndpoint in progress: a blue/green swap to another endpoint config.
@@ -104,6 +120,9 @@ type pendingDeployment struct {
 	// Variant and Model are the new config's variant and its model, captured when the update was asked for.
 	Variant *variantRec `json:"variant,omitempty"`
 	Model   *modelRec   `json:"model,omitempty"`
+	// VariantStatus is the new variant's stage, shown in PendingDeploymentSummary: Creating while its instances
+	// start, ActivatingTraffic while traffic moves to them.
+	VariantStatus *variantStatus `json:"variant_status,omitempty"`
 }
 
 type suspendedState struct {
