@@ -115,6 +115,7 @@ except c.exceptions.ModelError as e:
     out["OriginalStatusCode"] = e.response.get("OriginalStatusCode")
     out["OriginalMessage"] = e.response.get("OriginalMessage")
     out["LogStreamArn"] = e.response.get("LogStreamArn")
+    out["Message"] = e.response.get("Message")
 except botocore.exceptions.BotoCoreError as e:
     out["raised"] = type(e).__name__ + ": " + str(e)
 except botocore.exceptions.ClientError as e:
@@ -214,6 +215,11 @@ func TestConformanceStreamErrors(t *testing.T) {
 		if got["raised"] != "ModelError" || got["code"] != "ModelError" || got["http"] != 424.0 || got["OriginalStatusCode"] != 503.0 ||
 			!strings.Contains(fmt.Sprint(got["OriginalMessage"]), "queue_saturated") || !strings.Contains(fmt.Sprint(got["LogStreamArn"]), ":log-stream:AllTraffic/") {
 			t.Errorf("boto3 on a saturated instance: %v, want ModelError (HTTP 424) with OriginalStatusCode 503, the queue_saturated answer and the log stream ARN", got)
+		}
+		// The modeled Message member, in SageMaker's form for a 5xx: "Received server error (503) from primary
+		// with message ...".
+		if m, _ := got["Message"].(string); !strings.HasPrefix(m, "Received server error (503) from primary with message") {
+			t.Errorf("boto3 ModelError Message = %q, want \"Received server error (503) from primary with message ...\"", m)
 		}
 		if id, _ := got["requestId"].(string); id == "" {
 			t.Errorf("boto3 saw no request id (x-amzn-RequestId) on the ModelError: %v", got)
@@ -620,6 +626,24 @@ func TestConformanceLogs(t *testing.T) {
 		var ipe *logstypes.InvalidParameterException
 		if _, err := c.DescribeLogStreams(ctx, &cloudwatchlogs.DescribeLogStreamsInput{LogGroupName: g, NextToken: out.NextToken, Descending: aws.Bool(true)}); !errors.As(err, &ipe) {
 			t.Errorf("the token with another order: %v, want InvalidParameterException", err)
+		}
+	})
+
+	// The AWS CLI pages with the same tokens: --page-size 1 still lists every stream, --max-items 1 lists one
+	// and a NextToken to continue.
+	t.Run("AWS CLI describe-log-streams pages", func(t *testing.T) {
+		out := mustAWS(ctx, t, r, "logs", "describe-log-streams", "--log-group-name", group, "--page-size", "9", "--output", "json")
+		var all struct{ LogStreams []struct{ LogStreamName string } }
+		if err := json.Unmarshal([]byte(out), &all); err != nil || len(all.LogStreams) != streams {
+			t.Errorf("describe-log-streams --page-size 9 listed %d streams (%v), want %d", len(all.LogStreams), err, streams)
+		}
+		out = mustAWS(ctx, t, r, "logs", "describe-log-streams", "--log-group-name", group, "--max-items", "1", "--output", "json")
+		var page struct {
+			LogStreams []struct{ LogStreamName string }
+			NextToken  string
+		}
+		if err := json.Unmarshal([]byte(out), &page); err != nil || len(page.LogStreams) != 1 || page.LogStreams[0].LogStreamName != "AllTraffic/s00" || page.NextToken == "" {
+			t.Errorf("describe-log-streams --max-items 1 = %s (%v), want AllTraffic/s00 and a NextToken", out, err)
 		}
 	})
 

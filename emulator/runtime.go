@@ -271,11 +271,13 @@ func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError
 	if status >= 400 && status < 500 {
 		kind = "client"
 	}
+	msgText := fmt.Sprintf("Received %s error (%d) from primary with message \"%s\". See https://%s.console.aws.amazon.com/cloudwatch/home?region=%s#logEventViewer:group=%s in account %s for more information.",
+		kind, status, msg, region, region, logGroup(ep.Name), account)
 	return &apiError{
-		Code: "ModelError", Status: http.StatusFailedDependency,
-		Message: fmt.Sprintf("Received %s error (%d) from primary with message \"%s\". See https://%s.console.aws.amazon.com/cloudwatch/home?region=%s#logEventViewer:group=%s in account %s for more information.",
-			kind, status, msg, region, region, logGroup(ep.Name), account),
+		Code: "ModelError", Status: http.StatusFailedDependency, Message: msgText,
+		// The shape's members by their modeled names; Message too, which botocore reads only so.
 		Extra: map[string]any{
+			"Message":            msgText,
 			"OriginalStatusCode": status,
 			"OriginalMessage":    msg,
 			"LogStreamArn":       arn("logs", "log-group:"+logGroup(ep.Name)+":log-stream:"+in.stream),
