@@ -49,3 +49,32 @@ func TestPercentChangeInCapacityRounding(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetTrackingScalesInGradually: a target tracking policy whose low alarm is in ALARM on an idle metric
+// (0) at 4 instances removes one instance, not three: "Application Auto Scaling scales out proportionally to
+// the metric as fast as it can, but scales in more gradually." (Application Auto Scaling user guide, target
+// tracking considerations). AWS gives no exact step; the emulator removes one unit per scale-in activity and
+// records the activity InProgress while the endpoint updates.
+func TestTargetTrackingScalesInGradually(t *testing.T) {
+	e, ep, tg := policyEmulator(t, 4)
+	tg.Min = 1
+	p := &policyRec{Name: "tt", Arn: "policy-arn", Namespace: tg.Namespace, ResourceID: tg.ResourceID, Dimension: tg.Dimension,
+		TargetTracking: &targetTrackingConfig{TargetValue: ptr(5.0), ScaleInCooldown: ptr(300)}}
+	e.st.Policies[policyKey(tg.Namespace, tg.ResourceID, tg.Dimension, p.Name)] = p
+	e.st.Alarms["low"] = &alarmRec{Name: "low", State: alarmAlarm, ActionsEnabled: true, AlarmActions: []string{p.Arn},
+		Threshold: 4.5, LastValue: 0, ComparisonOperator: "LessThanThreshold"}
+	now := time.Now()
+	e.scaleTargetLocked(tg, []string{"low"}, now)
+	if ep.Desired != 3 {
+		t.Fatalf("idle at 4 instances: desired %d, want 3", ep.Desired)
+	}
+	if n := len(e.st.Activities); n != 1 || e.st.Activities[0].StatusCode != activityInProgress {
+		t.Fatalf("activities %+v: want one, InProgress while the endpoint updates", e.st.Activities)
+	}
+	// The next evaluation is within the policy's 300-s scale-in cooldown: nothing more.
+	ep.Status = statusInService
+	e.scaleTargetLocked(tg, []string{"low"}, now.Add(time.Second))
+	if ep.Desired != 3 {
+		t.Fatalf("within the scale-in cooldown: desired %d, want 3", ep.Desired)
+	}
+}
