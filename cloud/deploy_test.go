@@ -204,17 +204,21 @@ func newScaling(hasScaling bool) *scaling {
 	}
 	s.cw.DescribeAlarmsFn = func(_ context.Context, in *cloudwatch.DescribeAlarmsInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error) {
 		s.calls = append(s.calls, "DescribeAlarms "+strings.Join(in.AlarmNames, ","))
-		return &cloudwatch.DescribeAlarmsOutput{}, nil
+		out := &cloudwatch.DescribeAlarmsOutput{}
+		if hasScaling {
+			for _, n := range in.AlarmNames {
+				out.MetricAlarms = append(out.MetricAlarms, cwtypes.MetricAlarm{AlarmName: aws.String(n)})
+			}
+		}
+		return out, nil
 	}
 	s.cw.PutMetricAlarmFn = func(_ context.Context, in *cloudwatch.PutMetricAlarmInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricAlarmOutput, error) {
 		s.calls = append(s.calls, "PutMetricAlarm "+aws.ToString(in.AlarmName))
 		return &cloudwatch.PutMetricAlarmOutput{}, nil
 	}
 	s.cw.DeleteAlarmsFn = func(_ context.Context, in *cloudwatch.DeleteAlarmsInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.DeleteAlarmsOutput, error) {
+		// As CloudWatch does: names that do not exist are ignored, the call succeeds.
 		s.calls = append(s.calls, "DeleteAlarms "+strings.Join(in.AlarmNames, ","))
-		if !hasScaling {
-			return nil, &cwtypes.ResourceNotFound{Message: aws.String("alarm not found")}
-		}
 		return &cloudwatch.DeleteAlarmsOutput{}, nil
 	}
 	return s
@@ -263,11 +267,9 @@ func TestDeployModelGateRefusedRemovesScaling(t *testing.T) {
 		"CreateModel " + want, "CreateEndpointConfig " + want, "UpdateEndpoint " + want,
 		"DeleteEndpointConfig " + prev.VersionName(), "DeleteModel " + prev.VersionName(),
 	})
-	wantScaling := []string{"DeregisterScalableTarget endpoint/speech-kokoro-82m/variant/AllTraffic"}
-	for _, a := range capacity.AlarmNames("speech-kokoro-82m") {
-		wantScaling = append(wantScaling, "DeleteAlarms "+a)
-	}
-	sameCalls(t, "scaling", sc.calls, wantScaling)
+	alarms := strings.Join(capacity.AlarmNames("speech-kokoro-82m"), ",")
+	sameCalls(t, "scaling", sc.calls, []string{"DeregisterScalableTarget endpoint/speech-kokoro-82m/variant/AllTraffic",
+		"DescribeAlarms " + alarms, "DeleteAlarms " + alarms})
 }
 
 // The gate refuses and there is nothing to remove: scaling is "off", the endpoint is created as is.
@@ -287,6 +289,13 @@ func TestDeployModelGateRefusedNothingToRemove(t *testing.T) {
 	}
 	if res.Scaling != cloud.ScalingOff || res.QueueShield != (cloud.QueueShield{Now: "0"}) {
 		t.Errorf("scaling %q, queue shield %+v; want off and 0 unchanged", res.Scaling, res.QueueShield)
+	}
+	// Nothing existed, so nothing is deleted: CloudWatch's DeleteAlarms would succeed for missing names and
+	// "removed" would be a lie.
+	for _, c := range sc.calls {
+		if strings.HasPrefix(c, "DeleteAlarms") {
+			t.Errorf("scaling calls %q delete alarms that do not exist", sc.calls)
+		}
 	}
 	// Created, then polled until InService: three DescribeEndpoint calls after the create.
 	sameCalls(t, "SageMaker", sm.calls, []string{

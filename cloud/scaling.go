@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -98,7 +99,7 @@ func ApplyScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, s capacity.S
 // RemoveScaling deregisters the endpoint variant's scalable target (which deletes its policies) and deletes
 // every alarm capacity.ScalingSpecFor creates for the endpoint (capacity.AlarmNames); what does not exist is
 // skipped. It reports whether anything was removed.
-func RemoveScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, endpoint, variant string) (bool, error) {
+func RemoveScaling(ctx context.Context, aas ScalingAPI, cw AlarmRemoveAPI, endpoint, variant string) (bool, error) {
 	removed := false
 	_, err := aas.DeregisterScalableTarget(ctx, &applicationautoscaling.DeregisterScalableTargetInput{
 		ServiceNamespace: aastypes.ServiceNamespace(capacity.ServiceNamespace), ResourceId: aws.String(capacity.ResourceID(endpoint, variant)),
@@ -111,18 +112,31 @@ func RemoveScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, endpoint, v
 	case !errors.As(err, &nf):
 		return removed, fmt.Errorf("deregister scalable target: %w", err)
 	}
-	// DeleteAlarms fails as a whole when one name is missing, so each alarm is deleted on its own.
-	for _, name := range capacity.AlarmNames(endpoint) {
-		_, err = cw.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{name}})
-		var rnf *cwtypes.ResourceNotFound
-		switch {
-		case err == nil:
-			removed = true
-		case !errors.As(err, &rnf):
-			return removed, fmt.Errorf("delete alarm %s: %w", name, err)
-		}
+	// DeleteAlarms succeeds for names that do not exist ("If you specify any incorrect alarm names, the alarms
+	// you specify with correct names are still deleted"), so its answer cannot tell whether anything was there:
+	// the alarms that exist are read first, and only those are deleted.
+	names := capacity.AlarmNames(endpoint)
+	out, err := cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: names, MaxRecords: aws.Int32(100)})
+	if err != nil {
+		return removed, fmt.Errorf("read alarms %s: %w", strings.Join(names, ", "), err)
 	}
-	return removed, nil
+	var existing []string
+	for _, a := range out.MetricAlarms {
+		existing = append(existing, aws.ToString(a.AlarmName))
+	}
+	if len(existing) == 0 {
+		return removed, nil
+	}
+	if _, err := cw.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: existing}); err != nil {
+		return removed, fmt.Errorf("delete alarms %s: %w", strings.Join(existing, ", "), err)
+	}
+	return true, nil
+}
+
+// AlarmRemoveAPI is the part of the CloudWatch client that finds and deletes alarms.
+type AlarmRemoveAPI interface {
+	DescribeAlarms(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+	DeleteAlarms(ctx context.Context, in *cloudwatch.DeleteAlarmsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.DeleteAlarmsOutput, error)
 }
 
 // ScalingReadAPI is the part of the Application Auto Scaling client that reads endpoint scaling back.

@@ -47,7 +47,7 @@ func destroyCommand() *cli.Command {
 type destroyClients struct {
 	endpoints cloud.EndpointAPI
 	scaling   cloud.ScalingAPI
-	alarms    cloud.AlarmAPI
+	alarms    cloud.AlarmRemoveAPI
 }
 
 // destroyClientsFor returns the real clients for cfg.

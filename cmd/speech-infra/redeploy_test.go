@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
 	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
@@ -422,9 +421,10 @@ func deployDoubles(calls *[]string) cloud.DeployClients {
 			return nil, &aastypes.ObjectNotFoundException{Message: aws.String("No scalable target registered")}
 		},
 	}
+	// No alarm exists, so none is deleted (DeleteAlarmsFn stays unset: a call would fail the test).
 	cw := &cloudtest.CloudWatch{
-		DeleteAlarmsFn: func(context.Context, *cloudwatch.DeleteAlarmsInput, ...func(*cloudwatch.Options)) (*cloudwatch.DeleteAlarmsOutput, error) {
-			return nil, &cwtypes.ResourceNotFound{Message: aws.String("no such alarm")}
+		DescribeAlarmsFn: func(context.Context, *cloudwatch.DescribeAlarmsInput, ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error) {
+			return &cloudwatch.DescribeAlarmsOutput{}, nil
 		},
 	}
 	return cloud.DeployClients{SageMaker: sm, AutoScaling: aas, CloudWatch: cw}
