@@ -633,7 +633,9 @@ func TestConformanceLogs(t *testing.T) {
 	// and a NextToken to continue.
 	t.Run("AWS CLI describe-log-streams pages", func(t *testing.T) {
 		out := mustAWS(ctx, t, r, "logs", "describe-log-streams", "--log-group-name", group, "--page-size", "9", "--output", "json")
-		var all struct{ LogStreams []struct{ LogStreamName string } }
+		var all struct {
+			LogStreams []struct{ LogStreamName string }
+		}
 		if err := json.Unmarshal([]byte(out), &all); err != nil || len(all.LogStreams) != streams {
 			t.Errorf("describe-log-streams --page-size 9 listed %d streams (%v), want %d", len(all.LogStreams), err, streams)
 		}
