@@ -95,8 +95,9 @@ func (r StreamResult) TTFAB() time.Duration {
 }
 
 // ModelStreamError is a ModelStreamError exception event that ended a stream: the model container failed
-// before or during the response. ErrorCode is the container's code (its HTTP status, or StreamBroken,
-// ModelInvocationTimeExceeded). It unwraps to the SDK's *types.ModelStreamError.
+// after the stream had started. ErrorCode is StreamBroken or ModelInvocationTimeExceeded, the two codes
+// SageMaker documents; a container that fails before streaming is a ModelError instead. It unwraps to the
+// SDK's *types.ModelStreamError.
 type ModelStreamError struct {
 	ErrorCode string
 	Message   string

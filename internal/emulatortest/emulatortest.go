@@ -180,6 +180,14 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// A developer's SPEECH_EMULATOR_PROFILE / SPEECH_EMULATOR_TIME_SCALE must not slow every test down: a test
+	// that wants a timing profile asks for one in its options.
+	if o.Profile == nil {
+		o.Profile = &emulator.Profile{Name: "none"}
+	}
+	if o.TimeScale == 0 {
+		o.TimeScale = 1
+	}
 	if o.StateDir == "" {
 		o.StateDir = t.TempDir()
 	}
