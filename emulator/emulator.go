@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,7 +107,14 @@ type Emulator struct {
 
 	wg   sync.WaitGroup
 	done chan struct{}
+
+	// requests counts the requests ServeHTTP received, health checks included (Requests).
+	requests atomic.Int64
 }
+
+// Requests is the number of HTTP requests the emulator has received, of every kind (AWS calls, invocations,
+// health checks), since it opened: a test compares it before and after a command that must make no call.
+func (e *Emulator) Requests() int64 { return e.requests.Load() }
 
 // Open locks the state directory, loads the state and listens. It returns ErrLocked (wrapped) when another
 // emulator holds the directory and a clear error when the port is taken. Call Run to serve.
@@ -357,6 +365,7 @@ func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op s
 // only HealthPath answers without one, and it tells who the emulator is, never its key. Every answer carries
 // a request id (x-amzn-RequestId), as AWS's do.
 func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.requests.Add(1)
 	setRequestID(w)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		prefix, op, _ := strings.Cut(target, ".")
