@@ -44,9 +44,22 @@ type SageMaker struct {
 	DeleteEndpointConfigFn func(ctx context.Context, in *sagemaker.DeleteEndpointConfigInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteEndpointConfigOutput, error)
 	// DeleteModelFn answers DeleteModel.
 	DeleteModelFn func(ctx context.Context, in *sagemaker.DeleteModelInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteModelOutput, error)
+	// UpdateEndpointWeightsAndCapacitiesFn answers UpdateEndpointWeightsAndCapacities.
+	UpdateEndpointWeightsAndCapacitiesFn func(ctx context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, optFns ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error)
 }
 
-var _ cloud.EndpointAPI = (*SageMaker)(nil)
+var (
+	_ cloud.EndpointAPI       = (*SageMaker)(nil)
+	_ cloud.FreezeEndpointAPI = (*SageMaker)(nil)
+)
+
+// UpdateEndpointWeightsAndCapacities calls UpdateEndpointWeightsAndCapacitiesFn.
+func (d *SageMaker) UpdateEndpointWeightsAndCapacities(ctx context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, optFns ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error) {
+	if d.UpdateEndpointWeightsAndCapacitiesFn == nil {
+		return nil, unexpected("SageMaker.UpdateEndpointWeightsAndCapacities")
+	}
+	return d.UpdateEndpointWeightsAndCapacitiesFn(ctx, in, optFns...)
+}
 
 // CreateModel calls CreateModelFn.
 func (d *SageMaker) CreateModel(ctx context.Context, in *sagemaker.CreateModelInput, optFns ...func(*sagemaker.Options)) (*sagemaker.CreateModelOutput, error) {
@@ -192,9 +205,19 @@ type CloudWatch struct {
 	DeleteAlarmsFn func(ctx context.Context, in *cloudwatch.DeleteAlarmsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.DeleteAlarmsOutput, error)
 	// DescribeAlarmsFn answers DescribeAlarms.
 	DescribeAlarmsFn func(ctx context.Context, in *cloudwatch.DescribeAlarmsInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.DescribeAlarmsOutput, error)
+	// GetMetricDataFn answers GetMetricData.
+	GetMetricDataFn func(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
 }
 
 var _ cloud.AlarmClient = (*CloudWatch)(nil)
+
+// GetMetricData calls GetMetricDataFn.
+func (d *CloudWatch) GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	if d.GetMetricDataFn == nil {
+		return nil, unexpected("CloudWatch.GetMetricData")
+	}
+	return d.GetMetricDataFn(ctx, in, optFns...)
+}
 
 // PutMetricAlarm calls PutMetricAlarmFn.
 func (d *CloudWatch) PutMetricAlarm(ctx context.Context, in *cloudwatch.PutMetricAlarmInput, optFns ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricAlarmOutput, error) {
