@@ -1,0 +1,258 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+// stepView shows a staircase while it runs: which step, how long it has run and has left, and the live p95
+// TTFAB and stall of the requests that ended recently. Observe may be called from any goroutine.
+type stepView interface {
+	// StartStep begins step index (from 1) of the staircase at concurrency c, lasting about d.
+	StartStep(index, c int, d time.Duration)
+	// Observe feeds one ended request: its TTFAB and stall in milliseconds, and whether it succeeded.
+	Observe(ttfabMs, stallMs float64, ok bool)
+	// EndStep ends the current step with a one-line verdict.
+	EndStep(verdict string)
+	// Close ends the view; nothing may be called after it.
+	Close()
+}
+
+// liveWindow is how many recent requests the live percentiles are taken over: recent enough to follow a
+// step as it degrades, large enough that a p95 is more than one request.
+const liveWindow = 512
+
+// live holds the recent requests of the current step and the step's timing; the views share it.
+type live struct {
+	mu           sync.Mutex
+	index, c     int
+	start        time.Time
+	d            time.Duration
+	ttfab, stall []float64 // rings of the last liveWindow values
+	next         int
+	okN, failN   int
+	now          func() time.Time
+}
+
+func (l *live) startStep(index, c int, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.index, l.c, l.d, l.start = index, c, d, l.now()
+	l.ttfab, l.stall, l.next, l.okN, l.failN = l.ttfab[:0], l.stall[:0], 0, 0, 0
+}
+
+func (l *live) observe(ttfabMs, stallMs float64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !ok {
+		l.failN++
+		return
+	}
+	l.okN++
+	if len(l.ttfab) < liveWindow {
+		l.ttfab, l.stall = append(l.ttfab, ttfabMs), append(l.stall, stallMs)
+		return
+	}
+	l.ttfab[l.next], l.stall[l.next] = ttfabMs, stallMs
+	l.next = (l.next + 1) % liveWindow
+}
+
+// compact is the live status in as few columns as a bar leaves: elapsed/remaining, live p95 TTFAB and stall,
+// and the counts.
+func (l *live) compact() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	elapsed := l.now().Sub(l.start)
+	remaining := max(l.d-elapsed, 0)
+	p95 := "p95 TTFAB -"
+	if len(l.ttfab) > 0 {
+		p95 = fmt.Sprintf("p95 TTFAB %sms stall %sms", fmtMs(nearestRank(l.ttfab, 95)), fmtMs(nearestRank(l.stall, 95)))
+	}
+	return fmt.Sprintf("%s +%s %s %d/%d", elapsed.Truncate(time.Second), remaining.Truncate(time.Second), p95, l.okN, l.failN)
+}
+
+// status is the live line: elapsed, remaining, live p95 TTFAB and stall, and the counts.
+func (l *live) status() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	elapsed := l.now().Sub(l.start)
+	remaining := l.d - elapsed
+	if remaining < 0 {
+		remaining = 0
+	}
+	p95 := "p95 TTFAB -, stall -"
+	if len(l.ttfab) > 0 {
+		p95 = fmt.Sprintf("p95 TTFAB %s ms, stall %s ms (last %d)", fmtMs(nearestRank(l.ttfab, 95)), fmtMs(nearestRank(l.stall, 95)), len(l.ttfab))
+	}
+	return fmt.Sprintf("elapsed %s, remaining %s, %s, %d ok, %d failed",
+		elapsed.Truncate(time.Second), remaining.Truncate(time.Second), p95, l.okN, l.failN)
+}
+
+// nearestRank is the nearest-rank percentile p of xs (a copy is sorted). The live view only; the step's own
+// numbers come from the engine's exact percentiles over the measurement window.
+func nearestRank(xs []float64, p int) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := (p*len(s)+99)/100 - 1
+	if i < 0 {
+		i = 0
+	}
+	return s[i]
+}
+
+func fmtMs(x float64) string { return fmt.Sprintf("%.0f", x) }
+
+// newStepView returns the mpb live view when w is a terminal, plain lines otherwise.
+func newStepView(w io.Writer) stepView {
+	if f, ok := w.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		return newBarView(w, false)
+	}
+	return newLineView(w, 0)
+}
+
+// lineView prints plain lines: one when a step starts, one every interval while it runs (none when interval
+// is 0), one when it ends.
+type lineView struct {
+	w        io.Writer
+	l        *live
+	interval time.Duration
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// defaultLineInterval is how often a step that runs under a non-terminal reports, at most.
+const defaultLineInterval = 30 * time.Second
+
+func newLineView(w io.Writer, interval time.Duration) *lineView {
+	if interval == 0 {
+		interval = defaultLineInterval
+	}
+	return &lineView{w: w, l: &live{now: time.Now}, interval: interval}
+}
+
+func (v *lineView) StartStep(index, c int, d time.Duration) {
+	v.stopTicker()
+	v.l.startStep(index, c, d)
+	fmt.Fprintf(v.w, "step %d: concurrency %d (closed loop), about %s\n", index, c, d)
+	v.stop = make(chan struct{})
+	v.wg.Add(1)
+	go func(stop chan struct{}) {
+		defer v.wg.Done()
+		t := time.NewTicker(v.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintf(v.w, "step %d: concurrency %d: %s\n", index, c, v.l.status())
+			}
+		}
+	}(v.stop)
+}
+
+func (v *lineView) Observe(ttfabMs, stallMs float64, ok bool) { v.l.observe(ttfabMs, stallMs, ok) }
+
+func (v *lineView) EndStep(verdict string) {
+	v.stopTicker()
+	v.l.mu.Lock()
+	index, c := v.l.index, v.l.c
+	v.l.mu.Unlock()
+	fmt.Fprintf(v.w, "step %d: concurrency %d: %s\n", index, c, verdict)
+}
+
+func (v *lineView) Close() { v.stopTicker() }
+
+func (v *lineView) stopTicker() {
+	if v.stop != nil {
+		close(v.stop)
+		v.wg.Wait()
+		v.stop = nil
+	}
+}
+
+// barView is the live view on a terminal: one mpb bar per step that fills with the step's time, its
+// decorators showing the step and concurrency, elapsed and +remaining time, the live p95 TTFAB and stall, and
+// ok/failed requests so far.
+type barView struct {
+	p   *mpb.Progress
+	l   *live
+	bar *mpb.Bar
+	tk  chan struct{}
+	wg  sync.WaitGroup
+}
+
+// newBarView starts an mpb container writing to w; force renders even when w is not a terminal (tests).
+func newBarView(w io.Writer, force bool) *barView {
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(250 * time.Millisecond)}
+	if force {
+		// Without a terminal mpb takes the width asked for as the row's width.
+		opts = append(opts, mpb.WithAutoRefresh(), mpb.WithWidth(160))
+	}
+	return &barView{p: mpb.New(opts...), l: &live{now: time.Now}}
+}
+
+func (v *barView) StartStep(index, c int, d time.Duration) {
+	v.finishBar()
+	v.l.startStep(index, c, d)
+	total := int64(d / time.Millisecond)
+	if total < 1 {
+		total = 1
+	}
+	v.bar = v.p.AddBar(total,
+		mpb.PrependDecorators(decor.Name(fmt.Sprintf("step %d C=%d", index, c))),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return v.l.compact() })),
+	)
+	v.tk = make(chan struct{})
+	v.wg.Add(1)
+	go func(bar *mpb.Bar, stop chan struct{}, start time.Time) {
+		defer v.wg.Done()
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if n := int64(time.Since(start) / time.Millisecond); n < total {
+					bar.SetCurrent(n)
+				}
+			}
+		}
+	}(v.bar, v.tk, time.Now())
+}
+
+func (v *barView) Observe(ttfabMs, stallMs float64, ok bool) { v.l.observe(ttfabMs, stallMs, ok) }
+
+func (v *barView) EndStep(verdict string) {
+	v.l.mu.Lock()
+	index, c := v.l.index, v.l.c
+	v.l.mu.Unlock()
+	v.finishBar()
+	// Printed above the bars, so the verdicts stay on the screen as a log.
+	fmt.Fprintf(v.p, "step %d: concurrency %d: %s\n", index, c, verdict)
+}
+
+func (v *barView) Close() {
+	v.finishBar()
+	v.p.Wait()
+}
+
+// finishBar stops the current bar's clock and completes it.
+func (v *barView) finishBar() {
+	if v.bar == nil {
+		return
+	}
+	close(v.tk)
+	v.wg.Wait()
+	v.bar.SetTotal(-1, true)
+	v.bar = nil
+}
