@@ -53,12 +53,12 @@ func LocalConfig(url string, creds LocalCredentials) aws.Config {
 	}
 }
 
-// LoadConfig loads the default SDK configuration (environment, shared files, IMDS) with the HTTP client of
-// HTTPClient.
-func LoadConfig(ctx context.Context) (aws.Config, error) {
+// LoadConfig loads the default SDK configuration (environment, shared files, IMDS; optFns such as
+// config.WithRegion and config.WithSharedConfigProfile override them) with the HTTP client of HTTPClient.
+func LoadConfig(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	// The default chain builds its own client first (it must be the SDK's buildable client to take a custom CA
 	// bundle from AWS_CA_BUNDLE); the body-owning wrapper goes around whatever it built.
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}

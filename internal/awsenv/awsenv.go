@@ -1,0 +1,126 @@
+// Package awsenv is the AWS configuration of the tts-bench commands: --local points every client at the
+// running local emulator of a state directory (its URL and access key, as speech-infra deploy --local
+// prints them); otherwise the SDK's standard chain loads the configuration (environment, shared config and
+// credentials files, SSO, IMDS), with --region and --profile overriding it and AWS_ENDPOINT_URL /
+// AWS_ENDPOINT_URL_<SERVICE> honoured by the SDK's own loading.
+package awsenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+)
+
+// DefaultStateDir is the emulator state directory speech-infra uses by default.
+var DefaultStateDir = filepath.Join(".state", "emulator")
+
+// Flag names.
+const (
+	LocalFlag    = "local"
+	StateDirFlag = "state-dir"
+	RegionFlag   = "region"
+	ProfileFlag  = "profile"
+)
+
+// Flags are the flags every AWS-facing command takes: --local, --state-dir, --region, --profile.
+func Flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: LocalFlag, Usage: "use the local emulator of --state-dir (started by speech-infra deploy <model> --local) instead of AWS"},
+		&cli.StringFlag{Name: StateDirFlag, Value: DefaultStateDir, EnvVars: []string{"SPEECH_INFRA_STATE_DIR"}, Usage: "the local emulator's state directory (with --local)"},
+		&cli.StringFlag{Name: RegionFlag, Usage: "AWS region (default: the standard chain: AWS_REGION, the profile's region)"},
+		&cli.StringFlag{Name: ProfileFlag, Usage: "shared config profile (default: AWS_PROFILE or default)"},
+	}
+}
+
+// Settings say where the AWS clients point.
+type Settings struct {
+	// Local uses the emulator of StateDir.
+	Local bool
+	// StateDir is the emulator's state directory.
+	StateDir string
+	// Region and Profile override the standard chain (not with Local).
+	Region, Profile string
+}
+
+// FromContext reads the Flags of a command.
+func FromContext(c *cli.Context) Settings {
+	return Settings{Local: c.Bool(LocalFlag), StateDir: c.String(StateDirFlag), Region: c.String(RegionFlag), Profile: c.String(ProfileFlag)}
+}
+
+// Validate lists every problem of the settings, each naming the flag and the fix.
+func (s Settings) Validate() []error {
+	var errs []error
+	if s.Local && s.StateDir == "" {
+		errs = append(errs, fmt.Errorf("--%s is empty: give the emulator's state directory or leave the flag out (default %s)", StateDirFlag, DefaultStateDir))
+	}
+	if s.Local && s.Region != "" && s.Region != cloud.LocalRegion {
+		errs = append(errs, fmt.Errorf("--%s %s with --local: the emulator serves %s only: leave --region out", RegionFlag, s.Region, cloud.LocalRegion))
+	}
+	if s.Local && s.Profile != "" {
+		errs = append(errs, fmt.Errorf("--%s %s with --local: the emulator signs with its own key from --state-dir: leave --profile out", ProfileFlag, s.Profile))
+	}
+	return errs
+}
+
+// Where names what the settings point at, for diagnostics: "the local emulator at http://127.0.0.1:4599" or
+// "AWS (us-east-1)".
+func Where(s Settings, cfg aws.Config) string {
+	if s.Local {
+		return "the local emulator at " + aws.ToString(cfg.BaseEndpoint)
+	}
+	if cfg.BaseEndpoint != nil {
+		return fmt.Sprintf("%s (%s)", aws.ToString(cfg.BaseEndpoint), cfg.Region)
+	}
+	return fmt.Sprintf("AWS (%s)", cfg.Region)
+}
+
+// Config returns the SDK configuration the settings ask for. With Local: the emulator running on StateDir,
+// confirmed by its own answer, with its access key (cloud.LocalConfig); none running is an error naming
+// speech-infra deploy --local. Otherwise cloud.LoadConfig (the standard chain with AWS_ENDPOINT_URL_*) with
+// Region and Profile; a configuration without a region is a usage error naming --region.
+func (s Settings) Config(ctx context.Context) (aws.Config, error) {
+	if errs := s.Validate(); len(errs) > 0 {
+		return aws.Config{}, exitcode.Usage(errors.Join(errs...))
+	}
+	if s.Local {
+		info, ok, err := emulator.Running(s.StateDir)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("find the local emulator of %s: %w", s.StateDir, err)
+		}
+		if !ok {
+			return aws.Config{}, fmt.Errorf("--local: no emulator runs on the state directory %s: start it with `speech-infra deploy <model> --local` (or name its directory with --%s)", s.StateDir, StateDirFlag)
+		}
+		creds, err := emulator.ReadCredentials(s.StateDir)
+		if err != nil {
+			return aws.Config{}, err
+		}
+		return cloud.LocalConfig(info.URL, cloud.LocalCredentials(creds)), nil
+	}
+	var opts []func(*config.LoadOptions) error
+	if s.Region != "" {
+		opts = append(opts, config.WithRegion(s.Region))
+	}
+	if s.Profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(s.Profile))
+	}
+	cfg, err := cloud.LoadConfig(ctx, opts...)
+	if err != nil {
+		if s.Profile != "" {
+			return aws.Config{}, exitcode.Usagef("--%s %s: %w: name a profile of your shared config files (aws configure list-profiles)", ProfileFlag, s.Profile, err)
+		}
+		return aws.Config{}, err
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, exitcode.Usagef("no AWS region: give --%s, set AWS_REGION, or give the profile a region; or use --local for the emulator", RegionFlag)
+	}
+	return cfg, nil
+}
