@@ -53,6 +53,8 @@ type StreamOptions struct {
 	// PCMSampleRate is the sample rate of a headerless PCM stream, which says nothing about it; 0 leaves
 	// StreamResult.SampleRate and Stall unknown (zero) for such a stream. A WAV stream's header gives its own.
 	PCMSampleRate int
+	// Chunks keeps every audio arrival in StreamResult.Chunks (the stall is computed either way).
+	Chunks bool
 }
 
 // StreamResult is what one streamed response delivered and when.
@@ -84,6 +86,9 @@ type StreamResult struct {
 	Stall time.Duration
 	// Payload is the whole payload, with StreamOptions.Keep only.
 	Payload []byte
+	// Chunks are the audio arrivals (offset from FirstAudio, audio bytes), with StreamOptions.Chunks only.
+	// Stall(Chunks, SampleRate, frame bytes) equals Stall.
+	Chunks []Chunk
 }
 
 // TTFAB is the time to first audio byte: from Sent to FirstAudio, or 0 when either is unknown.
@@ -278,12 +283,13 @@ func (r *reader) audio(n int, t time.Time) {
 	if r.res.FirstAudio.IsZero() {
 		r.res.FirstAudio = t
 	}
-	if rate := r.res.SampleRate; rate > 0 && r.frame > 0 {
-		// A real-time player started at FirstAudio needs the first sample of this part this long after it.
-		due := time.Duration(float64(r.res.AudioBytes/int64(r.frame)) / float64(rate) * float64(time.Second))
-		if late := t.Sub(r.res.FirstAudio) - due; late > r.res.Stall {
-			r.res.Stall = late
-		}
+	// A real-time player started at FirstAudio needs the first sample of this part at its due time (Stall).
+	at := t.Sub(r.res.FirstAudio)
+	if late := lateness(at, r.res.AudioBytes, r.res.SampleRate, r.frame); late > r.res.Stall {
+		r.res.Stall = late
+	}
+	if r.opts.Chunks {
+		r.res.Chunks = append(r.res.Chunks, Chunk{At: at, Bytes: int64(n)})
 	}
 	r.res.AudioBytes += int64(n)
 }
