@@ -1,0 +1,318 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
+	"github.com/speech-infra/speech-infra/capacity"
+)
+
+// Severity ranks a drift finding.
+type Severity string
+
+// The severities: an error disturbs a measurement or leaves the endpoint unlike its plan (drift exits 1); a
+// warning deserves a look; info is context.
+const (
+	SeverityError Severity = "error"
+	SeverityWarn  Severity = "warn"
+	SeverityInfo  Severity = "info"
+)
+
+// Finding codes: one per kind of drift.
+const (
+	FindingEndpointMissing    = "endpoint_missing"
+	FindingEndpointNotReady   = "endpoint_not_in_service"
+	FindingJournalPresent     = "journal_present"
+	FindingJournalUnreadable  = "journal_unreadable"
+	FindingScalingSuspended   = "scaling_suspended"
+	FindingTargetMissing      = "target_missing"
+	FindingTargetOrphaned     = "target_orphaned"
+	FindingPolicyOrphaned     = "policy_orphaned"
+	FindingPolicyMismatch     = "policy_mismatch"
+	FindingCapacityMismatch   = "capacity_mismatch"
+	FindingAlarmMissing       = "alarm_missing"
+	FindingAlarmOrphaned      = "alarm_orphaned"
+	FindingAlarmFiring        = "alarm_in_alarm"
+	FindingAlarmNoData        = "alarm_insufficient_data"
+	FindingNoPlan             = "no_plan"
+	FindingAlarmMismatch      = "alarm_mismatch"
+	FindingCountOutsideBounds = "count_outside_bounds"
+)
+
+// Finding is one difference between what is deployed and what should be.
+type Finding struct {
+	// Severity ranks it.
+	Severity Severity `json:"severity"`
+	// Code names the kind (Finding* constants).
+	Code string `json:"code"`
+	// Subject is the resource it is about (endpoint, target, policy or alarm name, journal path).
+	Subject string `json:"subject"`
+	// Detail says what was found.
+	Detail string `json:"detail"`
+	// Remediation says what to do about it ("" for info that needs nothing).
+	Remediation string `json:"remediation"`
+}
+
+// DriftReport is what Drift found.
+type DriftReport struct {
+	// Endpoint and Variant name what was checked.
+	Endpoint string `json:"endpoint"`
+	Variant  string `json:"variant"`
+	// Expected says what should be deployed: "the plan <path>" or "the measurement configuration (no scaling)".
+	Expected string `json:"expected"`
+	// Findings are ordered by severity (errors first), then as found.
+	Findings []Finding `json:"findings"`
+}
+
+// Errors counts the error-level findings.
+func (r DriftReport) Errors() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
+// Clean reports whether there is no error-level finding.
+func (r DriftReport) Clean() bool { return r.Errors() == 0 }
+
+// DriftEndpointAPI is the part of the SageMaker client Drift uses.
+type DriftEndpointAPI interface {
+	DescribeEndpoint(ctx context.Context, in *sagemaker.DescribeEndpointInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error)
+}
+
+// DriftClients are the read-only clients Drift and Validate work through.
+type DriftClients struct {
+	// SageMaker describes the endpoint.
+	SageMaker DriftEndpointAPI
+	// AutoScaling reads the target and its policies.
+	AutoScaling ScalingReadAPI
+	// CloudWatch reads the alarms.
+	CloudWatch AlarmReadAPI
+}
+
+// DriftOptions say what should be deployed.
+type DriftOptions struct {
+	// Model is the catalog id, for remediations.
+	Model string
+	// Endpoint and Variant name the variant to check.
+	Endpoint, Variant string
+	// JournalDir holds the freeze journals (DefaultJournalDir in the commands).
+	JournalDir string
+	// Spec is the plan's scaling when the gate accepts the plan; nil means the endpoint should run the
+	// measurement configuration: no target, no policies, no alarms.
+	Spec *capacity.ScalingSpec
+	// PlanSource names the plan Spec comes from (its path).
+	PlanSource string
+	// NoPlanReasons say why there is no Spec (the gate's reasons), reported as info.
+	NoPlanReasons []string
+	// CatalogInstances is the catalog's instance count, expected without a plan.
+	CatalogInstances int32
+}
+
+// Drift compares what is deployed on a variant (the endpoint and its state, the scalable target and its
+// SuspendedState, the policies, the alarms and their states, and any journal of an interrupted run) with
+// what should be (opts.Spec, or the measurement configuration without one). It only reads. Errors are for
+// what the caller could not read; everything found is a Finding.
+func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, error) {
+	rep := DriftReport{Endpoint: o.Endpoint, Variant: o.Variant, Expected: "the measurement configuration (no scaling)"}
+	if o.Spec != nil {
+		rep.Expected = "the plan " + o.PlanSource
+	}
+	add := func(sev Severity, code, subject, detail, fix string) {
+		rep.Findings = append(rep.Findings, Finding{Severity: sev, Code: code, Subject: subject, Detail: detail, Remediation: fix})
+	}
+	deploy := "speech-infra deploy " + o.Model
+	thaw := "tts-bench thaw --endpoint " + o.Endpoint
+
+	// Journals first: they need no AWS call.
+	path, err := JournalPath(o.JournalDir, o.Endpoint)
+	if err != nil {
+		return rep, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		j, err := ReadJournal(path)
+		if err != nil {
+			add(SeverityError, FindingJournalUnreadable, path, err.Error(), "restore the endpoint with tts-bench thaw (it restores from the journal, or without one from the plan or the catalog), then delete the file")
+		} else {
+			add(SeverityError, FindingJournalPresent, path,
+				fmt.Sprintf("run %s (pid %d, %q) froze the variant at %s and did not put it back: before it, %s",
+					orNone(j.RunID), j.PID, j.Command, j.Created.Format("2006-01-02T15:04:05Z"), journalState(j)),
+				thaw+" (restores exactly the journaled state)")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("look for the journal %s: %w", path, err)
+	}
+
+	d, err := cl.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.Endpoint)})
+	var desired int32
+	haveCount := false
+	switch {
+	case IsNotFound(err):
+		add(SeverityError, FindingEndpointMissing, o.Endpoint, "the endpoint does not exist", deploy)
+	case err != nil:
+		return rep, fmt.Errorf("describe endpoint %s: %w", o.Endpoint, err)
+	default:
+		if d.EndpointStatus != smtypes.EndpointStatusInService {
+			detail := fmt.Sprintf("the endpoint is %s", d.EndpointStatus)
+			if r := aws.ToString(d.FailureReason); r != "" {
+				detail += ": " + r
+			}
+			fix := "wait until it is InService and check again"
+			if d.EndpointStatus == smtypes.EndpointStatusFailed {
+				fix = "fix the cause, then " + deploy
+			}
+			add(SeverityError, FindingEndpointNotReady, o.Endpoint, detail, fix)
+		}
+		if n, err := variantDesired(d, o.Variant); err != nil {
+			add(SeverityError, FindingEndpointMissing, o.Endpoint, err.Error(), deploy)
+		} else {
+			desired, haveCount = n, true
+		}
+	}
+
+	target, err := describeTarget(ctx, cl.AutoScaling, o.Endpoint, o.Variant)
+	if err != nil {
+		return rep, err
+	}
+	rid := capacity.ResourceID(o.Endpoint, o.Variant)
+	var policies []aastypes.ScalingPolicy
+	if target != nil {
+		if s := suspensionOf(target.SuspendedState); s.Any() {
+			add(SeverityError, FindingScalingSuspended, rid, "scaling is suspended: "+s.String()+"; the fleet will not follow load", thaw)
+		}
+		lo, hi := aws.ToInt32(target.MinCapacity), aws.ToInt32(target.MaxCapacity)
+		if haveCount && (desired < lo || desired > hi) {
+			add(SeverityError, FindingCountOutsideBounds, o.Endpoint, fmt.Sprintf("%d instances desired, outside the target's bounds %d–%d", desired, lo, hi), thaw)
+		}
+		out, err := cl.AutoScaling.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{
+			ServiceNamespace: aastypes.ServiceNamespace(capacity.ServiceNamespace), ResourceId: aws.String(rid),
+			ScalableDimension: aastypes.ScalableDimension(capacity.ScalableDimension),
+		})
+		if err != nil {
+			return rep, fmt.Errorf("describe scaling policies of %s: %w", rid, err)
+		}
+		policies = out.ScalingPolicies
+	}
+	alarms, err := cl.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: capacity.AlarmNames(o.Endpoint), MaxRecords: aws.Int32(100)})
+	if err != nil {
+		return rep, fmt.Errorf("describe alarms of %s: %w", o.Endpoint, err)
+	}
+
+	if o.Spec == nil {
+		for _, r := range o.NoPlanReasons {
+			add(SeverityInfo, FindingNoPlan, o.Endpoint, "no plan passes the gate: "+r, "")
+		}
+		removal := deploy + " (without a plan that passes the gate it removes the scaling), or speech-infra destroy " + o.Model
+		if target != nil {
+			add(SeverityError, FindingTargetOrphaned, rid,
+				fmt.Sprintf("a scalable target (%d–%d) is registered but no plan passes the gate: it can move the instance count under a measurement",
+					aws.ToInt32(target.MinCapacity), aws.ToInt32(target.MaxCapacity)), removal)
+		}
+		for _, p := range policies {
+			add(SeverityError, FindingPolicyOrphaned, aws.ToString(p.PolicyName), fmt.Sprintf("a %s policy is attached but no plan passes the gate", p.PolicyType), removal)
+		}
+		for _, a := range alarms.MetricAlarms {
+			add(SeverityWarn, FindingAlarmOrphaned, aws.ToString(a.AlarmName), "an alarm of an earlier plan remains", removal)
+		}
+		if haveCount && o.CatalogInstances > 0 && desired != o.CatalogInstances {
+			add(SeverityWarn, FindingCapacityMismatch, o.Endpoint,
+				fmt.Sprintf("%d instances desired, the catalog deploys %d", desired, o.CatalogInstances), fmt.Sprintf("tts-bench thaw --endpoint %s --desired %d", o.Endpoint, o.CatalogInstances))
+		}
+	} else {
+		s := *o.Spec
+		if target == nil {
+			add(SeverityError, FindingTargetMissing, rid, "no scalable target: the plan's scaling is not deployed", deploy)
+		} else {
+			diffs, err := ScalingDiff(ctx, cl.AutoScaling, cl.CloudWatch, s)
+			if err != nil {
+				return rep, err
+			}
+			for _, d := range diffs {
+				code, subject, fix := FindingPolicyMismatch, rid, deploy+" (puts the plan's scaling back)"
+				switch {
+				case strings.HasPrefix(d, "minimum instances") || strings.HasPrefix(d, "maximum instances"):
+					code = FindingCapacityMismatch
+					if rep.has(FindingJournalPresent) || rep.has(FindingScalingSuspended) {
+						fix = thaw
+					}
+				case strings.HasPrefix(d, "no alarm "):
+					code, subject = FindingAlarmMissing, strings.TrimPrefix(d, "no alarm ")
+				case strings.HasPrefix(d, "alarm "):
+					code = FindingAlarmMismatch
+				}
+				add(SeverityError, code, subject, d, fix)
+			}
+			want := []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName}
+			for _, p := range policies {
+				if !slices.Contains(want, aws.ToString(p.PolicyName)) {
+					add(SeverityError, FindingPolicyOrphaned, aws.ToString(p.PolicyName), fmt.Sprintf("a %s policy the plan does not have", p.PolicyType),
+						"delete it (aws application-autoscaling delete-scaling-policy), then "+deploy)
+				}
+			}
+		}
+	}
+
+	for _, a := range alarms.MetricAlarms {
+		name := aws.ToString(a.AlarmName)
+		switch a.StateValue {
+		case cwtypes.StateValueAlarm:
+			if o.Spec != nil && name == o.Spec.Alarms[0].Name {
+				add(SeverityInfo, FindingAlarmFiring, name, "the scale-in alarm is in ALARM: concurrency is below C_scale_min (normal for an idle endpoint above its minimum)", "")
+				continue
+			}
+			add(SeverityError, FindingAlarmFiring, name, "in ALARM: "+aws.ToString(a.StateReason), "find the cause (load, latency, a fleet at its maximum) before measuring; a measurement under it is not representative")
+		case cwtypes.StateValueInsufficientData:
+			add(SeverityWarn, FindingAlarmNoData, name, "INSUFFICIENT_DATA: "+aws.ToString(a.StateReason), "normal for a new or idle endpoint; otherwise check that the endpoint publishes its metrics")
+		}
+	}
+	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return rank(a.Severity) - rank(b.Severity) })
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	return rep, nil
+}
+
+func (r DriftReport) has(code string) bool {
+	return slices.ContainsFunc(r.Findings, func(f Finding) bool { return f.Code == code })
+}
+
+func rank(s Severity) int {
+	switch s {
+	case SeverityError:
+		return 0
+	case SeverityWarn:
+		return 1
+	}
+	return 2
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no run id)"
+	}
+	return s
+}
+
+// journalState says what a journal recorded, e.g. "3 instances, target 1–4, suspended nothing".
+func journalState(j *Journal) string {
+	if !j.TargetExisted {
+		return fmt.Sprintf("%d instances, no scalable target", j.DesiredInstanceCount)
+	}
+	return fmt.Sprintf("%d instances, target %d–%d, suspended %s", j.DesiredInstanceCount, j.MinCapacity, j.MaxCapacity, j.Suspended)
+}
