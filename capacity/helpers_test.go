@@ -24,6 +24,7 @@ func testQMax(m models.Model) *QMax {
 			Concurrency: c, OKCount: 100 * c, TTFABP50Ms: p95 * 0.8, TTFABP95Ms: p95, TTFABP99Ms: p95 * 1.1,
 			ResponseMeanMs: 2000, AchievedRPS: float64(c) / 2, ClientConcurrencyMean: float64(c), ClientConcurrencyPeak: c,
 			CloudWatchConcurrencyMax: float64(c), CloudWatchRatio: 1, MeetsSLO: p95 <= float64(m.SLO.TTFABMs), Usable: true,
+			StallP95Ms: 50, StallBudgetMs: float64(m.SLO.StallBudgetMs), StallJitterMs: 50, // at the bound: still passing
 		})
 	}
 	return q

@@ -70,6 +70,13 @@ type QMaxStep struct {
 	TTFABP95Ms float64 `json:"ttfab_p95_ms"`
 	// TTFABP99Ms is the exact 99th percentile time to first audio byte.
 	TTFABP99Ms float64 `json:"ttfab_p99_ms"`
+	// StallP95Ms is the exact 95th percentile playback stall of the step's successful requests: the longest
+	// time by which audio arrived after a real-time player started at the first audio byte needed it.
+	StallP95Ms float64 `json:"stall_p95_ms"`
+	// StallBudgetMs is the catalog's stall budget the step was judged against (slo.stall_budget_ms).
+	StallBudgetMs float64 `json:"stall_budget_ms"`
+	// StallJitterMs is the jitter allowance added to the budget (the load engine's, 50 ms by default).
+	StallJitterMs float64 `json:"stall_jitter_ms"`
 	// ResponseMeanMs is the mean full-response time (request written to last byte).
 	ResponseMeanMs float64 `json:"response_mean_ms"`
 	// AchievedRPS is the completed-request rate in the window, per second.
@@ -82,7 +89,8 @@ type QMaxStep struct {
 	CloudWatchConcurrencyMax float64 `json:"cloudwatch_concurrency_max,omitempty"`
 	// CloudWatchRatio is CloudWatchConcurrencyMax ÷ ClientConcurrencyPeak; absent when unread.
 	CloudWatchRatio float64 `json:"cloudwatch_ratio,omitempty"`
-	// MeetsSLO is true when the TTFAB percentile met the SLO with errors and rejections counted against it.
+	// MeetsSLO is true when the TTFAB percentile met the SLO and the p95 stall stayed within the stall budget
+	// plus the jitter allowance, with errors and rejections counted against it.
 	MeetsSLO bool `json:"meets_slo"`
 	// Usable is false when the step cannot be trusted (too few samples, metric deviation, ...).
 	Usable bool `json:"usable"`
@@ -193,6 +201,7 @@ func (q *QMax) Verify() []error {
 			name  string
 			x, hi float64
 		}{{"ttfab_p50_ms", s.TTFABP50Ms, MaxLatencyMs}, {"ttfab_p95_ms", s.TTFABP95Ms, MaxLatencyMs}, {"ttfab_p99_ms", s.TTFABP99Ms, MaxLatencyMs},
+			{"stall_p95_ms", s.StallP95Ms, MaxLatencyMs}, {"stall_budget_ms", s.StallBudgetMs, MaxLatencyMs}, {"stall_jitter_ms", s.StallJitterMs, MaxLatencyMs},
 			{"response_mean_ms", s.ResponseMeanMs, MaxLatencyMs}, {"achieved_rps", s.AchievedRPS, MaxInstanceRPS},
 			{"client_concurrency_mean", s.ClientConcurrencyMean, MaxConcurrency},
 			{"cloudwatch_concurrency_max", s.CloudWatchConcurrencyMax, MaxConcurrency * MaxCloudWatchRatio},
@@ -209,6 +218,9 @@ func (q *QMax) Verify() []error {
 		}
 		if v, ok := s.ttfabAt(q.SLOPercentile); ok && s.MeetsSLO && v > float64(q.SLOTTFABMs) {
 			add("%s.meets_slo: is true but the p%d TTFAB %g ms exceeds the SLO %d ms", p, q.SLOPercentile, v, q.SLOTTFABMs)
+		}
+		if lim := s.StallBudgetMs + s.StallJitterMs; s.MeetsSLO && s.StallP95Ms > lim {
+			add("%s.meets_slo: is true but the p95 stall %g ms exceeds the stall budget %g ms + jitter %g ms", p, s.StallP95Ms, s.StallBudgetMs, s.StallJitterMs)
 		}
 		if s.MeetsSLO && s.OKCount == 0 {
 			add("%s.meets_slo: is true but no request succeeded", p)

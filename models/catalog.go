@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
@@ -74,7 +75,14 @@ type SLO struct {
 	TTFABMs int `json:"ttfab_ms"`
 	// Percentile is the percentile the bound applies to (95 for p95).
 	Percentile int `json:"percentile"`
+	// StallBudgetMs bounds the p95 playback stall of a passing qmax step, in milliseconds, before the load
+	// engine's jitter allowance (bench.DefaultStallJitter). Required: 0 means no audible gap is allowed, and
+	// a file without the field is refused (strictjson), never read as 0.
+	StallBudgetMs int `json:"stall_budget_ms"`
 }
+
+// StallBudget is StallBudgetMs as a duration.
+func (s SLO) StallBudget() time.Duration { return time.Duration(s.StallBudgetMs) * time.Millisecond }
 
 // Scaling holds fleet bounds.
 type Scaling struct {
@@ -294,6 +302,9 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	}
 	if m.SLO.TTFABMs < 1 || m.SLO.TTFABMs > MaxSLOMs {
 		add("slo.ttfab_ms", "is %d: the SLO must be 1 to %d milliseconds", m.SLO.TTFABMs, MaxSLOMs)
+	}
+	if m.SLO.StallBudgetMs < 0 || m.SLO.StallBudgetMs > MaxSLOMs {
+		add("slo.stall_budget_ms", "is %d: the p95 playback stall budget must be 0 to %d milliseconds (0 = no audible gap)", m.SLO.StallBudgetMs, MaxSLOMs)
 	}
 	if m.SLO.Percentile < 50 || m.SLO.Percentile > 99 {
 		add("slo.percentile", "is %d: use a percentile between 50 and 99 (95 for p95)", m.SLO.Percentile)

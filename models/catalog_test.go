@@ -22,7 +22,7 @@ func TestDefaultCatalogHoldsBothModels(t *testing.T) {
 	}
 	if k.InstanceType != "ml.g5.xlarge" || k.SLO.TTFABMs != 3000 || k.QueueMaxDepth != 50 ||
 		k.Scaling.MinInstances != 1 || k.Scaling.MaxInstances != 9 || !k.Scaling.Autoscaling ||
-		k.Planning.SurgeRatio != 1.25 || k.Planning.DetectionBufferS != 60 || k.Engine != "kokoro" {
+		k.Planning.SurgeRatio != 1.25 || k.Planning.DetectionBufferS != 60 || k.Engine != "kokoro" || k.SLO.StallBudget() != 0 {
 		t.Errorf("kokoro entry = %+v", k)
 	}
 	if k.EndpointName() != "speech-kokoro-82m" || k.WeightsPrefix() != "models/kokoro-82m/1939ad2a8e416c0acfeecc08a694d14ef25f2231/" {
@@ -41,7 +41,7 @@ func TestDefaultCatalogHoldsBothModels(t *testing.T) {
 }
 
 const good = `{"id":"m1","engine":"espeak","instance_type":"ml.c5.large","initial_instance_count":1,
-"slo":{"ttfab_ms":1000,"percentile":95},"queue_max_depth":4,
+"slo":{"ttfab_ms":1000,"percentile":95,"stall_budget_ms":0},"queue_max_depth":4,
 "scaling":{"autoscaling":true,"min_instances":1,"max_instances":3},
 "planning":{"surge_ratio":1.25,"detection_buffer_s":60},
 "container":{"startup_health_check_timeout_s":300,"model_download_timeout_s":300,"invocation_timeout_s":60}}`
@@ -64,6 +64,10 @@ func TestCatalogValidation(t *testing.T) {
 			[]string{"scaling.min_instances: is 5, above scaling.max_instances 3"}},
 		{"non-positive SLO", "m1.json", func(s string) string { return strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":0`, 1) },
 			[]string{"slo.ttfab_ms: is 0"}},
+		{"stall budget missing is refused, not read as 0", "m1.json", func(s string) string { return strings.Replace(s, `,"stall_budget_ms":0`, "", 1) },
+			[]string{"m1.json: slo.stall_budget_ms: missing required field"}},
+		{"negative stall budget", "m1.json", func(s string) string { return strings.Replace(s, `"stall_budget_ms":0`, `"stall_budget_ms":-5`, 1) },
+			[]string{"slo.stall_budget_ms: is -5: the p95 playback stall budget must be 0 to"}},
 		{"unknown engine", "m1.json", func(s string) string { return strings.Replace(s, `"espeak"`, `"piper"`, 1) },
 			[]string{`engine: unknown engine "piper": use one of kokoro, espeak, calibration`}},
 		{"kokoro without source", "m1.json", func(s string) string { return strings.Replace(s, `"espeak"`, `"kokoro"`, 1) },
@@ -77,7 +81,7 @@ func TestCatalogValidation(t *testing.T) {
 			return strings.Replace(strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":-1`, 1), `"instance_type":"ml.c5.large"`, `"instance_type":"big"`, 1)
 		}, []string{"slo.ttfab_ms", "instance_type: \"big\""}},
 		{"missing section", "m1.json", func(s string) string {
-			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95},`, "", 1)
+			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95,"stall_budget_ms":0},`, "", 1)
 		}, []string{"m1.json: slo: missing required field"}},
 		{"not JSON", "m1.json", func(string) string { return "{" }, []string{"m1.json: not valid JSON"}},
 		{"queue_max_depth twice", "m1.json", func(s string) string {
@@ -93,7 +97,7 @@ func TestCatalogValidation(t *testing.T) {
 			return strings.Replace(s, `"max_instances":3`, `"max_instances":3,"Max_Instances":300`, 1)
 		}, []string{`m1.json: scaling.Max_Instances: duplicate key`}},
 		{"null section", "m1.json", func(s string) string {
-			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95}`, `"slo":null`, 1)
+			return strings.Replace(s, `"slo":{"ttfab_ms":1000,"percentile":95,"stall_budget_ms":0}`, `"slo":null`, 1)
 		}, []string{"m1.json: slo: is null"}},
 		{"queue depth above its bound", "m1.json", func(s string) string {
 			return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":1000000`, 1)

@@ -191,7 +191,8 @@ func kokoroQMax(m models.Model, start time.Time, digest string) *capacity.QMax {
 			ResponseMeanMs: r.rms, AchievedRPS: rps,
 			ClientConcurrencyMean: float64(r.c) - 0.02*float64(r.c), ClientConcurrencyPeak: r.c,
 			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1,
-			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs), Usable: true,
+			StallP95Ms: math.Round(r.p95/60*10) / 10, StallBudgetMs: float64(m.SLO.StallBudgetMs), StallJitterMs: 50,
+			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.p95/60 <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
 		})
 	}
 	return q
