@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+const driftDescription = `drift compares what is deployed for a model with what should be, and only reads.
+
+Deployed: the endpoint and its variant (status, desired instance count), the scalable target and its
+SuspendedState, the scaling policies, the alarms and their states, and the freeze journals of interrupted
+runs (--journal-dir, default .state/journals/<endpoint>.json).
+Should be: the plan (--plan, default artifacts/<model>/plan.json) when it passes the same gate the deploy
+uses; otherwise the measurement configuration of the catalog: no target, no policies, no alarms.
+
+Each finding has a severity and a remediation:
+  error  suspended scaling, a journal present, an orphaned target or policy, a missing target, a capacity,
+         policy or alarm mismatch, an alarm in ALARM, the endpoint missing or not InService
+  warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's
+  info   why no plan applies; the scale-in alarm in ALARM on an idle endpoint
+Exit codes: 0 no error-level finding, 1 at least one (or a failed AWS call), 2 a usage error.
+
+Examples:
+  tts-bench drift --model espeak-ng --local
+  tts-bench drift --model kokoro-82m --region us-east-1 --format json`
+
+// target flags shared by drift, thaw and validate.
+func modelFlags() []cli.Flag {
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "model", Usage: "catalog id of the model (its endpoint is speech-<model>)"},
+		&cli.StringFlag{Name: "plan", Usage: "plan to compare with (default artifacts/<model>/plan.json)"},
+		&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "container source directory whose digest the gate compares with the plan"},
+		&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "directory of the freeze journals"},
+	}, awsenv.Flags()...)
+}
+
+// expectation is what should be deployed for a model: the plan's scaling when the gate accepts it, or the
+// measurement configuration with the gate's reasons.
+type expectation struct {
+	model    models.Model
+	planPath string
+	spec     *capacity.ScalingSpec
+	reasons  []string
+}
+
+// expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
+// or the catalog's).
+func expect(m models.Model, planPath, containerDir string, local bool) expectation {
+	e := expectation{model: m, planPath: planPath}
+	digest, err := capacity.SourceDigest(containerDir)
+	if err != nil {
+		digest = ""
+		e.reasons = append(e.reasons, fmt.Sprintf("the container source digest is unavailable (%v): no plan can match it; give --container-dir", err))
+	}
+	it := m.InstanceType
+	if local {
+		it = models.LocalInstanceType
+	}
+	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, ContainerDigest: digest}, planPath)
+	if dec.Enabled {
+		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
+		e.spec = &s
+		return e
+	}
+	e.reasons = append(e.reasons, dec.Reasons...)
+	return e
+}
+
+// awsClients are the SDK clients of the commands.
+type awsClients struct {
+	sm  *sagemaker.Client
+	aas *applicationautoscaling.Client
+	cw  *cloudwatch.Client
+}
+
+func newClients(cfg aws.Config) awsClients {
+	return awsClients{sm: sagemaker.NewFromConfig(cfg), aas: applicationautoscaling.NewFromConfig(cfg), cw: cloudwatch.NewFromConfig(cfg)}
+}
+
+// lookupModel resolves --model against the catalog, as a usage error naming the ids when unknown.
+func lookupModel(cat models.Catalog, id string) (models.Model, error) {
+	if id == "" {
+		return models.Model{}, errors.New("--model: none given: name a catalog model, e.g. --model espeak-ng")
+	}
+	m, err := cat.Get(id)
+	if err != nil {
+		return models.Model{}, fmt.Errorf("--model %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// checkFormat accepts table and json.
+func checkFormat(f string) error {
+	if f != "table" && f != "json" {
+		return fmt.Errorf("--format %q: not a format: use table or json", f)
+	}
+	return nil
+}
+
+// driftOpts is a drift command line.
+type driftOpts struct {
+	args                                  []string
+	modelID, planPath, containerDir, jdir string
+	format                                string
+	env                                   awsenv.Settings
+	stdout, stderr                        io.Writer
+
+	model models.Model
+}
+
+func driftCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "drift",
+		Usage:       "compare what is deployed for a model with its plan or catalog (read-only); exit 1 on an error-level finding",
+		UsageText:   "tts-bench drift --model ID [--local | --region R --profile P] [--plan F] [--format table|json]",
+		Description: driftDescription,
+		Flags:       append(modelFlags(), &cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"}),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench drift --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			o := &driftOpts{args: c.Args().Slice(), modelID: c.String("model"), planPath: c.String("plan"), containerDir: c.String("container-dir"),
+				jdir: c.String("journal-dir"), format: c.String("format"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute(c.Context)
+		},
+	}
+}
+
+// Validate reports every problem of the command line at once, as a usage error.
+func (o *driftOpts) Validate() error {
+	var errs []error
+	if len(o.args) > 0 {
+		errs = append(errs, fmt.Errorf("drift takes no arguments, got %q: use --model", o.args))
+	}
+	cat, err := models.Default()
+	if err != nil {
+		return err
+	}
+	if o.model, err = lookupModel(cat, o.modelID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkFormat(o.format); err != nil {
+		errs = append(errs, err)
+	}
+	if o.jdir == "" {
+		errs = append(errs, errors.New("--journal-dir is empty: give the journal directory or leave the flag out (default "+cloud.DefaultJournalDir+")"))
+	}
+	errs = append(errs, o.env.Validate()...)
+	if o.planPath == "" && o.model.ID != "" {
+		o.planPath = capacity.DefaultPlanPath(o.model.ID)
+	}
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// Execute reads the deployment, renders the findings on stdout and fails the check on an error-level finding.
+func (o *driftOpts) Execute(ctx context.Context) error {
+	exp := expect(o.model, o.planPath, o.containerDir, o.env.Local)
+	cfg, err := o.env.Config(ctx)
+	if err != nil {
+		return err
+	}
+	cl := newClients(cfg)
+	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: cl.sm, AutoScaling: cl.aas, CloudWatch: cl.cw}, cloud.DriftOptions{
+		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
+		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
+	})
+	if err != nil {
+		return fmt.Errorf("drift %s on %s: %w", o.model.EndpointName(), awsenv.Where(o.env, cfg), err)
+	}
+	if o.format == "json" {
+		err = renderDriftJSON(o.stdout, rep)
+	} else {
+		err = renderDriftTable(o.stdout, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("write the findings: %w", err)
+	}
+	if n := rep.Errors(); n > 0 {
+		return exitcode.CheckFailedf("drift: %d error-level finding(s) on %s: follow the remediations above", n, rep.Endpoint)
+	}
+	return nil
+}
+
+// renderDriftJSON writes the report as one JSON document.
+func renderDriftJSON(w io.Writer, rep cloud.DriftReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		cloud.DriftReport
+		Clean bool `json:"clean"`
+	}{rep, rep.Clean()})
+}
+
+// renderDriftTable writes one block per finding (severity, code, subject, detail, then the remediation) and
+// a summary line.
+func renderDriftTable(w io.Writer, rep cloud.DriftReport) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "drift of %s/%s against %s\n", rep.Endpoint, rep.Variant, rep.Expected)
+	counts := map[cloud.Severity]int{}
+	for _, f := range rep.Findings {
+		counts[f.Severity]++
+		fmt.Fprintf(&b, "%-5s  %s  %s\n       %s\n", f.Severity, f.Code, f.Subject, f.Detail)
+		if f.Remediation != "" {
+			fmt.Fprintf(&b, "       fix: %s\n", f.Remediation)
+		}
+	}
+	verdict := "clean"
+	if !rep.Clean() {
+		verdict = "drifted"
+	}
+	fmt.Fprintf(&b, "%s: %d error, %d warn, %d info\n", verdict, counts[cloud.SeverityError], counts[cloud.SeverityWarn], counts[cloud.SeverityInfo])
+	_, err := io.WriteString(w, b.String())
+	return err
+}

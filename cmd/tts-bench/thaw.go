@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+const thawDescription = `thaw repairs an endpoint that an interrupted measurement (kill -9, a crash, a lost connection) left
+frozen: scaling suspended and the instance count pinned.
+
+With a journal (--journal-dir, default .state/journals/<endpoint>.json, written by qmax and ttotal before
+they change anything) it restores exactly what the journal recorded: the target's SuspendedState, its
+minimum and maximum capacity, and the desired instance count; then it deletes the journal.
+Without a journal it unsuspends the target and sets its bounds from the plan (when it passes the gate) or
+else from the catalog (scaling.min_instances, scaling.max_instances).
+--desired N then sets the instance count (within the target's bounds).
+
+Each step changes only what differs: a second thaw changes nothing and says so.
+
+Examples:
+  tts-bench thaw --model espeak-ng --local
+  tts-bench thaw --endpoint speech-kokoro-82m --region us-east-1 --desired 2`
+
+// thawOpts is a thaw command line.
+type thawOpts struct {
+	args                                            []string
+	endpoint, modelID, planPath, containerDir, jdir string
+	desired                                         *int32
+	env                                             awsenv.Settings
+	stdout, stderr                                  io.Writer
+
+	model *models.Model
+}
+
+func thawCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "thaw",
+		Usage:       "restore an endpoint an interrupted run left frozen: from its journal, else from the plan or catalog",
+		UsageText:   "tts-bench thaw (--endpoint NAME | --model ID) [--desired N] [--local | --region R --profile P]",
+		Description: thawDescription,
+		Flags: append(modelFlags(),
+			&cli.StringFlag{Name: "endpoint", Usage: "endpoint name (instead of --model)"},
+			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"}),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench thaw --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: c.String("model"), planPath: c.String("plan"),
+				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+			var errs []error
+			if c.IsSet("desired") {
+				n := c.Int("desired")
+				if n < 1 || n > models.MaxInstances {
+					errs = append(errs, fmt.Errorf("--desired %d: not an instance count: give 1 to %d", n, models.MaxInstances))
+				} else {
+					d := int32(n)
+					o.desired = &d
+				}
+			}
+			if err := o.Validate(errs...); err != nil {
+				return err
+			}
+			return o.Execute(c.Context)
+		},
+	}
+}
+
+// Validate reports every problem of the command line at once, as a usage error.
+func (o *thawOpts) Validate(errs ...error) error {
+	if len(o.args) > 0 {
+		errs = append(errs, fmt.Errorf("thaw takes no arguments, got %q: use --endpoint or --model", o.args))
+	}
+	cat, err := models.Default()
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.endpoint == "" && o.modelID == "":
+		errs = append(errs, errors.New("no endpoint: give --endpoint NAME or --model ID"))
+	case o.modelID != "":
+		m, err := lookupModel(cat, o.modelID)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if o.endpoint != "" && o.endpoint != m.EndpointName() {
+			errs = append(errs, fmt.Errorf("--endpoint %s and --model %s disagree: the model's endpoint is %s: give one of them", o.endpoint, m.ID, m.EndpointName()))
+		}
+		o.model, o.endpoint = &m, m.EndpointName()
+	default:
+		// An endpoint of the catalog's naming gets the catalog's bounds.
+		for _, id := range cat.IDs() {
+			if m, err := cat.Get(id); err == nil && m.EndpointName() == o.endpoint {
+				o.model = &m
+			}
+		}
+	}
+	if o.endpoint != "" {
+		if _, err := cloud.JournalPath(o.jdir, o.endpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--endpoint/--journal-dir: %w", err))
+		}
+	}
+	errs = append(errs, o.env.Validate()...)
+	if o.planPath == "" && o.model != nil {
+		o.planPath = capacity.DefaultPlanPath(o.model.ID)
+	}
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// Execute thaws and reports what changed on stdout.
+func (o *thawOpts) Execute(ctx context.Context) error {
+	var bounds *cloud.Bounds
+	if o.model != nil {
+		exp := expect(*o.model, o.planPath, o.containerDir, o.env.Local)
+		if exp.spec != nil {
+			bounds = &cloud.Bounds{Min: int32(exp.spec.MinInstances), Max: int32(exp.spec.MaxInstances), Source: "the plan " + o.planPath}
+		} else {
+			bounds = &cloud.Bounds{Min: int32(o.model.Scaling.MinInstances), Max: int32(o.model.Scaling.MaxInstances), Source: "the catalog (" + o.model.ID + ")"}
+		}
+	}
+	cfg, err := o.env.Config(ctx)
+	if err != nil {
+		return err
+	}
+	cl := newClients(cfg)
+	res, err := cloud.Thaw(ctx, cloud.FreezeClients{SageMaker: cl.sm, AutoScaling: cl.aas}, cloud.ThawOptions{
+		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired,
+	})
+	if rerr := renderThaw(o.stdout, o.endpoint, res); rerr != nil && err == nil {
+		err = fmt.Errorf("write the result: %w", rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("thaw on %s: %w", awsenv.Where(o.env, cfg), err)
+	}
+	return nil
+}
+
+// renderThaw says where the state came from, each change, each note, and "nothing changed" when nothing did.
+func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult) error {
+	var b strings.Builder
+	if res.Journal != nil {
+		fmt.Fprintf(&b, "thaw %s: restoring from the journal %s (run %s, pid %d)\n", endpoint, res.JournalPath, res.Journal.RunID, res.Journal.PID)
+	} else {
+		fmt.Fprintf(&b, "thaw %s: no journal at %s\n", endpoint, res.JournalPath)
+	}
+	for _, c := range res.Changes {
+		fmt.Fprintf(&b, "  changed: %s\n", c)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	if res.JournalRemoved {
+		fmt.Fprintf(&b, "  removed the journal %s\n", res.JournalPath)
+	}
+	if len(res.Changes) == 0 {
+		fmt.Fprintf(&b, "nothing changed: %s already is as it should be\n", endpoint)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

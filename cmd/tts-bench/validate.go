@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+const validateDescription = `validate checks the scaling deployed for a model against a plan, and only reads.
+
+Checks: the scalable target's minimum and maximum; the target-tracking policy's metric, target value, that
+its scale-in is disabled, and its scale-out cooldown; the step policy's cooldown, adjustment and step; every
+alarm's metric, statistic, threshold, period and evaluation periods, and that the scale-in alarm triggers the
+scale-in policy. The plan is read as the deploy reads it (strictly, verified); it need not pass the gate, so
+that a plan can be compared before it is deployed.
+
+Exit codes: 0 every check passes, 1 a mismatch (or a failed AWS call), 2 a usage error or an unusable plan.
+
+Example:
+  tts-bench validate --model espeak-ng --plan artifacts/espeak-ng/plan.json --local`
+
+// validateOpts is a validate command line.
+type validateOpts struct {
+	args              []string
+	modelID, planPath string
+	format            string
+	env               awsenv.Settings
+	stdout, stderr    io.Writer
+
+	model models.Model
+	plan  *capacity.Plan
+}
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "validate",
+		Usage:       "check the deployed scaling against a plan (read-only); exit 1 on a mismatch",
+		UsageText:   "tts-bench validate --model ID [--plan F] [--local | --region R --profile P] [--format table|json]",
+		Description: validateDescription,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Usage: "catalog id of the model (its endpoint is speech-<model>)"},
+			&cli.StringFlag{Name: "plan", Usage: "plan to check against (default artifacts/<model>/plan.json)"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+		}, awsenv.Flags()...),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench validate --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			o := &validateOpts{args: c.Args().Slice(), modelID: c.String("model"), planPath: c.String("plan"), format: c.String("format"),
+				env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute(c.Context)
+		},
+	}
+}
+
+// Validate reports every problem of the command line and the plan at once, as a usage error.
+func (o *validateOpts) Validate() error {
+	var errs []error
+	if len(o.args) > 0 {
+		errs = append(errs, fmt.Errorf("validate takes no arguments, got %q: use --model and --plan", o.args))
+	}
+	cat, err := models.Default()
+	if err != nil {
+		return err
+	}
+	if o.model, err = lookupModel(cat, o.modelID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkFormat(o.format); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, o.env.Validate()...)
+	if o.planPath == "" && o.model.ID != "" {
+		o.planPath = capacity.DefaultPlanPath(o.model.ID)
+	}
+	if o.planPath != "" {
+		p, err := capacity.LoadPlan(o.planPath)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--plan %s: %w: give the plan tts-bench plan wrote", o.planPath, err))
+		case len(p.Verify()) > 0:
+			errs = append(errs, fmt.Errorf("--plan %s: does not verify: %w: run tts-bench plan again instead of editing it", o.planPath, errors.Join(p.Verify()...)))
+		case o.model.ID != "" && p.Fingerprint.Model != o.model.ID:
+			errs = append(errs, fmt.Errorf("--plan %s is for model %s, not %s: give the model's plan", o.planPath, p.Fingerprint.Model, o.model.ID))
+		default:
+			o.plan = p
+		}
+	}
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// Execute runs the checks, renders them on stdout and fails the check on a mismatch.
+func (o *validateOpts) Execute(ctx context.Context) error {
+	spec := capacity.ScalingSpecFor(o.model.EndpointName(), models.VariantName, o.plan)
+	cfg, err := o.env.Config(ctx)
+	if err != nil {
+		return err
+	}
+	cl := newClients(cfg)
+	checks, err := cloud.ValidateScaling(ctx, cloud.ValidateClients{AutoScaling: cl.aas, CloudWatch: cl.cw}, spec)
+	if err != nil {
+		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
+	}
+	if o.format == "json" {
+		err = renderValidateJSON(o.stdout, spec.Endpoint, o.planPath, checks)
+	} else {
+		err = renderValidateTable(o.stdout, spec.Endpoint, o.planPath, checks)
+	}
+	if err != nil {
+		return fmt.Errorf("write the checks: %w", err)
+	}
+	if n := cloud.Failed(checks); n > 0 {
+		return exitcode.CheckFailedf("validate: %d of %d checks failed on %s: deploy the plan again (speech-infra deploy %s) or plan again", n, len(checks), spec.Endpoint, o.model.ID)
+	}
+	return nil
+}
+
+func renderValidateJSON(w io.Writer, endpoint, plan string, checks []cloud.Check) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Endpoint string        `json:"endpoint"`
+		Plan     string        `json:"plan"`
+		Pass     bool          `json:"pass"`
+		Failed   int           `json:"failed"`
+		Checks   []cloud.Check `json:"checks"`
+	}{endpoint, plan, cloud.Failed(checks) == 0, cloud.Failed(checks), checks})
+}
+
+func renderValidateTable(w io.Writer, endpoint, plan string, checks []cloud.Check) error {
+	fmt.Fprintf(w, "validate %s against %s\n", endpoint, plan)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESULT\tRESOURCE\tCHECK\tPLANNED\tDEPLOYED")
+	for _, c := range checks {
+		r := "pass"
+		if !c.Pass {
+			r = "FAIL"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r, c.Subject, c.Name, c.Planned, c.Deployed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d checks passed\n", len(checks)-cloud.Failed(checks), len(checks))
+	return err
+}
