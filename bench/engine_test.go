@@ -164,3 +164,18 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("grace below the request timeout: %v", errs)
 	}
 }
+
+func TestReadRecordsRefusesWhatIsNotARecordsFile(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":         "",
+		"not JSON":      "hello\n",
+		"unknown field": `{"step":1,"class":"ok","sent":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z","window_start":"2025-01-01T00:00:00Z","window_end":"2025-01-01T00:00:01Z","extra":1}` + "\n",
+		"no step":       `{"class":"ok","sent":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z"}` + "\n",
+		"two values":    `{"step":1,"class":"ok","sent":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z"} {}` + "\n",
+		"blank line":    "\n",
+	} {
+		if _, err := ReadRecords(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: ReadRecords accepted it", name)
+		}
+	}
+}

@@ -1,6 +1,3 @@
-// Package bench is the load engine's home: for now the reader of SageMaker response streams that every test and
-// command shares, which measures the time to the first audio byte of one streamed response. Like the engine that
-// will join it, it parses no flags and makes no control-plane calls.
 package bench
 
 import (
