@@ -120,7 +120,6 @@ func writeEspeakPlan(t *testing.T, dir, digest string) *capacity.Plan {
 	return p
 }
 
-
 // The drift / thaw / validate story against the emulator with real instances: a fresh deploy of espeak-ng
 // with a gate-passing plan is clean and validates; scaling suspended by hand is an error that thaw fixes; a
 // journal left behind as kill -9 leaves it is reported with the suspension, thaw restores exactly the
@@ -255,7 +254,7 @@ func TestDriftThawValidateEmulator(t *testing.T) {
 		TargetTrackingScalingPolicyConfiguration: &aastypes.TargetTrackingScalingPolicyConfiguration{
 			TargetValue: aws.Float64(spec.ScaleOut.TargetValue + 5), DisableScaleIn: aws.Bool(false),
 			PredefinedMetricSpecification: &aastypes.PredefinedMetricSpecification{PredefinedMetricType: aastypes.MetricType(spec.ScaleOut.PredefinedMetric)},
-			ScaleOutCooldown: aws.Int32(int32(spec.ScaleOut.ScaleOutCooldownS)),
+			ScaleOutCooldown:              aws.Int32(int32(spec.ScaleOut.ScaleOutCooldownS)),
 		},
 	}); err != nil {
 		t.Fatal(err)

@@ -47,8 +47,8 @@ func TestRenderGolden(t *testing.T) {
 
 	b.Reset()
 	if err := renderThaw(&b, "speech-espeak-ng", cloud.ThawResult{
-		Journal:     &cloud.Journal{RunID: "qmax-1", PID: 4242, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-		JournalPath: ".state/journals/speech-espeak-ng.json",
+		Journal:       &cloud.Journal{RunID: "qmax-1", PID: 4242, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		JournalPath:   ".state/journals/speech-espeak-ng.json",
 		RestoreResult: cloud.RestoreResult{Changes: []string{"maximum capacity 1 → 4", "instance count 1 → 2"}, JournalRemoved: true},
 	}); err != nil {
 		t.Fatal(err)
