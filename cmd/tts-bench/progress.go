@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"sync"
 	"time"
 
@@ -14,98 +13,87 @@ import (
 )
 
 // stepView shows a staircase while it runs: which step, how long it has run and has left, and the live p95
-// TTFAB and stall of the requests that ended recently. Observe may be called from any goroutine.
+// TTFAB and stall the engine reports. Update may be called from any goroutine.
 type stepView interface {
 	// StartStep begins step index (from 1) of the staircase at concurrency c, lasting about d.
 	StartStep(index, c int, d time.Duration)
-	// Observe feeds one ended request: its TTFAB and stall in milliseconds, and whether it succeeded.
-	Observe(ttfabMs, stallMs float64, ok bool)
+	// Update shows the engine's latest live numbers of the step.
+	Update(s stepStatus)
 	// EndStep ends the current step with a one-line verdict.
 	EndStep(verdict string)
 	// Close ends the view; nothing may be called after it.
 	Close()
 }
 
-// liveWindow is how many recent requests the live percentiles are taken over: recent enough to follow a
-// step as it degrades, large enough that a p95 is more than one request.
-const liveWindow = 512
+// stepStatus is what the engine reports about the running step (bench.Progress, in milliseconds).
+type stepStatus struct {
+	// Phase is settle, hold, measure, drain or done.
+	Phase string
+	// Completed and Failed count the requests ended so far.
+	Completed, Failed int
+	// TTFABP95Ms and StallP95Ms are the live p95 over the successful requests so far (of the measure window
+	// once it has begun); zero before the first.
+	TTFABP95Ms, StallP95Ms float64
+}
 
-// live holds the recent requests of the current step and the step's timing; the views share it.
+// live holds the running step's timing and latest status; the views share it.
 type live struct {
-	mu           sync.Mutex
-	index, c     int
-	start        time.Time
-	d            time.Duration
-	ttfab, stall []float64 // rings of the last liveWindow values
-	next         int
-	okN, failN   int
-	now          func() time.Time
+	mu       sync.Mutex
+	index, c int
+	start    time.Time
+	d        time.Duration
+	st       stepStatus
+	now      func() time.Time
 }
 
 func (l *live) startStep(index, c int, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.index, l.c, l.d, l.start = index, c, d, l.now()
-	l.ttfab, l.stall, l.next, l.okN, l.failN = l.ttfab[:0], l.stall[:0], 0, 0, 0
+	l.index, l.c, l.d, l.start, l.st = index, c, d, l.now(), stepStatus{}
 }
 
-func (l *live) observe(ttfabMs, stallMs float64, ok bool) {
+func (l *live) update(s stepStatus) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !ok {
-		l.failN++
-		return
-	}
-	l.okN++
-	if len(l.ttfab) < liveWindow {
-		l.ttfab, l.stall = append(l.ttfab, ttfabMs), append(l.stall, stallMs)
-		return
-	}
-	l.ttfab[l.next], l.stall[l.next] = ttfabMs, stallMs
-	l.next = (l.next + 1) % liveWindow
+	l.st = s
 }
 
-// compact is the live status in as few columns as a bar leaves: elapsed/remaining, live p95 TTFAB and stall,
-// and the counts.
+// times returns elapsed and remaining time of the step (remaining 0 once overrun).
+func (l *live) times() (time.Duration, time.Duration) {
+	elapsed := l.now().Sub(l.start)
+	return elapsed.Truncate(time.Second), max(l.d-elapsed, 0).Truncate(time.Second)
+}
+
+// compact is the live status in as few columns as a bar leaves: elapsed +remaining, phase, live p95 TTFAB
+// and stall, ok/failed.
 func (l *live) compact() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	elapsed := l.now().Sub(l.start)
-	remaining := max(l.d-elapsed, 0)
+	elapsed, remaining := l.times()
 	p95 := "p95 TTFAB -"
-	if len(l.ttfab) > 0 {
-		p95 = fmt.Sprintf("p95 TTFAB %sms stall %sms", fmtMs(nearestRank(l.ttfab, 95)), fmtMs(nearestRank(l.stall, 95)))
+	if l.st.Completed > l.st.Failed {
+		p95 = fmt.Sprintf("p95 TTFAB %sms stall %sms", fmtMs(l.st.TTFABP95Ms), fmtMs(l.st.StallP95Ms))
 	}
-	return fmt.Sprintf("%s +%s %s %d/%d", elapsed.Truncate(time.Second), remaining.Truncate(time.Second), p95, l.okN, l.failN)
+	return fmt.Sprintf("%s +%s %s %s %d/%d", elapsed, remaining, orDash(l.st.Phase), p95, l.st.Completed-l.st.Failed, l.st.Failed)
 }
 
-// status is the live line: elapsed, remaining, live p95 TTFAB and stall, and the counts.
+// status is the live line: elapsed, remaining, phase, live p95 TTFAB and stall, and the counts.
 func (l *live) status() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	elapsed := l.now().Sub(l.start)
-	remaining := l.d - elapsed
-	if remaining < 0 {
-		remaining = 0
-	}
+	elapsed, remaining := l.times()
 	p95 := "p95 TTFAB -, stall -"
-	if len(l.ttfab) > 0 {
-		p95 = fmt.Sprintf("p95 TTFAB %s ms, stall %s ms (last %d)", fmtMs(nearestRank(l.ttfab, 95)), fmtMs(nearestRank(l.stall, 95)), len(l.ttfab))
+	if l.st.Completed > l.st.Failed {
+		p95 = fmt.Sprintf("p95 TTFAB %s ms, stall %s ms", fmtMs(l.st.TTFABP95Ms), fmtMs(l.st.StallP95Ms))
 	}
-	return fmt.Sprintf("elapsed %s, remaining %s, %s, %d ok, %d failed",
-		elapsed.Truncate(time.Second), remaining.Truncate(time.Second), p95, l.okN, l.failN)
+	return fmt.Sprintf("elapsed %s, remaining %s, %s, %s, %d ok, %d failed", elapsed, remaining, orDash(l.st.Phase), p95, l.st.Completed-l.st.Failed, l.st.Failed)
 }
 
-// nearestRank is the nearest-rank percentile p of xs (a copy is sorted). The live view only; the step's own
-// numbers come from the engine's exact percentiles over the measurement window.
-func nearestRank(xs []float64, p int) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := (p*len(s)+99)/100 - 1
-	if i < 0 {
-		i = 0
+func orDash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	return s[i]
+	return s
 }
 
 func fmtMs(x float64) string { return fmt.Sprintf("%.0f", x) }
@@ -159,7 +147,7 @@ func (v *lineView) StartStep(index, c int, d time.Duration) {
 	}(v.stop)
 }
 
-func (v *lineView) Observe(ttfabMs, stallMs float64, ok bool) { v.l.observe(ttfabMs, stallMs, ok) }
+func (v *lineView) Update(s stepStatus) { v.l.update(s) }
 
 func (v *lineView) EndStep(verdict string) {
 	v.stopTicker()
@@ -230,7 +218,7 @@ func (v *barView) StartStep(index, c int, d time.Duration) {
 	}(v.bar, v.tk, time.Now())
 }
 
-func (v *barView) Observe(ttfabMs, stallMs float64, ok bool) { v.l.observe(ttfabMs, stallMs, ok) }
+func (v *barView) Update(s stepStatus) { v.l.update(s) }
 
 func (v *barView) EndStep(verdict string) {
 	v.l.mu.Lock()

@@ -30,23 +30,16 @@ func TestLiveStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := &live{now: func() time.Time { return now }}
 	l.startStep(2, 5, 10*time.Second)
-	if got := l.status(); got != "elapsed 0s, remaining 10s, p95 TTFAB -, stall -, 0 ok, 0 failed" {
+	if got := l.status(); got != "elapsed 0s, remaining 10s, -, p95 TTFAB -, stall -, 0 ok, 0 failed" {
 		t.Errorf("status before any request: %q", got)
 	}
-	for i := 1; i <= 100; i++ {
-		l.observe(float64(i), float64(i)/10, true)
-	}
-	l.observe(1e9, 1e9, false) // a failure is counted, never a latency
+	l.update(stepStatus{Phase: "measure", Completed: 101, Failed: 1, TTFABP95Ms: 95.4, StallP95Ms: 10})
 	now = now.Add(4 * time.Second)
-	if got, want := l.status(), "elapsed 4s, remaining 6s, p95 TTFAB 95 ms, stall 10 ms (last 100), 1 ok, 1 failed"; got != strings.Replace(want, "1 ok", "100 ok", 1) {
-		t.Errorf("status = %q", got)
+	if got, want := l.status(), "elapsed 4s, remaining 6s, measure, p95 TTFAB 95 ms, stall 10 ms, 100 ok, 1 failed"; got != want {
+		t.Errorf("status = %q, want %q", got, want)
 	}
-	// The window keeps the last liveWindow requests only: a step that degrades shows it.
-	for i := 0; i < liveWindow; i++ {
-		l.observe(5000, 0, true)
-	}
-	if got := nearestRank(l.ttfab, 95); got != 5000 {
-		t.Errorf("live p95 after %d slow requests = %g, want 5000", liveWindow, got)
+	if got, want := l.compact(), "4s +6s measure p95 TTFAB 95ms stall 10ms 100/1"; got != want {
+		t.Errorf("compact = %q, want %q", got, want)
 	}
 	now = now.Add(time.Minute)
 	if got := l.status(); !strings.HasPrefix(got, "elapsed 1m4s, remaining 0s,") {
@@ -54,19 +47,12 @@ func TestLiveStatus(t *testing.T) {
 	}
 	l.startStep(3, 10, time.Second)
 	if got := l.status(); !strings.Contains(got, "p95 TTFAB -") || !strings.Contains(got, "0 ok, 0 failed") {
-		t.Errorf("a new step starts with the previous step's requests: %q", got)
+		t.Errorf("a new step starts with the previous step's numbers: %q", got)
 	}
-}
-
-func TestNearestRank(t *testing.T) {
-	for _, tt := range []struct {
-		xs   []float64
-		p    int
-		want float64
-	}{{[]float64{3}, 95, 3}, {[]float64{1, 2}, 50, 1}, {[]float64{1, 2}, 95, 2}, {[]float64{5, 1, 4, 2, 3}, 95, 5}, {[]float64{5, 1, 4, 2, 3}, 50, 3}} {
-		if got := nearestRank(tt.xs, tt.p); got != tt.want {
-			t.Errorf("nearestRank(%v, %d) = %g, want %g", tt.xs, tt.p, got, tt.want)
-		}
+	// Only failures so far: no latency is shown.
+	l.update(stepStatus{Phase: "settle", Completed: 3, Failed: 3, TTFABP95Ms: 0})
+	if got := l.status(); !strings.Contains(got, "p95 TTFAB -") || !strings.Contains(got, "0 ok, 3 failed") {
+		t.Errorf("failures only: %q", got)
 	}
 }
 
@@ -74,7 +60,7 @@ func TestLineView(t *testing.T) {
 	var out syncBuffer
 	v := newLineView(&out, 20*time.Millisecond)
 	v.StartStep(1, 4, time.Second)
-	v.Observe(120, 0, true)
+	v.Update(stepStatus{Phase: "hold", Completed: 1, TTFABP95Ms: 120})
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(out.String(), "p95 TTFAB 120 ms") {
 		if time.Now().After(deadline) {
@@ -99,9 +85,9 @@ func TestBarView(t *testing.T) {
 	var out syncBuffer
 	v := newBarView(&out, true)
 	v.StartStep(3, 10, 300*time.Millisecond)
-	v.Observe(250, 12, true)
+	v.Update(stepStatus{Phase: "measure", Completed: 1, TTFABP95Ms: 250, StallP95Ms: 12})
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), "p95 TTFAB 250ms stall 12ms 1/0") {
+	for !strings.Contains(out.String(), "measure p95 TTFAB 250ms stall 12ms 1/0") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the bar never showed the live p95 within 5s: %q", out.String())
 		}

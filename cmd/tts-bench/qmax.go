@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+const qmaxDescription = `qmax measures Q_max: the highest number of requests in flight on ONE instance at which the
+p95 time to first audio byte (TTFAB) still meets the SLO, with a closed-loop concurrency staircase.
+
+Each step holds exactly C requests in flight (a worker sends its next request only when its previous one
+ended: closed loop, so a slowing server cannot hide its slowness). A step settles (--settle, discarded),
+holds (--hold), and is judged on the requests sent in the last --measure-window of the hold. A step passes
+when its p95 TTFAB ≤ --slo-ms AND its p95 stall ≤ the stall budget (+ jitter) and few requests failed.
+
+The stall is measured for every request, beyond TTFAB: the longest time by which an audio byte arrived
+after a real-time player, started at the first audio byte, would have needed it. A scheduler that serves
+first chunks first keeps TTFAB low while continuations starve; the stall shows it. Nothing else in the
+field measures this.
+
+The ladder (default 1,5,10,20,30,40,50,60) runs in order and stops at the first failing step; while every
+step passes it goes on by +10 up to --max-concurrency. Q_max is the highest passing step below the lowest
+failing one; --refine bisects between them.
+
+Before measuring (sagemaker-stream), against the endpoint speech-<model>:
+  drift must be clean (refused with the findings unless --force); the endpoint must be InService; the
+  container's QUEUE_MAX_DEPTH must not reject the ladder (deploy in measurement configuration,
+  QUEUE_MAX_DEPTH=0, i.e. without a plan); then a journal is written (.state/journals/<endpoint>.json),
+  dynamic scaling suspended and the variant pinned to one instance. At the end, on error, on SIGINT and
+  on SIGTERM the journaled state is restored and the journal removed; after kill -9 run tts-bench thaw.
+Per step ConcurrentRequestsPerModel (Maximum, 10 s) is read and its ratio to the client's concurrency
+recorded; a disagreement is warned about.
+
+Outputs, each written atomically: --output (qmax.json), the raw records beside it
+(<name>.records.jsonl.gz, one JSON line per request) and the staircase chart (<name>.svg).
+--dry-run makes no AWS call: it prints the ladder, the estimated duration and every control-plane action.
+
+Examples:
+  tts-bench qmax --model espeak-ng --local --dry-run
+  tts-bench qmax --model espeak-ng --local --ladder 1,2,4,8 --settle 2s --hold 10s --measure-window 6s
+  tts-bench qmax --model kokoro-82m --transport http --url http://127.0.0.1:8080`
+
+// Flag names of qmax that other code refers to.
+const (
+	flagLadder = "ladder"
+)
+
+func qmaxCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "qmax",
+		Usage:       "measure Q_max: the highest per-instance concurrency whose p95 TTFAB (and stall) meets the SLO",
+		UsageText:   "tts-bench qmax --model ID [--local | --region R --profile P] [--ladder 1,5,10] [options]",
+		Description: qmaxDescription,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model to measure"},
+			&cli.StringFlag{Name: flagLadder, Usage: "concurrencies to measure, in increasing order (default " + joinInts(DefaultLadder) + ")"},
+			&cli.IntFlag{Name: "max-concurrency", Value: DefaultMaxConcurrency, Usage: "while every step passes, the ladder goes on by +10 up to this"},
+			&cli.DurationFlag{Name: "settle", Value: DefaultSettle, Usage: "per step: run this long before the hold starts (discarded)"},
+			&cli.DurationFlag{Name: "hold", Value: DefaultHold, Usage: "per step: hold the concurrency this long after settling"},
+			&cli.DurationFlag{Name: "measure-window", Value: DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
+			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one request, send to end of stream (a timeout counts against the step)"},
+			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB bound in milliseconds (default: the catalog's slo.ttfab_ms)"},
+			&cli.IntFlag{Name: "stall-budget-ms", Usage: "p95 stall bound in milliseconds, before the jitter allowance of " + bench.DefaultStallJitter.String() + " (default: the catalog's slo.stall_budget_ms)"},
+			&cli.StringFlag{Name: "transport", Value: capacity.TransportSageMakerStream, Usage: "sagemaker-stream (the endpoint) or http (a container at --url)"},
+			&cli.StringFlag{Name: "url", Usage: "with --transport http: the container's base URL, e.g. http://127.0.0.1:8080"},
+			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded English corpus)"},
+			&cli.BoolFlag{Name: "refine", Usage: "bisect between the highest passing and the lowest failing step"},
+			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the ladder, the estimated duration and every control-plane action"},
+			&cli.StringFlag{Name: "output", Usage: "where to write the artifact (default artifacts/<model>/qmax.json); records and chart go beside it"},
+			&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "the container source tree whose digest the artifact records"},
+			&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "where the freeze journal is kept"},
+		}, awsenv.Flags()...),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench qmax --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			cat, err := models.Default()
+			if err != nil {
+				return err
+			}
+			o := newQMaxOpts(c, cat)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute(c.Context)
+		},
+	}
+}
+
+// qmaxOpts is one tts-bench qmax: the command line as given and what Validate resolves from it.
+type qmaxOpts struct {
+	args                       []string
+	modelID                    string
+	ladder                     string
+	ladderSet                  bool
+	maxConcurrency             int
+	settle, hold, window       time.Duration
+	requestTimeout             time.Duration
+	sloMs, stallBudgetMs       *int
+	transport, url, corpusPath string
+	refine, force, dryRun      bool
+	output, containerDir       string
+	journalDir                 string
+	aws                        awsenv.Settings
+	catalog                    models.Catalog
+	stdout, stderr             io.Writer
+	commandLine                string
+
+	// Set by Validate.
+	model                  models.Model
+	lad                    ladder
+	slo, stallBudget       time.Duration
+	corpus                 *bench.Corpus
+	recordsPath, chartPath string
+	containerDigest        string
+}
+
+// newQMaxOpts reads the command line of c; it checks nothing.
+func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
+	o := &qmaxOpts{
+		args: c.Args().Slice(), modelID: c.String("model"), ladder: c.String(flagLadder), ladderSet: c.IsSet(flagLadder),
+		maxConcurrency: c.Int("max-concurrency"), settle: c.Duration("settle"), hold: c.Duration("hold"),
+		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
+		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
+		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"),
+		output: c.String("output"), containerDir: c.String("container-dir"), journalDir: c.String("journal-dir"),
+		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+		commandLine: strings.Join(os.Args, " "),
+	}
+	if c.IsSet("slo-ms") {
+		v := c.Int("slo-ms")
+		o.sloMs = &v
+	}
+	if c.IsSet("stall-budget-ms") {
+		v := c.Int("stall-budget-ms")
+		o.stallBudgetMs = &v
+	}
+	return o
+}
+
+// Validate checks the whole command line and reports every problem at once, as one usage error (exit 2),
+// each naming the flag and the fix. It resolves the model, the ladder, the SLO, the corpus, the output
+// paths and the container digest.
+func (o *qmaxOpts) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(o.args) > 0 {
+		bad("qmax takes no arguments, got %q: name the model with --model, see tts-bench qmax --help", o.args)
+	}
+	m, err := o.catalog.Get(o.modelID)
+	modelKnown := err == nil
+	if !modelKnown {
+		bad("--model: %w", err)
+	} else {
+		o.model = m
+	}
+
+	// The staircase.
+	if o.maxConcurrency < 1 || o.maxConcurrency > bench.MaxConcurrency {
+		bad("--max-concurrency %d: want 1 to %d", o.maxConcurrency, bench.MaxConcurrency)
+	}
+	steps := DefaultLadder
+	if o.ladderSet {
+		if steps, err = parseLadder(o.ladder); err != nil {
+			bad("--ladder: %w", err)
+		}
+	}
+	if n := len(steps); n > 0 && steps[n-1] > o.maxConcurrency && o.maxConcurrency >= 1 {
+		bad("--ladder goes up to %d, above --max-concurrency %d: raise --max-concurrency or shorten the ladder", steps[n-1], o.maxConcurrency)
+	}
+	if len(steps) > capacity.MaxQMaxSteps {
+		bad("--ladder has %d steps: at most %d", len(steps), capacity.MaxQMaxSteps)
+	}
+	o.lad = ladder{steps: steps, extension: DefaultLadderExtension, max: o.maxConcurrency}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+		zero bool
+	}{{"--settle", o.settle, true}, {"--hold", o.hold, false}, {"--measure-window", o.window, false}, {"--request-timeout", o.requestTimeout, false}} {
+		if d.v < 0 || (d.v == 0 && !d.zero) || d.v > maxStepDuration {
+			lo := "a positive duration"
+			if d.zero {
+				lo = "0 or a positive duration"
+			}
+			bad("%s %s: want %s up to %s, as a Go duration such as 30s or 4m", d.flag, d.v, lo, maxStepDuration)
+		}
+	}
+	if o.window > 0 && o.hold > 0 && o.window > o.hold {
+		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.window, o.hold)
+	}
+
+	// The judgement.
+	if modelKnown {
+		o.slo = time.Duration(m.SLO.TTFABMs) * time.Millisecond
+	}
+	if o.sloMs != nil {
+		if *o.sloMs < 1 || *o.sloMs > models.MaxSLOMs {
+			bad("--slo-ms %d: want 1 to %d milliseconds (default: the catalog's slo.ttfab_ms)", *o.sloMs, models.MaxSLOMs)
+		}
+		o.slo = time.Duration(*o.sloMs) * time.Millisecond
+	}
+	if modelKnown {
+		o.stallBudget = m.SLO.StallBudget()
+	}
+	if o.stallBudgetMs != nil {
+		if *o.stallBudgetMs < 0 || *o.stallBudgetMs > models.MaxSLOMs {
+			bad("--stall-budget-ms %d: want 0 to %d milliseconds", *o.stallBudgetMs, models.MaxSLOMs)
+		}
+		o.stallBudget = time.Duration(*o.stallBudgetMs) * time.Millisecond
+	}
+
+	// The transport.
+	switch o.transport {
+	case capacity.TransportSageMakerStream:
+		if o.url != "" {
+			bad("--url is for --transport http: drop it, or add --transport http to measure a container directly")
+		}
+	case capacity.TransportHTTP:
+		if err := checkContainerURL(o.url); err != nil {
+			bad("--url: %w", err)
+		}
+		if o.aws.Local || o.aws.Region != "" || o.aws.Profile != "" {
+			bad("--local, --region and --profile are for --transport sagemaker-stream: --transport http measures the container at --url and makes no AWS call")
+		}
+	default:
+		bad("--transport %q: want sagemaker-stream or http", o.transport)
+	}
+	errs = append(errs, o.aws.Validate()...)
+
+	// Inputs and outputs.
+	o.corpus = bench.DefaultCorpus()
+	if o.corpusPath != "" {
+		if o.corpus, err = bench.LoadCorpus(o.corpusPath); err != nil {
+			bad("--corpus: %w", err)
+		}
+	}
+	if o.output == "" && modelKnown {
+		o.output = capacity.DefaultQMaxPath(m.ID)
+	}
+	if o.output != "" {
+		errs = append(errs, o.resolveOutputs()...)
+	}
+	if o.containerDir == "" {
+		bad("--container-dir: is empty: give the container source tree (container)")
+	} else if !o.dryRun {
+		if o.containerDigest, err = capacity.SourceDigest(o.containerDir); err != nil {
+			bad("--container-dir: %w: run from the repository root or pass --container-dir", err)
+		}
+	}
+	if o.transport == capacity.TransportSageMakerStream && modelKnown {
+		if _, err := cloud.JournalPath(o.journalDir, m.EndpointName()); err != nil {
+			bad("--journal-dir: %w", err)
+		}
+	}
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// resolveOutputs derives the records and chart paths from --output and checks that all three can be
+// written: plain file names, a directory that is one (or can be created), no directory in their place.
+func (o *qmaxOpts) resolveOutputs() []error {
+	var errs []error
+	base := filepath.Base(o.output)
+	if !strings.HasSuffix(base, ".json") || base == ".json" {
+		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.output)}
+	}
+	stem := strings.TrimSuffix(o.output, ".json")
+	o.recordsPath, o.chartPath = stem+".records.jsonl.gz", stem+".svg"
+	if !plainFileName.MatchString(filepath.Base(o.recordsPath)) {
+		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.output, filepath.Base(o.recordsPath)))
+	}
+	for _, p := range []string{o.output, o.recordsPath, o.chartPath} {
+		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
+		}
+	}
+	if fi, err := os.Stat(filepath.Dir(o.output)); err == nil && !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.output, filepath.Dir(o.output)))
+	}
+	return errs
+}
+
+// plainFileName is what an artifact may record as a file beside it (capacity's artifactNamePattern).
+var plainFileName = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$`)
+
+// checkContainerURL accepts an absolute http(s) URL of a container, without query or fragment.
+func checkContainerURL(s string) error {
+	if s == "" {
+		return errors.New("is required with --transport http: give the container's base URL, e.g. --url http://127.0.0.1:8080")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not a container URL: want http://host:port (the container's base; /invocations is added)", s)
+	}
+	return nil
+}
+
+// endpoint is the endpoint the run measures (or, with --transport http, the URL).
+func (o *qmaxOpts) endpoint() string {
+	if o.transport == capacity.TransportHTTP {
+		return o.url
+	}
+	return o.model.EndpointName()
+}
+
+// engineConfig is the bench configuration of the run, without transport and records.
+func (o *qmaxOpts) engineConfig(runID string) bench.Config {
+	cfg := bench.DefaultConfig()
+	cfg.Settle, cfg.Hold, cfg.Measure = o.settle, o.hold, o.window
+	cfg.RequestTimeout, cfg.Grace = o.requestTimeout, o.requestTimeout
+	cfg.SLO, cfg.SLOPercentile = o.slo, o.model.SLO.Percentile
+	cfg.StallBudget = o.stallBudget
+	cfg.Corpus, cfg.RunID = o.corpus, runID
+	return cfg
+}
+
+// qmaxDrift checks the endpoint against the measurement configuration qmax needs: no scaling target,
+// policies or alarms that could move the instance count, no suspension or journal left by an earlier run,
+// the endpoint InService.
+func qmaxDrift(ctx context.Context, o *qmaxOpts, cl cloud.DriftClients) (cloud.DriftReport, error) {
+	return cloud.Drift(ctx, cl, cloud.DriftOptions{
+		Model: o.model.ID, Endpoint: o.endpoint(), Variant: models.VariantName, JournalDir: o.journalDir,
+		CatalogInstances: int32(o.model.InitialInstanceCount),
+		NoPlanReasons:    []string{"qmax measures one pinned instance in the measurement configuration (no scaling)"},
+	})
+}
+
+// printPlan prints what a run would do, without doing any of it: the ladder, the estimated duration and
+// every control-plane action (--dry-run).
+func (o *qmaxOpts) printPlan(w io.Writer) error {
+	var b strings.Builder
+	cfg := o.engineConfig("dry-run")
+	ep := o.endpoint()
+	fmt.Fprintf(&b, "qmax %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.model.ID)
+	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "  %-15s %s\n", k, fmt.Sprintf(format, args...)) }
+	if o.transport == capacity.TransportHTTP {
+		row("target", "the container at %s (transport http: no endpoint, no AWS call)", o.url)
+	} else {
+		where := "AWS (standard credential chain"
+		if o.aws.Local {
+			where = "the local emulator of " + o.aws.StateDir + " ("
+			where += "--local"
+		}
+		if o.aws.Region != "" {
+			where += ", region " + o.aws.Region
+		}
+		if o.aws.Profile != "" {
+			where += ", profile " + o.aws.Profile
+		}
+		row("target", "endpoint %s, variant %s, transport %s, on %s)", ep, models.VariantName, o.transport, where)
+	}
+	row("SLO", "p%d TTFAB ≤ %s and p95 stall ≤ %s + %s jitter, at most %.0f%% failed requests", cfg.SLOPercentile, cfg.SLO, cfg.StallBudget, cfg.StallJitter, 100*cfg.MaxErrorRate)
+	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", joinInts(o.lad.steps), o.lad.extension, o.lad.max)
+	row("per step", "settle %s, hold %s (judged on the last %s), then up to %s for requests in flight", cfg.Settle, cfg.Hold, cfg.Measure, cfg.Grace)
+	per := cfg.Settle + cfg.Hold
+	n, worst := len(o.lad.steps), len(o.lad.worstCase())
+	row("estimate", "%s for the %d ladder steps (%s each, up to %s with requests in flight)", time.Duration(n)*per, n, per, cfg.StepDuration())
+	if worst > n {
+		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.lad.max, worst)
+	}
+	if o.refine {
+		most, prev := 0, 0
+		for _, c := range o.lad.worstCase() {
+			most, prev = max(most, refineSteps(prev, c)), c
+		}
+		row("", "--refine: up to %d more steps bisecting the bracket (%s)", most, time.Duration(most)*per)
+	}
+	row("outputs", "%s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath)
+	b.WriteString("\nControl-plane actions, in order:\n")
+	var acts []string
+	act := func(format string, args ...any) { acts = append(acts, fmt.Sprintf(format, args...)) }
+	if o.transport == capacity.TransportHTTP {
+		act("none: every request is a POST to %s/invocations; no journal, no freeze, no CloudWatch read", strings.TrimSuffix(o.url, "/"))
+	} else {
+		rid := capacity.ResourceID(ep, models.VariantName)
+		journal, _ := cloud.JournalPath(o.journalDir, ep)
+		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.journalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.force])
+		act("DescribeEndpoint %s: refuse unless InService", ep)
+		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.lad.worstCase()[worst-1])
+		act("DescribeEndpoint and DescribeScalableTargets %s, then write the journal %s (desired instance count, min/max capacity, SuspendedState) before any change", rid, journal)
+		act("RegisterScalableTarget %s with MinCapacity=MaxCapacity=1 and dynamic scale-in, scale-out and scheduled scaling suspended (only when a target is registered)", rid)
+		act("UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=1 (only when it is not 1), then wait for InService (SDK waiter)", ep, models.VariantName)
+		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
+		act("per step: GetMetricData %s %s Maximum, period %s, EndpointName=%s VariantName=%s, over the measure window", capacity.MetricNamespace, capacity.ConcurrencyMetric, cloud.ConcurrencyPeriod, ep, models.VariantName)
+		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", ep)
+	}
+	for i, a := range acts {
+		fmt.Fprintf(&b, "  %d. %s\n", i+1, a)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

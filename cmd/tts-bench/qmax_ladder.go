@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/speech-infra/speech-infra/capacity"
+)
+
+// DefaultLadder is the staircase of the original proof of value: the concurrencies qmax measures first.
+var DefaultLadder = []int{1, 5, 10, 20, 30, 40, 50, 60}
+
+// Staircase defaults (issue 11, the original proof of value's practice).
+const (
+	// DefaultLadderExtension is how far each extra step goes beyond the last one while every step passes.
+	DefaultLadderExtension = 10
+	// DefaultMaxConcurrency bounds the extension of the ladder.
+	DefaultMaxConcurrency = 200
+	// DefaultHold is how long a step holds its concurrency after settling.
+	DefaultHold = 240 * time.Second
+	// DefaultMeasureWindow is the end of the hold the step is judged on.
+	DefaultMeasureWindow = 60 * time.Second
+	// DefaultSettle is how long a step runs before its hold starts, discarded.
+	DefaultSettle = 30 * time.Second
+	// maxStepDuration bounds settle and hold each: a day.
+	maxStepDuration = 24 * time.Hour
+)
+
+// ladder is the staircase of one run: the concurrencies given (or the default), then, while every step
+// passes, the last one plus extension, up to max.
+type ladder struct {
+	steps     []int
+	extension int
+	max       int
+}
+
+// parseLadder reads "1,5,10": distinct positive concurrencies in increasing order.
+func parseLadder(s string) ([]int, error) {
+	var steps []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 1 || n > capacity.MaxConcurrency {
+			return nil, fmt.Errorf("%q is not a concurrency: want whole numbers from 1 to %d separated by commas, e.g. --ladder 1,2,4,8", part, capacity.MaxConcurrency)
+		}
+		if len(steps) > 0 && n <= steps[len(steps)-1] {
+			return nil, fmt.Errorf("%d follows %d: list each concurrency once, in increasing order, e.g. --ladder 1,2,4,8", n, steps[len(steps)-1])
+		}
+		steps = append(steps, n)
+	}
+	return steps, nil
+}
+
+// next returns the concurrency to measure after the passing steps done (in the order measured), and false
+// when the staircase is over.
+func (l ladder) next(done []int) (int, bool) {
+	if len(done) < len(l.steps) {
+		return l.steps[len(done)], true
+	}
+	last := l.steps[len(l.steps)-1]
+	if len(done) > 0 {
+		last = done[len(done)-1]
+	}
+	n := last + l.extension
+	if l.extension <= 0 || n > l.max || len(done) >= capacity.MaxQMaxSteps {
+		return 0, false
+	}
+	return n, true
+}
+
+// worstCase is every concurrency the staircase can reach when every step passes.
+func (l ladder) worstCase() []int {
+	var all []int
+	for {
+		n, ok := l.next(all)
+		if !ok {
+			return all
+		}
+		all = append(all, n)
+	}
+}
+
+// bisect returns the concurrency halfway between the highest pass and the lowest fail, and false when they
+// are adjacent (the bracket cannot be refined further).
+func bisect(pass, fail int) (int, bool) {
+	if fail-pass <= 1 {
+		return 0, false
+	}
+	return pass + (fail-pass)/2, true
+}
+
+// bracket returns the highest passing concurrency below the lowest failing one, and the lowest failing one
+// (0 when none failed), from steps measured in any order (DESIGN.md, "Closed loop").
+func bracket(passed map[int]bool) (highestPass, lowestFail int) {
+	cs := make([]int, 0, len(passed))
+	for c := range passed {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	for _, c := range cs {
+		if !passed[c] {
+			return highestPass, c
+		}
+		highestPass = c
+	}
+	return highestPass, 0
+}
+
+// refineSteps is the most bisection steps --refine can add between a pass p and a fail f.
+func refineSteps(p, f int) int {
+	n := 0
+	for f-p > 1 {
+		p += (f - p) / 2
+		n++
+	}
+	return n
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

@@ -1,0 +1,546 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// Bounds of the run's control-plane waits.
+const (
+	// restoreTimeout bounds putting the endpoint back: an instance count change on SageMaker takes minutes.
+	restoreTimeout = cloud.DefaultWaitTimeout + 5*time.Minute
+	// metricWait bounds waiting, after the last step, for ConcurrentRequestsPerModel datapoints CloudWatch
+	// had not published when a step ended (AWS publishes with a delay of a minute or two).
+	metricWait = 3 * time.Minute
+	// metricPoll is the delay between two reads while waiting for datapoints.
+	metricPoll = 15 * time.Second
+	// ratioTolerance is how far the CloudWatch ÷ client concurrency ratio may be from 1 before qmax warns.
+	ratioTolerance = 0.25
+)
+
+// qmaxRun is the state of one measurement run.
+type qmaxRun struct {
+	o       *qmaxOpts
+	runID   string
+	started time.Time
+	// instanceType is what the endpoint config deploys ("local" on the emulator and for --transport http).
+	instanceType string
+	cfg          bench.Config
+	records      bytes.Buffer
+	gz           *gzip.Writer
+	view         stepView
+	cw           cloud.MetricReadAPI
+	steps        []bench.StepResult
+	cwMax        map[int]float64
+	warnings     []string
+}
+
+// Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
+func (o *qmaxOpts) Execute(ctx context.Context) error {
+	if o.dryRun {
+		return o.printPlan(o.stdout)
+	}
+	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, instanceType: models.LocalInstanceType}
+	r.cfg = o.engineConfig(r.runID)
+	r.gz = gzip.NewWriter(&r.records)
+	r.cfg.Records = r.gz
+
+	if o.transport == capacity.TransportHTTP {
+		r.cfg.Transport = bench.NewHTTP(o.url)
+		fmt.Fprintf(o.stderr, "qmax %s: measuring the container at %s directly (no endpoint, no AWS call)\n", o.model.ID, o.url)
+		return r.measureAndWrite(ctx)
+	}
+
+	awsCfg, err := o.aws.Config(ctx)
+	if err != nil {
+		return err
+	}
+	sm := sagemaker.NewFromConfig(awsCfg)
+	aas := applicationautoscaling.NewFromConfig(awsCfg)
+	cw := cloudwatch.NewFromConfig(awsCfg)
+	r.cw = cw
+	r.cfg.Transport = &bench.SageMakerStream{Endpoint: o.endpoint(), NewClient: func() bench.StreamInvoker {
+		// One client per worker: a client's event-stream decoder races when several streams are open on it
+		// (aws/smithy-go#714).
+		return sagemakerruntime.NewFromConfig(awsCfg)
+	}}
+	if err := o.preflight(ctx, sm, aas, cw); err != nil {
+		return err
+	}
+	if d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())}); err == nil {
+		if spec, _, err := cloud.DescribeDeployed(ctx, sm, d); err == nil && spec.InstanceType != "" {
+			r.instanceType = spec.InstanceType
+		}
+	}
+
+	fcl := cloud.FreezeClients{SageMaker: sm, AutoScaling: aas}
+	fmt.Fprintf(o.stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.model.ID, o.endpoint(), models.VariantName)
+	frozen, err := cloud.Freeze(ctx, fcl, cloud.FreezeOptions{
+		JournalDir: o.journalDir, Endpoint: o.endpoint(), Variant: models.VariantName, Instances: 1,
+		RunID: r.runID, Command: o.commandLine,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("qmax %s: interrupted while freezing: %w", o.model.ID, err)
+		}
+		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+	}
+	fmt.Fprintf(o.stderr, "qmax %s: frozen (journal %s)\n", o.model.ID, frozen.Path)
+	runErr := r.measureAndWrite(ctx)
+	restoreErr := o.restore(fcl, frozen)
+	return errors.Join(runErr, restoreErr)
+}
+
+// preflight refuses a measurement that cannot be trusted: drift errors (unless --force), an endpoint that
+// is not InService, a queue bound that would reject part of the ladder.
+func (o *qmaxOpts) preflight(ctx context.Context, sm *sagemaker.Client, aas *applicationautoscaling.Client, cw *cloudwatch.Client) error {
+	rep, err := qmaxDrift(ctx, o, cloud.DriftClients{SageMaker: sm, AutoScaling: aas, CloudWatch: cw})
+	if err != nil {
+		return fmt.Errorf("qmax %s: check drift: %w", o.model.ID, err)
+	}
+	if !rep.Clean() {
+		var lines []string
+		for _, f := range rep.Findings {
+			if f.Severity == cloud.SeverityError {
+				lines = append(lines, fmt.Sprintf("  %s %s: %s → %s", f.Code, f.Subject, f.Detail, f.Remediation))
+			}
+		}
+		if !o.force {
+			return exitcode.CheckFailedf("qmax %s: drift found %d error(s): a measurement now would not measure one pinned, undisturbed instance:\n%s\nrepair them (tts-bench drift --model %s shows all) or pass --force",
+				o.model.ID, rep.Errors(), strings.Join(lines, "\n"), o.model.ID)
+		}
+		fmt.Fprintf(o.stderr, "qmax %s: warning: --force: measuring despite %d drift error(s):\n%s\n", o.model.ID, rep.Errors(), strings.Join(lines, "\n"))
+	}
+	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())})
+	if err != nil {
+		if cloud.IsNotFound(err) {
+			return exitcode.CheckFailedf("qmax %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, o.endpoint(), o.model.ID)
+		}
+		return fmt.Errorf("qmax %s: describe endpoint %s: %w", o.model.ID, o.endpoint(), err)
+	}
+	if d.EndpointStatus != smtypes.EndpointStatusInService {
+		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, o.endpoint(), d.EndpointStatus)
+	}
+	spec, model, err := cloud.DescribeDeployed(ctx, sm, d)
+	if err != nil {
+		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+	}
+	return o.checkQueue(spec.Environment, model)
+}
+
+// checkQueue refuses a container whose queue shield would answer part of the ladder with 503s: the
+// staircase would measure the shield, not the instance.
+func (o *qmaxOpts) checkQueue(env map[string]string, model string) error {
+	raw, ok := env["QUEUE_MAX_DEPTH"]
+	if !ok {
+		return exitcode.CheckFailedf("qmax %s: the model %s sets no QUEUE_MAX_DEPTH, so its queue bound is unknown: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0: speech-infra deploy %s without a plan)", o.model.ID, model, o.model.ID)
+	}
+	depth, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || depth < 0 {
+		return exitcode.CheckFailedf("qmax %s: the model %s sets QUEUE_MAX_DEPTH=%q, not a depth: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0)", o.model.ID, model, raw)
+	}
+	reach := o.lad.worstCase()
+	top := reach[len(reach)-1]
+	if depth > 0 && depth < top {
+		return exitcode.CheckFailedf("qmax %s: the container of %s admits at most QUEUE_MAX_DEPTH=%d requests and answers more with 503, but the ladder reaches concurrency %d: "+
+			"the staircase would measure the shield, not the instance: deploy without a plan, in the measurement configuration QUEUE_MAX_DEPTH=0 (move artifacts/%s/plan.json aside and run speech-infra deploy %s), or keep the ladder at or below %d (--ladder, --max-concurrency)",
+			o.model.ID, model, depth, top, o.model.ID, o.model.ID, depth)
+	}
+	return nil
+}
+
+// restore puts the endpoint back from the journal and removes it. It runs on its own context, bounded by
+// restoreTimeout, because the run's context is already canceled after SIGINT or SIGTERM. A further signal
+// while it runs is answered, not obeyed silently: the first says restoring goes on, the next abandons the
+// restore and says that the journal stays for tts-bench thaw.
+func (o *qmaxOpts) restore(cl cloud.FreezeClients, fr *cloud.Frozen) error {
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	type result struct {
+		res cloud.RestoreResult
+		err error
+	}
+	done := make(chan result, 1)
+	fmt.Fprintf(o.stderr, "qmax %s: restoring %s from the journal %s\n", o.model.ID, fr.Journal.Endpoint, fr.Path)
+	go func() {
+		res, err := cloud.Restore(ctx, cl, fr.Path, cloud.WaitOptions{})
+		done <- result{res, err}
+	}()
+	thaw := fmt.Sprintf("tts-bench thaw --endpoint %s", fr.Journal.Endpoint)
+	signals := 0
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				if signals > 1 {
+					return fmt.Errorf("qmax %s: restore abandoned on a second signal: the journal %s stays: run %s: %w", o.model.ID, fr.Path, thaw, r.err)
+				}
+				return fmt.Errorf("qmax %s: %w", o.model.ID, r.err)
+			}
+			what := "nothing to change"
+			if len(r.res.Changes) > 0 {
+				what = strings.Join(r.res.Changes, ", ")
+			}
+			fmt.Fprintf(o.stderr, "qmax %s: restored %s (%s); journal removed\n", o.model.ID, fr.Journal.Endpoint, what)
+			for _, n := range r.res.Notes {
+				fmt.Fprintf(o.stderr, "qmax %s: note: %s\n", o.model.ID, n)
+			}
+			return nil
+		case <-sigs:
+			signals++
+			if signals == 1 {
+				fmt.Fprintf(o.stderr, "qmax %s: still restoring %s (at most %s): interrupt again to abandon the restore; the journal %s then stays for %s\n",
+					o.model.ID, fr.Journal.Endpoint, restoreTimeout, fr.Path, thaw)
+				continue
+			}
+			if signals == 2 {
+				fmt.Fprintf(o.stderr, "qmax %s: abandoning the restore: the journal %s stays: run %s\n", o.model.ID, fr.Path, thaw)
+				cancel() // Restore returns promptly once its context ends; the loop then reports it
+			}
+		}
+	}
+}
+
+// measureAndWrite runs the staircase (and the bisection with --refine), then writes records, chart and
+// artifact. An interrupted or failed run writes no artifact.
+func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
+	o := r.o
+	r.view = newStepView(o.stderr)
+	err := r.staircase(ctx)
+	r.view.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("qmax %s: interrupted after %d step(s): no artifact written: %w", o.model.ID, len(r.steps), ctx.Err())
+		}
+		return fmt.Errorf("qmax %s: %w: no artifact written", o.model.ID, err)
+	}
+	r.awaitMetrics(ctx)
+	return r.write()
+}
+
+// staircase runs the ladder until the first failing step, then bisects the bracket when asked.
+func (r *qmaxRun) staircase(ctx context.Context) error {
+	var passedInOrder []int
+	for {
+		c, ok := r.o.lad.next(passedInOrder)
+		if !ok {
+			break
+		}
+		s, err := r.step(ctx, c)
+		if err != nil {
+			return err
+		}
+		if !s.MeetsSLO {
+			break
+		}
+		passedInOrder = append(passedInOrder, c)
+	}
+	if !r.o.refine {
+		return nil
+	}
+	for {
+		hp, lf := bracket(r.passed())
+		if lf == 0 {
+			return nil
+		}
+		c, ok := bisect(hp, lf)
+		if !ok {
+			return nil
+		}
+		if _, err := r.step(ctx, c); err != nil {
+			return err
+		}
+	}
+}
+
+// passed maps each measured concurrency to whether it met the SLO.
+func (r *qmaxRun) passed() map[int]bool {
+	m := map[int]bool{}
+	for _, s := range r.steps {
+		m[s.Concurrency] = s.MeetsSLO
+	}
+	return m
+}
+
+// step runs one step with the live view, reads its CloudWatch concurrency and reports its verdict.
+func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
+	cfg := r.cfg
+	cfg.Observer = func(p bench.Progress) { r.view.Update(progressOf(p)) }
+	r.view.StartStep(len(r.steps)+1, c, cfg.Settle+cfg.Hold)
+	s, err := bench.RunStep(ctx, cfg, c)
+	if err != nil {
+		r.view.EndStep("stopped: " + err.Error())
+		return s, err
+	}
+	r.steps = append(r.steps, s)
+	r.readConcurrency(ctx, s, false)
+	r.view.EndStep(verdict(s, r.cfg))
+	if !s.Usable {
+		r.warn(fmt.Sprintf("step at concurrency %d is not usable: %s", c, s.UnusableReason))
+	}
+	return s, nil
+}
+
+// verdict is the one-line judgement of a step.
+func verdict(s bench.StepResult, cfg bench.Config) string {
+	head := "PASS"
+	if !s.MeetsSLO {
+		head = "FAIL (" + strings.Join(s.FailReasons, "; ") + ")"
+	}
+	return fmt.Sprintf("%s: p%d TTFAB %s ms (SLO %s ms), p95 stall %s ms, %d ok, %d errors, %d shed, %.2f rps, mean response %s ms",
+		head, cfg.SLOPercentile, fmtMs(s.TTFABSLOMs), fmtMs(float64(cfg.SLO/time.Millisecond)), fmtMs(s.StallP95Ms), s.OK, s.Errors, s.Shed, s.AchievedRPS, fmtMs(s.ResponseMeanMs))
+}
+
+// progressOf maps the engine's live numbers to the view's.
+func progressOf(p bench.Progress) stepStatus {
+	return stepStatus{Phase: p.Phase, Completed: p.Completed, Failed: p.Failed,
+		TTFABP95Ms: float64(p.TTFABP95) / float64(time.Millisecond), StallP95Ms: float64(p.StallP95) / float64(time.Millisecond)}
+}
+
+// readConcurrency reads the Maximum of ConcurrentRequestsPerModel over the step's measure window and
+// records it. Periods wholly inside the window are read when there are any (they can be read later without
+// catching a neighbouring step); a window shorter than two periods reads the periods around it, right
+// after the step, before the next one starts. late says this is the read after the run.
+func (r *qmaxRun) readConcurrency(ctx context.Context, s bench.StepResult, late bool) {
+	if r.cw == nil || s.WindowEnd.IsZero() {
+		return
+	}
+	p := cloud.ConcurrencyPeriod
+	start, end := ceilTime(s.WindowStart, p), s.WindowEnd.Truncate(p)
+	if !end.After(start) {
+		if late {
+			return
+		}
+		start, end = s.WindowStart.Truncate(p), ceilTime(s.WindowEnd, p)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.endpoint(), models.VariantName, start, end)
+	if err != nil {
+		r.warn(fmt.Sprintf("step at concurrency %d: %v", s.Concurrency, err))
+		return
+	}
+	if v, ok := cloud.MaxValue(pts); ok {
+		r.cwMax[s.Concurrency] = v
+	}
+}
+
+// awaitMetrics reads again, for at most metricWait, the steps CloudWatch had no datapoint for yet.
+func (r *qmaxRun) awaitMetrics(ctx context.Context) {
+	if r.cw == nil {
+		return
+	}
+	deadline := time.Now().Add(metricWait)
+	for {
+		var missing []bench.StepResult
+		for _, s := range r.steps {
+			if _, ok := r.cwMax[s.Concurrency]; !ok {
+				missing = append(missing, s)
+			}
+		}
+		if len(missing) == 0 || ctx.Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			var cs []int
+			for _, s := range missing {
+				cs = append(cs, s.Concurrency)
+			}
+			r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the step(s) at concurrency %s within %s: their CloudWatch ratio is not recorded (the plan then assumes 1)", joinInts(cs), metricWait))
+			return
+		}
+		fmt.Fprintf(r.o.stderr, "qmax %s: waiting for CloudWatch to publish ConcurrentRequestsPerModel for %d step(s)\n", r.o.model.ID, len(missing))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(metricPoll):
+		}
+		for _, s := range missing {
+			r.readConcurrency(ctx, s, true)
+		}
+	}
+}
+
+func ceilTime(t time.Time, d time.Duration) time.Time {
+	if tt := t.Truncate(d); tt.Equal(t) {
+		return t
+	} else {
+		return tt.Add(d)
+	}
+}
+
+// warn prints a warning now and keeps it for the summary.
+func (r *qmaxRun) warn(msg string) {
+	r.warnings = append(r.warnings, msg)
+	fmt.Fprintf(r.o.stderr, "qmax %s: warning: %s\n", r.o.model.ID, msg)
+}
+
+// artifact folds the steps into the qmax artifact (records digest and name set by write).
+func (r *qmaxRun) artifact() *capacity.QMax {
+	o := r.o
+	q := &capacity.QMax{
+		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType,
+		ModelRevision: o.model.Revision(), ContainerDigest: o.containerDigest, Transport: o.transport,
+		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile, RunID: r.runID,
+		StartedAt: r.started, EndedAt: time.Now().UTC(),
+	}
+	var lowest *bench.StepResult
+	for i, s := range r.steps {
+		st := capacity.QMaxStep{
+			Concurrency: s.Concurrency, OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed,
+			TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms,
+			StallP95Ms: s.StallP95Ms, StallBudgetMs: s.StallBudgetMs, StallJitterMs: s.StallJitterMs,
+			ResponseMeanMs: s.ResponseMeanMs, AchievedRPS: s.AchievedRPS,
+			ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
+			MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
+		}
+		if v, ok := r.cwMax[s.Concurrency]; ok {
+			st.CloudWatchConcurrencyMax = v
+			if s.InFlightPeak > 0 {
+				st.CloudWatchRatio = v / float64(s.InFlightPeak)
+				if math.Abs(st.CloudWatchRatio-1) > ratioTolerance {
+					r.warn(fmt.Sprintf("step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the instance did not see what the client sent (another client, a second instance, or the metric's definition): check tts-bench drift",
+						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio))
+				}
+			}
+		}
+		q.Steps = append(q.Steps, st)
+		if s.OK > 0 && (lowest == nil || s.Concurrency < lowest.Concurrency) {
+			lowest = &r.steps[i]
+		}
+	}
+	if lowest != nil {
+		q.ServiceTimeMeanMs, q.ServiceTimeP95Ms = lowest.ResponseMeanMs, lowest.ResponseP95Ms
+		if lowest.Concurrency != 1 {
+			r.warn(fmt.Sprintf("the uncontended service time is taken at concurrency %d, the lowest measured: put 1 in the ladder for the real one", lowest.Concurrency))
+		}
+	}
+	q.BracketHighestPass, q.BracketLowestFail = bracket(r.passed())
+	q.QMax = q.BracketHighestPass
+	return q
+}
+
+// write writes the records, the chart and the artifact, each atomically, the artifact last (it names the
+// records' digest). A run where no step met the SLO writes records and chart but no artifact: there is no
+// Q_max to plan from.
+func (r *qmaxRun) write() error {
+	o := r.o
+	if err := r.gz.Close(); err != nil {
+		return fmt.Errorf("qmax %s: compress the records: %w", o.model.ID, err)
+	}
+	q := r.artifact()
+	data := r.records.Bytes()
+	q.RecordsFile, q.RecordsSHA256 = baseName(o.recordsPath), capacity.DigestBytes(data)
+	if err := capacity.WriteFileAtomic(o.recordsPath, data); err != nil {
+		return exitcode.Usage(fmt.Errorf("qmax %s: write the records: %w: choose another --output", o.model.ID, err))
+	}
+	fmt.Fprintf(o.stderr, "qmax %s: wrote %d step(s) of records to %s\n", o.model.ID, len(r.steps), o.recordsPath)
+	svg, err := renderChartSVG(chartOf(q, r.steps, r.cfg))
+	if err != nil {
+		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+	}
+	if err := capacity.WriteFileAtomic(o.chartPath, svg); err != nil {
+		return exitcode.Usage(fmt.Errorf("qmax %s: write the chart: %w: choose another --output", o.model.ID, err))
+	}
+	fmt.Fprintf(o.stderr, "qmax %s: wrote the staircase chart to %s\n", o.model.ID, o.chartPath)
+	if q.QMax < 1 {
+		return exitcode.CheckFailedf("qmax %s: no step met the SLO (p%d TTFAB ≤ %d ms, p95 stall ≤ %s): no artifact written: lower the first step of the ladder, relax the SLO or choose a larger instance",
+			o.model.ID, q.SLOPercentile, q.SLOTTFABMs, r.cfg.StallBudget+r.cfg.StallJitter)
+	}
+	if errs := q.Verify(); len(errs) > 0 {
+		return fmt.Errorf("qmax %s: the measured artifact does not verify (a bug in tts-bench: report it with the records %s): %w", o.model.ID, o.recordsPath, errors.Join(errs...))
+	}
+	if err := capacity.WriteJSON(o.output, q); err != nil {
+		return exitcode.Usage(fmt.Errorf("qmax %s: %w: choose another --output", o.model.ID, err))
+	}
+	if err := renderQMaxSummary(o.stdout, q); err != nil {
+		return fmt.Errorf("print the summary: %w", err)
+	}
+	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d)\n", o.model.ID, o.output, q.QMax)
+	return nil
+}
+
+// chartOf is the chart of an artifact and its steps.
+func chartOf(q *capacity.QMax, steps []bench.StepResult, cfg bench.Config) staircaseChart {
+	c := staircaseChart{
+		Title:      fmt.Sprintf("Q_max of %s on %s (%s, closed loop)", q.Model, q.InstanceType, q.Transport),
+		Percentile: q.SLOPercentile, SLOMs: float64(q.SLOTTFABMs), StallBudgetMs: float64((cfg.StallBudget + cfg.StallJitter) / time.Millisecond),
+		QMax: q.QMax, LowestFail: q.BracketLowestFail,
+	}
+	for _, s := range steps {
+		c.Steps = append(c.Steps, chartStep{Concurrency: s.Concurrency, TTFABMs: s.TTFABSLOMs, StallMs: s.StallP95Ms, Pass: s.MeetsSLO})
+	}
+	return c
+}
+
+// renderQMaxSummary prints the staircase and Q_max for humans (stdout).
+func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Q_max of %s on %s over %s: %d", q.Model, q.InstanceType, q.Transport, q.QMax)
+	if q.BracketLowestFail > 0 {
+		fmt.Fprintf(&b, " (passes at %d, fails at %d)\n", q.BracketHighestPass, q.BracketLowestFail)
+	} else {
+		fmt.Fprintf(&b, " (a lower bound: no step failed)\n")
+	}
+	fmt.Fprintf(&b, "SLO p%d TTFAB ≤ %d ms; uncontended service time %s ms mean, %s ms p95\n", q.SLOPercentile, q.SLOTTFABMs, fmtMs(q.ServiceTimeMeanMs), fmtMs(q.ServiceTimeP95Ms))
+	fmt.Fprintf(&b, "%-6s %-5s %10s %10s %10s %8s %8s %8s %7s %s\n", "C", "pass", "p95 TTFAB", "p95 stall", "resp mean", "rps", "ok", "failed", "cw", "usable")
+	for _, s := range q.Steps {
+		pass, usable, cw := "no", "yes", "-"
+		if s.MeetsSLO {
+			pass = "yes"
+		}
+		if !s.Usable {
+			usable = "no: " + s.UnusableReason
+		}
+		if s.CloudWatchRatio > 0 {
+			cw = fmt.Sprintf("%.2f", s.CloudWatchRatio)
+		}
+		fmt.Fprintf(&b, "%-6d %-5s %10s %10s %10s %8.2f %8d %8d %7s %s\n", s.Concurrency, pass, fmtMs(s.TTFABP95Ms), fmtMs(s.StallP95Ms),
+			fmtMs(s.ResponseMeanMs), s.AchievedRPS, s.OKCount, s.ErrorCount+s.RejectedCount, cw, usable)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// newRunID is a time-ordered, unique run id: qmax-20260130T120000Z-1a2b3c4d.
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "qmax-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
