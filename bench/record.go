@@ -55,6 +55,9 @@ type Record struct {
 	// Class is the outcome: ClassOK or an error class; Error the error's text.
 	Class string `json:"class"`
 	Error string `json:"error,omitempty"`
+	// Arrival is set on the records of an open-loop run (RunOpenLoop) only: the scheduled arrival the record
+	// answers. Closed-loop records do not carry it.
+	Arrival *Arrival `json:"arrival,omitempty"`
 }
 
 // OK reports whether the request succeeded.
