@@ -241,3 +241,14 @@ func (h *fakeHub) resetFetches() {
 	defer h.mu.Unlock()
 	h.fetches = map[string]int{}
 }
+
+func fmtLine(f string, a ...any) string { return fmt.Sprintf(f, a...) }
+
+func containsLine(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
