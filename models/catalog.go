@@ -43,6 +43,10 @@ type Model struct {
 	Source *Source `json:"source,omitempty"`
 	// InstanceType is the SageMaker instance type, e.g. ml.g5.xlarge.
 	InstanceType string `json:"instance_type"`
+	// PricePerHourUSD is the on-demand price of one instance-hour of InstanceType for real-time inference, in
+	// US dollars (us-east-1 list price where the file says nothing else). Optional in the catalog; tts-bench
+	// simulate needs it (or --price-per-hour) to report cost.
+	PricePerHourUSD *float64 `json:"price_per_hour_usd,omitempty"`
 	// InitialInstanceCount is the endpoint's instance count at creation.
 	InitialInstanceCount int `json:"initial_instance_count"`
 	// SLO is the latency objective that qmax measures against.
@@ -65,8 +69,15 @@ type Source struct {
 	Repo string `json:"repo"`
 	// Revision is the full 40-hex commit the files are pinned at.
 	Revision string `json:"revision"`
-	// Files are the paths (globs allowed) synced into the weights bucket.
+	// Files are the paths synced into the weights bucket, each a path.Match pattern against the whole path
+	// in the repository (`*` stays within one directory: voices/*.bin). Every pattern must select at least
+	// one file of the pinned revision, or the sync fails.
 	Files []string `json:"files"`
+	// TokenSecret names the AWS Secrets Manager secret whose string value is a Hugging Face access token,
+	// for a gated or private repository. It is optional, and only because a public repository needs no
+	// token: without it no Authorization header is sent, and a repository that turns out to be gated fails
+	// the sync with 401 and this field named as the fix (never a silent success).
+	TokenSecret string `json:"token_secret,omitempty"`
 }
 
 // SLO is a latency objective on time to first audio byte.
@@ -165,6 +176,8 @@ const (
 	MaxDetectionBufferS = 3600
 	// MaxSLOMs is the largest slo.ttfab_ms (an hour).
 	MaxSLOMs = 3_600_000
+	// MaxPricePerHourUSD is the largest price_per_hour_usd.
+	MaxPricePerHourUSD = 1000
 )
 
 // Catalog is a validated set of models keyed by id.
@@ -264,6 +277,8 @@ var (
 	revisionPattern = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	repoPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	instancePattern = regexp.MustCompile(`^ml\.[a-z0-9]+\.[a-z0-9]+$`)
+	// secretNamePattern is what Secrets Manager accepts in a secret name.
+	secretNamePattern = regexp.MustCompile(`^[A-Za-z0-9/_+=.@-]{1,512}$`)
 )
 
 // validate reports every semantic problem of a decoded entry through add.
@@ -289,13 +304,21 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 		for i, f := range m.Source.Files {
 			if f == "" || strings.HasPrefix(f, "/") || strings.Contains(f, "..") {
 				add(fmt.Sprintf("source.files[%d]", i), "%q must be a relative path inside the repository", f)
+			} else if _, err := path.Match(f, ""); err != nil {
+				add(fmt.Sprintf("source.files[%d]", i), "%q is not a valid pattern (%v): use path.Match syntax, e.g. voices/*.bin", f, err)
 			}
+		}
+		if m.Source.TokenSecret != "" && !secretNamePattern.MatchString(m.Source.TokenSecret) {
+			add("source.token_secret", "%q is not a Secrets Manager secret name: use 1-512 letters, digits and /_+=.@- (or leave the field out for a public repository)", m.Source.TokenSecret)
 		}
 	} else if m.Engine == "kokoro" {
 		add("source", "is missing: the kokoro engine needs weights; give repo, revision and files")
 	}
 	if m.InstanceType != LocalInstanceType && !instancePattern.MatchString(m.InstanceType) {
 		add("instance_type", "%q is not a SageMaker instance type: use a name like ml.g5.xlarge", m.InstanceType)
+	}
+	if p := m.PricePerHourUSD; p != nil && !(*p >= 0 && *p <= MaxPricePerHourUSD) {
+		add("price_per_hour_usd", "is %s: use the instance type's on-demand price per hour in US dollars, 0 to %d", strconv.FormatFloat(*p, 'g', -1, 64), MaxPricePerHourUSD)
 	}
 	if m.InitialInstanceCount < 1 {
 		add("initial_instance_count", "is %d: it must be at least 1", m.InitialInstanceCount)
