@@ -36,3 +36,7 @@ container-bench: deps-container container-build ## benchmarks: gate and stream o
 container-testdata: ## regenerate the tiny stand-in Kokoro model in container/testdata (Debian python3-onnx)
 	@bash scripts/apt-install-missing.sh $(CONTAINER_TESTDATA_APT_PACKAGES)
 	/usr/bin/python3 container/testdata/make_tiny_kokoro.py
+
+.PHONY: container-g2p-golden
+container-g2p-golden: deps-node ## regenerate container/testdata/g2p/golden.jsonl from kokoro-js 1.2.1's phonemizer (the G2P oracle)
+	node container/testdata/g2p/oracle.mjs container/testdata/g2p/corpus.txt container/testdata/g2p/golden.jsonl

@@ -32,8 +32,7 @@ var (
 
 // Normalize applies the reference G2P's text clean-ups that do not depend on
 // a language model: curly quotes, brackets, full-width punctuation and
-// whitespace. Numbers, currencies and abbreviations are left to espeak-ng's own
-// rules.
+// whitespace. Numbers, currencies and abbreviations are NormalizeEnglish's.
 func Normalize(text string) string {
 	text = normalizeReplacer.Replace(text)
 	var b strings.Builder
@@ -175,12 +174,17 @@ func ninetyDi(ps string) string {
 // production one.
 type Phonemizer func(text, lang string) (string, error)
 
-// G2P converts text to Kokoro phonemes: normalize, phonemize each word
-// section with espeak-ng in lang, keep punctuation sections verbatim, then
-// apply FixUp (American rules when lang is en-us).
+// G2P converts text to Kokoro phonemes: normalize (for English, lang en-us or
+// en, also NormalizeEnglish: numbers, money, times, titles, acronyms),
+// phonemize each word section with espeak-ng in lang, keep punctuation
+// sections verbatim, then apply FixUp (American rules when lang is en-us).
 func G2P(text, lang string, phonemize Phonemizer) (string, error) {
+	text = Normalize(text)
+	if lang == "en-us" || lang == "en" {
+		text = NormalizeEnglish(text)
+	}
 	var b strings.Builder
-	for _, s := range SplitPunctuation(Normalize(text)) {
+	for _, s := range SplitPunctuation(text) {
 		if s.Punct {
 			b.WriteString(s.Text)
 			continue
