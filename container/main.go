@@ -1,6 +1,7 @@
 // Command speech-container is the inference server measured and deployed by
 // speech-infra: `speech-container serve` serves the SageMaker inference
-// contract with the engine ENGINE names. See README.md.
+// contract with the engine ENGINE names; `speech-container phonemize` prints
+// the kokoro engine's phonemes for lines of text. See README.md.
 package main
 
 import (
@@ -25,7 +26,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err := app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "phonemize" {
+		err = app.Phonemize(os.Args[2:], os.Stdin, os.Stdout, os.Getenv)
+	} else {
+		err = app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "speech-container:", err)
 	}
