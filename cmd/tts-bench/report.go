@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+const reportDescription = `report merges the records files of a replay's shards (tts-bench replay --shard i/n) into one report:
+the per-minute table replay prints, with exact percentiles over the merged records, as if one machine had
+driven the whole trace.
+
+Each file must hold the records of one shard. report refuses files of different runs (run id) or traces
+(the trace's digest) unless --force, always refuses two files of the same shard or an arrival recorded twice,
+and refuses an incomplete set of shards (say, 3 of 4 files) unless --force. A single file re-reports its run.
+The instance counts come from the .instances.json file replay writes beside a records file, when present.
+
+Exit codes: 0 when every slice met the SLO, 1 when one did not, 2 for bad input.
+
+Examples:
+  tts-bench report --model kokoro-82m replay-day1-shard-0-of-2.jsonl.gz replay-day1-shard-1-of-2.jsonl.gz`
+
+// MaxReportFiles bounds the files one report merges.
+const MaxReportFiles = 1000
+
+// MaxRecordsFileBytes bounds a records file after decompression (a day at hundreds of requests a second).
+const MaxRecordsFileBytes = 64 << 30
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "report",
+		Usage:       "merge the records files of replay shards into one per-minute report",
+		UsageText:   "tts-bench report [--model ID] [--bucket D] [--force] RECORDS.jsonl.gz...",
+		Description: reportDescription,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model whose SLO judges the slices"},
+			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB SLO in milliseconds (default: the catalog's)"},
+			&cli.DurationFlag{Name: "bucket", Value: DefaultReplayBucket, Usage: "length of one row of the table"},
+			&cli.BoolFlag{Name: "force", Usage: "merge files of different runs or traces, or an incomplete set of shards"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench report --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			cat, err := models.Default()
+			if err != nil {
+				return err
+			}
+			return runReport(c, cat)
+		},
+	}
+}
+
+// runReport is tts-bench report: check the command line, read and check the files, merge, print.
+func runReport(c *cli.Context, cat models.Catalog) error {
+	files, bucket, format := c.Args().Slice(), c.Duration("bucket"), c.String("format")
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(files) == 0 {
+		bad("report needs the records files to merge as arguments: tts-bench report a.jsonl.gz b.jsonl.gz")
+	}
+	if len(files) > MaxReportFiles {
+		bad("%d files: at most %d", len(files), MaxReportFiles)
+	}
+	m, err := cat.Get(c.String("model"))
+	var slo time.Duration
+	if err != nil {
+		bad("--model: %w", err)
+	} else {
+		slo = time.Duration(m.SLO.TTFABMs) * time.Millisecond
+	}
+	if c.IsSet("slo-ms") {
+		v := c.Int("slo-ms")
+		if v < 1 || v > models.MaxSLOMs {
+			bad("--slo-ms %d: want 1 to %d milliseconds", v, models.MaxSLOMs)
+		}
+		slo = time.Duration(v) * time.Millisecond
+	}
+	if bucket < time.Second || bucket > 24*time.Hour {
+		bad("--bucket %s: want 1s to 24h", bucket)
+	}
+	if format != "table" && format != "json" {
+		bad("--format %q: want table or json", format)
+	}
+	if len(errs) > 0 {
+		return exitcode.Usage(errors.Join(errs...))
+	}
+	recs, samples, err := mergeShards(files, c.Bool("force"), c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	rep, err := newReplayReport(recs, samples, bucket, slo, m.ID)
+	if err != nil {
+		return exitcode.Usage(err)
+	}
+	rep.Files = files
+	return rep.write(c.App.Writer, format)
+}
+
+// shardFile is what one records file holds.
+type shardFile struct {
+	path                 string
+	runID, trace         string
+	shard, shards        int
+	recs                 []bench.Record
+	instances            []instanceSample
+	hasInstances         bool
+	instancesRun, instTr string
+}
+
+// mergeShards reads the files, checks that they are the shards of one run of one trace (every problem at once,
+// as a usage error), and returns their records and the instance samples of the first file that has them.
+func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, []instanceSample, error) {
+	var errs, forcible []error
+	var shards []shardFile
+	for _, path := range files {
+		sf, err := readShardFile(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		shards = append(shards, sf)
+	}
+	if len(errs) > 0 {
+		return nil, nil, exitcode.Usage(errors.Join(errs...))
+	}
+	first := shards[0]
+	byShard := map[int]string{}
+	for _, s := range shards {
+		if s.runID != first.runID {
+			forcible = append(forcible, fmt.Errorf("%s is run %s, %s is run %s: the files are of different runs", s.path, s.runID, first.path, first.runID))
+		}
+		if s.trace != first.trace {
+			forcible = append(forcible, fmt.Errorf("%s replayed trace %s, %s trace %s: the files are of different traces", s.path, s.trace, first.path, first.trace))
+		}
+		if s.shards != first.shards {
+			errs = append(errs, fmt.Errorf("%s is shard %d/%d, %s shard %d/%d: the files split the trace differently", s.path, s.shard, s.shards, first.path, first.shard, first.shards))
+		}
+		if prev, ok := byShard[s.shard]; ok {
+			errs = append(errs, fmt.Errorf("%s and %s are both shard %d/%d: give each shard's file once", prev, s.path, s.shard, s.shards))
+		}
+		byShard[s.shard] = s.path
+	}
+	if len(errs) == 0 {
+		var missing []string
+		for i := range first.shards {
+			if _, ok := byShard[i]; !ok {
+				missing = append(missing, strconv.Itoa(i))
+			}
+		}
+		if len(missing) > 0 {
+			forcible = append(forcible, fmt.Errorf("shard(s) %s of %d are missing: the report would cover part of the trace", strings.Join(missing, ", "), first.shards))
+		}
+	}
+	if len(forcible) > 0 && !force {
+		errs = append(errs, forcible...)
+		errs = append(errs, errors.New("merge only the shards of one run (pass --force to merge anyway)"))
+	}
+	if len(errs) > 0 {
+		return nil, nil, exitcode.Usage(errors.Join(errs...))
+	}
+	for _, err := range forcible {
+		fmt.Fprintf(stderr, "report: warning (--force): %v\n", err)
+	}
+	var recs []bench.Record
+	seen := map[int64]string{}
+	var samples []instanceSample
+	for _, s := range shards {
+		for _, r := range s.recs {
+			if prev, ok := seen[r.Arrival.Index]; ok && !force {
+				return nil, nil, exitcode.Usagef("arrival %d is recorded in %s and in %s: a file was given twice or the shards overlap", r.Arrival.Index, prev, s.path)
+			}
+			seen[r.Arrival.Index] = s.path
+		}
+		recs = append(recs, s.recs...)
+		if samples == nil && s.hasInstances {
+			samples = s.instances
+		}
+	}
+	sort.SliceStable(recs, func(i, k int) bool { return recs[i].Arrival.Index < recs[k].Arrival.Index })
+	return recs, samples, nil
+}
+
+// readShardFile reads one records file of a replay and the instance samples beside it.
+func readShardFile(path string) (shardFile, error) {
+	recs, err := readRecordsFile(path)
+	if err != nil {
+		return shardFile{}, err
+	}
+	sf := shardFile{path: path, recs: recs}
+	for i, r := range recs {
+		if r.Arrival == nil {
+			return shardFile{}, fmt.Errorf("%s: record %d has no arrival: the file is from tts-bench qmax (closed loop), not replay", path, i+1)
+		}
+		if i == 0 {
+			sf.runID, sf.trace, sf.shard, sf.shards = r.RunID, r.Arrival.Trace, r.Arrival.Shard, r.Arrival.Shards
+			continue
+		}
+		if r.RunID != sf.runID || r.Arrival.Trace != sf.trace || r.Arrival.Shard != sf.shard || r.Arrival.Shards != sf.shards {
+			return shardFile{}, fmt.Errorf("%s: record %d is run %s shard %d/%d, record 1 run %s shard %d/%d: a records file holds one shard of one run",
+				path, i+1, r.RunID, r.Arrival.Shard, r.Arrival.Shards, sf.runID, sf.shard, sf.shards)
+		}
+	}
+	if sf.shards < 1 || sf.shard < 0 || sf.shard >= sf.shards {
+		return shardFile{}, fmt.Errorf("%s: shard %d/%d: want 0 ≤ i < n", path, sf.shard, sf.shards)
+	}
+	data, err := os.ReadFile(instancesPath(path))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return shardFile{}, fmt.Errorf("%s: %w", instancesPath(path), err)
+	default:
+		var log instanceLog
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&log); err != nil {
+			return shardFile{}, fmt.Errorf("%s: %w: it is written by tts-bench replay beside its records", instancesPath(path), err)
+		}
+		if log.RunID == sf.runID && log.Trace == sf.trace {
+			sf.instances, sf.hasInstances = log.Samples, true
+		}
+	}
+	return sf, nil
+}
+
+// readRecordsFile reads a records file, gzipped or not.
+func readRecordsFile(path string) ([]bench.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	recs, err := bench.ReadRecords(io.LimitReader(r, MaxRecordsFileBytes))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+// replayReport is the per-slice report of a replay (one run, or its shards merged).
+type replayReport struct {
+	Model      string                `json:"model"`
+	RunID      string                `json:"run_id"`
+	Trace      string                `json:"trace"`
+	Shards     []int                 `json:"shards"`
+	ShardCount int                   `json:"shard_count"`
+	Files      []string              `json:"files"`
+	SLOMs      float64               `json:"slo_ttfab_p95_ms"`
+	Summary    bench.OpenLoopSummary `json:"summary"`
+	// Instances and Desired are per slice: the largest CurrentInstanceCount read in it (else the last one
+	// before it) and the desired count then; -1 when unknown.
+	Instances []int `json:"instances"`
+	Desired   []int `json:"desired"`
+}
+
+// newReplayReport folds records and instance samples into the report.
+func newReplayReport(recs []bench.Record, samples []instanceSample, bucket, slo time.Duration, model string) (*replayReport, error) {
+	s, err := bench.SummarizeOpenLoop(recs, bucket, slo)
+	if err != nil {
+		return nil, err
+	}
+	rep := &replayReport{Model: model, RunID: recs[0].RunID, Trace: recs[0].Arrival.Trace, ShardCount: recs[0].Arrival.Shards,
+		SLOMs: float64(slo) / float64(time.Millisecond), Summary: s}
+	for _, r := range recs {
+		if !slices.Contains(rep.Shards, r.Arrival.Shard) {
+			rep.Shards = append(rep.Shards, r.Arrival.Shard)
+		}
+	}
+	slices.Sort(rep.Shards)
+	samples = slices.Clone(samples)
+	sort.Slice(samples, func(i, k int) bool { return samples[i].At.Before(samples[k].At) })
+	last, lastDesired := -1, -1
+	j := 0
+	for i := range s.Buckets {
+		from := s.Start.Add(time.Duration(i) * bucket)
+		to := from.Add(bucket)
+		for ; j < len(samples) && samples[j].At.Before(from); j++ {
+			last, lastDesired = samples[j].Current, samples[j].Desired
+		}
+		cur, des := -1, -1
+		for ; j < len(samples) && samples[j].At.Before(to); j++ {
+			cur, des = max(cur, samples[j].Current), max(des, samples[j].Desired)
+			last, lastDesired = samples[j].Current, samples[j].Desired
+		}
+		if cur < 0 {
+			cur, des = last, lastDesired
+		}
+		rep.Instances, rep.Desired = append(rep.Instances, cur), append(rep.Desired, des)
+	}
+	return rep, nil
+}
+
+// write prints the report, then returns a check failure (exit 1) when a slice violated the SLO.
+func (r *replayReport) write(w io.Writer, format string) error {
+	var err error
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		err = r.render(w)
+	}
+	if err != nil {
+		return err
+	}
+	if n := r.Summary.SLOViolationBuckets; n > 0 {
+		return exitcode.CheckFailedf("%d of %d slices violated the SLO (p95 TTFAB above %s ms, or more than %s%% of arrivals shed, dropped or failed)",
+			n, len(r.Summary.Buckets), capacity.FormatNumber(r.SLOMs), capacity.FormatNumber(100*bench.DefaultMaxErrorRate))
+	}
+	return nil
+}
+
+// render writes the table.
+func (r *replayReport) render(w io.Writer) error {
+	s := r.Summary
+	shards := make([]string, len(r.Shards))
+	for i, v := range r.Shards {
+		shards[i] = strconv.Itoa(v)
+	}
+	fmt.Fprintf(w, "replay %s of %s, run %s, trace %s\n", r.Model, s.Start.Format(time.RFC3339), r.RunID, r.Trace)
+	fmt.Fprintf(w, "open loop; shards %s of %d; %d file(s); slices of %s; SLO p95 TTFAB %s ms\n\n",
+		strings.Join(shards, ","), r.ShardCount, len(r.Files), s.Bucket, capacity.FormatNumber(r.SLOMs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "time\toffered rps\tsent\tdropped\tinstances\tdesired\tp95 TTFAB ms\tshed %\terrors\tSLO\t")
+	for i, b := range s.Buckets {
+		verdict := "ok"
+		failed := b.Shed + b.Errors + b.Dropped
+		if b.TTFABP95Ms > r.SLOMs || (b.Scheduled > 0 && float64(failed)/float64(b.Scheduled) > bench.DefaultMaxErrorRate) {
+			verdict = "VIOLATED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", clock(b.Offset), capacity.FormatNumber(round(b.OfferedRPS, 2)), b.Sent, b.Dropped,
+			count(r.Instances[i]), count(r.Desired[i]), capacity.FormatNumber(round(b.TTFABP95Ms, 1)), capacity.FormatNumber(round(100*b.ShedRate, 2)), b.Errors, verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	pct := func(n int) string {
+		if s.Scheduled == 0 {
+			return "0"
+		}
+		return capacity.FormatNumber(round(100*float64(n)/float64(s.Scheduled), 2))
+	}
+	_, err := fmt.Fprintf(w, "\narrivals %d: sent %d, dropped %d (%s%%), ok %d, shed %d (%s%%), errors %d (%d timeouts)\n"+
+		"TTFAB p50 %s ms, p95 %s ms, p99 %s ms (exact, over every successful request)\n"+
+		"SLO-violation slices: %d of %d\n",
+		s.Scheduled, s.Sent, s.Dropped, pct(s.Dropped), s.OK, s.Shed, pct(s.Shed), s.Errors, s.Timeouts,
+		capacity.FormatNumber(round(s.TTFABP50Ms, 1)), capacity.FormatNumber(round(s.TTFABP95Ms, 1)), capacity.FormatNumber(round(s.TTFABP99Ms, 1)),
+		s.SLOViolationBuckets, len(s.Buckets))
+	return err
+}
+
+// clock formats an offset from the trace's start as h:mm:ss.
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+}
+
+func count(n int) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
+
+func round(x float64, places int) float64 {
+	p := 1.0
+	for range places {
+		p *= 10
+	}
+	return float64(int64(x*p+0.5)) / p
+}

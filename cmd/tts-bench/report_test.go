@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
+)
+
+// wavOnce answers every POST like the container: a WAV header and 100 ms of PCM16 silence at 24 kHz, after
+// delay.
+func wavOnce(t *testing.T, delay time.Duration) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(delay)
+		h := []byte("RIFF\xff\xff\xff\xffWAVEfmt ")
+		h = binary.LittleEndian.AppendUint32(h, 16)
+		h = binary.LittleEndian.AppendUint16(h, 1)
+		h = binary.LittleEndian.AppendUint16(h, 1)
+		h = binary.LittleEndian.AppendUint32(h, 24000)
+		h = binary.LittleEndian.AppendUint32(h, 48000)
+		h = binary.LittleEndian.AppendUint16(h, 2)
+		h = binary.LittleEndian.AppendUint16(h, 16)
+		h = append(h, "data\xff\xff\xff\xff"...)
+		w.Write(append(h, make([]byte, 4800)...))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestReplayShardsMergeToOneRun: three shards of one step trace, run at once with one run id and start over
+// the http transport, merge with tts-bench report into the report one machine would give: every arrival of
+// the trace once, the slices' offered rates of the whole trace. Incomplete, duplicated or foreign files are
+// refused (exit 2), --force merges an incomplete set.
+func TestReplayShardsMergeToOneRun(t *testing.T) {
+	srv := wavOnce(t, 20*time.Millisecond)
+	dir := t.TempDir()
+	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	// step: 5 rps for 2 s, then 15 rps for 2 s: 10 + 30 = 40 arrivals.
+	trace := []string{"--trace", "step", "--trough-rps", "5", "--peak-rps", "15", "--duration", "4s", "--step", "1s", "--at", "2s"}
+	files := make([]string, 3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"replay", "--model", "espeak-ng", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
+				"--run-id", "merge-test", "--start-at", start, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
+			if stdout, stderr, code := runCLI(t, args...); code != 0 {
+				t.Errorf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	stdout, stderr, code := runCLI(t, append([]string{"report", "--model", "espeak-ng", "--bucket", "2s", "--format", "json"}, files...)...)
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{`"scheduled": 10,`, `"offered_rps": 5,`, `"scheduled": 30,`, `"offered_rps": 15,`, `"Scheduled": 40,`, `"Sent": 40,`, `"Dropped": 0,`, `"OK": 40,`, `"shards": [`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("merged report lacks %s:\n%s", want, stdout)
+		}
+	}
+	// Every arrival once, from the shard k mod 3.
+	seen := map[int64]bool{}
+	for i, f := range files {
+		recs, err := readRecordsFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Arrival.Shard != i || int(r.Arrival.Index%3) != i || seen[r.Arrival.Index] {
+				t.Errorf("%s: arrival %d on shard %d (seen before: %v)", f, r.Arrival.Index, r.Arrival.Shard, seen[r.Arrival.Index])
+			}
+			seen[r.Arrival.Index] = true
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("the shards recorded %d arrivals, want 40", len(seen))
+	}
+
+	for _, c := range []struct {
+		name  string
+		args  []string
+		code  int
+		wants []string
+	}{
+		{"missing shard", []string{files[0], files[2]}, 2, []string{"shard(s) 1 of 3 are missing", "--force"}},
+		{"forced", []string{"--force", files[0], files[2]}, 0, []string{"arrivals 27"}},
+		{"duplicate", []string{files[0], files[1], files[2], files[1]}, 2, []string{"are both shard 1/3"}},
+		{"foreign run", []string{files[0], files[1], otherRun(t, files[2])}, 2, []string{"are of different runs"}},
+		{"no files", nil, 2, []string{"needs the records files"}},
+		{"not a records file", []string{filepath.Join(fixtures, "valid", "plan.json")}, 2, []string{"plan.json: records line 1"}},
+	} {
+		stdout, stderr, code := runCLI(t, append([]string{"report", "--model", "espeak-ng", "--bucket", "2s"}, c.args...)...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s%s", c.name, code, c.code, stdout, stderr)
+		}
+		for _, w := range c.wants {
+			if !strings.Contains(stdout+stderr, w) {
+				t.Errorf("%s: output lacks %q:\n%s%s", c.name, w, stdout, stderr)
+			}
+		}
+	}
+}
+
+// otherRun writes a copy of a records file with another run id.
+func otherRun(t *testing.T, path string) string {
+	recs, err := readRecordsFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := bench.NewRecordWriter(&buf)
+	for _, r := range recs {
+		r.RunID = "another-run"
+		w.Write(r)
+	}
+	out := filepath.Join(t.TempDir(), "other.jsonl")
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReportGolden: the table of a fixed two-shard run with instance samples, shed and dropped arrivals and a
+// slow minute, rendered as tts-bench report prints it (exit 1: a slice violated the SLO).
+func TestReportGolden(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	end := start.Add(3 * time.Minute)
+	var files []string
+	for shard := range 2 {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		w := bench.NewRecordWriter(zw)
+		for k := int64(shard); k < 180; k += 2 { // 1 rps for 3 minutes
+			at := start.Add(time.Duration(k) * time.Second)
+			r := bench.Record{RunID: "golden", Transport: "sagemaker-stream", Step: 4, Worker: int(k % 4), Seq: int(k),
+				Sent: at, End: at.Add(300 * time.Millisecond), WindowStart: start, WindowEnd: end, Measured: true,
+				TTFABMs: float64(100 + k%10), ResponseMs: 300, Class: bench.ClassOK, Status: 200,
+				Arrival: &bench.Arrival{Index: k, Scheduled: at, Shard: shard, Shards: 2, Trace: "sha256:abc"}}
+			switch {
+			case k >= 60 && k < 120 && k%3 == 0:
+				r.Class, r.Status, r.TTFABMs = bench.ClassShed, 503, 0
+			case k >= 60 && k < 120:
+				r.TTFABMs = float64(1000 + 10*k)
+			case k == 150:
+				r.Class, r.Worker, r.Status, r.TTFABMs, r.End = bench.ClassDropped, -1, 0, 0, at
+			}
+			w.Write(r)
+		}
+		zw.Close()
+		f := filepath.Join(dir, fmt.Sprintf("golden-%d.jsonl.gz", shard))
+		if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	inst := `{"run_id":"golden","trace":"sha256:abc","endpoint":"speech-espeak-ng","samples":[
+{"at":"2026-06-01T09:00:05Z","current":1,"desired":1},{"at":"2026-06-01T09:01:30Z","current":1,"desired":2},
+{"at":"2026-06-01T09:02:10Z","current":2,"desired":2}]}`
+	if err := os.WriteFile(filepath.Join(dir, "golden-1.instances.json"), []byte(inst), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCLI(t, append([]string{"report", "--model", "espeak-ng"}, files...)...)
+	if code != 1 || !strings.Contains(stderr, "2 of 3 slices violated the SLO") {
+		t.Errorf("exit %d, stderr %s: want 1 naming the violating slices (minute 1 slow and shed, minute 2 one arrival of 60 dropped)", code, stderr)
+	}
+	golden(t, "report.txt", stdout)
+}
+
+// TestReplayUsageErrors: careless command lines are usage errors (exit 2) naming every problem at once.
+func TestReplayUsageErrors(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "t.csv")
+	os.WriteFile(csv, []byte("timestamp,rps\n0,1\n60,2\n"), 0o644)
+	for _, c := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{}, []string{"--trace is required"}},
+		{[]string{"--trace", "step", "--shard", "3/3"}, []string{"shard index 3: want 0 to 2"}},
+		{[]string{"--trace", "step", "--shard", "1/2", "--run-id", "../x"}, []string{"--run-id \"../x\"", "--start-at"}},
+		{[]string{"--trace", csv, "--peak-rps", "5"}, []string{"--peak-rps set the parameters of a built-in shape"}},
+		{[]string{"--trace", "sawtooth", "--max-workers", "0", "--bucket", "0s"}, []string{"sawtooth", "--max-workers 0", "--bucket 0s"}},
+		{[]string{"--trace", "step", "--start-at", "2001-01-01T00:00:00Z"}, []string{"is in the past"}},
+		{[]string{"--trace", "step", "--transport", "http"}, []string{"--url: is required"}},
+		{[]string{"--trace", "step", "extra"}, []string{"takes no arguments"}},
+	} {
+		stdout, stderr, code := runCLI(t, append([]string{"replay", "--model", "espeak-ng"}, c.args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s%s", c.args, code, stdout, stderr)
+		}
+		for _, w := range c.wants {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, stderr)
+			}
+		}
+	}
+}
