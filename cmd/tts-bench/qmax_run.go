@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,7 +59,10 @@ type qmaxRun struct {
 	cw           cloud.MetricReadAPI
 	steps        []bench.StepResult
 	cwMax        map[int]float64
-	warnings     []string
+	// cwOuter marks the steps whose window was shorter than two metric periods: their datapoints also
+	// cover the neighbouring steps.
+	cwOuter  map[int]bool
+	warnings []string
 }
 
 // Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
@@ -66,7 +70,10 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	if o.dryRun {
 		return o.printPlan(o.stdout)
 	}
-	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, instanceType: models.LocalInstanceType}
+	if err := probeWritable(filepath.Dir(o.output)); err != nil {
+		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
+	}
+	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, instanceType: models.LocalInstanceType}
 	r.cfg = o.engineConfig(r.runID)
 	r.gz = gzip.NewWriter(&r.records)
 	r.cfg.Records = r.gz
@@ -106,10 +113,15 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 		RunID: r.runID, Command: o.commandLine,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("qmax %s: interrupted while freezing: %w", o.model.ID, err)
+		err = fmt.Errorf("qmax %s: %w", o.model.ID, err)
+		// Freeze puts the endpoint back itself when it fails after writing the journal, but on the run's
+		// context: after SIGINT or SIGTERM that restore cannot run. Restore here, on a context of its own, any
+		// journal of this run that is left.
+		path, _ := cloud.JournalPath(o.journalDir, o.endpoint())
+		if j, jerr := cloud.ReadJournal(path); jerr == nil && j.RunID == r.runID {
+			return errors.Join(err, o.restore(fcl, &cloud.Frozen{Journal: j, Path: path}))
 		}
-		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+		return err
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: frozen (journal %s)\n", o.model.ID, frozen.Path)
 	runErr := r.measureAndWrite(ctx)
@@ -336,7 +348,8 @@ func (r *qmaxRun) readConcurrency(ctx context.Context, s bench.StepResult, late 
 	}
 	p := cloud.ConcurrencyPeriod
 	start, end := ceilTime(s.WindowStart, p), s.WindowEnd.Truncate(p)
-	if !end.After(start) {
+	outer := !end.After(start)
+	if outer {
 		if late {
 			return
 		}
@@ -350,7 +363,7 @@ func (r *qmaxRun) readConcurrency(ctx context.Context, s bench.StepResult, late 
 		return
 	}
 	if v, ok := cloud.MaxValue(pts); ok {
-		r.cwMax[s.Concurrency] = v
+		r.cwMax[s.Concurrency], r.cwOuter[s.Concurrency] = v, outer
 	}
 }
 
@@ -427,7 +440,10 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 			st.CloudWatchConcurrencyMax = v
 			if s.InFlightPeak > 0 {
 				st.CloudWatchRatio = v / float64(s.InFlightPeak)
-				if math.Abs(st.CloudWatchRatio-1) > ratioTolerance {
+				if math.Abs(st.CloudWatchRatio-1) > ratioTolerance && r.cwOuter[s.Concurrency] {
+					r.warn(fmt.Sprintf("step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the measure window is shorter than two %s periods, so the datapoints also cover the neighbouring steps: use --measure-window %s or longer for a ratio of this step alone",
+						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio, cloud.ConcurrencyPeriod, 2*cloud.ConcurrencyPeriod))
+				} else if math.Abs(st.CloudWatchRatio-1) > ratioTolerance {
 					r.warn(fmt.Sprintf("step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the instance did not see what the client sent (another client, a second instance, or the metric's definition): check tts-bench drift",
 						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio))
 				}
@@ -543,4 +559,18 @@ func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "qmax-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// probeWritable creates dir when missing and checks that a file can be created in it.
+func probeWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".qmax-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }

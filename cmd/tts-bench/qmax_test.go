@@ -163,6 +163,11 @@ func TestQMaxEndToEnd(t *testing.T) {
 		t.Fatalf("drift before qmax: exit %d\n%s", code, stderr)
 	}
 	out := filepath.Join(dir, "art", "qmax.json")
+	// The digest of the container tree as the run starts (the artifact records the tree it was run from).
+	digest, err := capacity.SourceDigest(containerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stdout, stderr, code := runCLI(t, append([]string{"qmax", "--ladder", "1,2,4,8,16,32", "--max-concurrency", "32", "--settle", "1s", "--hold", "4s",
 		"--measure-window", "3s", "--request-timeout", "10s", "--slo-ms", strconv.Itoa(slo), "--stall-budget-ms", "250",
 		"--container-dir", containerDir, "--output", out}, common...)...)
@@ -179,7 +184,7 @@ func TestQMaxEndToEnd(t *testing.T) {
 	if q.QMax < 1 || q.BracketLowestFail <= q.QMax || q.DryRun || q.Transport != capacity.TransportSageMakerStream || q.InstanceType != "local" {
 		t.Errorf("want a live bracket over sagemaker-stream on local, got Q_max %d, lowest fail %d, dry run %v, %s on %s", q.QMax, q.BracketLowestFail, q.DryRun, q.Transport, q.InstanceType)
 	}
-	if want, _ := capacity.SourceDigest(containerDir); q.ContainerDigest != want || q.SLOTTFABMs != slo || q.ModelRevision != "none" || q.Endpoint != "speech-espeak-ng" {
+	if want := digest; q.ContainerDigest != want || q.SLOTTFABMs != slo || q.ModelRevision != "none" || q.Endpoint != "speech-espeak-ng" {
 		t.Errorf("artifact identity: digest %s (want %s), slo %d (want %d), revision %s, endpoint %s", q.ContainerDigest, want, q.SLOTTFABMs, slo, q.ModelRevision, q.Endpoint)
 	}
 	if q.Steps[0].Concurrency != 1 || q.ServiceTimeMeanMs <= 0 {
@@ -337,12 +342,12 @@ func frozenEndpoint(t *testing.T, env map[string]string) (*emulatortest.Emulator
 }
 
 // startCLI starts tts-bench (this test binary) as a process.
-func startCLI(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+func startCLI(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runCLIEnv+"=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -352,11 +357,11 @@ func startCLI(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 			cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return cmd, out
 }
 
 // waitFile waits up to d for path to exist.
-func waitFile(t *testing.T, path string, d time.Duration, out *bytes.Buffer) {
+func waitFile(t *testing.T, path string, d time.Duration, out *syncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -371,7 +376,7 @@ func waitFile(t *testing.T, path string, d time.Duration, out *bytes.Buffer) {
 }
 
 // waitExit waits up to d for cmd to exit and returns its exit code.
-func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration, out *bytes.Buffer) int {
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration, out *syncBuffer) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -453,7 +458,7 @@ func TestQMaxKillLeavesJournalThawRestores(t *testing.T) {
 	}
 }
 
-func waitOutput(t *testing.T, out *bytes.Buffer, want string, d time.Duration) {
+func waitOutput(t *testing.T, out *syncBuffer, want string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !strings.Contains(out.String(), want) {
@@ -464,8 +469,15 @@ func waitOutput(t *testing.T, out *bytes.Buffer, want string, d time.Duration) {
 	}
 }
 
-// SIGINT mid-run restores the endpoint by itself, removes the journal, writes no artifact and exits 1.
-func TestQMaxSIGINTRestores(t *testing.T) {
+// SIGINT and SIGTERM mid-run restore the endpoint by themselves, remove the journal, write no artifact and
+// exit 1.
+func TestQMaxSignalRestores(t *testing.T) {
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { testSignalRestores(t, sig) })
+	}
+}
+
+func testSignalRestores(t *testing.T, sig os.Signal) {
 	e, before := frozenEndpoint(t, nil)
 	dir := t.TempDir()
 	jdir := filepath.Join(dir, "journals")
@@ -474,11 +486,11 @@ func TestQMaxSIGINTRestores(t *testing.T) {
 	cmd, output := startCLI(t, longRun(e, jdir, out)...)
 	waitFile(t, journal, 60*time.Second, output)
 	waitOutput(t, output, "step 1: concurrency 1", 60*time.Second)
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	if code := waitExit(t, cmd, 90*time.Second, output); code != 1 {
-		t.Errorf("exit %d after SIGINT, want 1; output:\n%s", code, output)
+		t.Errorf("exit %d after %s, want 1; output:\n%s", code, sig, output)
 	}
 	for _, want := range []string{"interrupted", "restored speech-espeak-ng", "journal removed"} {
 		if !strings.Contains(output.String(), want) {
@@ -486,13 +498,13 @@ func TestQMaxSIGINTRestores(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(journal); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the journal is still there after SIGINT: %v", err)
+		t.Errorf("the journal is still there after %s: %v", sig, err)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("an interrupted run wrote the artifact: %v", err)
 	}
 	if after := readScaling(t, e); !reflect.DeepEqual(after, before) {
-		t.Errorf("after SIGINT the variant is %+v, want exactly %+v", after, before)
+		t.Errorf("after %s the variant is %+v, want exactly %+v", sig, after, before)
 	}
 }
 
@@ -537,5 +549,24 @@ func TestCheckQueue(t *testing.T) {
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("checkQueue(%v) = %v, want %q", tt.env, err, tt.want)
 		}
+	}
+}
+
+// An output that cannot be written is refused before measuring: a careless --output must not cost a run.
+func TestQMaxRefusesUnwritableOutputBeforeMeasuring(t *testing.T) {
+	if err := probeWritable(filepath.Join(t.TempDir(), "a", "b")); err != nil {
+		t.Errorf("a new directory below a writable one: %v", err)
+	}
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc to hold an unwritable directory")
+	}
+	e := emulatortest.Start(t)
+	before := e.Requests()
+	_, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--container-dir", containerDir, "--output", "/proc/qmax.json")
+	if code != 2 || !strings.Contains(stderr, "--output /proc/qmax.json") || !strings.Contains(stderr, "checked before measuring") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if n := e.Requests() - before; n != 0 {
+		t.Errorf("the emulator received %d request(s) before the output was found unwritable, want none", n)
 	}
 }
