@@ -416,7 +416,11 @@ func (h *hub) get(ctx context.Context, u, rng, what string) (*http.Response, err
 			}
 		}
 		if attempt >= h.opts.MaxAttempts {
-			return nil, fmt.Errorf("modelsync: %s: gave up after %d attempts: %w", what, attempt, last)
+			var he *HTTPError
+			if errors.As(last, &he) {
+				return nil, fmt.Errorf("modelsync: %s: gave up after %d attempts: %w", what, attempt, last)
+			}
+			return nil, fmt.Errorf("modelsync: %s: gave up after %d attempts: %w: check the network (proxy, DNS) and the Hub endpoint (--hf-endpoint)", what, attempt, last)
 		}
 		d := backoff(attempt, retryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
