@@ -1,0 +1,591 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/simulate"
+)
+
+const simulateDescription = `simulate replays a traffic trace through a model of the deployed fleet before any money is spent.
+
+The instance model comes from the measured artifacts: qmax's throughput, mean response time and p95 TTFAB
+against concurrency (at an offered rate per instance, the concurrency is the fixed point of Little's law on
+that curve; above the highest measured throughput the queue grows and beyond queue_max_depth requests are
+shed with 503), and ttotal's T_total as the delay before an added instance serves. The autoscaler is
+autoscale.Decide (the emulator's code) on exactly the policies and alarms the endpoint stack deploys for the
+plan: target tracking on the 10-s Maximum of ConcurrentRequestsPerModel (3 datapoints), the scale-in alarm
+(Maximum below C_scale_min for 5 × 60 s), cooldowns, min/max, the plan's CloudWatch/client ratio; alarms are
+evaluated every 10 s and the fleet advances in 1-s steps. A minute violates the SLO when its estimated p95
+TTFAB is above the SLO or more than 5% of its requests are shed.
+
+Output: one row per simulated minute (instances serving and starting, load per instance, p95 TTFAB, shed
+rate), the totals (SLO-violation minutes, requests shed, instance-hours and cost, the worst minute and why),
+and the comparison with a fixed fleet sized for the peak, the plan re-derived with surge ratios 1.1 to 1.45,
+and the proof-of-value sizing (C_scale_max ÷ uncontended service time), naming the cheapest configuration
+that meets the SLO. An SVG timeline (load, instances, p95 against the SLO) goes to --output.
+
+Traces (--trace):
+  FILE.csv   rows "timestamp,rps" (optional header; timestamps RFC 3339 or seconds since the start,
+             increasing; any step; the last row lasts as long as the step before it; at most 200000 rows)
+  diurnal    trough-rps + (peak-rps − trough-rps)·(1 + cos(2π(t − peak-at)/period))/2
+  step       trough-rps, then peak-rps from --at on
+  spike      trough-rps, peak-rps from --at for --width
+  ramp       linear from trough-rps to peak-rps over --duration
+Shape parameters (defaults): --peak-rps 80, --trough-rps 10, --duration 24h, --step 1m (sampling step),
+--period 24h and --peak-at 14h (diurnal), --at duration/3 (step, spike), --width 10m (spike).
+
+--what-if q_max=N,t_total_s=S,throughput_rps=X[,...] simulates without artifacts, as in tts-bench plan;
+the plan is built for the trace's peak with the catalog's bounds, and every output says NOT MEASURED.
+
+Exit codes: 0 the plan meets the SLO on the trace, 1 it violates it, 2 bad input.
+
+Examples:
+  tts-bench simulate --plan artifacts/espeak-ng/plan.json --trace diurnal
+  tts-bench simulate --model kokoro-82m --what-if q_max=50,t_total_s=260.2,throughput_rps=17.9 \
+      --trace diurnal --peak-rps 5000 --trough-rps 10
+  tts-bench simulate --model espeak-ng --trace day.csv --format json`
+
+func simulateCommand() *cli.Command {
+	d := simulate.DefaultShapeParams(simulate.ShapeDiurnal)
+	return &cli.Command{
+		Name:        "simulate",
+		Usage:       "replay a traffic trace through the plan's fleet and autoscaling, and compare alternatives",
+		UsageText:   "tts-bench simulate [--model ID] [--plan PATH | --what-if q_max=N,t_total_s=S,throughput_rps=X] --trace SHAPE|FILE.csv [options]",
+		Description: simulateDescription,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model (the plan's when --plan is given)"},
+			&cli.StringFlag{Name: "plan", Usage: "plan to simulate (default artifacts/<model>/plan.json); its qmax and ttotal artifacts are read beside it"},
+			&cli.StringFlag{Name: "what-if", Usage: "simulate assumed numbers instead of a plan: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
+			&cli.Float64Flag{Name: "surge", Usage: "surge ratio of the what-if plan, in [1, 1.5) (default: the catalog's)"},
+			&cli.StringFlag{Name: "trace", Usage: "diurnal, step, spike, ramp, or a CSV file of timestamp,rps (required)"},
+			&cli.Float64Flag{Name: "peak-rps", Value: d.PeakRPS, Usage: "shape: highest rate, requests per second"},
+			&cli.Float64Flag{Name: "trough-rps", Value: d.TroughRPS, Usage: "shape: lowest rate, requests per second"},
+			&cli.DurationFlag{Name: "duration", Value: d.Duration, Usage: "shape: length of the trace"},
+			&cli.DurationFlag{Name: "step", Value: d.Step, Usage: "shape: sampling step of the trace (at least 1s)"},
+			&cli.DurationFlag{Name: "period", Value: d.Period, Usage: "diurnal: length of one cycle"},
+			&cli.DurationFlag{Name: "peak-at", Value: d.PeakAt, Usage: "diurnal: when the rate peaks, since the start"},
+			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
+			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
+			&cli.Float64Flag{Name: "price-per-hour", Usage: "US dollars per instance-hour (default: the catalog's price_per_hour_usd)"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
+			&cli.StringFlag{Name: "output", Usage: "where to write the SVG timeline (default simulate-<model>.svg in the current directory)"},
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return exitcode.Usagef("%w: see tts-bench simulate --help", err)
+		},
+		Action: func(c *cli.Context) error {
+			cat, err := models.Default()
+			if err != nil {
+				return err
+			}
+			o := newSimulateOpts(c, cat)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute()
+		},
+	}
+}
+
+// simulateOpts is one tts-bench simulate: the command line, the catalog and writers, and what Validate
+// resolves.
+type simulateOpts struct {
+	args      []string
+	modelID   string
+	modelSet  bool
+	planPath  string
+	whatIf    *string
+	surge     *float64
+	trace     string
+	shape     simulate.ShapeParams
+	atSet     bool
+	price     *float64
+	format    string
+	output    string
+	catalog   models.Catalog
+	stdout    io.Writer
+	stderr    io.Writer
+	shapeSet  []string
+	readTrace func(path string) (io.ReadCloser, error)
+
+	// Set by Validate.
+	model    models.Model
+	whatIfIn capacity.WhatIf
+	tr       simulate.Trace
+}
+
+func newSimulateOpts(c *cli.Context, cat models.Catalog) *simulateOpts {
+	o := &simulateOpts{
+		args: c.Args().Slice(), modelID: c.String("model"), modelSet: c.IsSet("model"), planPath: c.String("plan"),
+		trace: c.String("trace"), format: c.String("format"), output: c.String("output"),
+		catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+		readTrace: func(path string) (io.ReadCloser, error) { return os.Open(path) },
+	}
+	o.shape = simulate.ShapeParams{Shape: o.trace, PeakRPS: c.Float64("peak-rps"), TroughRPS: c.Float64("trough-rps"),
+		Duration: c.Duration("duration"), Step: c.Duration("step"), Period: c.Duration("period"), PeakAt: c.Duration("peak-at"),
+		At: c.Duration("at"), Width: c.Duration("width")}
+	o.atSet = c.IsSet("at")
+	for _, f := range []string{"peak-rps", "trough-rps", "duration", "step", "period", "peak-at", "at", "width"} {
+		if c.IsSet(f) {
+			o.shapeSet = append(o.shapeSet, "--"+f)
+		}
+	}
+	if c.IsSet("what-if") {
+		s := c.String("what-if")
+		o.whatIf = &s
+	}
+	if c.IsSet("surge") {
+		v := c.Float64("surge")
+		o.surge = &v
+	}
+	if c.IsSet("price-per-hour") {
+		v := c.Float64("price-per-hour")
+		o.price = &v
+	}
+	return o
+}
+
+// Validate checks the command line and reports every problem at once as one usage error (exit 2): the
+// model, the plan or what-if numbers, the trace (shape parameters or CSV), the price and the format.
+func (o *simulateOpts) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(o.args) > 0 {
+		bad("simulate takes no arguments, got %q: use flags, see tts-bench simulate --help", o.args)
+	}
+	if o.format != "table" && o.format != "json" {
+		bad("--format %q is not a format: use table or json", o.format)
+	}
+	m, err := o.catalog.Get(o.modelID)
+	if err != nil {
+		bad("--model: %w", err)
+	}
+	o.model = m
+	if o.whatIf != nil {
+		if o.planPath != "" {
+			bad("--what-if replaces the plan: drop --plan or drop --what-if")
+		}
+		w, err := capacity.ParseWhatIf(*o.whatIf)
+		if err != nil {
+			bad("--what-if %q: %w", *o.whatIf, err)
+		}
+		o.whatIfIn = w
+		if o.surge != nil && !(*o.surge >= 1 && *o.surge < 1.5) {
+			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25", fmtFloat(*o.surge))
+		}
+	} else {
+		if o.surge != nil {
+			bad("--surge applies to --what-if only: a plan carries its own surge ratio (the comparison covers 1.1 to 1.45)")
+		}
+		if o.planPath == "" && err == nil {
+			o.planPath = capacity.DefaultPlanPath(m.ID)
+		}
+		if o.planPath != "" {
+			if e := artifactExists("--plan", o.planPath, "tts-bench plan"); e != nil {
+				errs = append(errs, e)
+			}
+		}
+	}
+	if o.price != nil && !(*o.price >= 0 && *o.price <= models.MaxPricePerHourUSD) {
+		bad("--price-per-hour %s: want US dollars per instance-hour, 0 to %d", fmtFloat(*o.price), models.MaxPricePerHourUSD)
+	}
+	if o.price == nil && err == nil && m.PricePerHourUSD == nil {
+		bad("the catalog has no price_per_hour_usd for %s (%s): add it to %s or pass --price-per-hour", m.ID, m.InstanceType, m.File())
+	}
+	errs = append(errs, o.loadTrace()...)
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// loadTrace resolves --trace: a built-in shape with its parameters, or a CSV file (shape flags then refused).
+func (o *simulateOpts) loadTrace() []error {
+	switch {
+	case o.trace == "":
+		return []error{errors.New("--trace is required: give diurnal, step, spike, ramp or a CSV file of timestamp,rps, e.g. --trace diurnal")}
+	case strings.HasSuffix(strings.ToLower(o.trace), ".csv"):
+		var errs []error
+		if len(o.shapeSet) > 0 {
+			errs = append(errs, fmt.Errorf("%s shape a built-in trace; --trace %s is a CSV file: drop them", strings.Join(o.shapeSet, ", "), o.trace))
+		}
+		f, err := o.readTrace(o.trace)
+		if err != nil {
+			return append(errs, fmt.Errorf("--trace %s: %w", o.trace, err))
+		}
+		defer f.Close()
+		tr, err := simulate.ParseCSV(o.trace, f)
+		if err != nil {
+			return append(errs, fmt.Errorf("--trace: %w", err))
+		}
+		o.tr = tr
+		return errs
+	}
+	if !o.atSet {
+		o.shape.At = o.shape.Duration / 3
+	}
+	var errs []error
+	for _, e := range o.shape.Validate() {
+		errs = append(errs, fmt.Errorf("--%w", e))
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	tr, err := simulate.Generate(o.shape)
+	if err != nil {
+		return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
+	}
+	o.tr = tr
+	return nil
+}
+
+// Execute builds the setup (plan, instance model, re-derivation), simulates, prints the report, writes the
+// chart, and fails the check (exit 1) when the plan violates the SLO on the trace.
+func (o *simulateOpts) Execute() error {
+	setup, err := o.setup()
+	if err != nil {
+		return exitcode.Usage(err)
+	}
+	rep, err := simulate.Simulate(o.tr, setup)
+	if err != nil {
+		return exitcode.Usage(err)
+	}
+	if o.format == "json" {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("print the simulation: %w", err)
+		}
+		if _, err := o.stdout.Write(append(data, '\n')); err != nil {
+			return fmt.Errorf("print the simulation: %w", err)
+		}
+	} else if err := writeSimulateTable(o.stdout, rep); err != nil {
+		return fmt.Errorf("print the simulation: %w", err)
+	}
+	svg, err := renderSimulateSVG(rep)
+	if err != nil {
+		return err
+	}
+	out := o.output
+	if out == "" {
+		out = "simulate-" + rep.Model + ".svg"
+	}
+	if err := capacity.WriteFileAtomic(out, svg); err != nil {
+		return exitcode.Usage(fmt.Errorf("--output %s: %w", out, err))
+	}
+	fmt.Fprintf(o.stderr, "wrote the timeline chart to %s\n", out)
+	if !rep.Plan.MeetsSLO() {
+		return exitcode.CheckFailedf("the plan violates the SLO on this trace: %d minute(s), %s requests shed (see the worst minute and the comparison above)",
+			rep.Plan.ViolationMinutes, capacity.FormatNumber(math.Round(rep.Plan.Shed)))
+	}
+	return nil
+}
+
+// setup loads the plan and its artifacts (or builds the what-if plan) into a simulation setup.
+func (o *simulateOpts) setup() (simulate.Setup, error) {
+	var s simulate.Setup
+	m := o.model
+	if o.whatIf != nil {
+		opts := capacity.DefaultOptions(m)
+		opts.PeakRPS = o.tr.Peak()
+		if !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
+			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", fmtFloat(opts.PeakRPS), capacity.MaxRPS)
+		}
+		if low := lowestRate(o.tr); low > 0 {
+			opts.TroughRPS = low
+		}
+		if o.surge != nil {
+			opts.SurgeRatio = *o.surge
+		}
+		build := func(surge float64) (*capacity.Plan, error) {
+			oo := opts
+			oo.SurgeRatio = surge
+			return capacity.FromWhatIf(m, o.whatIfIn, oo)
+		}
+		p, err := build(opts.SurgeRatio)
+		if err != nil {
+			return s, err
+		}
+		inst, err := simulate.InstanceFromPlan(p)
+		if err != nil {
+			return s, err
+		}
+		s = simulate.Setup{Plan: p, Instance: inst, Rebuild: build, ServiceTimeS: inst.ResponseS(0)}
+	} else {
+		p, err := capacity.LoadPlan(o.planPath)
+		if err != nil {
+			return s, fmt.Errorf("--plan: %w", err)
+		}
+		if errs := p.Verify(); len(errs) > 0 {
+			return s, fmt.Errorf("--plan %s is not a valid plan (run tts-bench plan again): %w", o.planPath, errors.Join(errs...))
+		}
+		if pm, err := o.catalog.Get(p.Fingerprint.Model); err != nil {
+			return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
+		} else if o.modelSet && pm.ID != m.ID {
+			return s, fmt.Errorf("--plan %s is for model %s, not --model %s: drop --model or pass the right plan", o.planPath, pm.ID, m.ID)
+		} else {
+			m, o.model = pm, pm
+		}
+		if !p.Feasible() {
+			fmt.Fprintf(o.stderr, "warning: %s is infeasible; simulating it anyway\n", o.planPath)
+		}
+		if s, err = measuredSetup(m, p, filepath.Dir(o.planPath)); err != nil {
+			return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
+		}
+	}
+	s.PricePerHour = 0
+	if o.price != nil {
+		s.PricePerHour = *o.price
+	} else if m.PricePerHourUSD != nil {
+		s.PricePerHour = *m.PricePerHourUSD
+	} else {
+		return s, fmt.Errorf("the catalog has no price_per_hour_usd for %s: add it to %s or pass --price-per-hour", m.ID, m.File())
+	}
+	return s, nil
+}
+
+// measuredSetup reads the artifacts a measured plan was derived from (beside it, digests checked) and builds
+// the instance model and the re-derivation from them. A what-if plan file uses its own numbers.
+func measuredSetup(m models.Model, p *capacity.Plan, dir string) (simulate.Setup, error) {
+	in := p.Inputs
+	opts := capacity.Options{DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
+		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances}
+	if !p.Measured {
+		w := capacity.WhatIf{QMax: in.QMax, TTotalS: in.TTotalS, ThroughputRPS: p.Derived.ThroughputRPS,
+			ThroughputAtQMaxRPS: p.Derived.ThroughputAtQMaxRPS, CloudWatchRatio: in.CloudWatchRatio, Transport: p.Fingerprint.Transport}
+		inst, err := simulate.InstanceFromPlan(p)
+		if err != nil {
+			return simulate.Setup{}, err
+		}
+		return simulate.Setup{Plan: p, Instance: inst, ServiceTimeS: inst.ResponseS(0), Rebuild: func(s float64) (*capacity.Plan, error) {
+			oo := opts
+			oo.SurgeRatio = s
+			return capacity.FromWhatIf(m, w, oo)
+		}}, nil
+	}
+	qPath, tPath := filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile)
+	ms, err := capacity.LoadMeasurement(qPath, tPath)
+	if err != nil {
+		return simulate.Setup{}, err
+	}
+	if ms.QMaxSHA256 != in.QMaxSHA256 || ms.TTotalSHA256 != in.TTotalSHA256 {
+		return simulate.Setup{}, fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
+	}
+	inst, err := simulate.InstanceFromQMax(ms.QMax, in.QueueMaxDepth, in.TTotalS)
+	if err != nil {
+		return simulate.Setup{}, err
+	}
+	return simulate.Setup{Plan: p, Instance: inst, ServiceTimeS: ms.QMax.ServiceTimeMeanMs / 1000, Rebuild: func(s float64) (*capacity.Plan, error) {
+		oo := opts
+		oo.SurgeRatio = s
+		return capacity.FromArtifacts(m, ms, oo)
+	}}, nil
+}
+
+// lowestRate is the trace's lowest rate.
+func lowestRate(tr simulate.Trace) float64 {
+	low := math.Inf(1)
+	for _, p := range tr.Points {
+		low = math.Min(low, p.RPS)
+	}
+	return low
+}
+
+// clock formats seconds since the start of the trace as [d+]hh:mm.
+func simClock(s float64) string {
+	d := time.Duration(s) * time.Second
+	days, h, m := int(d/(24*time.Hour)), int(d/time.Hour)%24, int(d/time.Minute)%60
+	if days > 0 {
+		return fmt.Sprintf("%d+%02d:%02d", days, h, m)
+	}
+	return fmt.Sprintf("%02d:%02d", h, m)
+}
+
+func simUSD(v float64) string { return fmt.Sprintf("$%.2f", v) }
+
+// writeSimulateTable prints the report for humans: the per-minute table, the totals, the scaling events and
+// the comparison.
+func writeSimulateTable(w io.Writer, rep simulate.Report) error {
+	b := &strings.Builder{}
+	r := rep.Plan
+	kind := "measured"
+	if !rep.Measured {
+		kind = "NOT MEASURED (what-if assumptions)"
+	}
+	fmt.Fprintf(b, "Simulation of %s on %s (%s), SLO p%d TTFAB ≤ %d ms, %s per instance-hour\n", rep.Model, rep.InstanceType, kind, rep.SLOPercentile, rep.SLOMs, simUSD(rep.PricePerHour))
+	fmt.Fprintf(b, "trace: %s (peak %s rps)\n", rep.Trace, capacity.FormatNumber(rep.PeakRPS))
+	fmt.Fprintf(b, "fleet: %s, %d to %d instances\n", r.Name, r.MinInstances, r.MaxInstances)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(b, "note: %s\n", n)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "\ntime\tserving\tstarting\toffered rps\trps/instance\tconcurrency\tp%d TTFAB ms\tshed rps\tSLO\t\n", rep.SLOPercentile)
+	for _, m := range r.Minutes {
+		mark := "ok"
+		if m.Violates {
+			mark = "VIOLATED"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
+			simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(b, "\nSCALING")
+	if len(r.Events) == 0 {
+		fmt.Fprintln(b, "  none")
+	}
+	for _, e := range r.Events {
+		line := fmt.Sprintf("  %s  %d → %d  %s", simClock(e.AtS), e.From, e.To, e.Reason)
+		if e.ServingAtS > 0 {
+			line += fmt.Sprintf("; serving at %s", simClock(e.ServingAtS))
+		}
+		fmt.Fprintln(b, line)
+	}
+	fmt.Fprintln(b, "\nTOTALS")
+	fmt.Fprintf(b, "  SLO-violation minutes  %d of %d\n", r.ViolationMinutes, len(r.Minutes))
+	fmt.Fprintf(b, "  requests shed (503)    %.0f of %.0f (%s%%)\n", r.Shed, r.Offered, simRound(100*r.Shed/math.Max(r.Offered, 1)))
+	fmt.Fprintf(b, "  instance-hours         %s (peak %d instances)\n", simRound(r.InstanceHours), r.PeakInstances)
+	fmt.Fprintf(b, "  cost                   %s\n", simUSD(r.Cost))
+	if r.Worst != nil {
+		fmt.Fprintf(b, "  worst minute           %s: %s\n", simClock(float64(r.Worst.Minute*60)), r.Worst.Why)
+	}
+	fmt.Fprintln(b, "\nCOMPARISON (same trace)")
+	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  configuration\tfleet\tviolation min\tshed\tinstance-hours\tcost\tmeets SLO\thow sized")
+	for i, c := range rep.Comparison {
+		meets := "no"
+		if c.MeetsSLO {
+			meets = "yes"
+		}
+		if i == rep.Cheapest {
+			meets += " (cheapest)"
+		}
+		fmt.Fprintf(tw, "  %s\t%d-%d\t%d\t%.0f\t%s\t%s\t%s\t%s\n", c.Name, c.MinInstances, c.MaxInstances, c.ViolationMinutes, c.Shed,
+			simRound(c.InstanceHours), simUSD(c.Cost), meets, c.Note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.Cheapest >= 0 {
+		c := rep.Comparison[rep.Cheapest]
+		fmt.Fprintf(b, "\nRESULT  the cheapest configuration that meets the SLO on this trace: %s, %s\n", c.Name, simUSD(c.Cost))
+	} else {
+		fmt.Fprintln(b, "\nRESULT  no configuration compared meets the SLO on this trace: raise the fleet maximum, measure a faster instance, or lower the load")
+	}
+	if !rep.Measured {
+		fmt.Fprintln(b, "These numbers are NOT MEASURED: they come from --what-if assumptions.")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func simRound(v float64) string { return capacity.FormatNumber(math.Round(v*100) / 100) }
+
+// renderSimulateSVG draws the timeline of the given plan as three aligned panels against time: offered load,
+// instances (serving, and serving plus starting), and p95 TTFAB against the SLO.
+func renderSimulateSVG(rep simulate.Report) ([]byte, error) {
+	ms := rep.Plan.Minutes
+	if len(ms) == 0 {
+		return nil, errors.New("draw the simulation chart: the trace has no minute")
+	}
+	load, shed := make(plotter.XYs, len(ms)), make(plotter.XYs, len(ms))
+	serving, total := make(plotter.XYs, len(ms)), make(plotter.XYs, len(ms))
+	ttfab := make(plotter.XYs, len(ms))
+	hours := func(m int) float64 { return float64(m) / 60 }
+	maxTTFAB := float64(rep.SLOMs)
+	for i, m := range ms {
+		x := hours(m.Minute)
+		load[i] = plotter.XY{X: x, Y: finite(m.OfferedRPS)}
+		shed[i] = plotter.XY{X: x, Y: finite(m.ShedRPS)}
+		serving[i] = plotter.XY{X: x, Y: float64(m.Serving)}
+		total[i] = plotter.XY{X: x, Y: float64(m.Serving + m.Starting)}
+		ttfab[i] = plotter.XY{X: x, Y: finite(m.TTFABMs)}
+		maxTTFAB = math.Max(maxTTFAB, ttfab[i].Y)
+	}
+	title := fmt.Sprintf("%s on %s: %s", rep.Model, rep.InstanceType, rep.Plan.Name)
+	if !rep.Measured {
+		title += " — NOT MEASURED (what-if)"
+	}
+	panel := func(ylabel string) *plot.Plot {
+		p := plot.New()
+		p.Y.Label.Text = ylabel
+		p.X.Min, p.Y.Min = 0, 0
+		p.Add(plotter.NewGrid())
+		p.Legend.Top, p.Legend.Left = true, true
+		return p
+	}
+	addLine := func(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool) error {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("draw the simulation chart: %s: %w", name, err)
+		}
+		l.Color, l.Width = c, vg.Points(1.2)
+		l.StepStyle = plotter.PostStep
+		if dashed {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		p.Legend.Add(name, l)
+		return nil
+	}
+	pl := panel("requests / s")
+	pl.Title.Text = title
+	pi := panel("instances")
+	pt := panel(fmt.Sprintf("p%d TTFAB (ms)", rep.SLOPercentile))
+	pt.X.Label.Text = "hours since the start of the trace"
+	pt.Y.Max = maxTTFAB * 1.1
+	for _, e := range []error{
+		addLine(pl, "offered load", load, colorTTFAB, false),
+		addLine(pl, "shed (503)", shed, colorSLO, false),
+		addLine(pi, "serving + starting", total, colorStall, true),
+		addLine(pi, "serving", serving, colorQMax, false),
+		addLine(pt, fmt.Sprintf("estimated p%d TTFAB", rep.SLOPercentile), ttfab, colorTTFAB, false),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	end := hours(ms[len(ms)-1].Minute + 1)
+	slo, err := horizontal(0, end, float64(rep.SLOMs), colorSLO)
+	if err != nil {
+		return nil, err
+	}
+	pt.Add(slo)
+	pt.Legend.Add(fmt.Sprintf("SLO %d ms", rep.SLOMs), slo)
+	pi.Y.Max = float64(rep.Plan.MaxInstances) + 1
+	for _, p := range []*plot.Plot{pl, pi, pt} {
+		p.X.Max = end
+	}
+	const width, height = 24 * vg.Centimeter, 20 * vg.Centimeter
+	canvas := vgsvg.New(width, height)
+	dc := draw.New(canvas)
+	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 2 * vg.Millimeter, PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
+	plots := [][]*plot.Plot{{pl}, {pi}, {pt}}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		plots[i][0].Draw(canvases[i][0])
+	}
+	var buf bytes.Buffer
+	if _, err := canvas.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("draw the simulation chart: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// espeakPlan is a feasible espeak-ng plan (fleet 3 to 4) derived by tts-bench plan from a qmax artifact
+// measured on the emulator and a ttotal artifact, both beside it.
+var espeakPlan = func() string {
+	p, err := filepath.Abs(filepath.Join("testdata", "simulate-espeak-ng", "plan.json"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// A feasible plan can still break on a spike: 560 rps from 150 within one minute outruns the 3 instances
+// while the fourth starts (T_total 280.8 s); the simulation shows it and exits 1.
+func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
+	dir := t.TempDir()
+	chart := filepath.Join(dir, "chart.svg")
+	stdout, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "spike", "--trough-rps", "150",
+		"--peak-rps", "560", "--duration", "90m", "--at", "20m", "--width", "30m", "--output", chart)
+	if code != 1 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	golden(t, "simulate-espeak-spike.txt", stdout)
+	for _, want := range []string{"SCALING", "TOTALS", "COMPARISON", "RESULT", "fixed fleet of", "plan with s 1.45", "proof-of-value sizing"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil || !strings.Contains(string(svg), "<svg") || !strings.Contains(string(svg), "SLO 1000 ms") {
+		t.Errorf("chart %s: %v, %.200s", chart, err, svg)
+	}
+}
+
+func TestSimulateDiurnalDefaultsWriteChartInCurrentDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	stdout, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "200", "--trough-rps", "20")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if n := strings.Count(stdout, "\n  "); n < 1440 {
+		t.Errorf("%d indented lines, want a row per minute of the day", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "simulate-espeak-ng.svg")); err != nil {
+		t.Errorf("chart not written in the current directory: %v", err)
+	}
+}
+
+func TestSimulateWhatIfProofOfValueViolates(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	stdout, stderr, code := runCLI(t, "simulate", "--model", "kokoro-82m", "--what-if", "q_max=50,t_total_s=260.2,throughput_rps=17.9",
+		"--trace", "diurnal", "--peak-rps", "5000", "--trough-rps", "10")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %s", code, stderr)
+	}
+	for _, want := range []string{"NOT MEASURED", "fleet: the plan (s 1.25), 1 to 9 instances", "SLO-violation minutes  1248 of 1440",
+		"instance-hours", "cost", "the fleet is at its maximum of 9"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !strings.Contains(stderr, "the plan violates the SLO on this trace") {
+		t.Errorf("stderr %s", stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "simulate-kokoro-82m.svg")); err != nil {
+		t.Errorf("chart: %v", err)
+	}
+}
+
+func TestSimulateJSON(t *testing.T) {
+	stdout, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "step", "--duration", "30m", "--trough-rps", "100",
+		"--peak-rps", "560", "--format", "json", "--output", filepath.Join(t.TempDir(), "c.svg"))
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"minutes": [`, `"serving":`, `"shed":`, `"events": [`, `"comparison": [`, `"cheapest":`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("json lacks %s", want)
+		}
+	}
+}
+
+func TestSimulateInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("0,1\n60,-3\n60,2\n30,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		want []string
+	}{
+		"no trace":       {[]string{"--plan", espeakPlan}, []string{"--trace is required"}},
+		"unknown shape":  {[]string{"--plan", espeakPlan, "--trace", "sine"}, []string{`trace "sine" is neither`}},
+		"bad params":     {[]string{"--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "5", "--trough-rps", "10", "--step", "1ms"}, []string{"--trough-rps 10 is above peak-rps 5", "--step 1ms"}},
+		"bad csv":        {[]string{"--plan", espeakPlan, "--trace", bad}, []string{"line 2: rps \"-3\"", "line 4: timestamp \"30\" does not come after"}},
+		"csv and shape":  {[]string{"--plan", espeakPlan, "--trace", bad, "--peak-rps", "9"}, []string{"--peak-rps shape a built-in trace"}},
+		"missing plan":   {[]string{"--plan", filepath.Join(dir, "none.json"), "--trace", "ramp"}, []string{"--plan", "no such file"}},
+		"both":           {[]string{"--plan", espeakPlan, "--what-if", "q_max=5,t_total_s=1,throughput_rps=1", "--trace", "ramp"}, []string{"--what-if replaces the plan"}},
+		"bad what-if":    {[]string{"--what-if", "q_max=x", "--trace", "ramp"}, []string{"q_max=x", "missing"}},
+		"negative price": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--price-per-hour", "-1"}, []string{"--price-per-hour -1"}},
+		"format":         {[]string{"--plan", espeakPlan, "--trace", "ramp", "--format", "yaml"}, []string{"--format \"yaml\""}},
+		"surge on plan":  {[]string{"--plan", espeakPlan, "--trace", "ramp", "--surge", "1.2"}, []string{"--surge applies to --what-if only"}},
+		"wrong model":    {[]string{"--model", "kokoro-82m", "--plan", espeakPlan, "--trace", "ramp"}, []string{"is for model espeak-ng, not --model kokoro-82m"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, code := runCLI(t, append([]string{"simulate", "--output", filepath.Join(dir, "x.svg")}, tc.args...)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}
