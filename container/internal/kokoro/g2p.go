@@ -200,7 +200,7 @@ func G2P(text, lang string, phonemize Phonemizer) (string, error) {
 
 // LangForVoice returns the espeak-ng language for a Kokoro voice name, whose
 // first letter is its language: a American English, b British English, e
-// Spanish, f French, h Hindi, i Italian, p Brazilian Portuguese.
+// Spanish, f French ("fr": libespeak-ng 1.51 has no voice named "fr-fr"), h Hindi, i Italian, p Brazilian Portuguese.
 func LangForVoice(voice string) string {
 	if voice == "" {
 		return "en-us"
@@ -211,7 +211,7 @@ func LangForVoice(voice string) string {
 	case 'e':
 		return "es"
 	case 'f':
-		return "fr-fr"
+		return "fr"
 	case 'h':
 		return "hi"
 	case 'i':
