@@ -23,12 +23,19 @@ type AppConfig struct {
 	PlanPath string
 	// AutoscalingOverride is -c autoscaling=true|false; nil leaves the catalog's choice.
 	AutoscalingOverride *bool
+	// ModuleDir is the Go module root the model-cache Lambda is built from (default ".", the repository root).
+	ModuleDir string
+	// HubEndpoint is the Hugging Face Hub (or mirror) the model-cache Lambda downloads from (default
+	// DefaultHubEndpoint).
+	HubEndpoint string
 }
 
 // App holds the stacks of one synthesis.
 type App struct {
 	// Foundation is the shared stack.
 	Foundation *FoundationStack
+	// ModelCache syncs the selected model's pinned weights; nil for engines without weights.
+	ModelCache *ModelCacheStack
 	// Endpoint is the selected model's endpoint stack.
 	Endpoint *EndpointStack
 }
@@ -57,6 +64,18 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 		ContainerDir:  cfg.ContainerDir,
 	})
 	endpoint.AddStackDependency(foundation.Stack, jsii.String("the endpoint reads weights from the foundation bucket with the foundation role"))
+	var cache *ModelCacheStack
+	if cfg.Model.Source != nil {
+		cache = NewModelCacheStack(app, ModelCacheStackName(cfg.Model.ID), &ModelCacheStackProps{
+			StackProps:    awscdk.StackProps{Env: cfg.Env},
+			Model:         cfg.Model,
+			WeightsBucket: foundation.WeightsBucket,
+			ModuleDir:     cfg.ModuleDir,
+			HubEndpoint:   cfg.HubEndpoint,
+		})
+		cache.AddStackDependency(foundation.Stack, jsii.String("the weights are synced into the foundation bucket"))
+		endpoint.AddStackDependency(cache.Stack, jsii.String("the endpoint starts only on the pinned, verified weights and their manifest.json"))
+	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	return &App{Foundation: foundation, Endpoint: endpoint}
+	return &App{Foundation: foundation, ModelCache: cache, Endpoint: endpoint}
 }

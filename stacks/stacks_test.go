@@ -57,6 +57,9 @@ var (
 // containerDir is the real inference container directory the image asset stages.
 const containerDir = "../container"
 
+// moduleDir is the Go module root the model-cache Lambda is built from.
+const moduleDir = ".."
+
 // buildApp synthesizes the whole app for one model once per test binary and shares it between tests.
 func buildApp(t *testing.T, modelID string) *synthesized {
 	t.Helper()
@@ -70,7 +73,7 @@ func buildApp(t *testing.T, modelID string) *synthesized {
 	s.once.Do(func() {
 		s.dir, _ = os.MkdirTemp("", "cdkout-")
 		s.cdk = awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(s.dir)})
-		s.app = Build(s.cdk, AppConfig{Model: catalogModel(t, modelID), ContainerDir: containerDir})
+		s.app = Build(s.cdk, AppConfig{Model: catalogModel(t, modelID), ContainerDir: containerDir, ModuleDir: moduleDir})
 		s.cdk.Synth(nil)
 	})
 	if s.app == nil {
@@ -294,10 +297,11 @@ func TestStackNamesDoNotCollide(t *testing.T) {
 	if *a.app.Foundation.StackName() != FoundationStackName || *b.app.Foundation.StackName() != FoundationStackName {
 		t.Errorf("foundation stack names: %s, %s", *a.app.Foundation.StackName(), *b.app.Foundation.StackName())
 	}
-	for _, s := range []*synthesized{a, b} {
+	// kokoro-82m has weights and so a cache stack; espeak-ng has none.
+	for s, want := range map[*synthesized]int{a: 3, b: 2} {
 		files, _ := filepath.Glob(filepath.Join(s.dir, "*.template.json"))
-		if len(files) != 2 {
-			t.Errorf("%s: want 2 templates, got %v", s.dir, files)
+		if len(files) != want {
+			t.Errorf("%s: want %d templates, got %v", s.dir, want, files)
 		}
 	}
 }
@@ -305,7 +309,11 @@ func TestStackNamesDoNotCollide(t *testing.T) {
 func TestNoUnsuppressedNagErrors(t *testing.T) {
 	for _, id := range []string{"kokoro-82m", "espeak-ng"} {
 		s := buildApp(t, id)
-		for _, st := range []awscdk.Stack{s.app.Foundation.Stack, s.app.Endpoint.Stack} {
+		checked := []awscdk.Stack{s.app.Foundation.Stack, s.app.Endpoint.Stack}
+		if s.app.ModelCache != nil {
+			checked = append(checked, s.app.ModelCache.Stack)
+		}
+		for _, st := range checked {
 			// GIVEN the AwsSolutions pack on the app WHEN synthesized THEN no error or warning annotation remains.
 			ann := assertions.Annotations_FromStack(st)
 			nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
@@ -321,6 +329,11 @@ func TestNoUnsuppressedNagErrors(t *testing.T) {
 	report, err := os.ReadFile(filepath.Join(buildApp(t, "kokoro-82m").dir, "AwsSolutions--SpeechFoundationStack-NagReport.csv"))
 	if err != nil || !strings.Contains(string(report), `"AwsSolutions-S10"`) {
 		t.Errorf("cdk-nag report missing or without S10: %v", err)
+	}
+	// ... and over the cache stack, where the Lambda rules are found compliant.
+	report, err = os.ReadFile(filepath.Join(buildApp(t, "kokoro-82m").dir, "AwsSolutions--SpeechModelCacheStack-kokoro-82m-NagReport.csv"))
+	if err != nil || !strings.Contains(string(report), `"AwsSolutions-L1"`) {
+		t.Errorf("cdk-nag report of the cache stack missing or without L1: %v", err)
 	}
 }
 
@@ -352,6 +365,7 @@ func gateApp(t *testing.T, planDir string, override *bool) *App {
 		Model:               catalogModel(t, "kokoro-82m"),
 		ContainerDir:        containerDir,
 		ContainerDigest:     fixtureDigest,
+		ModuleDir:           moduleDir,
 		PlanPath:            plan,
 		AutoscalingOverride: override,
 	})
