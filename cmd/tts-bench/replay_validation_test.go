@@ -117,7 +117,7 @@ func TestSimulatorAgreesWithReplay(t *testing.T) {
 	quiet, loud := 12*time.Second, 48*time.Second
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "trace.csv")
-	if err := os.WriteFile(csv, fmt.Appendf(nil, "timestamp,rps\n0,%g\n%g,%g\n%g,%g\n", lo, quiet.Seconds(), hi, (quiet + loud/2).Seconds(), hi), 0o644); err != nil {
+	if err := os.WriteFile(csv, fmt.Appendf(nil, "timestamp,rps\n0,%g\n%g,%g\n%g,%g\n", lo, quiet.Seconds(), hi, (quiet+loud/2).Seconds(), hi), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "replay.jsonl.gz")
