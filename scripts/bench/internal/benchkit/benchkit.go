@@ -1,0 +1,326 @@
+// Package benchkit is what the benchmark programs under scripts/bench share: the inference container binary
+// and processes of it whose JSON request logs are collected, the file-descriptor limit, exact percentiles and
+// gonum line charts.
+package benchkit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
+)
+
+// ContainerBinEnv names a prebuilt container binary (make sets it to bin/speech-container).
+const ContainerBinEnv = "SPEECH_CONTAINER_BIN"
+
+// RepoRoot is the nearest directory above the working directory that holds container/go.mod.
+func RepoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository root: %w", err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "container", "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("find the repository root: no container/go.mod above %s: run from the speech-infra checkout", wd)
+		}
+	}
+}
+
+// ContainerBinary returns $SPEECH_CONTAINER_BIN when set, else builds the container (cgo) into
+// .cache/bench/speech-container and returns that.
+func ContainerBinary(ctx context.Context) (string, error) {
+	if bin := os.Getenv(ContainerBinEnv); bin != "" {
+		fi, err := os.Stat(bin)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("%s=%s: not an executable file: run `make container-build` or unset it to build here", ContainerBinEnv, bin)
+		}
+		return bin, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, ".cache", "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build the container: %w", err)
+	}
+	bin := filepath.Join(dir, "speech-container")
+	tmp := bin + ".tmp" + strconv.Itoa(os.Getpid())
+	build := exec.CommandContext(ctx, "go", "build", "-o", tmp, ".")
+	build.Dir = filepath.Join(root, "container")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("go build in %s: %w: install the container's libraries (make deps-container) or set %s\n%s", build.Dir, err, ContainerBinEnv, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("build the container: %w", err)
+	}
+	return bin, nil
+}
+
+// RequestLog is the part of the container's JSON request log line (container/README.md) the rows use.
+type RequestLog struct {
+	Msg       string  `json:"msg"`
+	Outcome   string  `json:"outcome"`
+	Status    int     `json:"status"`
+	TotalMs   float64 `json:"total_ms"`
+	TTFABMs   float64 `json:"ttfab_ms"`
+	QueueWait float64 `json:"queue_wait_ms"`
+}
+
+// Container is a running inference container process.
+type Container struct {
+	// URL is its base URL on loopback.
+	URL  string
+	cmd  *exec.Cmd
+	done chan error
+	mu   sync.Mutex
+	logs []RequestLog
+}
+
+// FreePort returns a free loopback TCP port.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartContainer runs bin serve with env (over the process's environment) on a free port and returns once
+// /ping answers 200, within 30 s. Its request logs are collected (Logs); its stderr goes to stderr.
+func StartContainer(ctx context.Context, bin string, env map[string]string, stderr io.Writer) (*Container, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start the container: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the container %s: %w", bin, err)
+	}
+	c := &Container{URL: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"msg":"request"`)) {
+				continue
+			}
+			var l RequestLog
+			if json.Unmarshal(line, &l) == nil {
+				c.mu.Lock()
+				c.logs = append(c.logs, l)
+				c.mu.Unlock()
+			}
+		}
+		io.Copy(io.Discard, out)
+		c.done <- cmd.Wait()
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/ping", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c, nil
+			}
+		}
+		select {
+		case err := <-c.done:
+			return nil, fmt.Errorf("the container exited before it was ready: %v: see its stderr above", err)
+		default:
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.Stop()
+			return nil, fmt.Errorf("the container on port %d did not answer /ping 200 within 30s", port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// LogCount is how many request logs have been collected.
+func (c *Container) LogCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.logs)
+}
+
+// Logs returns the request logs collected from index from on.
+func (c *Container) Logs(from int) []RequestLog {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from > len(c.logs) {
+		return nil
+	}
+	return append([]RequestLog(nil), c.logs[from:]...)
+}
+
+// WaitLogs waits up to 5 s until at least n request logs have been collected (the log line follows the
+// response) and returns how many there are.
+func (c *Container) WaitLogs(n int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for c.LogCount() < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c.LogCount()
+}
+
+// Stop sends SIGTERM and waits up to 30 s, then kills the process.
+func (c *Container) Stop() {
+	if c.cmd.Process == nil {
+		return
+	}
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// RaiseFDLimit raises the soft file-descriptor limit to the hard one and returns the soft limit now.
+func RaiseFDLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	return lim.Cur
+}
+
+// Percentile returns the exact p-th percentile (nearest rank) of values (not changed); NaN when empty.
+func Percentile(values []float64, p float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), values...)
+	sort.Float64s(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	if rank < 1 {
+		rank = 1
+	}
+	return s[rank-1]
+}
+
+// Series is one line of a chart.
+type Series struct {
+	Name string
+	XY   plotter.XYs
+}
+
+// Chart is a line chart of one or more series.
+type Chart struct {
+	Title, X, Y string
+	// LogX draws the X axis logarithmically (concurrency 1 ... 1000).
+	LogX   bool
+	Series []Series
+	// HLine, when not NaN, is a horizontal goal line named HLineName.
+	HLine     float64
+	HLineName string
+}
+
+var palette = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
+}
+
+// WriteSVG draws c and writes it to path atomically.
+func (c Chart) WriteSVG(path string) error {
+	p := plot.New()
+	p.Title.Text = c.Title
+	p.X.Label.Text = c.X
+	p.Y.Label.Text = c.Y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	if c.LogX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	minX, maxX := math.Inf(1), math.Inf(-1)
+	for i, s := range c.Series {
+		if len(s.XY) == 0 {
+			continue
+		}
+		l, pts, err := plotter.NewLinePoints(s.XY)
+		if err != nil {
+			return fmt.Errorf("draw %s: series %s: %w", path, s.Name, err)
+		}
+		col := palette[i%len(palette)]
+		l.Color, pts.Color = col, col
+		pts.Shape = draw.CircleGlyph{}
+		p.Add(l, pts)
+		p.Legend.Add(s.Name, l, pts)
+		for _, xy := range s.XY {
+			minX, maxX = math.Min(minX, xy.X), math.Max(maxX, xy.X)
+		}
+	}
+	if !math.IsNaN(c.HLine) && !math.IsInf(minX, 0) {
+		g, err := plotter.NewLine(plotter.XYs{{X: minX, Y: c.HLine}, {X: maxX, Y: c.HLine}})
+		if err == nil {
+			g.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+			g.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(g)
+			p.Legend.Add(c.HLineName, g)
+		}
+	}
+	wt, err := p.WriterTo(20*vg.Centimeter, 12*vg.Centimeter, "svg")
+	if err != nil {
+		return fmt.Errorf("draw %s: %w", path, err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return fmt.Errorf("draw %s: %w", path, err)
+	}
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write chart %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrInterrupted is returned when a run is interrupted.
+var ErrInterrupted = errors.New("interrupted")
