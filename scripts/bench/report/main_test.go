@@ -99,7 +99,7 @@ func TestReportRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, nil, "figure 1-load-engine.svg", false},
-		"bad require": {func(t *testing.T, in string) {}, []string{"-require", "1,x"}, "-require", true},
+		"bad require":    {func(t *testing.T, in string) {}, []string{"-require", "1,x"}, "-require", true},
 		"extra argument": {func(t *testing.T, in string) {}, []string{"now"}, "unexpected argument", true},
 	}
 	for name, c := range cases {
