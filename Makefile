@@ -68,6 +68,8 @@ synth-all: deps fixture-plans
 	@echo "synth kokoro-82m with the valid fixture plan"
 	@$(CDK) synth -q -c model=kokoro-82m -c autoscaling=true -c plan=.cache/fixture-plans/valid/plan.json -o cdk.out/lint/kokoro-82m-scaling > /dev/null
 	@grep -q '"AWS::ApplicationAutoScaling::ScalableTarget"' cdk.out/lint/kokoro-82m-scaling/SpeechEndpointStack-kokoro-82m.template.json || { echo "the valid fixture plan did not produce a scalable target" >&2; exit 1; }
+	@grep -q '"Custom::SpeechModelCache"' cdk.out/lint/kokoro-82m/SpeechModelCacheStack-kokoro-82m.template.json || { echo "kokoro-82m has weights but no model cache stack was synthesized" >&2; exit 1; }
+	@if ls cdk.out/lint/espeak-ng/SpeechModelCacheStack-* >/dev/null 2>&1; then echo "espeak-ng needs no weights but a model cache stack was synthesized" >&2; exit 1; fi
 
 lint: lint-go lint-cfn ## gofmt, go vet, cfn-lint
 

@@ -154,7 +154,11 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 
 	awscdk.NewCfnOutput(stack, jsii.String("EndpointName"), &awscdk.CfnOutputProps{Value: endpoint.AttrEndpointName(), Description: jsii.String("SageMaker endpoint to invoke")})
 	awscdk.NewCfnOutput(stack, jsii.String("VariantName"), &awscdk.CfnOutputProps{Value: jsii.String(models.VariantName), Description: jsii.String("Production variant that scaling targets")})
-	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String("Key prefix in the foundation weights bucket where the model's files must be before the endpoint starts")})
+	weightsDesc := "Key prefix in the foundation weights bucket; this model's engine needs no weights"
+	if m.Source != nil {
+		weightsDesc = "Key prefix in the foundation weights bucket the endpoint reads; " + ModelCacheStackName(m.ID) + " syncs and verifies the files there before this stack deploys"
+	}
+	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String(weightsDesc)})
 
 	return &EndpointStack{Stack: stack, Endpoint: endpoint, EndpointConfig: config, Model: model, Scaling: scaling}
 }
