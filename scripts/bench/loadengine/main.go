@@ -162,44 +162,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var steps []step
+	rounds := 3
+	if o.smoke {
+		rounds = 1
+	}
+	slice := o.duration / time.Duration(rounds)
 	for i, c := range o.ladder {
 		s := step{c: c, rate: map[string]float64{}}
-		// Rotate the order so no tool always runs first (a warm or cooling machine) or last.
-		for k := range tools {
-			tool := tools[(i+k)%len(tools)]
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fmt.Fprintf(stderr, "C=%d %s for %v\n", c, tool, o.duration)
-			switch tool {
-			case toolEngine:
-				if prof != nil {
-					pprof.StartCPUProfile(prof)
+		perTool := map[string][]float64{}
+		eng := &engineData{}
+		// Short interleaved rounds, order rotated per round and concurrency, so a burst of load from other
+		// processes on a shared machine hits every tool alike; each tool's rate is its median over the rounds.
+		for round := 0; round < rounds; round++ {
+			for k := range tools {
+				tool := tools[(i+round+k)%len(tools)]
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
-				err = runEngine(ctx, ctr, c, o.duration, &s)
-				if prof != nil {
-					pprof.StopCPUProfile()
-					prof = nil // one profile: the first engine run of the ladder's largest... first step
-				}
-			case toolWrk, toolHey:
-				if contains(missing, tool) {
-					continue
-				}
+				fmt.Fprintf(stderr, "C=%d round %d/%d %s for %v\n", c, round+1, rounds, tool, slice)
 				var r float64
-				if tool == toolWrk {
-					r, err = runWrk(ctx, ctr.URL, c, o.duration)
-				} else {
-					r, err = runHey(ctx, ctr.URL, c, o.duration)
+				switch tool {
+				case toolEngine:
+					if prof != nil && c == o.ladder[len(o.ladder)-1] {
+						pprof.StartCPUProfile(prof)
+					}
+					r, err = runEngine(ctx, ctr, c, slice, eng)
+					if prof != nil && c == o.ladder[len(o.ladder)-1] {
+						pprof.StopCPUProfile()
+						prof = nil // one profile: the first engine run at the largest concurrency
+					}
+				case toolWrk:
+					if contains(missing, tool) {
+						continue
+					}
+					r, err = runWrk(ctx, ctr.URL, c, slice)
+				case toolHey:
+					if contains(missing, tool) {
+						continue
+					}
+					r, err = runHey(ctx, ctr.URL, c, slice)
+				case toolVegeta:
+					r, err = runVegeta(ctx, ctr.URL, c, slice)
 				}
-				s.rate[tool] = r
-			case toolVegeta:
-				s.rate[tool], err = runVegeta(ctx, ctr.URL, c, o.duration)
+				if err != nil {
+					return fmt.Errorf("C=%d %s: %w", c, tool, err)
+				}
+				perTool[tool] = append(perTool[tool], r)
+				time.Sleep(200 * time.Millisecond) // let closed connections drain
 			}
-			if err != nil {
-				return fmt.Errorf("C=%d %s: %w", c, tool, err)
-			}
-			time.Sleep(300 * time.Millisecond) // let closed connections drain
 		}
+		for t, rs := range perTool {
+			s.rate[t] = benchkit.Percentile(rs, 50)
+		}
+		s.engineRequests, s.engineErrors, s.serverLogs = len(eng.client)+eng.errors, eng.errors, len(eng.server)
+		s.clientP50, s.clientP99 = benchkit.Percentile(eng.client, 50), benchkit.Percentile(eng.client, 99)
+		s.serverP50, s.serverP99 = benchkit.Percentile(eng.server, 50), benchkit.Percentile(eng.server, 99)
+		s.addedP50, s.addedP99 = s.clientP50-s.serverP50, s.clientP99-s.serverP99
 		fmt.Fprintf(stderr, "C=%d rates %v, engine added p50 %.3f ms p99 %.3f ms\n", c, s.rate, s.addedP50, s.addedP99)
 		steps = append(steps, s)
 	}
@@ -257,10 +275,18 @@ func (s *timedSender) Send(ctx context.Context, text string) (bench.StreamResult
 	return res, err
 }
 
-func runEngine(ctx context.Context, ctr *benchkit.Container, c int, d time.Duration, s *step) error {
+// engineData collects the engine's runs at one concurrency.
+type engineData struct {
+	client, server []float64
+	errors         int
+}
+
+// runEngine runs one closed-loop step of the load engine and returns its achieved rate; it adds the
+// requests' full-response times and the container's total_ms of the same requests to e.
+func runEngine(ctx context.Context, ctr *benchkit.Container, c int, d time.Duration, e *engineData) (float64, error) {
 	corpus, err := bench.NewCorpus("loadengine", []string{text})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tr := &timed{inner: bench.NewHTTP(ctr.URL), lat: make([][]float64, c), errs: make([]int, c)}
 	cfg := bench.DefaultConfig()
@@ -271,27 +297,23 @@ func runEngine(ctx context.Context, ctr *benchkit.Container, c int, d time.Durat
 	before := ctr.LogCount()
 	res, err := bench.RunStep(ctx, cfg, c)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var client []float64
+	n := 0
 	for i := range tr.lat {
-		client = append(client, tr.lat[i]...)
-		s.engineErrors += tr.errs[i]
+		e.client = append(e.client, tr.lat[i]...)
+		e.errors += tr.errs[i]
+		n += len(tr.lat[i]) + tr.errs[i]
 	}
-	n := len(client) + s.engineErrors
-	ctr.WaitLogs(before + n)
-	var server []float64
-	for _, l := range ctr.Logs(before) {
+	if got := ctr.WaitLogs(before + n); got < before+n {
+		return 0, fmt.Errorf("the container logged %d of the engine's %d requests within 5s", got-before, n)
+	}
+	for _, l := range ctr.Logs(before)[:n] {
 		if l.Outcome == "ok" {
-			server = append(server, l.TotalMs)
+			e.server = append(e.server, l.TotalMs)
 		}
 	}
-	s.rate[toolEngine] = res.AchievedRPS
-	s.engineRequests, s.serverLogs = n, len(server)
-	s.clientP50, s.clientP99 = benchkit.Percentile(client, 50), benchkit.Percentile(client, 99)
-	s.serverP50, s.serverP99 = benchkit.Percentile(server, 50), benchkit.Percentile(server, 99)
-	s.addedP50, s.addedP99 = s.clientP50-s.serverP50, s.clientP99-s.serverP99
-	return nil
+	return res.AchievedRPS, nil
 }
 
 var rpsRE = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
@@ -396,7 +418,7 @@ func buildRow(o options, steps []step, missing []string, fdLimit uint64, workers
 		Machine: row.CurrentMachine(), Date: started, Duration: row.Of(time.Since(started)), Fixed: fixed,
 		Summary: fmt.Sprintf("Each tool drives the calibration container (`ENGINE=calibration CALIBRATION_SEGMENT_MS=0`, zero compute; "+
 			"`QUEUE_MAX_DEPTH=0`, `ENGINE_WORKERS=%d`) over loopback in a closed loop for %v at each concurrency, one tool after the other "+
-			"(order rotated per C), every request the same one-segment text. The rate is successful requests per second as each tool "+
+			"(in 3 interleaved rounds, order rotated; each rate is the median of its rounds), every request the same one-segment text. The rate is successful requests per second as each tool "+
 			"reports it (vegeta: rate 0 with exactly C workers, its closed-loop mode). Added latency is the engine's full-response time "+
 			"(send to end of stream) minus the container's own `total_ms` (request log), compared percentile by percentile.", workers, o.duration),
 	}
