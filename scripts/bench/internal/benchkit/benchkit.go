@@ -29,6 +29,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
@@ -324,3 +325,73 @@ func (c Chart) WriteSVG(path string) error {
 
 // ErrInterrupted is returned when a run is interrupted.
 var ErrInterrupted = errors.New("interrupted")
+
+// Timed wraps a transport and keeps each successful request's TTFAB and full-response time (ms), per worker
+// so the request path takes no lock. Build it with NewTimed for the step's concurrency.
+type Timed struct {
+	Inner       bench.Transport
+	ttfab, resp [][]float64
+	errs        []int
+}
+
+// NewTimed returns a Timed for up to c workers.
+func NewTimed(inner bench.Transport, c int) *Timed {
+	return &Timed{Inner: inner, ttfab: make([][]float64, c), resp: make([][]float64, c), errs: make([]int, c)}
+}
+
+// Name is the inner transport's name.
+func (t *Timed) Name() string { return t.Inner.Name() }
+
+// Worker wraps the inner transport's worker i.
+func (t *Timed) Worker(i int) (bench.Sender, error) {
+	if i >= len(t.errs) {
+		return nil, fmt.Errorf("timed transport: worker %d of %d: build it with NewTimed for the step's concurrency", i, len(t.errs))
+	}
+	s, err := t.Inner.Worker(i)
+	if err != nil {
+		return nil, err
+	}
+	return &timedSender{inner: s, t: t, i: i}, nil
+}
+
+type timedSender struct {
+	inner bench.Sender
+	t     *Timed
+	i     int
+}
+
+func (s *timedSender) Send(ctx context.Context, text string) (bench.StreamResult, error) {
+	res, err := s.inner.Send(ctx, text)
+	if err != nil {
+		s.t.errs[s.i]++
+		return res, err
+	}
+	s.t.resp[s.i] = append(s.t.resp[s.i], float64(res.End.Sub(res.Sent))/float64(time.Millisecond))
+	s.t.ttfab[s.i] = append(s.t.ttfab[s.i], float64(res.TTFAB())/float64(time.Millisecond))
+	return res, err
+}
+
+// Results returns the TTFABs, the full-response times and the failed count (read after the step).
+func (t *Timed) Results() (ttfab, resp []float64, failed int) {
+	for i := range t.errs {
+		ttfab = append(ttfab, t.ttfab[i]...)
+		resp = append(resp, t.resp[i]...)
+		failed += t.errs[i]
+	}
+	return ttfab, resp, failed
+}
+
+// Step runs one closed-loop step of the load engine at concurrency c for d (no settle; all of it measured)
+// through tr with a corpus of the one text, and returns its result.
+func Step(ctx context.Context, tr bench.Transport, c int, d time.Duration, text string) (bench.StepResult, error) {
+	corpus, err := bench.NewCorpus("benchkit", []string{text})
+	if err != nil {
+		return bench.StepResult{}, err
+	}
+	cfg := bench.DefaultConfig()
+	cfg.Settle, cfg.Hold, cfg.Measure = 0, d, d
+	cfg.RequestTimeout, cfg.Grace = 10*time.Second, 10*time.Second
+	cfg.SLO, cfg.MinRequests = time.Second, 1
+	cfg.Transport, cfg.Corpus, cfg.RunID = tr, corpus, "benchkit"
+	return bench.RunStep(ctx, cfg, c)
+}
