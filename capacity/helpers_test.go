@@ -37,15 +37,16 @@ func testTTotal(m models.Model) *TTotal {
 		SchemaVersion: SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
 		Transport: TransportSageMakerStream, QMaxSHA256: testDigest, RunID: "ttotal-test", FromInstances: 1, ToInstances: 2,
 		Timeline: []Stage{
-			{"desired_count_set", t0, "control-plane"},
-			{"container_started", t0.Add(200 * time.Second), "container"},
-			{"first_success", t0.Add(300 * time.Second), "client"},
+			{"desired_count_set", t0, "control-plane", nil},
+			{"container_started", t0.Add(200 * time.Second), "container", nil},
+			{"first_success", t0.Add(300 * time.Second), "client", nil},
 		},
 		Durations: []StageDuration{
 			{"desired_count_set", "container_started", 200},
 			{"container_started", "first_success", 100},
 		},
-		TTotalS: 300, DominantStage: "container_started", MissingStages: []string{},
+		ClockStart: "desired_count_set", TTotalS: 300, DominantStage: "container_started", MissingStages: []string{},
+		PlatformS: 200, ContainerS: 100, PlatformShare: 2.0 / 3, ContainerShare: 1.0 / 3,
 	}
 }
 

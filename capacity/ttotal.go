@@ -10,7 +10,9 @@ import (
 const TTotalSumTolerance = 0.05
 
 // TTotal is the artifact of tts-bench ttotal: the time from asking for one more instance until it serves
-// healthy traffic, as an ordered timeline of stages whose consecutive differences sum to TTotalS.
+// healthy traffic, as an ordered timeline of stages whose consecutive differences, from the stage where the
+// clock starts (ClockStart) to the last, sum to TTotalS. Stages before ClockStart (load_applied) are context:
+// they are on the timeline but not in T_total.
 type TTotal struct {
 	// SchemaVersion is SchemaVersion.
 	SchemaVersion int `json:"schema_version"`
@@ -32,12 +34,22 @@ type TTotal struct {
 	ToInstances int `json:"to_instances"`
 	// Timeline is the ordered list of stages, first to last.
 	Timeline []Stage `json:"timeline"`
-	// Durations are the differences of consecutive timeline entries; they sum to TTotalS.
+	// ClockStart names the timeline stage where T_total starts (desired_set: the instance count was raised).
+	ClockStart string `json:"clock_start"`
+	// Durations are the differences of consecutive timeline entries from ClockStart on; they sum to TTotalS.
 	Durations []StageDuration `json:"durations"`
-	// TTotalS is the time from the first to the last stage, in seconds.
+	// TTotalS is the time from ClockStart to the last stage, in seconds.
 	TTotalS float64 `json:"t_total_s"`
 	// DominantStage is the To stage of the longest duration.
 	DominantStage string `json:"dominant_stage"`
+	// PlatformS is the platform's part of TTotalS: from ClockStart to container_started (to the last stage
+	// when the container was never seen starting), in seconds.
+	PlatformS float64 `json:"platform_s"`
+	// ContainerS is the rest of TTotalS: from container_started to the last stage, in seconds.
+	ContainerS float64 `json:"container_s"`
+	// PlatformShare and ContainerShare are PlatformS and ContainerS as shares of TTotalS (they sum to 1).
+	PlatformShare  float64 `json:"platform_share"`
+	ContainerShare float64 `json:"container_share"`
 	// MissingStages lists expected stages that were not observed (empty when complete).
 	MissingStages []string `json:"missing_stages"`
 	// DryRun is true when the run changed nothing and its numbers must not drive a deployment.
@@ -46,12 +58,16 @@ type TTotal struct {
 
 // Stage is one point on the T_total timeline.
 type Stage struct {
-	// Stage names the stage, e.g. desired_count_set, container_started, first_success.
+	// Stage names the stage, e.g. desired_set, Updating, container_started, traffic_recovered.
 	Stage string `json:"stage"`
 	// At is when the stage was reached, UTC.
 	At time.Time `json:"at"`
-	// Source says who observed it: container (a STAGE line), control-plane or client.
+	// Source says who observed it: container (a STAGE line's own time), log (a CloudWatch Logs event's
+	// time), control-plane or client (the measuring process's clock).
 	Source string `json:"source"`
+	// Flags say what assembling the timeline did to the stage, e.g. that its observed time was earlier than
+	// its predecessor's and was clamped (FlagClamped), or that it was seen more than once (FlagDuplicate).
+	Flags []string `json:"flags,omitempty"`
 }
 
 // StageDuration is the time between two consecutive stages.
@@ -124,14 +140,33 @@ func (t *TTotal) Verify() []error {
 				s.At.Format(time.RFC3339Nano), t.Timeline[i-1].Stage, t.Timeline[i-1].At.Format(time.RFC3339Nano))
 		}
 	}
-	if len(t.Durations) != len(t.Timeline)-1 {
-		add("durations: has %d entries, want %d (one per consecutive pair of stages)", len(t.Durations), len(t.Timeline)-1)
+	start := -1
+	for i, s := range t.Timeline {
+		if s.Stage == t.ClockStart {
+			if start >= 0 {
+				add("clock_start: %q appears twice on the timeline: the clock starts at one stage", t.ClockStart)
+			}
+			if start < 0 {
+				start = i
+			}
+		}
+	}
+	if start < 0 {
+		add("clock_start: %q is not a timeline stage: name the stage where T_total starts (desired_set)", t.ClockStart)
+		return errs
+	}
+	if start == len(t.Timeline)-1 {
+		add("clock_start: %q is the last stage: at least one stage must follow it", t.ClockStart)
+		return errs
+	}
+	if len(t.Durations) != len(t.Timeline)-1-start {
+		add("durations: has %d entries, want %d (one per consecutive pair of stages from %s on)", len(t.Durations), len(t.Timeline)-1-start, t.ClockStart)
 		return errs
 	}
 	sum, longest := 0.0, -1.0
 	dominant := ""
 	for i, d := range t.Durations {
-		from, to := t.Timeline[i], t.Timeline[i+1]
+		from, to := t.Timeline[start+i], t.Timeline[start+i+1]
 		if d.From != from.Stage || d.To != to.Stage {
 			add("durations[%d]: is %s→%s, want %s→%s", i, d.From, d.To, from.Stage, to.Stage)
 		}
@@ -150,5 +185,75 @@ func (t *TTotal) Verify() []error {
 	if t.DominantStage != dominant {
 		add("dominant_stage: is %q but the longest duration leads to %q", t.DominantStage, dominant)
 	}
+	platform, container := t.split(start)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{{"platform_s", t.PlatformS, platform}, {"container_s", t.ContainerS, container}} {
+		if math.Abs(c.got-c.want) > 0.001 || math.IsNaN(c.got) {
+			add("%s: is %g but the timeline gives %.3f (platform: %s to %s, container: from %s on)", c.name, c.got, c.want, t.ClockStart, StageContainerStarted, StageContainerStarted)
+		}
+	}
+	if total := platform + container; total > 0 {
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{{"platform_share", t.PlatformShare, platform / total}, {"container_share", t.ContainerShare, container / total}} {
+			if math.Abs(c.got-c.want) > 0.001 || math.IsNaN(c.got) {
+				add("%s: is %g but the timeline gives %.4f", c.name, c.got, c.want)
+			}
+		}
+	}
 	return errs
+}
+
+// split divides the time from the clock start (timeline index start) to the last stage at
+// container_started: the platform's part before it, the container's after it. Without container_started
+// after the clock start, all of it is the platform's.
+func (t *TTotal) split(start int) (platform, container float64) {
+	first, last := t.Timeline[start].At, t.Timeline[len(t.Timeline)-1].At
+	for _, s := range t.Timeline[start:] {
+		if s.Stage == StageContainerStarted {
+			return s.At.Sub(first).Seconds(), last.Sub(s.At).Seconds()
+		}
+	}
+	return last.Sub(first).Seconds(), 0
+}
+
+// Reconcile derives, from Timeline and clockStart, every field Verify checks against the timeline:
+// ClockStart, Durations (consecutive differences from clockStart on), TTotalS (their sum: the last stage's
+// time minus clockStart's), DominantStage, PlatformS, ContainerS and the shares. The timeline must already be
+// in time order (AssembleTimeline) and hold clockStart once, with a stage after it.
+func (t *TTotal) Reconcile(clockStart string) error {
+	start := -1
+	for i, s := range t.Timeline {
+		if s.Stage == clockStart {
+			if start >= 0 {
+				return fmt.Errorf("reconcile the ttotal timeline: %q appears twice", clockStart)
+			}
+			start = i
+		}
+		if i > 0 && s.At.Before(t.Timeline[i-1].At) {
+			return fmt.Errorf("reconcile the ttotal timeline: %s at %s is before %s: assemble the timeline first", s.Stage, s.At.Format(time.RFC3339Nano), t.Timeline[i-1].Stage)
+		}
+	}
+	if start < 0 || start == len(t.Timeline)-1 {
+		return fmt.Errorf("reconcile the ttotal timeline: the clock start %q is missing or the last stage: a T_total needs a stage after it", clockStart)
+	}
+	t.ClockStart, t.Durations, t.TTotalS, t.DominantStage = clockStart, nil, 0, ""
+	longest := -1.0
+	for i := start + 1; i < len(t.Timeline); i++ {
+		d := t.Timeline[i].At.Sub(t.Timeline[i-1].At).Seconds()
+		t.Durations = append(t.Durations, StageDuration{From: t.Timeline[i-1].Stage, To: t.Timeline[i].Stage, DurationS: d})
+		t.TTotalS += d
+		if d > longest {
+			longest, t.DominantStage = d, t.Timeline[i].Stage
+		}
+	}
+	t.PlatformS, t.ContainerS = t.split(start)
+	t.PlatformShare, t.ContainerShare = 0, 0
+	if total := t.PlatformS + t.ContainerS; total > 0 {
+		t.PlatformShare, t.ContainerShare = t.PlatformS/total, t.ContainerS/total
+	}
+	return nil
 }

@@ -99,6 +99,8 @@ func writeEspeakPlan(t *testing.T, dir, digest string) *capacity.Plan {
 	}
 	tt.TTotalS = math.Round(tt.TTotalS*1000) / 1000
 	tt.DominantStage = "container_started"
+	tt.ClockStart, tt.PlatformS, tt.ContainerS = "desired_count_set", 0.4, 0.7
+	tt.PlatformShare, tt.ContainerShare = 0.4/1.1, 0.7/1.1
 
 	qPath, tPath := filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
 	if err := capacity.WriteJSON(qPath, q); err != nil {

@@ -204,13 +204,13 @@ func kokoroTTotal(m models.Model, t0 time.Time) *capacity.TTotal {
 		name, source string
 		afterS       float64
 	}{
-		{"desired_count_set", "control-plane", 0},
-		{"container_started", "container", 142.6},
-		{"weights_downloaded", "container", 58.3},
-		{"model_loaded", "container", 21.4},
-		{"ping_healthy", "container", 6.1},
-		{"in_service", "control-plane", 48.9},
-		{"first_success", "client", 3.5},
+		{capacity.StageDesiredSet, capacity.SourceClient, 0},
+		{capacity.StageContainerStarted, capacity.SourceContainer, 142.6},
+		{capacity.StageWeightsVerified, capacity.SourceContainer, 58.3},
+		{capacity.StageEngineLoaded, capacity.SourceContainer, 21.4},
+		{capacity.StageReady, capacity.SourceContainer, 6.1},
+		{capacity.StageInService, capacity.SourceClient, 48.9},
+		{capacity.StageTrafficRecovered, capacity.SourceClient, 3.5},
 	}
 	t := &capacity.TTotal{
 		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
@@ -232,6 +232,10 @@ func kokoroTTotal(m models.Model, t0 time.Time) *capacity.TTotal {
 		}
 	}
 	t.TTotalS = math.Round(t.TTotalS*1000) / 1000
+	t.ClockStart = capacity.StageDesiredSet
+	t.PlatformS = stages[1].afterS
+	t.ContainerS = math.Round((t.TTotalS-t.PlatformS)*1000) / 1000
+	t.PlatformShare, t.ContainerShare = t.PlatformS/t.TTotalS, t.ContainerS/t.TTotalS
 	return t
 }
 
