@@ -144,7 +144,7 @@ func TestRunOpenLoopDropsWithoutQueueing(t *testing.T) {
 	var idx []int64
 	for _, r := range recs {
 		idx = append(idx, r.Arrival.Index)
-		if lag := r.Sent.Sub(r.Arrival.Scheduled); lag < 0 || lag > 40*time.Millisecond {
+		if lag := r.Sent.Sub(r.Arrival.Scheduled); lag < 0 || lag > 150*time.Millisecond {
 			t.Errorf("arrival %d (%s) left %v after its scheduled time: it waited on the client", r.Arrival.Index, r.Class, lag)
 		}
 		if r.Class == ClassDropped && (r.Worker != -1 || r.Status != 0) {
@@ -215,7 +215,7 @@ func TestRunOpenLoopKeepsTheSchedule(t *testing.T) {
 		if !r.Arrival.Scheduled.Equal(want) || r.Arrival.Shard != int(r.Arrival.Index%2) || r.Arrival.Shards != 2 || r.Arrival.Trace != "sha256:test" {
 			t.Errorf("arrival %d: scheduled %v on shard %d/%d, want %v on %d/2", r.Arrival.Index, r.Arrival.Scheduled, r.Arrival.Shard, r.Arrival.Shards, want, r.Arrival.Index%2)
 		}
-		if lag := r.Sent.Sub(r.Arrival.Scheduled); lag < 0 || lag > 40*time.Millisecond {
+		if lag := r.Sent.Sub(r.Arrival.Scheduled); lag < 0 || lag > 150*time.Millisecond {
 			t.Errorf("arrival %d sent %v after its time", r.Arrival.Index, lag)
 		}
 	}

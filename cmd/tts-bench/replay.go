@@ -199,6 +199,9 @@ func (o *replayOpts) Validate() error {
 		bad("%w", err)
 	} else {
 		o.trace, o.traceDigest, o.segments = tr, traceDigest(tr), traceSegments(tr)
+		if peak := tr.Peak(); peak > bench.MaxOpenLoopRPS {
+			bad("--trace %s peaks at %g rps: one replay sends at most %d rps: split it with --shard i/n over several machines", o.traceArg, peak, bench.MaxOpenLoopRPS)
+		}
 	}
 	if n, err := parseShard(o.shardArg); err != nil {
 		bad("--shard: %w", err)

@@ -199,6 +199,7 @@ func TestReplayUsageErrors(t *testing.T) {
 		{[]string{"--trace", "step", "--start-at", "2001-01-01T00:00:00Z"}, []string{"is in the past"}},
 		{[]string{"--trace", "step", "--transport", "http"}, []string{"--url: is required"}},
 		{[]string{"--trace", "step", "extra"}, []string{"takes no arguments"}},
+		{[]string{"--trace", "spike", "--peak-rps", "5000000"}, []string{"peaks at 5e+06 rps", "--shard"}},
 	} {
 		stdout, stderr, code := runCLI(t, append([]string{"replay", "--model", "espeak-ng"}, c.args...)...)
 		if code != 2 {
