@@ -1,29 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
@@ -53,12 +49,15 @@ type qmaxRun struct {
 	// instanceType is what the endpoint config deploys ("local" on the emulator and for --transport http).
 	instanceType string
 	cfg          bench.Config
-	records      bytes.Buffer
-	gz           *gzip.Writer
-	view         stepView
-	cw           cloud.MetricReadAPI
-	steps        []bench.StepResult
-	cwMax        map[int]float64
+	// records streams to a temporary file beside the records path (renamed into place by write), so a long
+	// run's records never accumulate in memory; recordsHash digests the compressed bytes as they are written.
+	records     *os.File
+	recordsHash hash.Hash
+	gz          *gzip.Writer
+	view        stepView
+	cw          cloud.MetricReadAPI
+	steps       []bench.StepResult
+	cwMax       map[int]float64
 	// cwOuter marks the steps whose window was shorter than two metric periods: their datapoints also
 	// cover the neighbouring steps.
 	cwOuter  map[int]bool
@@ -75,7 +74,13 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	}
 	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, instanceType: models.LocalInstanceType}
 	r.cfg = o.engineConfig(r.runID)
-	r.gz = gzip.NewWriter(&r.records)
+	tmp, err := os.CreateTemp(filepath.Dir(o.recordsPath), "."+filepath.Base(o.recordsPath)+".*.tmp")
+	if err != nil {
+		return exitcode.Usage(fmt.Errorf("--output %s: create the records file: %w: choose another --output", o.output, err))
+	}
+	r.records, r.recordsHash = tmp, sha256.New()
+	defer r.discardRecords()
+	r.gz = gzip.NewWriter(io.MultiWriter(tmp, r.recordsHash))
 	r.cfg.Records = r.gz
 
 	if o.transport == capacity.TransportHTTP {
@@ -84,72 +89,39 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 		return r.measureAndWrite(ctx)
 	}
 
-	awsCfg, err := o.aws.Config(ctx)
+	sess, err := newSession(ctx, "qmax", o.model.ID, o.endpoint(), models.VariantName, o.journalDir, o.aws, o.stderr)
 	if err != nil {
 		return err
 	}
-	sm := sagemaker.NewFromConfig(awsCfg)
-	aas := applicationautoscaling.NewFromConfig(awsCfg)
-	cw := cloudwatch.NewFromConfig(awsCfg)
-	r.cw = cw
-	r.cfg.Transport = &bench.SageMakerStream{Endpoint: o.endpoint(), NewClient: func() bench.StreamInvoker {
-		// One client per worker: a client's event-stream decoder races when several streams are open on it
-		// (aws/smithy-go#714).
-		return sagemakerruntime.NewFromConfig(awsCfg)
-	}}
-	if err := o.preflight(ctx, sm, aas, cw); err != nil {
+	r.cw = sess.cw
+	r.cfg.Transport = sess.streamTransport()
+	if err := o.preflight(ctx, sess); err != nil {
 		return err
 	}
-	if d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())}); err == nil {
-		if spec, _, err := cloud.DescribeDeployed(ctx, sm, d); err == nil && spec.InstanceType != "" {
+	if d, err := sess.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())}); err == nil {
+		if spec, _, err := cloud.DescribeDeployed(ctx, sess.sm, d); err == nil && spec.InstanceType != "" {
 			r.instanceType = spec.InstanceType
 		}
 	}
 
-	fcl := cloud.FreezeClients{SageMaker: sm, AutoScaling: aas}
 	fmt.Fprintf(o.stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.model.ID, o.endpoint(), models.VariantName)
-	frozen, err := cloud.Freeze(ctx, fcl, cloud.FreezeOptions{
-		JournalDir: o.journalDir, Endpoint: o.endpoint(), Variant: models.VariantName, Instances: 1,
-		RunID: r.runID, Command: o.commandLine,
-	})
+	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, 1)
 	if err != nil {
-		err = fmt.Errorf("qmax %s: %w", o.model.ID, err)
-		// Freeze puts the endpoint back itself when it fails after writing the journal, but on the run's
-		// context: after SIGINT or SIGTERM that restore cannot run. Restore here, on a context of its own, any
-		// journal of this run that is left.
-		path, _ := cloud.JournalPath(o.journalDir, o.endpoint())
-		if j, jerr := cloud.ReadJournal(path); jerr == nil && j.RunID == r.runID {
-			return errors.Join(err, o.restore(fcl, &cloud.Frozen{Journal: j, Path: path}))
-		}
 		return err
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: frozen (journal %s)\n", o.model.ID, frozen.Path)
 	runErr := r.measureAndWrite(ctx)
-	restoreErr := o.restore(fcl, frozen)
+	restoreErr := sess.restore(frozen)
 	return errors.Join(runErr, restoreErr)
 }
 
 // preflight refuses a measurement that cannot be trusted: drift errors (unless --force), an endpoint that
 // is not InService, a queue bound that would reject part of the ladder.
-func (o *qmaxOpts) preflight(ctx context.Context, sm *sagemaker.Client, aas *applicationautoscaling.Client, cw *cloudwatch.Client) error {
-	rep, err := qmaxDrift(ctx, o, cloud.DriftClients{SageMaker: sm, AutoScaling: aas, CloudWatch: cw})
-	if err != nil {
-		return fmt.Errorf("qmax %s: check drift: %w", o.model.ID, err)
+func (o *qmaxOpts) preflight(ctx context.Context, sess *session) error {
+	if err := sess.checkDrift(ctx, qmaxDriftOptions(o), o.force, "a measurement now would not measure one pinned, undisturbed instance"); err != nil {
+		return err
 	}
-	if !rep.Clean() {
-		var lines []string
-		for _, f := range rep.Findings {
-			if f.Severity == cloud.SeverityError {
-				lines = append(lines, fmt.Sprintf("  %s %s: %s → %s", f.Code, f.Subject, f.Detail, f.Remediation))
-			}
-		}
-		if !o.force {
-			return exitcode.CheckFailedf("qmax %s: drift found %d error(s): a measurement now would not measure one pinned, undisturbed instance:\n%s\nrepair them (tts-bench drift --model %s shows all) or pass --force",
-				o.model.ID, rep.Errors(), strings.Join(lines, "\n"), o.model.ID)
-		}
-		fmt.Fprintf(o.stderr, "qmax %s: warning: --force: measuring despite %d drift error(s):\n%s\n", o.model.ID, rep.Errors(), strings.Join(lines, "\n"))
-	}
-	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())})
+	d, err := sess.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())})
 	if err != nil {
 		if cloud.IsNotFound(err) {
 			return exitcode.CheckFailedf("qmax %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, o.endpoint(), o.model.ID)
@@ -159,7 +131,7 @@ func (o *qmaxOpts) preflight(ctx context.Context, sm *sagemaker.Client, aas *app
 	if d.EndpointStatus != smtypes.EndpointStatusInService {
 		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, o.endpoint(), d.EndpointStatus)
 	}
-	spec, model, err := cloud.DescribeDeployed(ctx, sm, d)
+	spec, model, err := cloud.DescribeDeployed(ctx, sess.sm, d)
 	if err != nil {
 		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
 	}
@@ -185,61 +157,6 @@ func (o *qmaxOpts) checkQueue(env map[string]string, model string) error {
 			o.model.ID, model, depth, top, o.model.ID, o.model.ID, depth)
 	}
 	return nil
-}
-
-// restore puts the endpoint back from the journal and removes it. It runs on its own context, bounded by
-// restoreTimeout, because the run's context is already canceled after SIGINT or SIGTERM. A further signal
-// while it runs is answered, not obeyed silently: the first says restoring goes on, the next abandons the
-// restore and says that the journal stays for tts-bench thaw.
-func (o *qmaxOpts) restore(cl cloud.FreezeClients, fr *cloud.Frozen) error {
-	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
-	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	type result struct {
-		res cloud.RestoreResult
-		err error
-	}
-	done := make(chan result, 1)
-	fmt.Fprintf(o.stderr, "qmax %s: restoring %s from the journal %s\n", o.model.ID, fr.Journal.Endpoint, fr.Path)
-	go func() {
-		res, err := cloud.Restore(ctx, cl, fr.Path, cloud.WaitOptions{})
-		done <- result{res, err}
-	}()
-	thaw := fmt.Sprintf("tts-bench thaw --endpoint %s", fr.Journal.Endpoint)
-	signals := 0
-	for {
-		select {
-		case r := <-done:
-			if r.err != nil {
-				if signals > 1 {
-					return fmt.Errorf("qmax %s: restore abandoned on a second signal: the journal %s stays: run %s: %w", o.model.ID, fr.Path, thaw, r.err)
-				}
-				return fmt.Errorf("qmax %s: %w", o.model.ID, r.err)
-			}
-			what := "nothing to change"
-			if len(r.res.Changes) > 0 {
-				what = strings.Join(r.res.Changes, ", ")
-			}
-			fmt.Fprintf(o.stderr, "qmax %s: restored %s (%s); journal removed\n", o.model.ID, fr.Journal.Endpoint, what)
-			for _, n := range r.res.Notes {
-				fmt.Fprintf(o.stderr, "qmax %s: note: %s\n", o.model.ID, n)
-			}
-			return nil
-		case <-sigs:
-			signals++
-			if signals == 1 {
-				fmt.Fprintf(o.stderr, "qmax %s: still restoring %s (at most %s): interrupt again to abandon the restore; the journal %s then stays for %s\n",
-					o.model.ID, fr.Journal.Endpoint, restoreTimeout, fr.Path, thaw)
-				continue
-			}
-			if signals == 2 {
-				fmt.Fprintf(o.stderr, "qmax %s: abandoning the restore: the journal %s stays: run %s\n", o.model.ID, fr.Path, thaw)
-				cancel() // Restore returns promptly once its context ends; the loop then reports it
-			}
-		}
-	}
 }
 
 // measureAndWrite runs the staircase (and the bisection with --refine), then writes records, chart and
@@ -474,9 +391,8 @@ func (r *qmaxRun) write() error {
 		return fmt.Errorf("qmax %s: compress the records: %w", o.model.ID, err)
 	}
 	q := r.artifact()
-	data := r.records.Bytes()
-	q.RecordsFile, q.RecordsSHA256 = baseName(o.recordsPath), capacity.DigestBytes(data)
-	if err := capacity.WriteFileAtomic(o.recordsPath, data); err != nil {
+	q.RecordsFile, q.RecordsSHA256 = baseName(o.recordsPath), "sha256:"+hex.EncodeToString(r.recordsHash.Sum(nil))
+	if err := r.keepRecords(); err != nil {
 		return exitcode.Usage(fmt.Errorf("qmax %s: write the records: %w: choose another --output", o.model.ID, err))
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: wrote %d step(s) of records to %s\n", o.model.ID, len(r.steps), o.recordsPath)
@@ -503,6 +419,40 @@ func (r *qmaxRun) write() error {
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d)\n", o.model.ID, o.output, q.QMax)
 	return nil
+}
+
+// keepRecords syncs and closes the records' temporary file and renames it to the records path (0644), as
+// capacity.WriteFileAtomic would have written it.
+func (r *qmaxRun) keepRecords() error {
+	f := r.records
+	if f == nil {
+		return errors.New("the records file is already closed")
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), r.o.recordsPath); err != nil {
+		return err
+	}
+	r.records = nil
+	return nil
+}
+
+// discardRecords removes the records' temporary file when write did not keep it (an error, an interrupted
+// run): no partial records file is left behind.
+func (r *qmaxRun) discardRecords() {
+	if r.records == nil {
+		return
+	}
+	r.records.Close()
+	os.Remove(r.records.Name())
+	r.records = nil
 }
 
 // chartOf is the chart of an artifact and its steps.
