@@ -73,7 +73,8 @@ type ModelCacheStackProps struct {
 	// HubEndpoint is the Hugging Face Hub (or a mirror) to download from; DefaultHubEndpoint when empty.
 	HubEndpoint string
 	// HubTokenSecret names the Secrets Manager secret (name or full ARN) holding a Hugging Face token for a
-	// gated repository; empty for public repositories. The Lambda may read that one secret only.
+	// gated repository; when empty, the catalog's source.token_secret is used, and a model without one is a
+	// public repository. The Lambda may read that one secret only.
 	HubTokenSecret string
 }
 
@@ -98,6 +99,9 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 	m := props.Model
 	if m.Source == nil {
 		panic(fmt.Sprintf("%s: model %s has no source (engine %s needs no weights): create a model cache stack only for models with weights", id, m.ID, m.Engine))
+	}
+	if props.HubTokenSecret == "" {
+		props.HubTokenSecret = m.Source.TokenSecret
 	}
 	sprops := props.StackProps
 	if sprops.Description == nil {

@@ -212,9 +212,12 @@ func TestModelCacheTokenSecret(t *testing.T) {
 	// carries the secret's ARN and the role may read that one secret, nothing more, and cdk-nag stays clean.
 	cdk := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	foundation := NewFoundationStack(cdk, FoundationStackName, nil)
+	// The secret comes from the catalog entry (source.token_secret), as main.go's app passes it.
+	gated := catalogModel(t, "kokoro-82m")
+	gated.Source.TokenSecret = "speech-infra/hf-token"
 	cache := NewModelCacheStack(cdk, "SpeechModelCacheStack-kokoro-82m", &ModelCacheStackProps{
-		Model: catalogModel(t, "kokoro-82m"), WeightsBucket: foundation.WeightsBucket, ModuleDir: moduleDir,
-		HubTokenSecret: "speech-infra/hf-token", HubEndpoint: "https://hf-mirror.example.com",
+		Model: gated, WeightsBucket: foundation.WeightsBucket, ModuleDir: moduleDir,
+		HubEndpoint: "https://hf-mirror.example.com",
 	})
 	awscdk.Aspects_Of(cdk).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	cdk.Synth(nil)
