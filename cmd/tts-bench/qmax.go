@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -331,15 +330,15 @@ func (o *qmaxOpts) engineConfig(runID string) bench.Config {
 	return cfg
 }
 
-// qmaxDrift checks the endpoint against the measurement configuration qmax needs: no scaling target,
+// qmaxDriftOptions check the endpoint against the measurement configuration qmax needs: no scaling target,
 // policies or alarms that could move the instance count, no suspension or journal left by an earlier run,
 // the endpoint InService.
-func qmaxDrift(ctx context.Context, o *qmaxOpts, cl cloud.DriftClients) (cloud.DriftReport, error) {
-	return cloud.Drift(ctx, cl, cloud.DriftOptions{
+func qmaxDriftOptions(o *qmaxOpts) cloud.DriftOptions {
+	return cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.endpoint(), Variant: models.VariantName, JournalDir: o.journalDir,
 		CatalogInstances: int32(o.model.InitialInstanceCount),
 		NoPlanReasons:    []string{"qmax measures one pinned instance in the measurement configuration (no scaling)"},
-	})
+	}
 }
 
 // printPlan prints what a run would do, without doing any of it: the ladder, the estimated duration and

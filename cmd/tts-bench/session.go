@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
+)
+
+// session is the control-plane side of a measurement run that qmax and ttotal share: the SDK clients (AWS
+// or the local emulator), the drift check before anything changes, the freeze with its journal, and the
+// restore at the end, on error and on SIGINT / SIGTERM. Messages go to stderr as "<command> <model>: ...".
+type session struct {
+	command, model string
+	endpoint       string
+	variant        string
+	journalDir     string
+	stderr         io.Writer
+
+	awsCfg aws.Config
+	sm     *sagemaker.Client
+	aas    *applicationautoscaling.Client
+	cw     *cloudwatch.Client
+	logs   *cloudwatchlogs.Client
+}
+
+// newSession makes the SDK clients for settings (--local, --region, --profile).
+func newSession(ctx context.Context, command, model, endpoint, variant, journalDir string, settings awsenv.Settings, stderr io.Writer) (*session, error) {
+	cfg, err := settings.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &session{
+		command: command, model: model, endpoint: endpoint, variant: variant, journalDir: journalDir, stderr: stderr, awsCfg: cfg,
+		sm: sagemaker.NewFromConfig(cfg), aas: applicationautoscaling.NewFromConfig(cfg),
+		cw: cloudwatch.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg),
+	}, nil
+}
+
+// prefix is what every message of the session starts with, e.g. "qmax espeak-ng".
+func (s *session) prefix() string { return s.command + " " + s.model }
+
+// freezeClients are the clients Freeze and Restore work through.
+func (s *session) freezeClients() cloud.FreezeClients {
+	return cloud.FreezeClients{SageMaker: s.sm, AutoScaling: s.aas}
+}
+
+// streamTransport sends probe or staircase requests with InvokeEndpointWithResponseStream to the session's
+// endpoint.
+func (s *session) streamTransport() bench.Transport {
+	return &bench.SageMakerStream{Endpoint: s.endpoint, NewClient: func() bench.StreamInvoker {
+		// One client per worker: a client's event-stream decoder races when several streams are open on it
+		// (aws/smithy-go#714).
+		return sagemakerruntime.NewFromConfig(s.awsCfg)
+	}}
+}
+
+// checkDrift runs drift and refuses (exit 1) on an error-level finding unless force, when it warns. why
+// says what the findings would spoil, e.g. "a measurement now would not measure one pinned, undisturbed
+// instance".
+func (s *session) checkDrift(ctx context.Context, o cloud.DriftOptions, force bool, why string) error {
+	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: s.sm, AutoScaling: s.aas, CloudWatch: s.cw}, o)
+	if err != nil {
+		return fmt.Errorf("%s: check drift: %w", s.prefix(), err)
+	}
+	if rep.Clean() {
+		return nil
+	}
+	var lines []string
+	for _, f := range rep.Findings {
+		if f.Severity == cloud.SeverityError {
+			lines = append(lines, fmt.Sprintf("  %s %s: %s → %s", f.Code, f.Subject, f.Detail, f.Remediation))
+		}
+	}
+	if !force {
+		return exitcode.CheckFailedf("%s: drift found %d error(s): %s:\n%s\nrepair them (tts-bench drift --model %s shows all) or pass --force",
+			s.prefix(), rep.Errors(), why, strings.Join(lines, "\n"), s.model)
+	}
+	fmt.Fprintf(s.stderr, "%s: warning: --force: measuring despite %d drift error(s):\n%s\n", s.prefix(), rep.Errors(), strings.Join(lines, "\n"))
+	return nil
+}
+
+// freeze writes the journal, suspends dynamic scaling and pins the variant to instances (cloud.Freeze).
+// When freezing fails after the journal was written, Freeze puts the endpoint back itself, but on ctx: after
+// SIGINT or SIGTERM that restore cannot run. So any journal of this run that is left is restored here, on a
+// context of its own.
+func (s *session) freeze(ctx context.Context, runID, commandLine string, instances int32) (*cloud.Frozen, error) {
+	frozen, err := cloud.Freeze(ctx, s.freezeClients(), cloud.FreezeOptions{
+		JournalDir: s.journalDir, Endpoint: s.endpoint, Variant: s.variant, Instances: instances,
+		RunID: runID, Command: commandLine,
+	})
+	if err == nil {
+		return frozen, nil
+	}
+	err = fmt.Errorf("%s: %w", s.prefix(), err)
+	path, _ := cloud.JournalPath(s.journalDir, s.endpoint)
+	if j, jerr := cloud.ReadJournal(path); jerr == nil && j.RunID == runID {
+		return nil, errors.Join(err, s.restore(&cloud.Frozen{Journal: j, Path: path}))
+	}
+	return nil, err
+}
+
+// restore puts the endpoint back from the journal and removes it. It runs on its own context, bounded by
+// restoreTimeout, because the run's context is already canceled after SIGINT or SIGTERM. A further signal
+// while it runs is answered, not obeyed silently: the first says restoring goes on, the next abandons the
+// restore and says that the journal stays for tts-bench thaw.
+func (s *session) restore(fr *cloud.Frozen) error {
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	type result struct {
+		res cloud.RestoreResult
+		err error
+	}
+	done := make(chan result, 1)
+	fmt.Fprintf(s.stderr, "%s: restoring %s from the journal %s\n", s.prefix(), fr.Journal.Endpoint, fr.Path)
+	go func() {
+		res, err := cloud.Restore(ctx, s.freezeClients(), fr.Path, cloud.WaitOptions{})
+		done <- result{res, err}
+	}()
+	thaw := fmt.Sprintf("tts-bench thaw --endpoint %s", fr.Journal.Endpoint)
+	signals := 0
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				if signals > 1 {
+					return fmt.Errorf("%s: restore abandoned on a second signal: the journal %s stays: run %s: %w", s.prefix(), fr.Path, thaw, r.err)
+				}
+				return fmt.Errorf("%s: %w", s.prefix(), r.err)
+			}
+			what := "nothing to change"
+			if len(r.res.Changes) > 0 {
+				what = strings.Join(r.res.Changes, ", ")
+			}
+			fmt.Fprintf(s.stderr, "%s: restored %s (%s); journal removed\n", s.prefix(), fr.Journal.Endpoint, what)
+			for _, n := range r.res.Notes {
+				fmt.Fprintf(s.stderr, "%s: note: %s\n", s.prefix(), n)
+			}
+			return nil
+		case <-sigs:
+			signals++
+			if signals == 1 {
+				fmt.Fprintf(s.stderr, "%s: still restoring %s (at most %s): interrupt again to abandon the restore; the journal %s then stays for %s\n",
+					s.prefix(), fr.Journal.Endpoint, restoreTimeout, fr.Path, thaw)
+				continue
+			}
+			if signals == 2 {
+				fmt.Fprintf(s.stderr, "%s: abandoning the restore: the journal %s stays: run %s\n", s.prefix(), fr.Path, thaw)
+				cancel() // Restore returns promptly once its context ends; the loop then reports it
+			}
+		}
+	}
+}
