@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// saneSummary is a summary as a good run writes it.
+func saneSummary() summary {
+	return summary{
+		QMax: 8, QMaxLowerBound: true, QMaxP95Ms: 84, SLOMs: 1000,
+		TTotalS: 6.4, TimeScale: 50, DominantStage: "instance_in_service",
+		CScaleMax: 6, CScaleMin: 4, MinInstances: 1, MaxInstances: 2,
+		Verdict: "feasible", Validated: true,
+		SurgeFromRPS: 17.2, SurgeToRPS: 145.6, SurgeSeconds: 60,
+		InstancesBefore: 1, InstancesMax: 2, ServingAfterS: 41, Sent: 8123, Shed: 2301,
+		Artifacts: "/repo/.demo/artifacts/espeak-ng", Charts: []string{"qmax.svg", "ttotal.svg"},
+		Cleanup: "endpoint destroyed, emulator stopped, nothing left running",
+	}
+}
+
+func render(s summary) string {
+	var b bytes.Buffer
+	b.WriteString("==> earlier output\n")
+	s.write(&b)
+	return b.String()
+}
+
+// The summary a good run prints passes the check, and reads as a newcomer would want it.
+func TestCheckAcceptsASaneSummary(t *testing.T) {
+	out := render(saneSummary())
+	if errs := checkSummary(strings.NewReader(out)); len(errs) > 0 {
+		t.Fatalf("sane summary refused: %v\n%s", errs, out)
+	}
+	for _, want := range []string{
+		"Q_max       8 requests in flight per instance (p95 TTFAB 84 ms, SLO 1000 ms; a lower bound",
+		"T_total     6.4 s from asking for one more instance until it served",
+		"thresholds  scale out above 6, scale in below 4 requests in flight per instance; fleet 1 to 2 instances",
+		"verdict     feasible (",
+		"surge       17.2 to 145.6 rps for 60 s: the autoscaler went from 1 to 2 instances, the new instance served 41 s after the surge began; 8123 requests sent, 2301 shed",
+		"cleanup     endpoint destroyed, emulator stopped, nothing left running",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Each way a run can go wrong makes the check fail, naming the line.
+func TestCheckRefusesInsaneSummaries(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(*summary)
+		want string
+	}{
+		"no scale-out":       {func(s *summary) { s.InstancesMax = 1; s.ServingAfterS = -1 }, `"surge"`},
+		"infeasible":         {func(s *summary) { s.Verdict = "infeasible" }, `"verdict"`},
+		"validate mismatch":  {func(s *summary) { s.Validated = false }, `"verdict"`},
+		"zero T_total":       {func(s *summary) { s.TTotalS = 0 }, `"T_total"`},
+		"thresholds swapped": {func(s *summary) { s.CScaleMin = 7 }, `"thresholds"`},
+		"above Q_max":        {func(s *summary) { s.CScaleMax = 9 }, `"thresholds"`},
+		"fleet too large":    {func(s *summary) { s.MaxInstances = 9 }, `"thresholds"`},
+		"p95 above SLO":      {func(s *summary) { s.QMaxP95Ms = 1200 }, `"Q_max"`},
+		"Q_max zero":         {func(s *summary) { s.QMax = 0 }, `"Q_max"`},
+		"one chart":          {func(s *summary) { s.Charts = []string{"qmax.svg"} }, `"artifacts"`},
+		"left running":       {func(s *summary) { s.Cleanup = "the emulator still runs" }, `"cleanup"`},
+		"nothing sent":       {func(s *summary) { s.Sent, s.Shed = 0, 0 }, `"surge"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := saneSummary()
+			c.edit(&s)
+			errs := checkSummary(strings.NewReader(render(s)))
+			if len(errs) == 0 {
+				t.Fatalf("accepted:\n%s", render(s))
+			}
+			if !strings.Contains(errs[0].Error(), c.want) {
+				t.Errorf("first error %q does not name %s", errs[0], c.want)
+			}
+		})
+	}
+}
+
+// A run that did not finish has no summary, or a cut one; a missing line is named.
+func TestCheckRefusesMissingSummary(t *testing.T) {
+	if errs := checkSummary(strings.NewReader("==> deploy\ndemo: interrupted\n")); len(errs) != 1 || !strings.Contains(errs[0].Error(), "no summary") {
+		t.Errorf("no summary: %v", errs)
+	}
+	cut := strings.TrimSuffix(render(saneSummary()), SummaryEnd+"\n")
+	if errs := checkSummary(strings.NewReader(cut)); len(errs) != 1 || !strings.Contains(errs[0].Error(), "no end line") {
+		t.Errorf("cut summary: %v", errs)
+	}
+	var lines []string
+	for _, l := range strings.Split(render(saneSummary()), "\n") {
+		if !strings.HasPrefix(l, "T_total") {
+			lines = append(lines, l)
+		}
+	}
+	if errs := checkSummary(strings.NewReader(strings.Join(lines, "\n"))); len(errs) != 1 || !strings.Contains(errs[0].Error(), `"T_total": missing`) {
+		t.Errorf("missing line: %v", errs)
+	}
+}
+
+// -check on files: exit 0 with a sane summary, an error listing the problems otherwise, a usage error for a
+// missing file.
+func TestRunCheck(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.log"), filepath.Join(dir, "bad.log")
+	s := saneSummary()
+	os.WriteFile(good, []byte(render(s)), 0o644)
+	s.InstancesMax = 1
+	os.WriteFile(bad, []byte(render(s)), 0o644)
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"-check", good}, &out, &errw); err != nil || !strings.Contains(out.String(), "sane") {
+		t.Errorf("good: %v %q", err, out.String())
+	}
+	if err := run(context.Background(), []string{"-check", bad}, &out, &errw); err == nil || !strings.Contains(err.Error(), "the autoscaler must add one") {
+		t.Errorf("bad: %v", err)
+	}
+	err := run(context.Background(), []string{"-check", filepath.Join(dir, "none.log")}, &out, &errw)
+	if _, ok := err.(usageError); !ok {
+		t.Errorf("missing file: %v, want a usage error", err)
+	}
+}
+
+// Bad flags are refused all at once, before anything is wiped or started; a directory that is not the demo's
+// is never wiped.
+func TestOptionsValidate(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o644)
+	o := options{Dir: dir, Port: 80, TimeScale: 0, Bin: filepath.Join(dir, "nobin")}
+	errs := o.Validate()
+	joined := ""
+	for _, e := range errs {
+		joined += e.Error() + "\n"
+	}
+	for _, want := range []string{"is not a demo directory", "-port 80", "-time-scale 0", "no speech-infra there", "no tts-bench there", "no speech-container there"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("errors lack %q:\n%s", want, joined)
+		}
+	}
+	for _, d := range []string{"", ".", "/", ".."} {
+		if errs := (options{Dir: d, Port: 4699, TimeScale: 50, Bin: dir}).Validate(); len(errs) == 0 || !strings.Contains(errs[0].Error(), "-dir") {
+			t.Errorf("-dir %q accepted: %v", d, errs)
+		}
+	}
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"-dir", dir, "-bin", filepath.Join(dir, "nobin")}, &out, &errw); err == nil {
+		t.Fatal("run with bad options succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
+		t.Errorf("the refused directory was touched: %v", err)
+	}
+}

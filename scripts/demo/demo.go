@@ -1,0 +1,527 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/awsenv"
+)
+
+// The demo's fixed choices: the model with no weights, and the short measurement that fits a few minutes.
+const (
+	model    = "espeak-ng"
+	endpoint = "speech-" + model
+	profile  = "kokoro-g5"
+	// markerFile marks a directory as the demo's own, so that -dir never wipes anything else.
+	markerFile = ".speech-infra-demo"
+	// commandWaitDelay bounds how long a command may take to end after it got SIGINT (tts-bench restores).
+	commandWaitDelay = 90 * time.Second
+	// cleanupTimeout bounds the destroy and the emulator stop at the end.
+	cleanupTimeout = 2 * time.Minute
+)
+
+// qmaxArgs is the short staircase: four steps of 6 s.
+var qmaxArgs = []string{"--ladder", "1,2,4,8", "--max-concurrency", "8", "--settle", "1s", "--hold", "5s", "--measure-window", "3s"}
+
+// options are the demo's flags.
+type options struct {
+	Dir       string
+	Port      int
+	TimeScale float64
+	Bin       string
+	Docs      string
+}
+
+// defaultOptions are the values make demo runs with.
+func defaultOptions() options {
+	return options{Dir: ".demo", Port: 4699, TimeScale: 50, Bin: "bin"}
+}
+
+// Validate lists every problem of the options, each naming the flag and the fix.
+func (o options) Validate() []error {
+	var errs []error
+	if clean := filepath.Clean(o.Dir); o.Dir == "" || clean == "." || clean == "/" || clean == ".." {
+		errs = append(errs, fmt.Errorf("-dir %q: want a directory of its own, e.g. .demo (it is wiped at start)", o.Dir))
+	} else if fi, err := os.Stat(o.Dir); err == nil {
+		if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("-dir %s: not a directory: give another path", o.Dir))
+		} else if _, err := os.Stat(filepath.Join(o.Dir, markerFile)); err != nil {
+			if entries, _ := os.ReadDir(o.Dir); len(entries) > 0 {
+				errs = append(errs, fmt.Errorf("-dir %s exists and is not a demo directory (no %s): the demo wipes its directory at start, so give a new path", o.Dir, markerFile))
+			}
+		}
+	}
+	if o.Port < 1024 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("-port %d: want a free port from 1024 to 65535, e.g. 4699", o.Port))
+	}
+	if o.TimeScale < 1 || o.TimeScale > 1000 {
+		errs = append(errs, fmt.Errorf("-time-scale %g: want 1 (as slow as AWS) to 1000, e.g. 50", o.TimeScale))
+	}
+	for _, b := range []string{"speech-infra", "tts-bench", "speech-container"} {
+		if fi, err := os.Stat(filepath.Join(o.Bin, b)); err != nil || fi.IsDir() {
+			errs = append(errs, fmt.Errorf("-bin %s: no %s there: run make build first (or make demo, which does)", o.Bin, b))
+		}
+	}
+	return errs
+}
+
+// demo is one run: where it keeps things and what it found.
+type demo struct {
+	o               options
+	out, errw       io.Writer
+	state, journals string
+	art, plan       string
+	deployed        bool
+	sum             summary
+}
+
+// Execute runs the demo. Whatever happens after the emulator may have started, the endpoint is destroyed and
+// the emulator stopped before it returns.
+func (o options) Execute(ctx context.Context, stdout, stderr io.Writer) (err error) {
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return err
+	}
+	d := &demo{o: o, out: stdout, errw: stderr,
+		state: filepath.Join(dir, "state"), journals: filepath.Join(dir, "journals"), art: filepath.Join(dir, "artifacts", model)}
+	d.plan = filepath.Join(d.art, capacity.PlanFile)
+	d.sum.Artifacts, d.sum.TimeScale = d.art, o.TimeScale
+	start := time.Now()
+
+	// A previous run that was killed may have left its emulator: stop it before wiping its state.
+	if _, statErr := os.Stat(filepath.Join(d.state, "emulator.json")); statErr == nil {
+		d.run(context.Background(), nil, "speech-infra", "local", "stop", "--state-dir", d.state)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("wipe the demo directory %s: %w: remove it by hand", dir, err)
+	}
+	if err := os.MkdirAll(d.art, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", d.art, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, markerFile), []byte("made by make demo; wiped by the next run\n"), 0o644); err != nil {
+		return err
+	}
+	defer func() {
+		cerr := d.cleanup()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", errors.Join(ctx.Err(), cerr))
+			return
+		}
+		if err == nil && cerr != nil {
+			err = cerr
+		}
+		if err == nil {
+			d.sum.Cleanup = "endpoint destroyed, emulator stopped, nothing left running; everything is in " + dir
+			fmt.Fprintf(d.out, "\nThe demo took %s.\n\n", time.Since(start).Round(time.Second))
+			d.sum.write(d.out)
+		}
+	}()
+	for _, step := range []struct {
+		title string
+		do    func(context.Context) error
+	}{
+		{"deploy espeak-ng on the local emulator (measurement configuration: no autoscaling, unbounded queue)", d.deploy},
+		{"drift: nothing may disturb the measurement", d.drift},
+		{"qmax: the highest concurrency per instance within the SLO (closed-loop staircase)", d.qmax},
+		{"ttotal: how long one more instance takes to serve", d.ttotal},
+		{"plan: thresholds, cooldowns, fleet bounds and findings from the two measurements", d.planStep},
+		{"deploy again: the plan passes the gate, the scaling policy and alarms are created", d.redeploy},
+		{"validate: the deployed scaling matches the plan", d.validate},
+		{"surge: open-loop load above one instance's capacity, and the autoscaler's answer", d.surge},
+		{"artifacts and charts", d.artifacts},
+	} {
+		fmt.Fprintf(d.out, "\n==> %s\n", step.title)
+		if err := step.do(ctx); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// env is the environment of every command: the timing profile for the emulator that deploy starts, and the
+// demo's state directory and port so that nothing touches the user's.
+func (d *demo) env() []string {
+	bin, _ := filepath.Abs(filepath.Join(d.o.Bin, "speech-container"))
+	return append(os.Environ(),
+		"SPEECH_EMULATOR_PROFILE="+profile,
+		"SPEECH_EMULATOR_TIME_SCALE="+strconv.FormatFloat(d.o.TimeScale, 'g', -1, 64),
+		"SPEECH_INFRA_STATE_DIR="+d.state,
+		"SPEECH_INFRA_PORT="+strconv.Itoa(d.o.Port),
+		"SPEECH_CONTAINER_BIN="+bin,
+	)
+}
+
+// run prints the command, runs it with the demo's environment, shows its output and returns its stdout and
+// exit code. An exit code outside okCodes (nil: only 0) is an error. On ctx's end the command gets SIGINT
+// (never SIGKILL first: tts-bench restores what it froze) and at most commandWaitDelay to end.
+func (d *demo) run(ctx context.Context, okCodes []int, name string, args ...string) (string, int, error) {
+	path := filepath.Join(d.o.Bin, name)
+	fmt.Fprintf(d.out, "$ %s\n", shellLine(path, args))
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = d.env()
+	var stdout bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&stdout, d.out)
+	cmd.Stderr = d.out
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = commandWaitDelay
+	err := cmd.Run()
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		return stdout.String(), -1, fmt.Errorf("run %s: %w", name, err)
+	}
+	if okCodes == nil {
+		okCodes = []int{0}
+	}
+	if !slices.Contains(okCodes, code) {
+		return stdout.String(), code, fmt.Errorf("%s %s exited %d (see its output above)", name, strings.Join(args[:min(1, len(args))], " "), code)
+	}
+	return stdout.String(), code, nil
+}
+
+// shellLine quotes what needs quoting, so the line can be pasted into a shell.
+func shellLine(path string, args []string) string {
+	parts := []string{path}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?[]{}()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// localArgs point a tts-bench command at the demo's emulator.
+func (d *demo) localArgs() []string { return []string{"--local", "--state-dir", d.state} }
+
+// deployArgs are speech-infra deploy's arguments, the first and the second time alike.
+func (d *demo) deployArgs() []string {
+	return []string{"deploy", model, "--local", "--state-dir", d.state, "--port", strconv.Itoa(d.o.Port), "--plan", d.plan}
+}
+
+func (d *demo) deploy(ctx context.Context) error {
+	d.deployed = true
+	if _, _, err := d.run(ctx, nil, "speech-infra", d.deployArgs()...); err != nil {
+		return err
+	}
+	// The emulator was started by deploy in the background: its log says whether the profile reached it.
+	log, err := os.ReadFile(filepath.Join(d.state, "emulator.log"))
+	if err != nil {
+		return fmt.Errorf("read the emulator's log: %w", err)
+	}
+	if !bytes.Contains(log, []byte("of profile "+profile)) {
+		return fmt.Errorf("the emulator's log %s names no phase of the %s profile: SPEECH_EMULATOR_PROFILE did not reach the emulator deploy started", filepath.Join(d.state, "emulator.log"), profile)
+	}
+	fmt.Fprintf(d.out, "(the emulator runs the %s start-up profile %gx faster than AWS: see %s)\n", profile, d.o.TimeScale, filepath.Join(d.state, "emulator.log"))
+	return nil
+}
+
+func (d *demo) drift(ctx context.Context) error {
+	_, _, err := d.run(ctx, nil, "tts-bench", append([]string{"drift", "--model", model, "--plan", d.plan, "--journal-dir", d.journals}, d.localArgs()...)...)
+	return err
+}
+
+func (d *demo) qmax(ctx context.Context) error {
+	args := append([]string{"qmax", "--model", model, "--output", filepath.Join(d.art, capacity.QMaxFile), "--journal-dir", d.journals}, qmaxArgs...)
+	args = append(args, d.localArgs()...)
+	fmt.Fprintln(d.out, "First the estimate (--dry-run makes no call), then the measurement:")
+	if _, _, err := d.run(ctx, nil, "tts-bench", append(args, "--dry-run")...); err != nil {
+		return err
+	}
+	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
+		return err
+	}
+	q, err := capacity.LoadQMax(filepath.Join(d.art, capacity.QMaxFile))
+	if err != nil {
+		return err
+	}
+	d.sum.QMax, d.sum.QMaxLowerBound, d.sum.SLOMs = q.QMax, q.BracketLowestFail == 0, float64(q.SLOTTFABMs)
+	for _, s := range q.Steps {
+		if s.Concurrency == q.QMax {
+			d.sum.QMaxP95Ms = s.TTFABP95Ms
+		}
+	}
+	return nil
+}
+
+func (d *demo) ttotal(ctx context.Context) error {
+	args := append([]string{"ttotal", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile),
+		"--output", filepath.Join(d.art, capacity.TTotalFile), "--journal-dir", d.journals}, d.localArgs()...)
+	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
+		return err
+	}
+	t, err := capacity.LoadTTotal(filepath.Join(d.art, capacity.TTotalFile))
+	if err != nil {
+		return err
+	}
+	d.sum.TTotalS, d.sum.DominantStage = t.TTotalS, t.DominantStage
+	return nil
+}
+
+// rates are the measured per-instance throughputs the demo sizes its load from.
+func (d *demo) rates() (atOne, highest float64, err error) {
+	q, err := capacity.LoadQMax(filepath.Join(d.art, capacity.QMaxFile))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range q.Steps {
+		if s.Concurrency == 1 {
+			atOne = s.Throughput()
+		}
+		highest = max(highest, s.Throughput())
+	}
+	if atOne <= 0 || highest <= 0 {
+		return 0, 0, fmt.Errorf("the qmax artifact has no throughput at concurrency 1: cannot size the demo's load")
+	}
+	return atOne, highest, nil
+}
+
+func (d *demo) planStep(ctx context.Context) error {
+	_, highest, err := d.rates()
+	if err != nil {
+		return err
+	}
+	// A peak a little above one instance's best: the plan needs two of the local fleet's four.
+	peak := fmt.Sprintf("%.0f", 1.2*highest)
+	fmt.Fprintf(d.out, "Peak load %s rps: 1.2x the highest measured per-instance throughput (%.0f rps), so the fleet needs two instances.\n", peak, highest)
+	args := []string{"plan", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile), "--ttotal", filepath.Join(d.art, capacity.TTotalFile),
+		"--peak-rps", peak, "--output", d.plan}
+	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
+		return err
+	}
+	p, err := capacity.LoadPlan(d.plan)
+	if err != nil {
+		return err
+	}
+	d.sum.CScaleMax, d.sum.CScaleMin = p.Derived.CScaleMax, p.Derived.CScaleMin
+	d.sum.MinInstances, d.sum.MaxInstances, d.sum.Verdict = p.Derived.MinInstances, p.Derived.MaxInstances, p.Verdict
+	return nil
+}
+
+func (d *demo) redeploy(ctx context.Context) error {
+	_, _, err := d.run(ctx, nil, "speech-infra", append(d.deployArgs(), "--autoscaling")...)
+	return err
+}
+
+func (d *demo) validate(ctx context.Context) error {
+	_, _, err := d.run(ctx, nil, "tts-bench", append([]string{"validate", "--model", model, "--plan", d.plan}, d.localArgs()...)...)
+	d.sum.Validated = err == nil
+	return err
+}
+
+// surge replays a spike: a quiet start, then 1.3x one instance's best for a minute, and shows what the
+// autoscaler did.
+func (d *demo) surge(ctx context.Context) error {
+	atOne, highest, err := d.rates()
+	if err != nil {
+		return err
+	}
+	lo, hi := 0.2*atOne, 1.3*highest
+	at, width, total := 10*time.Second, 60*time.Second, 80*time.Second
+	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), width.Seconds()
+	fmt.Fprintf(d.out, "%.0f rps for %s, then %.0f rps (1.3x one instance's best) for %s. The autoscaler sees ConcurrentRequestsPerModel above the\n"+
+		"target for 3 datapoints of 10 s, raises the instance count, and the new instance starts under the %s profile.\n"+
+		"Until it serves, the queue shield (QUEUE_MAX_DEPTH from the plan) answers the overflow with 503: the table counts it as shed.\n",
+		lo, at, hi, width, profile)
+	out := filepath.Join(d.art, "replay-surge.jsonl.gz")
+	args := append([]string{"replay", "--model", model, "--trace", "spike", "--trough-rps", num(lo), "--peak-rps", num(hi),
+		"--duration", total.String(), "--step", "1s", "--at", at.String(), "--width", width.String(),
+		"--bucket", "10s", "--poll", "1s", "--request-timeout", "20s", "--run-id", "surge", "--output", out}, d.localArgs()...)
+	// Exit 1 is expected: slices shed while one instance carried the surge.
+	if _, _, err := d.run(ctx, []int{0, 1}, "tts-bench", args...); err != nil {
+		return err
+	}
+	if err := d.readSurge(out, at); err != nil {
+		return err
+	}
+	return d.showActivities(ctx)
+}
+
+// readSurge fills the summary's surge line from the replay's records and instance samples.
+func (d *demo) readSurge(out string, at time.Duration) error {
+	f, err := os.Open(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", out, err)
+	}
+	recs, err := bench.ReadRecords(zr)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", out, err)
+	}
+	s, err := bench.SummarizeOpenLoop(recs, 10*time.Second, 0)
+	if err != nil {
+		return err
+	}
+	d.sum.Sent, d.sum.Shed = s.Sent, s.Shed
+	data, err := os.ReadFile(strings.TrimSuffix(out, ".jsonl.gz") + ".instances.json")
+	if err != nil {
+		return fmt.Errorf("read the replay's instance samples: %w", err)
+	}
+	var log struct {
+		Samples []struct {
+			At      time.Time `json:"at"`
+			Current int       `json:"current"`
+			Desired int       `json:"desired"`
+		} `json:"samples"`
+	}
+	if err := json.Unmarshal(data, &log); err != nil {
+		return fmt.Errorf("read the replay's instance samples: %w", err)
+	}
+	if len(log.Samples) == 0 {
+		return errors.New("the replay sampled no instance count: DescribeEndpoint never answered")
+	}
+	d.sum.InstancesBefore, d.sum.ServingAfterS = log.Samples[0].Current, -1
+	surgeAt := s.Start.Add(at)
+	for _, smp := range log.Samples {
+		d.sum.InstancesMax = max(d.sum.InstancesMax, smp.Current)
+		if smp.Current > d.sum.InstancesBefore && d.sum.ServingAfterS < 0 {
+			d.sum.ServingAfterS = smp.At.Sub(surgeAt).Seconds()
+		}
+	}
+	return nil
+}
+
+// showActivities prints the autoscaler's activities on the endpoint (DescribeScalingActivities).
+func (d *demo) showActivities(ctx context.Context) error {
+	cfg, err := awsenv.Settings{Local: true, StateDir: d.state}.Config(ctx)
+	if err != nil {
+		return err
+	}
+	resource := "endpoint/" + endpoint + "/variant/AllTraffic"
+	fmt.Fprintf(d.out, "Scaling activities of %s (DescribeScalingActivities), newest first:\n", resource)
+	acts, err := applicationautoscaling.NewFromConfig(cfg).DescribeScalingActivities(ctx, &applicationautoscaling.DescribeScalingActivitiesInput{
+		ServiceNamespace: aastypes.ServiceNamespaceSagemaker, ResourceId: aws.String(resource),
+		ScalableDimension: aastypes.ScalableDimensionSageMakerVariantDesiredInstanceCount,
+	})
+	if err != nil {
+		return fmt.Errorf("DescribeScalingActivities %s: %w", resource, err)
+	}
+	if len(acts.ScalingActivities) == 0 {
+		fmt.Fprintln(d.out, "  none")
+	}
+	for _, a := range acts.ScalingActivities {
+		fmt.Fprintf(d.out, "  %s  %-10s %s\n    cause: %s\n", aws.ToTime(a.StartTime).Local().Format("15:04:05"), a.StatusCode, aws.ToString(a.Description), aws.ToString(a.Cause))
+	}
+	return nil
+}
+
+// charts are the figures a run writes: the qmax staircase and the ttotal waterfall.
+func (d *demo) charts() []string {
+	var out []string
+	for _, name := range []string{"qmax.svg", "ttotal.svg"} {
+		if _, err := os.Stat(filepath.Join(d.art, name)); err == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (d *demo) artifacts(context.Context) error {
+	entries, err := os.ReadDir(d.art)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "In %s:\n", d.art)
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "  %-40s %8d bytes\n", e.Name(), fi.Size())
+	}
+	d.sum.Charts = d.charts()
+	if len(d.sum.Charts) < 2 {
+		return fmt.Errorf("charts written: %v: want the qmax staircase (qmax.svg) and the ttotal waterfall (ttotal.svg)", d.sum.Charts)
+	}
+	if d.o.Docs == "" {
+		return nil
+	}
+	if err := os.MkdirAll(d.o.Docs, 0o755); err != nil {
+		return err
+	}
+	for _, c := range d.sum.Charts {
+		data, err := os.ReadFile(filepath.Join(d.art, c))
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(d.o.Docs, "demo-"+c)
+		if err := capacity.WriteFileAtomic(dst, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(d.out, "copied %s to %s\n", c, dst)
+	}
+	return nil
+}
+
+// cleanup destroys the endpoint and stops the emulator, on a context of its own (the run's may be canceled),
+// and checks that the emulator is gone.
+func (d *demo) cleanup() error {
+	if !d.deployed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	fmt.Fprintln(d.out, "\n==> destroy the endpoint and stop the emulator")
+	var errs []error
+	if _, _, err := d.run(ctx, nil, "speech-infra", "destroy", model, "--local", "--state-dir", d.state, "--port", strconv.Itoa(d.o.Port)); err != nil {
+		errs = append(errs, err)
+	}
+	if _, _, err := d.run(ctx, nil, "speech-infra", "local", "stop", "--state-dir", d.state); err != nil {
+		errs = append(errs, err)
+	}
+	if ok, err := d.emulatorRunning(ctx); err != nil || ok {
+		errs = append(errs, fmt.Errorf("the emulator of %s still runs after local stop (%v): stop it with bin/speech-infra local stop --state-dir %s", d.state, err, d.state))
+	}
+	return errors.Join(errs...)
+}
+
+// emulatorRunning asks speech-infra local status whether the demo's emulator still runs.
+func (d *demo) emulatorRunning(ctx context.Context) (bool, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(d.o.Bin, "speech-infra"), "local", "status", "--state-dir", d.state, "--format", "json")
+	cmd.Env = d.env()
+	out, err := cmd.Output()
+	if err != nil {
+		return false, fmt.Errorf("local status: %w", err)
+	}
+	var st struct {
+		Running bool `json:"running"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		return false, fmt.Errorf("local status: %w", err)
+	}
+	return st.Running, nil
+}
+
+// roundTo keeps two decimals, as the trace flags are printed.
+func roundTo(v float64) float64 {
+	f, _ := strconv.ParseFloat(num(v), 64)
+	return f
+}
