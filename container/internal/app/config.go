@@ -30,7 +30,8 @@ type Config struct {
 	InstanceID         string        // INSTANCE_ID, default the hostname
 	QueueMaxDepth      int           // QUEUE_MAX_DEPTH, default 0 (unbounded)
 	Workers            int           // ENGINE_WORKERS, default: espeak the CPU count, others 1
-	Scheduler          string        // SCHEDULER: first-chunk (default) or fifo
+	Scheduler          string        // SCHEDULER: deadline (default), first-chunk or fifo
+	FirstAudioTarget   time.Duration // FIRST_AUDIO_TARGET_MS, default server.DefaultFirstAudioTarget
 	CalibrationSegment time.Duration // CALIBRATION_SEGMENT_MS, default 200
 	MaxTextChars       int           // MAX_TEXT_CHARS, default 5000
 	MaxBodyBytes       int64         // MAX_BODY_BYTES, default 1 MiB
@@ -45,6 +46,10 @@ type Config struct {
 	SegmentTimeout     time.Duration // SEGMENT_TIMEOUT, default 30s
 	MaxConnections     int           // MAX_CONNECTIONS, default 1024
 }
+
+// MaxFirstAudioTarget is the largest FIRST_AUDIO_TARGET_MS (an hour, the
+// catalog's largest SLO).
+const MaxFirstAudioTarget = time.Hour
 
 // DefaultONNXRuntimeLib is where the image installs ONNX Runtime; outside the
 // image set ONNXRUNTIME_LIB (scripts/install-onnxruntime.sh installs it at
@@ -112,6 +117,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MaxConnections:  num("MAX_CONNECTIONS", 1024, 1),
 	}
 	c.CalibrationSegment = time.Duration(num("CALIBRATION_SEGMENT_MS", 200, 0)) * time.Millisecond
+	c.FirstAudioTarget = time.Duration(num("FIRST_AUDIO_TARGET_MS", int(server.DefaultFirstAudioTarget/time.Millisecond), 0)) * time.Millisecond
+	if c.FirstAudioTarget > MaxFirstAudioTarget {
+		errs = append(errs, fmt.Errorf("FIRST_AUDIO_TARGET_MS=%q: use at most %d (an hour; the catalog passes a third of the TTFAB SLO)", getenv("FIRST_AUDIO_TARGET_MS"), MaxFirstAudioTarget.Milliseconds()))
+	}
 	defWorkers := 1
 	if c.Engine == EngineEspeak {
 		defWorkers = runtime.NumCPU()
@@ -125,8 +134,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("ENGINE=%q: use espeak, kokoro or calibration", c.Engine))
 	}
-	if c.Scheduler != server.FirstChunk && c.Scheduler != server.FIFO {
-		errs = append(errs, fmt.Errorf("SCHEDULER=%q: use %s or %s", c.Scheduler, server.FirstChunk, server.FIFO))
+	switch c.Scheduler {
+	case server.FirstChunk, server.FIFO, server.Deadline:
+	default:
+		errs = append(errs, fmt.Errorf("SCHEDULER=%q: use %s", c.Scheduler, server.Policies))
 	}
 	if c.ONNXProvider != "cpu" && c.ONNXProvider != "cuda" {
 		errs = append(errs, fmt.Errorf("ONNX_PROVIDER=%q: use cpu or cuda", c.ONNXProvider))

@@ -123,3 +123,78 @@ func cutAt(s string, n int) (string, string) {
 	}
 	return strings.TrimSpace(string(runes[:cut])), strings.TrimSpace(string(runes[cut:]))
 }
+
+// FirstTargetRunes is the length ShortenFirst aims the first segment at: 40
+// characters, about 2.4 s of speech at a normal rate. It is enough audio to
+// hide the next segment's compute behind it, and short enough to cut the
+// first segment's compute (which grows with its length for espeak-ng and
+// Kokoro) by about a third for a typical 60-character sentence; see the
+// container README, "Scheduling", for the measurements.
+const FirstTargetRunes = 40
+
+// ShortenFirst cuts segs[0] in two at a word boundary near target runes when
+// it is longer than one and a half times target, so that a request's first
+// audio comes sooner; the rest of the sentence becomes the second segment.
+// Both parts keep at least target/2 runes, so no segment becomes tiny, and
+// a cut right after a word that leans on the next ("to", "the", "your")
+// is avoided when another boundary is within reach, and a space after a
+// period (an abbreviation such as "Mr." that Split kept
+// inside the sentence) is never a cut. Later segments are left alone: only
+// the first one gates the first audio. segs is not modified.
+func ShortenFirst(segs []string, target int) []string {
+	if len(segs) == 0 || target < 2 {
+		return segs
+	}
+	runes := []rune(segs[0])
+	n := len(runes)
+	if n <= target+target/2 {
+		return segs
+	}
+	cut, best := -1, 0
+	for i := target / 2; i <= n-target/2; i++ {
+		if !unicode.IsSpace(runes[i]) || runes[i-1] == '.' || unicode.IsSpace(runes[i-1]) {
+			continue
+		}
+		cost := abs(i - target)
+		if leansForward[strings.ToLower(lastWord(runes[:i]))] {
+			cost += target
+		}
+		if cut < 0 || cost < best {
+			cut, best = i, cost
+		}
+	}
+	if cut < 0 {
+		return segs
+	}
+	out := make([]string, 0, len(segs)+1)
+	out = append(out, strings.TrimSpace(string(runes[:cut])), strings.TrimSpace(string(runes[cut:])))
+	return append(out, segs[1:]...)
+}
+
+// leansForward are words that belong with the word after them (articles,
+// prepositions, conjunctions, possessives, auxiliaries): a cut right after
+// one leaves it dangling at the end of the first audio ("your call to |
+// the billing department"), so ShortenFirst prefers any other boundary
+// within reach.
+var leansForward = map[string]bool{
+	"a": true, "an": true, "the": true, "to": true, "of": true, "in": true, "on": true, "at": true, "for": true,
+	"with": true, "from": true, "by": true, "and": true, "or": true, "but": true, "my": true, "your": true,
+	"our": true, "their": true, "his": true, "her": true, "its": true, "is": true, "are": true, "was": true,
+	"were": true, "be": true, "will": true, "i": true, "that": true, "this": true,
+}
+
+// lastWord is the run of letters and apostrophes that ends runes.
+func lastWord(runes []rune) string {
+	k := len(runes)
+	for k > 0 && (unicode.IsLetter(runes[k-1]) || runes[k-1] == '\'') {
+		k--
+	}
+	return string(runes[k:])
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

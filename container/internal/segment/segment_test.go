@@ -2,6 +2,7 @@ package segment
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -92,4 +93,50 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("segments %q lost text of %q", segs, text)
 		}
 	})
+}
+
+func TestShortenFirst(t *testing.T) {
+	long := "Please hold while I transfer your call to the billing department."
+	cases := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"cut near the target at a space", []string{long, "Thank you."},
+			[]string{"Please hold while I transfer your call", "to the billing department.", "Thank you."}},
+		{"short enough already", []string{"Your order has shipped.", "It arrives Thursday."},
+			[]string{"Your order has shipped.", "It arrives Thursday."}},
+		{"exactly one and a half targets stays", []string{strings.Repeat("abcd ", 12)[:60]}, []string{strings.Repeat("abcd ", 12)[:60]}},
+		{"no space to cut at", []string{strings.Repeat("x", 90)}, []string{strings.Repeat("x", 90)}},
+		{"never after an abbreviation's period", []string{"Our new account manager Mr. Johnson will call you back tomorrow."},
+			[]string{"Our new account manager Mr. Johnson", "will call you back tomorrow."}},
+		{"empty", nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := slices.Clone(c.in)
+			got := ShortenFirst(c.in, FirstTargetRunes)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("ShortenFirst(%q) = %q, want %q", c.in, got, c.want)
+			}
+			if !slices.Equal(in, c.in) {
+				t.Errorf("the input was modified: %q", c.in)
+			}
+			for i, s := range got {
+				if i < 2 && len(got) > len(c.in) && utf8.RuneCountInString(s) < FirstTargetRunes/2 {
+					t.Errorf("part %d %q is under half the target", i, s)
+				}
+			}
+		})
+	}
+	// Every cut keeps both parts at half the target or more, whatever the
+	// sentence.
+	for n := 61; n < 200; n += 7 {
+		words := strings.Fields(strings.Repeat("a bb ccc dddd eeeee ", 20))
+		s := strings.TrimSpace(strings.Join(words, " ")[:n])
+		got := ShortenFirst([]string{s}, FirstTargetRunes)
+		if len(got) == 2 && (utf8.RuneCountInString(got[0]) < 20 || utf8.RuneCountInString(got[1]) < 20 || got[0]+" "+got[1] != s) {
+			t.Errorf("n=%d: cut %q | %q", n, got[0], got[1])
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"sync"
@@ -19,7 +20,25 @@ const (
 	// FIFO runs whole requests in arrival order: the original server's
 	// behaviour, kept as the baseline.
 	FIFO = "fifo"
+	// Deadline runs the pending segment whose audio is due first: a new
+	// request's first segment is due FirstAudioTarget after admission, a
+	// continuation when a real-time player started at the request's first
+	// audio byte would reach it, less one segment's measured compute time.
+	Deadline = "deadline"
 )
+
+// Policies lists the SCHEDULER values, for messages.
+const Policies = FirstChunk + ", " + FIFO + " or " + Deadline
+
+// DefaultFirstAudioTarget is the deadline scheduler's first-audio target
+// when FIRST_AUDIO_TARGET_MS is unset: a third of a 1 s TTFAB SLO (the
+// smallest in the model catalog). The endpoint stack passes a third of the
+// model's own SLO.
+const DefaultFirstAudioTarget = 333 * time.Millisecond
+
+// marginWindow is how many recent segment compute times the deadline
+// scheduler's safety margin is the maximum of.
+const marginWindow = 16
 
 // chunk is what a job's stream carries: audio, or the end (err nil) or a
 // failure.
@@ -41,6 +60,18 @@ type job struct {
 	// started is when the first segment began; written by the worker before
 	// it sends the first chunk, read by the handler after receiving one.
 	started time.Time
+	// admitted is when the gate admitted the request (set before submit).
+	admitted time.Time
+	// firstSent is when the handler wrote the first audio, as nanoseconds
+	// after admitted (0: not yet); firstOut is when the worker handed the
+	// first audio to the stream, the fallback while the handler has not
+	// written it yet.
+	firstSent atomic.Int64
+	firstOut  time.Time
+	// audio counts the samples of the segments synthesized so far; written
+	// by the worker of the job's current segment only (a job has one segment
+	// in flight at a time).
+	audio int64
 }
 
 // task is one segment of a job.
@@ -74,14 +105,25 @@ type Scheduler struct {
 	// handing counts the goroutines handing a segment's held audio to a
 	// reader that was not ready for it (see runSegmentReleasing).
 	handing atomic.Int64
+
+	// The deadline policy's state, under mu.
+	firstTarget time.Duration
+	now         func() time.Time
+	due         dueHeap
+	seq         uint64
+	compute     [marginWindow]time.Duration
+	computeN    int
 }
 
 // NewScheduler starts workers goroutines running eng under policy. A segment
 // whose engine time passes limit (0: no limit) fails its request; see
 // runSegment.
-func NewScheduler(eng engine.Engine, policy string, workers int, limit time.Duration) (*Scheduler, error) {
-	if policy != FirstChunk && policy != FIFO {
-		return nil, fmt.Errorf("SCHEDULER=%q: use %s or %s", policy, FirstChunk, FIFO)
+func NewScheduler(eng engine.Engine, policy string, workers int, limit, firstTarget time.Duration) (*Scheduler, error) {
+	if policy != FirstChunk && policy != FIFO && policy != Deadline {
+		return nil, fmt.Errorf("SCHEDULER=%q: use %s", policy, Policies)
+	}
+	if firstTarget < 0 {
+		return nil, fmt.Errorf("FIRST_AUDIO_TARGET_MS=%d: use 0 or more milliseconds", firstTarget.Milliseconds())
 	}
 	if workers < 1 {
 		return nil, fmt.Errorf("ENGINE_WORKERS=%d: use at least 1", workers)
@@ -89,7 +131,7 @@ func NewScheduler(eng engine.Engine, policy string, workers int, limit time.Dura
 	if limit < 0 {
 		return nil, fmt.Errorf("SEGMENT_TIMEOUT=%s: use a positive duration", limit)
 	}
-	s := &Scheduler{eng: eng, policy: policy, workers: workers, limit: limit}
+	s := &Scheduler{eng: eng, policy: policy, workers: workers, limit: limit, firstTarget: firstTarget, now: time.Now}
 	s.wake = sync.NewCond(&s.mu)
 	for range workers {
 		s.wg.Add(1)
@@ -101,7 +143,14 @@ func NewScheduler(eng engine.Engine, policy string, workers int, limit time.Dura
 // submit queues j's first segment (fifo: the whole job).
 func (s *Scheduler) submit(j *job) {
 	s.mu.Lock()
-	s.first = append(s.first, task{j: j})
+	if s.policy == Deadline {
+		if j.admitted.IsZero() {
+			j.admitted = s.now()
+		}
+		s.pushDue(task{j: j}, s.firstDeadline(j))
+	} else {
+		s.first = append(s.first, task{j: j})
+	}
 	s.mu.Unlock()
 	s.submitted.Add(1)
 	s.wake.Signal()
@@ -114,6 +163,9 @@ func (s *Scheduler) next() (task, bool) {
 	for {
 		if s.closed {
 			return task{}, false
+		}
+		if t, ok := s.popDue(); ok {
+			return t, true
 		}
 		for _, q := range []*[]task{&s.first, &s.cont} {
 			if len(*q) > 0 {
@@ -149,7 +201,12 @@ func (s *Scheduler) work() {
 // enqueueCont queues the segment after t's.
 func (s *Scheduler) enqueueCont(t task) {
 	s.mu.Lock()
-	s.cont = append(s.cont, task{j: t.j, index: t.index + 1})
+	next := task{j: t.j, index: t.index + 1}
+	if s.policy == Deadline {
+		s.pushDue(next, s.contDeadline(t.j))
+	} else {
+		s.cont = append(s.cont, next)
+	}
 	s.mu.Unlock()
 	s.wake.Signal()
 }
@@ -228,6 +285,7 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 	var held []chunk
 	seg := engine.Segment{Text: j.segs[t.index], Voice: j.voice, Speed: j.speed}
 	wd := s.watch(j, t.index)
+	began := time.Now()
 	err := s.synthesize(wd.ctx, seg, func(samples []int16) error {
 		if len(samples) == 0 {
 			return nil
@@ -238,6 +296,10 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 		defer wd.resume()
 		if err := j.ctx.Err(); err != nil {
 			return err
+		}
+		j.audio += int64(len(samples))
+		if j.firstOut.IsZero() {
+			j.firstOut = time.Now()
 		}
 		c := chunk{samples: samples}
 		if len(held) == 0 {
@@ -252,6 +314,11 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 	})
 	if wd.finish() {
 		return
+	}
+	if s.policy == Deadline && err == nil {
+		// The emit callback never blocks on this path, so the call's wall
+		// time is the segment's compute time.
+		s.recordCompute(time.Since(began))
 	}
 	last := t.index+1 == len(j.segs)
 	switch {
@@ -294,6 +361,97 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 		}
 		then()
 	}()
+}
+
+// dueTask is a pending segment of the deadline policy: due is when its
+// audio is needed, seq the order it was queued in (ties go to the earlier).
+type dueTask struct {
+	t   task
+	due time.Time
+	seq uint64
+}
+
+// dueHeap is a min-heap of pending segments by (due, seq), for
+// container/heap: every push and pop is O(log n).
+type dueHeap []dueTask
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(a, b int) bool {
+	if !h[a].due.Equal(h[b].due) {
+		return h[a].due.Before(h[b].due)
+	}
+	return h[a].seq < h[b].seq
+}
+func (h dueHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+
+// Push implements heap.Interface.
+func (h *dueHeap) Push(x any) { *h = append(*h, x.(dueTask)) }
+
+// Pop implements heap.Interface.
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = dueTask{} // let a finished job be collected
+	*h = old[:len(old)-1]
+	return x
+}
+
+// pushDue queues t due at due. Callers hold mu.
+func (s *Scheduler) pushDue(t task, due time.Time) {
+	s.seq++
+	heap.Push(&s.due, dueTask{t: t, due: due, seq: s.seq})
+}
+
+// popDue takes the pending segment due first, if any. Callers hold mu.
+//
+// Why this cannot starve anything: a new request's first segment is due
+// FirstAudioTarget after its admission, so once the clock passes
+// d - FirstAudioTarget every new arrival is due after d; what is due before
+// d is then a finite set (segments of requests already admitted), each
+// taken before d's, so d's segment is taken after finitely many others.
+// Overdue segments follow the same order: the most overdue first.
+func (s *Scheduler) popDue() (task, bool) {
+	if len(s.due) == 0 {
+		return task{}, false
+	}
+	return heap.Pop(&s.due).(dueTask).t, true
+}
+
+// firstDeadline is when j's first audio is due: admission plus the
+// first-audio target.
+func (s *Scheduler) firstDeadline(j *job) time.Time { return j.admitted.Add(s.firstTarget) }
+
+// contDeadline is when the segment after those j has synthesized is due: a
+// real-time player started at j's first audio byte reaches it after the
+// audio of every earlier segment; it is due one segment's compute time
+// (the margin) before that, so that it is ready in time. Callers hold mu.
+func (s *Scheduler) contDeadline(j *job) time.Time {
+	base := j.firstOut
+	if off := j.firstSent.Load(); off > 0 {
+		base = j.admitted.Add(time.Duration(off))
+	}
+	played := time.Duration(float64(j.audio) / float64(s.eng.SampleRate()) * float64(time.Second))
+	return base.Add(played - s.margin())
+}
+
+// recordCompute adds one segment's compute time to the margin's window.
+func (s *Scheduler) recordCompute(d time.Duration) {
+	s.mu.Lock()
+	s.compute[s.computeN%marginWindow] = d
+	s.computeN++
+	s.mu.Unlock()
+}
+
+// margin is the deadline policy's safety margin: the longest of the last
+// marginWindow segment compute times (0 before any). The maximum rather
+// than a mean, so that one slow segment in the window still leaves time.
+// Callers hold mu.
+func (s *Scheduler) margin() time.Duration {
+	var m time.Duration
+	for _, d := range s.compute[:min(s.computeN, marginWindow)] {
+		m = max(m, d)
+	}
+	return m
 }
 
 // Stuck returns how many slots are in an engine call that ran past the

@@ -29,8 +29,11 @@ type Options struct {
 	QueueMaxDepth int
 	// Workers is the number of synthesis slots.
 	Workers int
-	// Scheduler is FirstChunk or FIFO.
+	// Scheduler is FirstChunk, FIFO or Deadline.
 	Scheduler string
+	// FirstAudioTarget is how soon after admission the Deadline policy
+	// wants a request's first audio (FIRST_AUDIO_TARGET_MS).
+	FirstAudioTarget time.Duration
 	// MaxTextChars bounds a request's text in characters.
 	MaxTextChars int
 	// MaxBodyBytes bounds a request body.
@@ -106,7 +109,7 @@ func (s *Server) Gate() *Gate { return s.gate }
 
 // Attach starts the scheduler's workers on eng. Requests get 503 until then.
 func (s *Server) Attach(eng engine.Engine) error {
-	sched, err := NewScheduler(eng, s.opts.Scheduler, s.opts.Workers, s.opts.SegmentTimeout)
+	sched, err := NewScheduler(eng, s.opts.Scheduler, s.opts.Workers, s.opts.SegmentTimeout, s.opts.FirstAudioTarget)
 	if err != nil {
 		return err
 	}
@@ -210,6 +213,8 @@ type requestLog struct {
 	format      string
 	err         string
 	firstSample bool
+	// stall is the server-side playback stall (see stallMeter).
+	stall time.Duration
 }
 
 func (s *Server) logRequest(l *requestLog) {
@@ -220,7 +225,7 @@ func (s *Server) logRequest(l *requestLog) {
 		"segments", l.segments, "chars", l.chars,
 	}
 	if l.firstSample {
-		attrs = append(attrs, "ttfab_ms", ms(l.ttfab))
+		attrs = append(attrs, "ttfab_ms", ms(l.ttfab), "stall_ms", ms(l.stall))
 	}
 	if l.engine != "" {
 		attrs = append(attrs, "engine", l.engine)
@@ -316,9 +321,13 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	segs := segment.Split(req.Text)
+	if s.opts.Scheduler == Deadline {
+		segs = segment.ShortenFirst(segs, segment.FirstTargetRunes)
+	}
 	l.segments = len(segs)
-	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead)}
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead), admitted: admitted}
 	be.sched.submit(j)
+	stall := stallMeter{rate: eng.SampleRate()}
 
 	started := false
 	begin := func() {
@@ -370,10 +379,15 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 				buf = append(buf, be.wavHeader...)
 			}
 		}
-		if len(c.samples) > 0 && !l.firstSample {
-			l.firstSample = true
-			l.ttfab = time.Since(start)
-			l.queueWait = j.started.Sub(admitted)
+		if len(c.samples) > 0 {
+			now := time.Now()
+			if !l.firstSample {
+				l.firstSample = true
+				l.ttfab = now.Sub(start)
+				l.queueWait = j.started.Sub(admitted)
+				j.firstSent.Store(int64(max(now.Sub(admitted), 1)))
+			}
+			l.stall = stall.add(now, len(c.samples))
 		}
 		buf = audio.PCM16Bytes(buf, c.samples)
 		if len(buf) > 0 {
@@ -402,6 +416,33 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// stallMeter computes a response's playback stall from the server's own
+// send times, by bench.Stall's definition: a real-time player starts at the
+// first audio sent; a chunk whose first sample is needed at (samples before
+// it ÷ rate) after that and is sent at t is late by t minus that; the stall
+// is the largest lateness so far, never negative. It is the server's view
+// (write times, not arrivals), so a client's stall is this plus the
+// network's jitter.
+type stallMeter struct {
+	rate   int
+	first  time.Time
+	before int64
+	worst  time.Duration
+}
+
+// add accounts n samples sent at t and returns the stall so far.
+func (m *stallMeter) add(t time.Time, n int) time.Duration {
+	if m.first.IsZero() {
+		m.first = t
+	}
+	if m.rate > 0 {
+		due := time.Duration(float64(m.before) / float64(m.rate) * float64(time.Second))
+		m.worst = max(m.worst, t.Sub(m.first)-due)
+	}
+	m.before += int64(n)
+	return m.worst
 }
 
 // ChunksAhead is how many audio chunks synthesis may run ahead of what the

@@ -206,9 +206,14 @@ func requestText(i, segs int) string {
 // lineUp sends m requests of segs segments one after another, each admitted
 // before the next is sent, while the engine holds the first segment.
 func lineUp(t *testing.T, policy string, m, segs int) []string {
-	rec := newRecorder(&engine.Calibration{}, true)
 	opts := defaultOptions()
 	opts.Scheduler = policy
+	return lineUpWith(t, opts, m, segs)
+}
+
+// lineUpWith is lineUp with the server's options.
+func lineUpWith(t *testing.T, opts Options, m, segs int) []string {
+	rec := newRecorder(&engine.Calibration{}, true)
 	s, ts, _ := startServer(t, opts, rec)
 	var wg sync.WaitGroup
 	for i := range m {
@@ -270,6 +275,68 @@ func TestFIFORunsWholeRequestsInArrivalOrder(t *testing.T) {
 	}
 	if !slices.Equal(order, want) {
 		t.Errorf("fifo order = %q, want %q", order, want)
+	}
+}
+
+// TestDeadlineOverHTTPFinishesStreamsBeforeDistantFirsts: with a first-audio
+// target of an hour, every new request is due far later than any
+// continuation (due within its first segment's audio), so the deadline
+// policy runs each started request to its end before the next first
+// segment: the fifo order, reached by deadlines.
+func TestDeadlineOverHTTPFinishesStreamsBeforeDistantFirsts(t *testing.T) {
+	const m, segs = 4, 3
+	opts := defaultOptions()
+	opts.Scheduler, opts.FirstAudioTarget = Deadline, time.Hour
+	order := lineUpWith(t, opts, m, segs)
+	var want []string
+	for i := range m {
+		for j := range segs {
+			want = append(want, fmt.Sprintf("r%d s%d.", i, j))
+		}
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("deadline order with distant first deadlines = %q, want %q", order, want)
+	}
+}
+
+// TestDeadlineShortensFirstSegmentAndLogsStall: under the deadline policy a
+// long first sentence is cut near segment.FirstTargetRunes (the log counts
+// one more segment than under first-chunk), the audio is the same, and the
+// request log carries the server-side stall.
+func TestDeadlineShortensFirstSegmentAndLogsStall(t *testing.T) {
+	text := `{"text":"Please hold while I transfer your call to the billing department. Thank you."}`
+	type logged struct {
+		Segments int      `json:"segments"`
+		Stall    *float64 `json:"stall_ms"`
+		TTFAB    *float64 `json:"ttfab_ms"`
+	}
+	got := map[string]logged{}
+	bodies := map[string][]byte{}
+	for _, policy := range []string{FirstChunk, Deadline} {
+		opts := defaultOptions()
+		opts.Scheduler, opts.FirstAudioTarget = policy, 300*time.Millisecond
+		_, ts, logs := startServer(t, opts, &engine.Calibration{SegmentCompute: 20 * time.Millisecond})
+		r := post(context.Background(), ts.URL, text)
+		if r.err != nil || r.status != 200 {
+			t.Fatalf("%s: %v %d %s", policy, r.err, r.status, r.body)
+		}
+		bodies[policy] = r.body
+		var rec logged
+		if err := json.Unmarshal([]byte(strings.TrimSpace(logs.String())), &rec); err != nil {
+			t.Fatalf("%s: request log %q: %v", policy, logs.String(), err)
+		}
+		if rec.Stall == nil || rec.TTFAB == nil || *rec.Stall < 0 {
+			t.Errorf("%s: request log lacks stall_ms or ttfab_ms: %s", policy, logs.String())
+		}
+		got[policy] = rec
+	}
+	if got[FirstChunk].Segments != 2 || got[Deadline].Segments != 3 {
+		t.Errorf("segments first-chunk %d, deadline %d: want 2 and 3 (the first sentence cut in two)", got[FirstChunk].Segments, got[Deadline].Segments)
+	}
+	// The calibration engine makes 60 ms of audio per rune: the cut drops
+	// the one space it was made at, nothing else.
+	if oneRune := 60 * engine.CalibrationSampleRate / 1000 * 2; len(bodies[Deadline]) != len(bodies[FirstChunk])-oneRune {
+		t.Errorf("audio bytes first-chunk %d, deadline %d: want one rune's %d fewer (the space at the cut)", len(bodies[FirstChunk]), len(bodies[Deadline]), oneRune)
 	}
 }
 
