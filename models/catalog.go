@@ -92,6 +92,16 @@ type SLO struct {
 	StallBudgetMs int `json:"stall_budget_ms"`
 }
 
+// FirstAudioTargetDivisor is the fraction of the TTFAB SLO the container's deadline scheduler aims a new
+// request's first audio at (FIRST_AUDIO_TARGET_MS = ttfab_ms / 3). A third leaves the other two thirds of
+// the SLO for what the target does not see: the segment's own compute, a burst of arrivals with the same
+// deadline, and the network between the container and the client.
+const FirstAudioTargetDivisor = 3
+
+// FirstAudioTargetMs is the container's FIRST_AUDIO_TARGET_MS for this SLO: TTFABMs / FirstAudioTargetDivisor,
+// at least 1.
+func (s SLO) FirstAudioTargetMs() int { return max(s.TTFABMs/FirstAudioTargetDivisor, 1) }
+
 // StallBudget is StallBudgetMs as a duration.
 func (s SLO) StallBudget() time.Duration { return time.Duration(s.StallBudgetMs) * time.Millisecond }
 
@@ -145,14 +155,16 @@ func (m Model) WeightsPrefix() string { return "models/" + m.ID + "/" + m.Revisi
 
 // ContainerEnvironment is the inference container's environment for this model: the engine, the model id,
 // the model directory (engines with weights only), the invocation timeout (SAGEMAKER_MODEL_SERVER_TIMEOUT, the
-// catalog's invocation_timeout_s, which the local emulator enforces) and the queue shield depth, 0 meaning
-// unbounded, the measurement configuration every endpoint runs in until a plan passes the gate. The endpoint
-// stack and the local deploy both build the environment here.
+// catalog's invocation_timeout_s, which the local emulator enforces), the deadline scheduler's first-audio
+// target (FIRST_AUDIO_TARGET_MS, a third of the SLO: SLO.FirstAudioTargetMs) and the queue shield depth, 0
+// meaning unbounded, the measurement configuration every endpoint runs in until a plan passes the gate. The
+// endpoint stack and the local deploy both build the environment here.
 func (m Model) ContainerEnvironment(modelDir string, queueMaxDepth int) map[string]string {
 	env := map[string]string{
 		"ENGINE":                         m.Engine,
 		"MODEL_ID":                       m.ID,
 		"QUEUE_MAX_DEPTH":                strconv.Itoa(queueMaxDepth),
+		"FIRST_AUDIO_TARGET_MS":          strconv.Itoa(m.SLO.FirstAudioTargetMs()),
 		"SAGEMAKER_MODEL_SERVER_TIMEOUT": strconv.Itoa(m.Container.InvocationTimeoutS),
 	}
 	if m.Source != nil {

@@ -158,13 +158,24 @@ func TestContainerEnvironment(t *testing.T) {
 	k, _ := cat.Get("kokoro-82m")
 	e, _ := cat.Get("espeak-ng")
 	// GIVEN a model with weights WHEN its environment is built THEN it names engine, id, model dir and depth.
-	if got := k.ContainerEnvironment("/opt/ml/model", 0); len(got) != 5 || got["SAGEMAKER_MODEL_SERVER_TIMEOUT"] != "60" || got["ENGINE"] != "kokoro" || got["MODEL_DIR"] != "/opt/ml/model" ||
-		got["QUEUE_MAX_DEPTH"] != "0" || got["MODEL_ID"] != "kokoro-82m" {
+	if got := k.ContainerEnvironment("/opt/ml/model", 0); len(got) != 6 || got["SAGEMAKER_MODEL_SERVER_TIMEOUT"] != "60" || got["ENGINE"] != "kokoro" || got["MODEL_DIR"] != "/opt/ml/model" ||
+		got["QUEUE_MAX_DEPTH"] != "0" || got["MODEL_ID"] != "kokoro-82m" || got["FIRST_AUDIO_TARGET_MS"] != "1000" {
 		t.Errorf("kokoro environment = %v", got)
 	}
 	// GIVEN a weightless model THEN there is no model dir, and a shield depth is passed through.
-	if got := e.ContainerEnvironment("/ignored", 16); len(got) != 4 || got["ENGINE"] != "espeak" || got["QUEUE_MAX_DEPTH"] != "16" {
+	if got := e.ContainerEnvironment("/ignored", 16); len(got) != 5 || got["ENGINE"] != "espeak" || got["QUEUE_MAX_DEPTH"] != "16" ||
+		got["FIRST_AUDIO_TARGET_MS"] != "333" {
 		t.Errorf("espeak environment = %v", got)
+	}
+}
+
+// TestFirstAudioTarget: a third of the SLO, rounded down, never 0 (the container's target must be positive
+// for a deadline to lead the SLO).
+func TestFirstAudioTarget(t *testing.T) {
+	for _, c := range []struct{ slo, want int }{{3000, 1000}, {1000, 333}, {2, 1}, {1, 1}, {MaxSLOMs, MaxSLOMs / 3}} {
+		if got := (SLO{TTFABMs: c.slo}).FirstAudioTargetMs(); got != c.want {
+			t.Errorf("SLO %d ms: target %d ms, want %d", c.slo, got, c.want)
+		}
 	}
 }
 

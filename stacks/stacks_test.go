@@ -235,7 +235,9 @@ func TestEndpointFromCatalog(t *testing.T) {
 					})},
 				})
 			})
-			env := map[string]interface{}{"ENGINE": m.Engine, "QUEUE_MAX_DEPTH": "0", "MODEL_ID": id}
+			// The deadline scheduler's first-audio target comes from the catalog's SLO (a third of it).
+			env := map[string]interface{}{"ENGINE": m.Engine, "QUEUE_MAX_DEPTH": "0", "MODEL_ID": id,
+				"FIRST_AUDIO_TARGET_MS": fmt.Sprint(m.SLO.TTFABMs / 3)}
 			if m.Source != nil {
 				env["MODEL_DIR"] = "/opt/ml/model"
 			}
