@@ -226,6 +226,9 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	}
 	if p95, n, ok := r.probe.recent(r.clock.now()); ok {
 		fmt.Fprintf(o.stderr, "ttotal %s: before the scale-out the probe's p95 TTFAB is %.1f ms over %d requests (recovered at ≤ %.1f ms)\n", o.model.ID, p95, n, o.thresholdMs)
+		if p95 <= o.thresholdMs {
+			r.warn("the probe already meets the recovery threshold before the scale-out (p95 %.1f ms ≤ %.1f ms): traffic_recovered then only marks the first %d requests sent after in_service, not a recovery; raise --probe-concurrency above what %d instance(s) serve within the threshold", p95, o.thresholdMs, o.minSamples, r.from)
+		}
 	}
 
 	to := r.from + 1
