@@ -41,6 +41,9 @@ const (
 // qmaxArgs is the short staircase: four steps of 6 s.
 var qmaxArgs = []string{"--ladder", "1,2,4,8", "--max-concurrency", "8", "--settle", "1s", "--hold", "5s", "--measure-window", "3s"}
 
+// ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
+var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
+
 // options are the demo's flags.
 type options struct {
 	Dir       string
@@ -270,7 +273,12 @@ func (d *demo) qmax(ctx context.Context) error {
 
 func (d *demo) ttotal(ctx context.Context) error {
 	args := append([]string{"ttotal", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile),
-		"--output", filepath.Join(d.art, capacity.TTotalFile), "--journal-dir", d.journals}, d.localArgs()...)
+		"--output", filepath.Join(d.art, capacity.TTotalFile), "--journal-dir", d.journals}, ttotalArgs...)
+	args = append(args, d.localArgs()...)
+	fmt.Fprintln(d.out, "First the estimate (--dry-run makes no call), then the measurement:")
+	if _, _, err := d.run(ctx, nil, "tts-bench", append(args, "--dry-run")...); err != nil {
+		return err
+	}
 	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
 		return err
 	}
@@ -307,9 +315,12 @@ func (d *demo) planStep(ctx context.Context) error {
 	}
 	// A peak a little above one instance's best: the plan needs two of the local fleet's four.
 	peak := fmt.Sprintf("%.0f", 1.2*highest)
-	fmt.Fprintf(d.out, "Peak load %s rps: 1.2x the highest measured per-instance throughput (%.0f rps), so the fleet needs two instances.\n", peak, highest)
+	fmt.Fprintf(d.out, "Peak load %s rps: 1.2x the highest measured per-instance throughput (%.0f rps), so the fleet needs two instances.\n"+
+		"The trough is the peak too: espeak-ng saturates this machine's cores at 2 requests in flight, so one instance's\n"+
+		"throughput is flat from there to Q_max and no gradual surge across it survives the 30-s detection (try it: leave\n"+
+		"--trough-rps out and the plan says surge_survival fails). The plan therefore sizes for the peak from the start.\n", peak, highest)
 	args := []string{"plan", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile), "--ttotal", filepath.Join(d.art, capacity.TTotalFile),
-		"--peak-rps", peak, "--output", d.plan}
+		"--peak-rps", peak, "--trough-rps", peak, "--output", d.plan}
 	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
 		return err
 	}
