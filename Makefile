@@ -1,9 +1,11 @@
 # speech-infra — build, test and synthesize.
 #
+#   make demo    the whole measurement loop on the local emulator in a few minutes (no AWS account)
 #   make test    set up what is missing, then run every test and linter (what CI runs)
+#   make docs    regenerate the README's charts in docs/ from a real local run (the demo's)
 #   make synth   synthesize the CDK app for MODEL (default kokoro-82m) into cdk.out/
 #   make build   build every binary into bin/
-#   make lint    gofmt, go vet, and cfn-lint over every synthesized template
+#   make lint    gofmt, go vet, cfn-lint over every synthesized template, actionlint over .github/workflows
 #
 # Every target that needs a tool depends on `deps`, which installs only what is missing.
 
@@ -22,7 +24,7 @@ include $(wildcard mk/*.mk)
 GO_FILES = $(shell find . -name '*.go' -not -path './node_modules/*' -not -path './.cache/*' -not -path './cdk.out/*')
 CMDS := $(notdir $(wildcard cmd/*))
 
-.PHONY: all build build-cmds test test-go synth synth-all fixture-plans lint lint-go lint-cfn deps deps-node deps-tools clean help
+.PHONY: all build build-cmds test test-go synth synth-all fixture-plans lint lint-go lint-cfn lint-actions deps deps-node deps-tools demo docs clean help
 
 all: build
 
@@ -71,7 +73,12 @@ synth-all: deps fixture-plans
 	@grep -q '"Custom::SpeechModelCache"' cdk.out/lint/kokoro-82m/SpeechModelCacheStack-kokoro-82m.template.json || { echo "kokoro-82m has weights but no model cache stack was synthesized" >&2; exit 1; }
 	@if ls cdk.out/lint/espeak-ng/SpeechModelCacheStack-* >/dev/null 2>&1; then echo "espeak-ng needs no weights but a model cache stack was synthesized" >&2; exit 1; fi
 
-lint: lint-go lint-cfn ## gofmt, go vet, cfn-lint
+lint: lint-go lint-cfn lint-actions ## gofmt, go vet, cfn-lint, actionlint
+
+# The GitHub workflow cannot run here; actionlint (pinned, through the Go module proxy) checks it.
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+lint-actions:
+	$(GO) run $(ACTIONLINT) -color=false .github/workflows/*.yml
 
 lint-go: deps
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
@@ -81,6 +88,18 @@ lint-go: deps
 lint-cfn: synth-all deps-tools
 	cfn-lint --format parseable -- cdk.out/lint/*/*.template.json
 	@echo "cfn-lint: no errors or warnings in $$(ls cdk.out/lint/*/*.template.json | wc -l) templates"
+
+# The demo keeps everything in .demo/ (emulator state, journals, artifacts) on port 4699, never in .state/ or
+# artifacts/; DEMO_FLAGS passes more flags (e.g. -time-scale 20). Built, not `go run`, so that a SIGTERM or
+# Ctrl-C reaches the demo itself, which stops the emulator. .ci/run checks its summary with -check.
+DEMO_FLAGS ?=
+demo: deps build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy
+	$(GO) build -o bin/demo ./scripts/demo
+	bin/demo $(DEMO_FLAGS)
+
+docs: deps build ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
+	$(GO) build -o bin/demo ./scripts/demo
+	bin/demo -docs docs $(DEMO_FLAGS)
 
 clean: ## remove build outputs
 	rm -rf bin cdk.out
