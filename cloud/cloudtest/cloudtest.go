@@ -44,6 +44,8 @@ type SageMaker struct {
 	DeleteEndpointConfigFn func(ctx context.Context, in *sagemaker.DeleteEndpointConfigInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteEndpointConfigOutput, error)
 	// DeleteModelFn answers DeleteModel.
 	DeleteModelFn func(ctx context.Context, in *sagemaker.DeleteModelInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteModelOutput, error)
+	// ListEndpointsFn answers ListEndpoints (ListEndpoints is in preflight.go).
+	ListEndpointsFn func(ctx context.Context, in *sagemaker.ListEndpointsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.ListEndpointsOutput, error)
 	// UpdateEndpointWeightsAndCapacitiesFn answers UpdateEndpointWeightsAndCapacities.
 	UpdateEndpointWeightsAndCapacitiesFn func(ctx context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, optFns ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error)
 }

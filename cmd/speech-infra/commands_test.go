@@ -290,8 +290,8 @@ func TestServe(t *testing.T) {
 }
 
 func TestDestroyReportsEveryProblemAtOnce(t *testing.T) {
-	_, stderr, code := invoke(t, "destroy", "espeak-ng", "kokoro-82m", "--port", "-1")
-	for _, want := range []string{`destroy needs exactly one model id, got 2 argument(s) ["espeak-ng" "kokoro-82m"]`, "speech-infra destroy runs only --local", "--port -1: not a TCP port"} {
+	_, stderr, code := invoke(t, "destroy", "espeak-ng", "kokoro-82m", "--local", "--yes", "--port", "-1")
+	for _, want := range []string{`destroy needs exactly one model id, got 2 argument(s) ["espeak-ng" "kokoro-82m"]`, "--yes is for a destroy on AWS", "--port -1: not a TCP port"} {
 		if code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr does not contain %q:\n%s", code, want, stderr)
 		}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -30,22 +32,31 @@ const localRole = "arn:aws:iam::000000000000:role/speech-infra-local"
 func deployCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "deploy",
-		Usage:     "deploy a model's endpoint (--local: on the emulator), with autoscaling when the plan passes the gate",
+		Usage:     "deploy a model's endpoint on AWS through the CDK app (--local: on the emulator), with autoscaling when the plan passes the gate",
 		ArgsUsage: "<model>",
-		Description: "Runs the gate on the plan, deploys the endpoint with the container environment that follows from it\n" +
+		Description: "On AWS: a preflight checks everything the deploy needs and reports every problem at once with its fix\n" +
+			"(the CDK CLI from `npm ci`, Go, a Docker daemon, region, credentials, the CDK bootstrap, the instance quota),\n" +
+			"then `cdk deploy` of the model's stacks runs with -c model, -c plan and -c autoscaling, its output streamed to\n" +
+			"stderr; stdout gets the endpoint name. --dry-run prints the preflight and the exact CDK command and changes\n" +
+			"nothing (exit 1 when a check fails). The CDK app's gate decides about scaling, as with --local.\n\n" +
+			"--local: runs the gate on the plan, deploys the endpoint with the container environment that follows from it\n" +
 			"(blue/green when it changed), then applies the plan's scaling or removes scaling from an earlier plan.\n" +
 			"--format text (the default) prints only the export lines for the emulator on stdout, so\n" +
 			"eval \"$(speech-infra deploy <model> --local)\" works; the report, the gate's reasons and warnings go to\n" +
 			"stderr. --format json prints the result as one JSON object on stdout.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "deploy on the local emulator (started in the background if needed)"},
 			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads (default artifacts/<model>/plan.json)"},
 			&cli.StringFlag{Name: "container-dir", Usage: "container source directory whose digest the gate compares with the plan", Value: "container"},
 			&cli.StringFlag{Name: "model-dir", Usage: "local directory with the model's weights (engines with weights only)", EnvVars: []string{"SPEECH_INFRA_MODEL_DIR"}},
 			&cli.BoolFlag{Name: "autoscaling", Usage: "override the catalog's scaling.autoscaling: true makes a refused plan a failed check (exit 1), false deploys without scaling"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "what to print on stdout: text or json"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "what to print on stdout: text or json (json with --local only)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "AWS: print the preflight and the CDK command, change nothing (exit 1 when a check fails)"},
+			&cli.BoolFlag{Name: "skip-preflight", Usage: "AWS: run cdk deploy without the preflight (for experts)"},
+			&cli.BoolFlag{Name: "yes", Usage: "AWS: deploy without CDK's approval question on IAM changes (--require-approval never)"},
+			&cli.BoolFlag{Name: "for-measurement", Usage: "AWS: the preflight wants two free instances of the quota instead of one (a tts-bench ttotal run adds one)"},
 			stateDirFlag, portFlag, containerBin,
-		},
+		}, awsFlags()...),
 		Action: func(c *cli.Context) error {
 			cat, err := models.Default()
 			if err != nil {
@@ -55,7 +66,10 @@ func deployCommand() *cli.Command {
 				args: c.Args().Slice(), local: c.Bool("local"), planPath: c.String("plan"), containerDir: c.String("container-dir"),
 				modelDir: c.String("model-dir"), format: c.String("format"), emulator: settingsFrom(c), catalog: cat,
 				stdout: c.App.Writer, stderr: c.App.ErrWriter, connect: connectEmulator, clients: deployClientsFor,
+				dryRun: c.Bool("dry-run"), skipPreflight: c.Bool("skip-preflight"), yes: c.Bool("yes"), forMeasurement: c.Bool("for-measurement"),
+				aws: awsSettingsFrom(c), stdin: os.Stdin, runner: execRunner{}, preflightEnv: loadPreflightEnv,
 			}
+			o.planSet = c.IsSet("plan")
 			if c.IsSet("autoscaling") {
 				on := c.Bool("autoscaling")
 				o.autoscaling = &on
@@ -93,6 +107,18 @@ type deployOpts struct {
 	// clients makes the SDK clients for the emulator's configuration.
 	clients func(aws.Config) cloud.DeployClients
 
+	// The AWS side.
+	dryRun, skipPreflight, yes, forMeasurement bool
+	// planSet says --plan was given (a relative path then resolves in the current directory, not the app's).
+	planSet bool
+	aws     awsSettings
+	stdin   io.Reader
+	runner  programRunner
+	// preflightEnv loads the AWS configuration the preflight checks.
+	preflightEnv func(ctx context.Context, s awsSettings, timeout time.Duration) preflightEnv
+	// checkTimeout bounds each preflight check (cloud.DefaultCheckTimeout when zero).
+	checkTimeout time.Duration
+
 	// model is set by Validate.
 	model models.Model
 }
@@ -109,10 +135,23 @@ func (o *deployOpts) Validate() error {
 	if id == "" {
 		id = "<model>"
 	}
-	if !o.local {
-		errs = append(errs, fmt.Errorf("deploying %s to AWS goes through the CDK app (`npx cdk deploy --all -c model=%s`): speech-infra deploy runs only --local", id, id))
+	if o.local {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--dry-run", o.dryRun}, {"--skip-preflight", o.skipPreflight}, {"--yes", o.yes}, {"--for-measurement", o.forMeasurement},
+			{"--region", o.aws.region != ""}, {"--profile", o.aws.profile != ""}} {
+			if f.set {
+				errs = append(errs, fmt.Errorf("%s is for a deploy to AWS: leave it out with --local, or drop --local to deploy %s to AWS", f.name, id))
+			}
+		}
+	} else {
+		if o.format != "text" {
+			errs = append(errs, fmt.Errorf("--format %s: a deploy to AWS streams CDK's output and prints the endpoint name: leave --format out, or use --local", o.format))
+		}
+		errs = append(errs, o.aws.validate()...)
 	}
-	if m.Source != nil {
+	if m.Source != nil && o.local {
 		if o.modelDir == "" {
 			errs = append(errs, fmt.Errorf("%s needs its weights: pass --model-dir with the files of %s at %s", m.ID, m.Source.Repo, m.Source.Revision))
 		} else if _, err := os.Stat(o.modelDir); err != nil {
@@ -125,7 +164,9 @@ func (o *deployOpts) Validate() error {
 	if o.planPath == "" && m.ID != "" {
 		o.planPath = capacity.DefaultPlanPath(m.ID)
 	}
-	errs = append(errs, o.emulator.validate()...)
+	if o.local {
+		errs = append(errs, o.emulator.validate()...)
+	}
 	return exitcode.Usage(errors.Join(errs...))
 }
 
@@ -133,6 +174,9 @@ func (o *deployOpts) Validate() error {
 // reasons and warnings on stderr. A refused plan that was asked for explicitly is a failed check (exit 1),
 // reported after the result.
 func (o *deployOpts) Execute(ctx context.Context) error {
+	if !o.local {
+		return o.executeAWS(ctx)
+	}
 	// The same gate as the endpoint stack decides whether scaling is created; it compares the plan with the
 	// digest of the container source.
 	digest, err := capacity.SourceDigest(o.containerDir)
@@ -313,4 +357,82 @@ func renderDeployJSON(w io.Writer, res cloud.DeployModelResult, emu localEmulato
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// executeAWS runs the preflight (unless --skip-preflight), prints it, and deploys the model's stacks with the
+// CDK CLI unless --dry-run or a check failed. With --dry-run the preflight and the command are the data
+// (stdout); otherwise they are diagnostics (stderr) and stdout gets the endpoint name after the deploy.
+func (o *deployOpts) executeAWS(ctx context.Context) error {
+	report := o.stderr
+	if o.dryRun {
+		report = o.stdout
+	}
+	planPath := o.planPath
+	if o.planSet && !filepath.IsAbs(planPath) && o.aws.appDir != "." {
+		// The CDK CLI runs in the app directory; --plan was given relative to here.
+		if abs, err := filepath.Abs(planPath); err == nil {
+			planPath = abs
+		}
+	}
+	cmd := deployCommandFor(o.aws.target(), o.model, planPath, o.autoscaling, o.yes)
+	var problems int
+	if !o.skipPreflight {
+		timeout := o.checkTimeout
+		if timeout <= 0 {
+			timeout = cloud.DefaultCheckTimeout
+		}
+		env := o.preflightEnv(ctx, o.aws, timeout)
+		free := 1
+		if o.forMeasurement {
+			free = 2
+		}
+		r := cloud.Preflight(ctx, o.runner, env.clients, cloud.PreflightOptions{
+			AppDir: o.aws.appDir, Region: env.region, ConfigErr: env.configErr, InstanceType: o.model.InstanceType,
+			Endpoint: o.model.EndpointName(), FreeInstances: free, Timeout: timeout,
+		})
+		title := fmt.Sprintf("deploy %s (%s, %d free instance(s) needed) to %s", o.model.ID, o.model.InstanceType, free, regionWords(r))
+		if err := renderPreflight(report, title, r); err != nil {
+			return fmt.Errorf("write the preflight: %w", err)
+		}
+		problems = r.Problems()
+	}
+	if o.dryRun {
+		if _, err := fmt.Fprintf(o.stdout, "cdk command (dry run, not run):\n  %s\n", cmd); err != nil {
+			return fmt.Errorf("write the command: %w", err)
+		}
+		if problems > 0 {
+			return exitcode.CheckFailedf("deploy %s --dry-run: %d precondition(s) failed: apply the fixes above and run it again", o.model.ID, problems)
+		}
+		return nil
+	}
+	if problems > 0 {
+		return exitcode.CheckFailedf("deploy %s: %d precondition(s) failed, nothing was deployed: apply the fixes above and run it again (--skip-preflight deploys anyway)", o.model.ID, problems)
+	}
+	fmt.Fprintf(o.stderr, "running: %s\n", cmd)
+	if err := o.runner.Stream(ctx, cmd, o.stdin, o.stderr, o.stderr); err != nil {
+		return exitcode.CheckFailedf("deploy %s: %w: CDK's output above says why; CloudFormation rolls a failed stack back by itself: fix the cause and run the deploy again", o.model.ID, err)
+	}
+	return renderDeployedAWS(o.stdout, o.stderr, o.model)
+}
+
+// regionWords names the account and region a preflight found.
+func regionWords(r cloud.PreflightReport) string {
+	switch {
+	case r.Account != "" && r.Region != "":
+		return fmt.Sprintf("aws://%s/%s", r.Account, r.Region)
+	case r.Region != "":
+		return "region " + r.Region
+	}
+	return "AWS (no region configured)"
+}
+
+// renderDeployedAWS prints the endpoint name (data) and the next step of the workflow (diagnostics).
+func renderDeployedAWS(stdout, stderr io.Writer, m models.Model) error {
+	ep := m.EndpointName()
+	fmt.Fprintf(stderr, "deployed %s: endpoint %s (variant %s) runs on %s\n", strings.Join(modelStacks(m), ", "), ep, models.VariantName, m.InstanceType)
+	fmt.Fprintf(stderr, "next: check that nothing will disturb a measurement, then measure Q_max:\n")
+	fmt.Fprintf(stderr, "  tts-bench drift --model %s\n", m.ID)
+	fmt.Fprintf(stderr, "  tts-bench qmax --model %s --dry-run    (the ladder and its duration; then without --dry-run)\n", m.ID)
+	_, err := fmt.Fprintln(stdout, ep)
+	return err
 }

@@ -45,7 +45,8 @@ func TestUsageExitsTwo(t *testing.T) {
 	for _, args := range [][]string{
 		{"deploy"},
 		{"deploy", "no-such-model", "--local"},
-		{"deploy", "espeak-ng"},
+		{"deploy", "espeak-ng", "--format", "json"},
+		{"deploy", "espeak-ng", "--local", "--dry-run"},
 		{"destroy", "espeak-ng", "kokoro-82m", "--local"},
 		{"deploy", "--bogus"},
 	} {

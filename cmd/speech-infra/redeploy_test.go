@@ -494,13 +494,13 @@ func TestDeployValidateReportsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &deployOpts{args: []string{"kokoro-82m"}, format: "yaml", modelDir: filepath.Join(t.TempDir(), "missing"),
+	o := &deployOpts{args: []string{"kokoro-82m"}, local: true, yes: true, format: "yaml", modelDir: filepath.Join(t.TempDir(), "missing"),
 		emulator: emulatorSettings{stateDir: "", port: 70000}, catalog: cat}
 	err = o.Validate()
 	if exitcode.Code(err) != 2 {
 		t.Fatalf("Validate = %v (exit %d), want a usage error", err, exitcode.Code(err))
 	}
-	for _, want := range []string{"speech-infra deploy runs only --local", "--model-dir " + o.modelDir, `--format "yaml" is not a format`, "--state-dir is empty", "--port 70000"} {
+	for _, want := range []string{"--yes is for a deploy to AWS", "--model-dir " + o.modelDir, `--format "yaml" is not a format`, "--state-dir is empty", "--port 70000"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error lacks %q:\n%v", want, err)
 		}

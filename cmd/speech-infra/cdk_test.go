@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// synth runs the deploy command the CLI builds with the real CDK CLI of the repository, as `cdk synth` into
+// a temporary directory, and returns the stacks of the cloud assembly and CDK's output.
+func synth(t *testing.T, cmd cdkCommand) ([]string, string, error) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(cmd.Dir, cmd.Path)); err != nil {
+		t.Fatalf("%v: run `npm ci` (make deps) in the repository root first", err)
+	}
+	out := t.TempDir()
+	cmd.Args = append([]string{"synth", "-q", "-o", out}, cmd.Args[1:]...)
+	cmd.Env = append(cmd.Env, "CDK_DISABLE_VERSION_CHECK=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	err := execRunner{}.Stream(ctx, cmd, nil, &log, &log)
+	if err != nil {
+		return nil, log.String(), err
+	}
+	b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		Artifacts map[string]struct {
+			Type string `json:"type"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(b, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var stacks []string
+	for name, a := range manifest.Artifacts {
+		if a.Type == "aws:cloudformation:stack" {
+			stacks = append(stacks, name)
+		}
+	}
+	sort.Strings(stacks)
+	return stacks, log.String(), nil
+}
+
+// The command deploy builds, run with synth by the real CDK CLI: the stack names exist in the app (CDK
+// refuses an unknown one), -c model selects the model's stacks (the cache only for a model with weights),
+// and -c plan and -c autoscaling reach the app's gate.
+func TestDeployCommandSynthesizes(t *testing.T) {
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := cdkTarget{appDir: filepath.Join("..", "..")}
+	missing := filepath.Join(t.TempDir(), "no-plan.json")
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"espeak-ng", []string{"SpeechEndpointStack-espeak-ng", "SpeechFoundationStack"}},
+		{"kokoro-82m", []string{"SpeechEndpointStack-kokoro-82m", "SpeechFoundationStack", "SpeechModelCacheStack-kokoro-82m"}},
+	} {
+		m, err := cat.Get(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stacks, log, err := synth(t, deployCommandFor(target, m, missing, nil, false))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.model, err, log)
+		}
+		if strings.Join(stacks, " ") != strings.Join(tc.want, " ") || strings.Join(modelStacks(m), " ") == "" {
+			t.Errorf("%s: synthesized %v, want %v", tc.model, stacks, tc.want)
+		}
+		if !strings.Contains(log, "no plan at "+missing) {
+			t.Errorf("%s: the gate did not read -c plan=%s:\n%s", tc.model, missing, log)
+		}
+	}
+	m, err := cat.Get("espeak-ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := true
+	_, log, err := synth(t, deployCommandFor(target, m, missing, &on, false))
+	if err == nil || !strings.Contains(log, "no plan at "+missing) {
+		t.Errorf("-c autoscaling=true without a plan synthesized (err %v):\n%s", err, log)
+	}
+}
