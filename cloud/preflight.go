@@ -255,6 +255,9 @@ func CheckCDK(ctx context.Context, run ProgramRunner, appDir string, timeout tim
 // CheckGo checks that the Go toolchain the CDK app runs with (cdk.json: `go run .`) is on PATH.
 func CheckGo(ctx context.Context, run ProgramRunner, appDir string, timeout time.Duration) PreflightCheck {
 	c := PreflightCheck{Name: CheckNameGo}
+	if st, err := os.Stat(appDir); appDir != "" && (err != nil || !st.IsDir()) {
+		return skipped(CheckNameGo, "the CDK app directory "+appDir)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := run.Output(ctx, appDir, "go", "version")

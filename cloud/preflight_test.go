@@ -294,3 +294,12 @@ func TestPreflightSkips(t *testing.T) {
 		t.Errorf("no cdk.json: %+v", c)
 	}
 }
+
+// A missing app directory fails the CDK check and skips Go (it would only repeat the chdir error).
+func TestPreflightMissingAppDir(t *testing.T) {
+	o := cloud.PreflightOptions{AppDir: filepath.Join(t.TempDir(), "nope"), Region: "eu-west-1", SkipDocker: true, SkipAccount: true, Timeout: time.Second}
+	got := byName(t, cloud.Preflight(context.Background(), programs(nil), account("21", 1), o))
+	if got[cloud.CheckNameCDK].Status != cloud.PreflightFailed || got[cloud.CheckNameGo].Status != cloud.PreflightSkipped {
+		t.Errorf("checks %+v", got)
+	}
+}

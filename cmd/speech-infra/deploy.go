@@ -150,6 +150,11 @@ func (o *deployOpts) Validate() error {
 			errs = append(errs, fmt.Errorf("--format %s: a deploy to AWS streams CDK's output and prints the endpoint name: leave --format out, or use --local", o.format))
 		}
 		errs = append(errs, o.aws.validate()...)
+		if o.planSet {
+			if _, err := os.Stat(o.planPath); err != nil {
+				errs = append(errs, fmt.Errorf("--plan %s: %v: give the plan tts-bench plan wrote, or leave --plan out for %s", o.planPath, err, capacity.DefaultPlanPath(id)))
+			}
+		}
 	}
 	if m.Source != nil && o.local {
 		if o.modelDir == "" {

@@ -250,3 +250,12 @@ func TestCDKCommandString(t *testing.T) {
 		t.Errorf("String = %s\nwant     %s", c, want)
 	}
 }
+
+// An explicit --plan that does not exist is a usage error before anything runs.
+func TestDeployMissingPlan(t *testing.T) {
+	o, _, _, _ := awsDeploy(t, newRecorder(true), goodAccount(), "", "espeak-ng")
+	o.planPath, o.planSet = filepath.Join(t.TempDir(), "plan.json"), true
+	if err := o.Validate(); exitcode.Code(err) != 2 || !strings.Contains(err.Error(), "--plan "+o.planPath) {
+		t.Errorf("Validate = %v", err)
+	}
+}
