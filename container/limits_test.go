@@ -128,11 +128,18 @@ func TestStalledClientsDoNotPinTheEngine(t *testing.T) {
 
 // TestNonReadingClientsHoldNoSlot: with a write stall timeout far longer
 // than the third client's patience, two non-reading clients still do not
-// stop it getting audio. A first-chunk slot never waits on a reader: the
-// audio its stream cannot take is held aside and the slot freed, and the
-// job gets no further slot until its reader catches up.
+// stop it getting audio. A first-chunk or deadline slot never waits on a
+// reader: the audio its stream cannot take is held aside and the slot
+// freed, and the job gets no further slot (deadline: its next segment is
+// not in the heap) until its reader catches up.
 func TestNonReadingClientsHoldNoSlot(t *testing.T) {
-	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "WRITE_STALL_TIMEOUT": "10m"})
+	for _, sched := range []string{"first-chunk", "deadline"} {
+		t.Run(sched, func(t *testing.T) { nonReadingClientsHoldNoSlot(t, sched) })
+	}
+}
+
+func nonReadingClientsHoldNoSlot(t *testing.T, sched string) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "WRITE_STALL_TIMEOUT": "10m", "SCHEDULER": sched})
 	p.waitLine(t, "STAGE ready")
 	long := strings.Repeat("This sentence is long enough to make a lot of audio for a client that never reads it. ", 50)
 	body, _ := json.Marshal(map[string]string{"text": long})

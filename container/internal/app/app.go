@@ -66,7 +66,7 @@ Serves the SageMaker inference contract (GET /ping, POST /invocations) on
 SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE
 (espeak|kokoro|calibration), MODEL_DIR, INSTANCE_ID, QUEUE_MAX_DEPTH,
 ENGINE_WORKERS, SCHEDULER (deadline|first-chunk|fifo), FIRST_AUDIO_TARGET_MS,
-CALIBRATION_SEGMENT_MS, MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
+FIRST_SEGMENT_RUNES, CALIBRATION_SEGMENT_MS, MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
 (cpu|cuda), METRICS_INTERVAL, HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT,
 WRITE_STALL_TIMEOUT, IDLE_TIMEOUT, SEGMENT_TIMEOUT, MAX_CONNECTIONS. See
 container/README.md.`
@@ -87,7 +87,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 
 	srv := server.New(server.Options{
 		InstanceID: cfg.InstanceID, QueueMaxDepth: cfg.QueueMaxDepth, Workers: cfg.Workers,
-		Scheduler: cfg.Scheduler, FirstAudioTarget: cfg.FirstAudioTarget, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
+		Scheduler: cfg.Scheduler, FirstAudioTarget: cfg.FirstAudioTarget, FirstSegmentRunes: cfg.FirstSegmentRunes, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
 		SegmentTimeout: cfg.SegmentTimeout, BodyTimeout: cfg.BodyTimeout, StallTimeout: cfg.StallTimeout,
 	}, out)
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))

@@ -17,6 +17,7 @@ import (
 	"github.com/speech-infra/speech-infra/container/internal/audio"
 	"github.com/speech-infra/speech-infra/container/internal/engine"
 	"github.com/speech-infra/speech-infra/container/internal/espeak"
+	"github.com/speech-infra/speech-infra/container/internal/segment"
 	"github.com/speech-infra/speech-infra/container/internal/server"
 )
 
@@ -42,7 +43,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Port != 8080 || c.Engine != EngineEspeak || c.ModelDir != "/opt/ml/model" || c.QueueMaxDepth != 0 ||
-		c.Scheduler != server.FirstChunk || c.MaxTextChars != 5000 || c.ShutdownGrace != 25*time.Second ||
+		c.Scheduler != server.Deadline || c.MaxTextChars != 5000 || c.ShutdownGrace != 25*time.Second ||
 		c.ONNXProvider != "cpu" || c.InstanceID != "i-1" || c.Workers < 1 {
 		t.Errorf("defaults = %+v", c)
 	}
@@ -55,8 +56,22 @@ func TestConfigFromEnv(t *testing.T) {
 		c.ShutdownGrace != 5*time.Second || c.Workers != 3 {
 		t.Errorf("parsed = %+v", c)
 	}
-	_, err = ConfigFromEnv(env(map[string]string{"ENGINE": "tacotron", "QUEUE_MAX_DEPTH": "-1", "SCHEDULER": "lifo", "ONNX_PROVIDER": "tpu", "SHUTDOWN_GRACE": "soon"}))
-	for _, name := range []string{"ENGINE", "QUEUE_MAX_DEPTH", "SCHEDULER", "ONNX_PROVIDER", "SHUTDOWN_GRACE"} {
+	if c.FirstAudioTarget != server.DefaultFirstAudioTarget || c.FirstSegmentRunes != segment.FirstTargetRunes {
+		t.Errorf("deadline defaults: target %v, first segment %d runes", c.FirstAudioTarget, c.FirstSegmentRunes)
+	}
+	c, err = ConfigFromEnv(env(map[string]string{"SCHEDULER": "deadline", "FIRST_AUDIO_TARGET_MS": "1000", "FIRST_SEGMENT_RUNES": "0"}))
+	if err != nil || c.Scheduler != server.Deadline || c.FirstAudioTarget != time.Second || c.FirstSegmentRunes != 0 {
+		t.Errorf("deadline settings: %+v, %v", c, err)
+	}
+	_, err = ConfigFromEnv(env(map[string]string{"ENGINE": "tacotron", "QUEUE_MAX_DEPTH": "-1", "SCHEDULER": "lifo", "ONNX_PROVIDER": "tpu", "SHUTDOWN_GRACE": "soon",
+		"FIRST_AUDIO_TARGET_MS": "-5", "FIRST_SEGMENT_RUNES": "301"}))
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("the SCHEDULER error does not list deadline: %v", err)
+	}
+	if _, herr := ConfigFromEnv(env(map[string]string{"FIRST_AUDIO_TARGET_MS": "3600001"})); herr == nil || !strings.Contains(herr.Error(), "FIRST_AUDIO_TARGET_MS") {
+		t.Errorf("a target over an hour: %v", herr)
+	}
+	for _, name := range []string{"ENGINE", "QUEUE_MAX_DEPTH", "SCHEDULER", "ONNX_PROVIDER", "SHUTDOWN_GRACE", "FIRST_AUDIO_TARGET_MS", "FIRST_SEGMENT_RUNES"} {
 		if err == nil || !strings.Contains(err.Error(), name+"=") {
 			t.Errorf("error %v does not name %s", err, name)
 		}

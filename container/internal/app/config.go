@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/speech-infra/speech-infra/container/internal/segment"
 	"github.com/speech-infra/speech-infra/container/internal/server"
 )
 
@@ -32,6 +33,7 @@ type Config struct {
 	Workers            int           // ENGINE_WORKERS, default: espeak the CPU count, others 1
 	Scheduler          string        // SCHEDULER: deadline (default), first-chunk or fifo
 	FirstAudioTarget   time.Duration // FIRST_AUDIO_TARGET_MS, default server.DefaultFirstAudioTarget
+	FirstSegmentRunes  int           // FIRST_SEGMENT_RUNES, default segment.FirstTargetRunes; 0 = off
 	CalibrationSegment time.Duration // CALIBRATION_SEGMENT_MS, default 200
 	MaxTextChars       int           // MAX_TEXT_CHARS, default 5000
 	MaxBodyBytes       int64         // MAX_BODY_BYTES, default 1 MiB
@@ -102,7 +104,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ModelDir:        str("MODEL_DIR", "/opt/ml/model"),
 		InstanceID:      str("INSTANCE_ID", host),
 		QueueMaxDepth:   num("QUEUE_MAX_DEPTH", 0, 0),
-		Scheduler:       str("SCHEDULER", server.FirstChunk),
+		Scheduler:       str("SCHEDULER", server.Deadline),
 		MaxTextChars:    num("MAX_TEXT_CHARS", 5000, 1),
 		MaxBodyBytes:    int64(num("MAX_BODY_BYTES", 1<<20, 1)),
 		ShutdownGrace:   dur("SHUTDOWN_GRACE", 25*time.Second),
@@ -118,6 +120,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.CalibrationSegment = time.Duration(num("CALIBRATION_SEGMENT_MS", 200, 0)) * time.Millisecond
 	c.FirstAudioTarget = time.Duration(num("FIRST_AUDIO_TARGET_MS", int(server.DefaultFirstAudioTarget/time.Millisecond), 0)) * time.Millisecond
+	c.FirstSegmentRunes = num("FIRST_SEGMENT_RUNES", segment.FirstTargetRunes, 0)
+	if c.FirstSegmentRunes > segment.MaxRunes {
+		errs = append(errs, fmt.Errorf("FIRST_SEGMENT_RUNES=%d: use 0 (off) to %d (a segment's longest)", c.FirstSegmentRunes, segment.MaxRunes))
+	}
 	if c.FirstAudioTarget > MaxFirstAudioTarget {
 		errs = append(errs, fmt.Errorf("FIRST_AUDIO_TARGET_MS=%q: use at most %d (an hour; the catalog passes a third of the TTFAB SLO)", getenv("FIRST_AUDIO_TARGET_MS"), MaxFirstAudioTarget.Milliseconds()))
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// FirstAudioTarget is how soon after admission the Deadline policy
 	// wants a request's first audio (FIRST_AUDIO_TARGET_MS).
 	FirstAudioTarget time.Duration
+	// FirstSegmentRunes is the length the Deadline policy cuts a long first
+	// sentence near (segment.ShortenFirst); 0 leaves it whole.
+	FirstSegmentRunes int
 	// MaxTextChars bounds a request's text in characters.
 	MaxTextChars int
 	// MaxBodyBytes bounds a request body.
@@ -321,8 +324,8 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	segs := segment.Split(req.Text)
-	if s.opts.Scheduler == Deadline {
-		segs = segment.ShortenFirst(segs, segment.FirstTargetRunes)
+	if s.opts.Scheduler == Deadline && s.opts.FirstSegmentRunes > 0 {
+		segs = segment.ShortenFirst(segs, s.opts.FirstSegmentRunes)
 	}
 	l.segments = len(segs)
 	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead), admitted: admitted}

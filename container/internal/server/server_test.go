@@ -21,6 +21,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/container/internal/audio"
 	"github.com/speech-infra/speech-infra/container/internal/engine"
+	"github.com/speech-infra/speech-infra/container/internal/segment"
 )
 
 // recorder wraps a real engine, records the segments it is asked for in
@@ -314,7 +315,7 @@ func TestDeadlineShortensFirstSegmentAndLogsStall(t *testing.T) {
 	bodies := map[string][]byte{}
 	for _, policy := range []string{FirstChunk, Deadline} {
 		opts := defaultOptions()
-		opts.Scheduler, opts.FirstAudioTarget = policy, 300*time.Millisecond
+		opts.Scheduler, opts.FirstAudioTarget, opts.FirstSegmentRunes = policy, 300*time.Millisecond, segment.FirstTargetRunes
 		_, ts, logs := startServer(t, opts, &engine.Calibration{SegmentCompute: 20 * time.Millisecond})
 		r := post(context.Background(), ts.URL, text)
 		if r.err != nil || r.status != 200 {

@@ -1,9 +1,10 @@
-// Command schedulers measures row 2 of BENCHMARKS.md (issue 15): Q_max of the espeak container under three
-// schedulers, with the same engine, machine, SLO, corpus and stall budget. For each it starts the real
+// Command schedulers measures row 2 of BENCHMARKS.md (issues 15 and 17): Q_max of the espeak container under
+// four scheduler configurations, with the same engine, machine, SLO, corpus and stall budget. For each it starts the real
 // container (bin/speech-container) on a free loopback port and runs `tts-bench qmax --transport http` against
 // it (no endpoint, no AWS call):
 //
-//	first-chunk   SCHEDULER=first-chunk, ENGINE_WORKERS = nproc (the container's default)
+//	deadline      SCHEDULER=deadline, ENGINE_WORKERS = nproc (the container's default, issue 17)
+//	first-chunk   SCHEDULER=first-chunk, ENGINE_WORKERS = nproc
 //	fifo          SCHEDULER=fifo, ENGINE_WORKERS = nproc
 //	serial-lock   SCHEDULER=fifo, ENGINE_WORKERS=1: the original proof-of-value's one lock around the engine
 //
@@ -51,8 +52,10 @@ type Scheduler struct {
 	What string
 }
 
-// Schedulers are the configurations row 2 knows, in the row's order; issue 17 adds "deadline" here.
+// Schedulers are the configurations row 2 knows, in the row's order. deadline gets the espeak-ng catalog's
+// first-audio target (a third of its 1000 ms SLO, what the endpoint stack passes).
 var Schedulers = []Scheduler{
+	{Name: "deadline", Env: []string{"SCHEDULER=deadline", "FIRST_AUDIO_TARGET_MS=333"}, What: "SCHEDULER=deadline, FIRST_AUDIO_TARGET_MS=333, ENGINE_WORKERS=nproc"},
 	{Name: "first-chunk", Env: []string{"SCHEDULER=first-chunk"}, What: "SCHEDULER=first-chunk, ENGINE_WORKERS=nproc"},
 	{Name: "fifo", Env: []string{"SCHEDULER=fifo"}, What: "SCHEDULER=fifo, ENGINE_WORKERS=nproc"},
 	{Name: "serial-lock", Env: []string{"SCHEDULER=fifo", "ENGINE_WORKERS=1"}, What: "SCHEDULER=fifo, ENGINE_WORKERS=1 (the proof-of-value's serial lock)"},
@@ -275,7 +278,7 @@ func build(results []result, isSmoke bool, started time.Time) row.Row {
 		sz = smoke
 	}
 	rw := row.Row{
-		Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "Q_max under three schedulers", Smoke: isSmoke,
+		Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "Q_max by scheduler", Smoke: isSmoke,
 		Command: cmd, Machine: row.CurrentMachine(), Date: started, Duration: row.Of(time.Since(started)),
 		Summary: "`tts-bench qmax --transport http` against the real espeak container (bin/speech-container) on loopback, " +
 			"started once per scheduler with the same engine, corpus (the built-in seeded English corpus), SLO and stall budget " +
@@ -314,7 +317,7 @@ func build(results []result, isSmoke bool, started time.Time) row.Row {
 		t.Rows = append(t.Rows, cells)
 	}
 	rw.Tables = append(rw.Tables, t)
-	rw.Goals = append(rw.Goals, goal(results, base, isSmoke))
+	rw.Goals = append(rw.Goals, goal(results, base, isSmoke), deadlineGoal(results, base, isSmoke))
 	return rw
 }
 
@@ -362,6 +365,44 @@ func goal(results []result, base *result, isSmoke bool) row.Goal {
 			}
 		} else if fc.Q != nil && fc.Q.BracketLowestFail == 0 {
 			g.Why = "first-chunk failed no step: its Q_max is a lower bound"
+		}
+	}
+	return g
+}
+
+// deadlineGoal judges issue 17's "deadline's Q_max under the full criterion (p95 TTFAB ≤ SLO and p95 stall ≤
+// budget) at or above both other schedulers' and at least 2× the serial lock's".
+func deadlineGoal(results []result, base *result, isSmoke bool) row.Goal {
+	g := row.Goal{Text: "deadline Q_max (p95 TTFAB ≤ SLO and p95 stall ≤ budget) ≥ first-chunk's and fifo's, and ≥ 2× the serial lock's"}
+	by := map[string]*result{}
+	for i := range results {
+		by[results[i].Scheduler.Name] = &results[i]
+	}
+	dl, fc, ff := by["deadline"], by["first-chunk"], by["fifo"]
+	if dl == nil || fc == nil || ff == nil || base == nil {
+		g.Verdict, g.Measured, g.Why = row.NotMeasured, "-", "deadline, first-chunk, fifo and serial-lock were not all measured (-schedulers)"
+		return g
+	}
+	g.Measured = fmt.Sprintf("deadline %d, first-chunk %d, fifo %d, serial lock %d (deadline ÷ lock %s)",
+		dl.qmax(), fc.qmax(), ff.qmax(), base.qmax(), ratio(float64(dl.qmax()), float64(base.qmax())))
+	atLeastOthers := dl.qmax() >= fc.qmax() && dl.qmax() >= ff.qmax()
+	twice := float64(dl.qmax()) >= 2*float64(base.qmax())
+	switch {
+	case isSmoke:
+		g.Verdict, g.Why = row.NotMeasured, "smoke run (ladder 1,2 with 3-second steps): too small to judge; run `make bench`"
+	case base.qmax() == 0:
+		g.Verdict, g.Why = row.NotMeasured, "the serial lock met the SLO at no step, so there is no ratio; lower the ladder's first step"
+	case dl.Q != nil && dl.Q.BracketLowestFail == 0 && !(atLeastOthers && twice):
+		g.Verdict, g.Why = row.NotMeasured, "deadline failed no step: its Q_max is a lower bound that falls short; raise the ladder"
+	default:
+		g.Verdict = row.Verdict(atLeastOthers && twice)
+		switch {
+		case !atLeastOthers:
+			g.Why = "deadline's Q_max is below another scheduler's on this run (see the table: the step at each Q_max, and each run's records under .cache/bench/2-schedulers/)"
+		case !twice:
+			g.Why = "deadline's Q_max is below twice the serial lock's: with espeak the first chunk is most of the work, and the gain over the lock is the engine workers (nproc)"
+		case dl.Q != nil && dl.Q.BracketLowestFail == 0:
+			g.Why = "deadline failed no step: its Q_max is a lower bound"
 		}
 	}
 	return g
