@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -44,20 +45,39 @@ func wavOnce(t *testing.T, delay time.Duration) *httptest.Server {
 func TestReplayShardsMergeToOneRun(t *testing.T) {
 	srv := wavOnce(t, 20*time.Millisecond)
 	dir := t.TempDir()
-	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	// The shards start a few seconds ahead: each is its own process (as on separate machines), which also keeps
+	// urfave/cli's package-level help flag out of a data race between concurrent in-process runs.
+	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
 	// step: 5 rps for 2 s, then 15 rps for 2 s: 10 + 30 = 40 arrivals.
 	trace := []string{"--trace", "step", "--trough-rps", "5", "--peak-rps", "15", "--duration", "4s", "--step", "1s", "--at", "2s"}
 	files := make([]string, 3)
-	var wg sync.WaitGroup
+	type shard struct {
+		cmd *exec.Cmd
+		out *syncBuffer
+	}
+	shards := make([]shard, 3)
 	for i := range 3 {
 		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
+		args := append([]string{"replay", "--model", "espeak-ng", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
+			"--run-id", "merge-test", "--start-at", start, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
+		cmd, out := startCLI(t, args...)
+		shards[i] = shard{cmd, out}
+	}
+	var wg sync.WaitGroup
+	for i, sh := range shards {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			args := append([]string{"replay", "--model", "espeak-ng", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
-				"--run-id", "merge-test", "--start-at", start, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
-			if stdout, stderr, code := runCLI(t, args...); code != 0 {
-				t.Errorf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+			done := make(chan error, 1)
+			go func() { done <- sh.cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("shard %d: %v\n%s", i, err, sh.out.String())
+				}
+			case <-time.After(2 * time.Minute):
+				sh.cmd.Process.Kill()
+				t.Errorf("shard %d did not finish within 2m:\n%s", i, sh.out.String())
 			}
 		}()
 	}
