@@ -281,6 +281,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer pe.stop()
 	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
+		}
 		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
 	}
 	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
