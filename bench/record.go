@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -314,16 +315,8 @@ func judge(s *StepResult, j Judge) {
 	s.MeetsSLO, s.FailReasons = len(fail) == 0, fail
 	s.Usable = len(unusable) == 0
 	if !s.Usable {
-		s.UnusableReason = joinReasons(unusable)
+		s.UnusableReason = strings.Join(unusable, "; ")
 	}
-}
-
-func joinReasons(rs []string) string {
-	out := rs[0]
-	for _, r := range rs[1:] {
-		out += "; " + r
-	}
-	return out
 }
 
 // Percentile is the exact p-th percentile (nearest rank) of sorted values: the smallest value with at least

@@ -7,12 +7,8 @@ package emulatortest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,11 +25,12 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/containerbin"
 )
 
 // ContainerBinEnv names a prebuilt inference container binary; when it is set ContainerBinary uses it
 // instead of building one (make test sets it to bin/speech-container).
-const ContainerBinEnv = "SPEECH_CONTAINER_BIN"
+const ContainerBinEnv = containerbin.Env
 
 var container struct {
 	once sync.Once
@@ -53,59 +50,7 @@ func ContainerBinary(t testing.TB) string {
 	return container.bin
 }
 
-func buildContainer() (string, error) {
-	if bin := os.Getenv(ContainerBinEnv); bin != "" {
-		fi, err := os.Stat(bin)
-		if err != nil {
-			return "", fmt.Errorf("%s=%s: %w: run `make container-build` or unset %s to build it here", ContainerBinEnv, bin, err, ContainerBinEnv)
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%s=%s: not an executable file: point it at bin/speech-container or unset it", ContainerBinEnv, bin)
-		}
-		return bin, nil
-	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, ".cache", "emulatortest")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build the container: %w", err)
-	}
-	// Packages are tested in parallel processes: each builds to its own name and renames it into place, which
-	// replaces the file atomically under any process already running the previous copy.
-	bin := filepath.Join(dir, "speech-container")
-	tmp := bin + ".tmp" + strconv.Itoa(os.Getpid())
-	build := exec.Command("go", "build", "-o", tmp, ".")
-	build.Dir = filepath.Join(root, "container")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("go build in %s: %w: install the container's libraries (make deps-container) or set %s\n%s", build.Dir, err, ContainerBinEnv, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("build the container: %w", err)
-	}
-	return bin, nil
-}
-
-// repoRoot is the nearest directory above the working directory (a test's package directory) that holds the
-// container module.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find the repository root: %w", err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "container", "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("find the repository root: no container/go.mod above %s: run the tests inside the speech-infra checkout or set %s", wd, ContainerBinEnv)
-		}
-	}
-}
+func buildContainer() (string, error) { return containerbin.Path(context.Background(), "emulatortest") }
 
 // Clients are the real SDK clients for one emulator, signing with its access key.
 type Clients struct {

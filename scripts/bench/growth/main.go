@@ -39,6 +39,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/benchkit"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/harness"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/row"
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	root, err := harness.RepoRoot()
+	root, err := containerbin.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/benchkit"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/harness"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/row"
@@ -174,7 +175,7 @@ func binaries(ctx context.Context, dir string, containerBin, ttsBench *string) e
 		}
 	}
 	if *ttsBench == "" {
-		root, err := harness.RepoRoot()
+		root, err := containerbin.RepoRoot()
 		if err != nil {
 			return err
 		}

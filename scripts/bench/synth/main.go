@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/harness"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/row"
 )
@@ -56,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *isSmoke {
 		runs = 1
 	}
-	root, err := harness.RepoRoot()
+	root, err := containerbin.RepoRoot()
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -31,60 +30,12 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/internal/containerbin"
 )
-
-// ContainerBinEnv names a prebuilt container binary (make sets it to bin/speech-container).
-const ContainerBinEnv = "SPEECH_CONTAINER_BIN"
-
-// RepoRoot is the nearest directory above the working directory that holds container/go.mod.
-func RepoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find the repository root: %w", err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "container", "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("find the repository root: no container/go.mod above %s: run from the speech-infra checkout", wd)
-		}
-	}
-}
 
 // ContainerBinary returns $SPEECH_CONTAINER_BIN when set, else builds the container (cgo) into
 // .cache/bench/speech-container and returns that.
-func ContainerBinary(ctx context.Context) (string, error) {
-	if bin := os.Getenv(ContainerBinEnv); bin != "" {
-		fi, err := os.Stat(bin)
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%s=%s: not an executable file: run `make container-build` or unset it to build here", ContainerBinEnv, bin)
-		}
-		return bin, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, ".cache", "bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build the container: %w", err)
-	}
-	bin := filepath.Join(dir, "speech-container")
-	tmp := bin + ".tmp" + strconv.Itoa(os.Getpid())
-	build := exec.CommandContext(ctx, "go", "build", "-o", tmp, ".")
-	build.Dir = filepath.Join(root, "container")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("go build in %s: %w: install the container's libraries (make deps-container) or set %s\n%s", build.Dir, err, ContainerBinEnv, out)
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("build the container: %w", err)
-	}
-	return bin, nil
-}
+func ContainerBinary(ctx context.Context) (string, error) { return containerbin.Path(ctx, "bench") }
 
 // RequestLog is the part of the container's JSON request log line (container/README.md) the rows use.
 type RequestLog struct {
@@ -110,7 +61,7 @@ type Container struct {
 func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return 0, fmt.Errorf("find a free port: %w: check that loopback networking works", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
@@ -233,18 +184,15 @@ func RaiseFDLimit() uint64 {
 	return lim.Cur
 }
 
-// Percentile returns the exact p-th percentile (nearest rank) of values (not changed); NaN when empty.
+// Percentile returns the exact p-th percentile (nearest rank, bench.Percentile) of values (not changed); NaN
+// when empty.
 func Percentile(values []float64, p float64) float64 {
 	if len(values) == 0 {
 		return math.NaN()
 	}
 	s := append([]float64(nil), values...)
 	sort.Float64s(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	if rank < 1 {
-		rank = 1
-	}
-	return s[rank-1]
+	return bench.Percentile(s, p)
 }
 
 // Series is one line of a chart.

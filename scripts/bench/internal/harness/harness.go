@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/speech-infra/speech-infra/scripts/bench/internal/benchkit"
 )
 
 // PingTimeout bounds how long StartContainer waits for the container's /ping to answer 200.
@@ -41,16 +42,6 @@ type Container struct {
 	waitErr error
 }
 
-// FreePort returns a loopback port nothing listens on at the moment of the call.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w: check that loopback networking works", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // StartContainer runs `bin serve` with env added to this process's environment and SAGEMAKER_BIND_TO_PORT
 // set to a free port, its output to logPath, and returns once GET /ping answers 200 (within PingTimeout and
 // ctx). A container that exits or never answers is stopped and its log's tail returned in the error.
@@ -58,7 +49,7 @@ func StartContainer(ctx context.Context, bin string, env []string, logPath strin
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("the inference container %s: %w: run `make container-build` first", bin, err)
 	}
-	port, err := FreePort()
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -254,22 +245,6 @@ func Median(xs []float64) float64 {
 
 // MiB formats bytes as mebibytes with one decimal.
 func MiB(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
-
-// RepoRoot is the nearest directory at or above the working directory holding go.mod and container/go.mod.
-func RepoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find the repository root: %w", err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "container", "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("find the repository root: no container/go.mod above %s: run from the speech-infra checkout", wd)
-		}
-	}
-}
 
 // BuildGo builds the main package pkg (e.g. ./cmd/tts-bench) of the repository at root into out and returns
 // out; the build cache makes a repeat cheap.
