@@ -116,6 +116,31 @@ func ReadCorpus(source string, r io.Reader) (*Corpus, error) {
 //go:embed sentences.txt
 var sentences string
 
+// builtinSentences is the embedded sentence list, one sentence an element.
+func builtinSentences() []string {
+	var list []string
+	for _, l := range strings.Split(strings.TrimSpace(sentences), "\n") {
+		list = append(list, strings.TrimSpace(l))
+	}
+	return list
+}
+
+// ParagraphCorpus is the built-in sentence list as texts of n consecutive sentences each, one text starting at
+// every sentence that has n-1 after it: every text is split by the container into about n segments, so a
+// scheduler has continuations to order (issue 17's "five-sentence corpus" is ParagraphCorpus(5)). n must be
+// 1 to the list's length.
+func ParagraphCorpus(n int) (*Corpus, error) {
+	list := builtinSentences()
+	if n < 1 || n > len(list) {
+		return nil, fmt.Errorf("paragraph corpus: %d sentences a text: want 1 to %d (the built-in list's length)", n, len(list))
+	}
+	texts := make([]string, 0, len(list)-n+1)
+	for i := 0; i+n <= len(list); i++ {
+		texts = append(texts, strings.Join(list[i:i+n], " "))
+	}
+	return NewCorpus(fmt.Sprintf("the built-in %d-sentence corpus", n), texts)
+}
+
 // DefaultCorpusSize is the number of texts DefaultCorpus builds.
 const DefaultCorpusSize = 400
 
@@ -129,10 +154,7 @@ const DefaultCorpusSeed = 11
 // text, checked by TestDefaultCorpusDistribution): median about 80, p90 about 220, max about 560: short
 // prompts dominate, as on a voice front end, with paragraphs in the tail, as in narration.
 func DefaultCorpus() *Corpus {
-	var list []string
-	for _, l := range strings.Split(strings.TrimSpace(sentences), "\n") {
-		list = append(list, strings.TrimSpace(l))
-	}
+	list := builtinSentences()
 	rng := rand.New(rand.NewPCG(DefaultCorpusSeed, 0))
 	texts := make([]string, 0, DefaultCorpusSize)
 	for len(texts) < DefaultCorpusSize {

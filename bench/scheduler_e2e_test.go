@@ -2,8 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,26 +9,21 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 )
 
-// fiveSentenceTexts groups bench/sentences.txt into texts of five sentences each, the shape of issue 17's
-// measurements (a short reply of a voice assistant).
+// fiveSentenceTexts is the first n non-overlapping texts of bench.ParagraphCorpus(5): five consecutive
+// sentences each, the shape of issue 17's measurements (a short reply of a voice assistant).
 func fiveSentenceTexts(t *testing.T, n int) []string {
 	t.Helper()
-	b, err := os.ReadFile("sentences.txt")
+	c, err := bench.ParagraphCorpus(5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) < 5*n {
-		t.Fatalf("sentences.txt has %d sentences, want at least %d", len(lines), 5*n)
+	all := c.Texts()
+	if len(all) < 5*(n-1)+1 {
+		t.Fatalf("the 5-sentence corpus has %d texts, want at least %d", len(all), 5*(n-1)+1)
 	}
 	var texts []string
 	for i := range n {
-		texts = append(texts, strings.Join(lines[5*i:5*i+5], " "))
+		texts = append(texts, all[5*i])
 	}
 	return texts
 }
