@@ -121,7 +121,7 @@ var Engines = []Engine{
 		What:    "the calibration engine: 100 ms of compute a segment (a wait), 60 ms of silent audio a character, one worker (issue 17's set-up)",
 		Workers: "1", Parallel: true,
 		Full: size{ladder: "1,2,4,8,16,24,32,48,64", settle: "30s", hold: "50s", window: "30s", maxConcurrency: 64, refine: true},
-		Why:  "30-s settle: one worker serves about 1.3 requests/s (a text is six segments: the first sentence is split), so a request lasts up to C/1.3 s in a closed loop, and the window must start in steady state; 30-s window: at least 30 requests (qmax's floor) at that rate",
+		Why:  "30-s settle: one worker serves about 1.3 requests/s (a text is five or more segments: clause punctuation splits too, and deadline cuts a long first sentence), so a request lasts up to C/1.3 s in a closed loop, and the window must start in steady state; 30-s window: at least 30 requests (qmax's floor) at that rate",
 	},
 	{
 		Name: "espeak", Env: []string{"ENGINE=espeak"},
