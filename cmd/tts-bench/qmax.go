@@ -44,6 +44,7 @@ Before measuring (sagemaker-stream), against the endpoint speech-<model>:
   QUEUE_MAX_DEPTH=0, i.e. without a plan); then a journal is written (.state/journals/<endpoint>.json),
   dynamic scaling suspended and the variant pinned to one instance. At the end, on error, on SIGINT and
   on SIGTERM the journaled state is restored and the journal removed; after kill -9 run tts-bench thaw.
+Before measuring (http): the container at --url must answer GET /ping with 200 within 5 s.
 Per step ConcurrentRequestsPerModel (Maximum, 10 s) is read and its ratio to the client's concurrency
 recorded; a disagreement is warned about.
 

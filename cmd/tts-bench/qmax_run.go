@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -84,6 +85,9 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	r.cfg.Records = r.gz
 
 	if o.transport == capacity.TransportHTTP {
+		if err := pingContainer(ctx, o.url); err != nil {
+			return exitcode.CheckFailedf("qmax %s: %w: start the container (speech-container serve) or correct --url; nothing was measured", o.model.ID, err)
+		}
 		r.cfg.Transport = bench.NewHTTP(o.url)
 		fmt.Fprintf(o.stderr, "qmax %s: measuring the container at %s directly (no endpoint, no AWS call)\n", o.model.ID, o.url)
 		return r.measureAndWrite(ctx)
@@ -523,4 +527,30 @@ func probeWritable(dir string) error {
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
+}
+
+// pingTimeout bounds the container health check before an http measurement.
+const pingTimeout = 5 * time.Second
+
+// pingContainer checks that a container answers GET <base>/ping with 200 (the SageMaker contract's health
+// check) before an http measurement: without it a wrong --url or a stopped container fails every request in a
+// tight loop for the whole step and writes records of nothing but connection errors.
+func pingContainer(ctx context.Context, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	u := strings.TrimSuffix(base, "/") + "/ping"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("nothing answers GET %s within %s: %w", u, pingTimeout, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s answered %s (%s), not 200: the container is not healthy", u, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
 }
