@@ -20,7 +20,7 @@
 // It writes .cache/bench/2-schedulers.json (scripts/bench/internal/row), charts beside it, and each run's
 // qmax artifact, records, chart, corpus and log under .cache/bench/2-schedulers/<engine>/<scheduler>/.
 //
-//	go run ./scripts/bench/schedulers            full size (about 30 minutes)
+//	go run ./scripts/bench/schedulers            full size (about 40 minutes)
 //	go run ./scripts/bench/schedulers -smoke     ladder 1,2 with 3-second steps: checks the program, judges nothing
 package main
 
@@ -127,8 +127,8 @@ var Engines = []Engine{
 		Name: "espeak", Env: []string{"ENGINE=espeak"},
 		What:    "espeak-ng 1.51 in ENGINE_WORKERS = nproc worker processes (the container's default)",
 		Workers: "nproc",
-		Full:    size{ladder: "1,2,4,8,16,32,48,64,96,128,192,256", settle: "5s", hold: "15s", window: "10s", maxConcurrency: 256, refine: true},
-		Why:     "ladder to 256: espeak computes a five-sentence request in about 15 ms, so fifo and the lock fail near 64 while the deadline scheduler's requests last about C/60 s",
+		Full:    size{ladder: "1,4,16,32,64,128,256,384,512,768,1024", settle: "15s", hold: "20s", window: "10s", maxConcurrency: 1024, refine: true},
+		Why:     "ladder to 1024: espeak computes a five-sentence request in about 15 ms on two cores, so fifo and the lock fail between 64 and 128, while deadline and first-chunk both passed every step to 256 in a run with a ladder that stopped there; 15-s settle: at about 60 requests/s a request lasts up to C/60 s in a closed loop (17 s at 1024), and the window must start in steady state",
 	},
 }
 
@@ -462,6 +462,7 @@ func build(results []result, engines []Engine, isSmoke bool, started time.Time) 
 			"and the same corpus: texts of five consecutive sentences (bench.ParagraphCorpus(5), 120 texts of 260 to 370 characters), so every request " +
 			"has four continuations for a scheduler to order. Q_max is the highest concurrency whose step met both bounds (closed loop); the serial lock " +
 			"(fifo with one engine worker) is the original proof-of-value. Sizes: " + strings.Join(sizes, "; ") + ".",
+		Fixed: []string{"cmd/tts-bench/qmax_run.go (commit 6b327cd): `qmax --transport http` GETs /ping before the first step. Probing this row with the container not yet started, one 8-s step sent 153,954 requests to a closed port in a tight loop and wrote their records; now a wrong --url or an unhealthy container is refused before anything is sent or written"},
 		Notes: []string{
 			"A shared, noisy machine: other work ran beside these measurements, so absolute figures move between runs; the ratios are measured side by side in one run.",
 			"The calibration engine runs with one worker (issue 17's set-up), so its serial-lock configuration is its fifo configuration: the two rows are two runs of the same thing, and their difference is run-to-run spread.",
