@@ -43,6 +43,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/benchkit"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/harness"
 	"github.com/speech-infra/speech-infra/scripts/bench/internal/row"
@@ -136,8 +137,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench schedulers:", err)
-		os.Exit(1)
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(exitcode.Report(os.Stderr, "bench schedulers", err))
 	}
 }
 
@@ -204,18 +207,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	onlySched := fs.String("schedulers", "", "comma-separated subset of "+schedulerNames()+" (default all)")
 	onlyEngines := fs.String("engines", "", "comma-separated subset of "+engineNames()+" (default all)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)", fs.Arg(0))
+		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)", fs.Arg(0))
 	}
 	scheds, err := chooseSchedulers(*onlySched)
 	if err != nil {
-		return err
+		return exitcode.Usage(err)
 	}
 	engines, err := chooseEngines(*onlyEngines)
 	if err != nil {
-		return err
+		return exitcode.Usage(err)
 	}
 	if err := binaries(ctx, *dir, containerBin, ttsBench); err != nil {
 		return err
@@ -226,6 +232,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var results []result
 	for _, e := range engines {
 		rs, err := measureEngine(ctx, o, e, scheds, stderr)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("interrupted: no row written (the runs so far are under %s)", filepath.Join(o.dir, strconv.Itoa(rowN)+"-"+rowName))
+		}
 		if err != nil {
 			return err
 		}
