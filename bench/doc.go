@@ -5,6 +5,8 @@
 // Closed loop, concurrency C: C workers, each sending its next request only when its previous one ended
 // (Config, RunStep, Run). Each step has a settle, a hold whose last part is the measure window, and two
 // deadlines after k6's executors: stop starting, then a hard stop after a grace (Config documents the timeline).
+// A request that failed with no answer at all (refused, reset) is followed by a pause of NoAnswerPause, so a
+// dead server does not turn every worker into a tight loop of records.
 //
 // Transports (Transport): SageMakerStream (InvokeEndpointWithResponseStream through the SDK via
 // InvokeStream, one client per worker because of aws/smithy-go#714) and HTTP (a direct POST to a
@@ -23,5 +25,6 @@
 // scheduling lag reported), too few requests succeeded, or errors exceeded the bound.
 //
 // Request texts come from a Corpus: DefaultCorpus is seeded and deterministic (its doc states the length
-// distribution); LoadCorpus reads one text per line.
+// distribution); ParagraphCorpus(n) is every run of n consecutive built-in sentences (multi-segment texts for
+// scheduler comparisons); LoadCorpus reads one text per line.
 package bench

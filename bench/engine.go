@@ -237,7 +237,13 @@ func RunStep(ctx context.Context, cfg Config, c int) (StepResult, error) {
 				reqCtx, reqCancel := context.WithTimeout(hardCtx, cfg.RequestTimeout)
 				res, err := s.Send(reqCtx, text)
 				reqCancel()
-				results <- record(ctx, cfg, c, i, seq, text, res, err, windowStart, stopStart, wallWS, wallWE)
+				r := record(ctx, cfg, c, i, seq, text, res, err, windowStart, stopStart, wallWS, wallWE)
+				results <- r
+				if r.Class == ClassOther && r.Status == 0 {
+					// No answer at all (refused, reset, unreachable): pause before the next send, or a dead
+					// server makes every worker a tight loop of records (150,000 in 8 s on loopback).
+					pauseUntil(hardCtx, stopStart, NoAnswerPause)
+				}
 			}
 		}()
 	}
@@ -277,6 +283,29 @@ func RunStep(ctx context.Context, cfg Config, c int) (StepResult, error) {
 		return res, fmt.Errorf("step at concurrency %d: %w: check the records file's disk", c, werr)
 	}
 	return res, nil
+}
+
+// NoAnswerPause is how long a closed-loop worker waits, before it sends again, after a request that failed
+// with no status from the model (class other, status 0): the connection refused, reset or unreachable, or an
+// error the SDK raised before any answer (throttling among them). Answers, error statuses included, are
+// followed at once, as a closed loop does; a failure with no answer would otherwise repeat as fast as the
+// kernel refuses it, filling the step's records (kept in memory until the step ends) with nothing.
+const NoAnswerPause = 100 * time.Millisecond
+
+// pauseUntil waits d, at most until stop, or until ctx ends.
+func pauseUntil(ctx context.Context, stop time.Time, d time.Duration) {
+	if left := time.Until(stop); left < d {
+		d = left
+	}
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // wall strips t's monotonic reading and makes it UTC: what a record stores and reads back.

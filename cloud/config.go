@@ -65,8 +65,25 @@ func LoadConfig(ctx context.Context, optFns ...func(*config.LoadOptions) error) 
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = awshttp.NewBuildableClient()
 	}
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		cfg.HTTPClient = pooled(bc)
+	}
 	cfg.HTTPClient = ownBodyClient{base: cfg.HTTPClient}
 	return cfg, nil
+}
+
+// IdleConnsPerHost is how many idle connections the SDK client of this project keeps to one host. A
+// measurement holds up to bench.MaxConcurrency streams to one endpoint; the SDK's default of 10
+// (awshttp.DefaultHTTPTransportMaxIdleConnsPerHost) closes every connection past the tenth when its response
+// ends, so the next request on it dials again and pays a TCP and TLS handshake inside its TTFAB, which a Q_max
+// measured at C > 10 would charge to the endpoint (BENCHMARKS.md row 4 showed the re-dials on the emulator).
+const IdleConnsPerHost = 4096
+
+// pooled keeps IdleConnsPerHost idle connections per host (and no lower limit over all hosts).
+func pooled(c *awshttp.BuildableClient) *awshttp.BuildableClient {
+	return c.WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, IdleConnsPerHost
+	})
 }
 
 // HTTPClient returns an SDK HTTP client that hands the transport its own copy of each request body.
@@ -76,8 +93,10 @@ func LoadConfig(ctx context.Context, optFns ...func(*config.LoadOptions) error) 
 // bytes; reading the closed body fails and the transport tears the connection down under the response being
 // read ("use of closed network connection", aws/aws-sdk-go-v2#2737). Buffered calls are retried by the SDK, a
 // response stream cannot be. Request payloads here are small JSON documents, so copying them is cheap.
+//
+// It keeps IdleConnsPerHost idle connections per host, so a measurement's streams reuse their connections.
 func HTTPClient() aws.HTTPClient {
-	return ownBodyClient{base: awshttp.NewBuildableClient()}
+	return ownBodyClient{base: pooled(awshttp.NewBuildableClient())}
 }
 
 type ownBodyClient struct{ base aws.HTTPClient }

@@ -128,7 +128,7 @@ func TestSimulatorAgreesWithReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "replay.jsonl.gz")
-	stdout, stderr, code := runCLI(t, "replay", "--local", "--state-dir", e.StateDir, "--model", m.ID, "--trace", csv, "--max-workers", "256",
+	stdout, stderr, code := runCLI(t, "replay", "--local", "--state-dir", e.StateDir, "--model", m.ID, "--trace", csv, "--max-workers", "512",
 		"--request-timeout", "20s", "--poll", "1s", "--bucket", "6s", "--output", out)
 	if code != 0 && code != 1 {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)

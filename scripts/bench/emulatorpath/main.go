@@ -62,9 +62,9 @@ const (
 	goalMs = 5.0
 )
 
-// pooledIdleConns is the idle-connection limit per host of the diagnostic path's SDK client: one per worker
-// and more, where the SDK's default buildable client (what cloud.LocalConfig uses) keeps
-// awshttp.DefaultHTTPTransportMaxIdleConnsPerHost.
+// pooledIdleConns is the idle-connection limit per host of the diagnostic path's SDK client, built apart from
+// cloud.LocalConfig's (which keeps cloud.IdleConnsPerHost since this row showed the SDK default,
+// awshttp.DefaultHTTPTransportMaxIdleConnsPerHost, re-dialing): a control for the client's connection churn.
 const pooledIdleConns = 4096
 
 // minP99Samples is how many TTFABs each path needs at a level before its p99 is judged (the 99th percentile of
@@ -463,13 +463,15 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			"(one SDK client per worker, as `tts-bench --transport sagemaker-stream` does) and straight to the instance's port with HTTP. The added TTFAB is a "+
 			"percentile of the emulator path's distribution minus the same percentile of the direct one's: SigV4 signing, the emulator's routing, proxying "+
 			"and event-stream encoding, and the client's event-stream decoding. Added TTFAB: %s. A third, diagnostic path goes through the emulator with an SDK "+
-			"client that keeps an idle connection per worker (tts-bench's, `cloud.LocalConfig`, keeps the SDK default of %d per host), to tell the emulator's "+
-			"own cost from the client's connection churn.",
-			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; "), awshttp.DefaultHTTPTransportMaxIdleConnsPerHost),
+			"client built apart from tts-bench's that keeps an idle connection per worker, a control for the client's connection churn: tts-bench's own client "+
+			"(`cloud.LocalConfig`) keeps `cloud.IdleConnsPerHost` (%d) per host since this row showed the SDK default of %d re-dialing, so the two should agree.",
+			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; "), cloud.IdleConnsPerHost, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost),
 		Goals:   []row.Goal{g},
 		Tables:  []row.Table{added, detail},
 		Figures: []row.Figure{{File: "4-emulator-path.svg", Caption: "Added TTFAB p50 and p99 (through the emulator minus direct) against C, with the goal"}, {File: "4-emulator-path-ttfab.svg", Caption: "TTFAB p50 and p99 of each path against C"}},
-		Fixed:   []string{},
+		Fixed: []string{"cloud/config.go: `cloud.HTTPClient` and `cloud.LoadConfig` keep `cloud.IdleConnsPerHost` (4096) idle connections per host instead of the SDK " +
+			"default of 10. This row's diagnostic path showed that above 10 workers the default closed the extra connections after each response and every next request " +
+			"dialed again (on real SageMaker a TLS handshake inside that request's TTFAB, charged to the model's Q_max). Test: `cloud.TestSDKClientsReuseConnectionsAtHighConcurrency`"},
 		Notes: []string{
 			"Why it matters: every local Q_max (tts-bench qmax against the emulator) is measured through this path, so what it adds to TTFAB is charged to the model; the figure at the level qmax probes says how pessimistic a local Q_max is.",
 			"The direct side's URL comes from `Emulator.InstanceURLs` (emulator/inspect.go), the serving instances' own ports; before the run one request each way checks both answers are the same audio.",
@@ -500,8 +502,8 @@ func goal(levels []level, load string) row.Goal {
 			g.Verdict = row.Missed
 			if l.poolAddP99 < goalMs {
 				g.Why = fmt.Sprintf("at C=%d the emulator path's p99 TTFAB is %.1f ms against %.1f ms direct, but with an SDK client that keeps an idle connection per worker "+
-					"the added p99 is %.1f ms: the client's connection churn (the SDK default of %d idle connections per host, which tts-bench's cloud.LocalConfig keeps) "+
-					"makes the difference, not the emulator (load average %s on %d cores)", l.c, l.emuP99, l.dirP99, l.poolAddP99, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost, load, runtime.NumCPU())
+					"the added p99 is %.1f ms: the client's connection churn makes the difference, not the emulator (tts-bench's client keeps cloud.IdleConnsPerHost = %d "+
+					"idle connections per host, so look for what else closes its connections; load average %s on %d cores)", l.c, l.emuP99, l.dirP99, l.poolAddP99, cloud.IdleConnsPerHost, load, runtime.NumCPU())
 				break
 			}
 			g.Why = fmt.Sprintf("at C=%d the emulator path's p99 TTFAB is %.1f ms against %.1f ms direct. With an SDK client that keeps an idle connection per worker "+
@@ -568,13 +570,13 @@ func (c ownBodyClient) Do(req *http.Request) (*http.Response, error) {
 	return c.base.Do(req)
 }
 
-// churnNote states what the SDK client's idle-connection limit costs at the highest level: the emulator path
-// with tts-bench's client against the same path with a pooled client.
+// churnNote states, at the highest level, the emulator path with tts-bench's client against the same path with
+// the separately pooled client: since cloud.IdleConnsPerHost they should agree.
 func churnNote(levels []level) string {
 	l := levels[len(levels)-1]
 	return fmt.Sprintf("At C=%d, more workers than the SDK default of %d idle connections per host: through the emulator with tts-bench's client %.0f requests/s "+
-		"and TTFAB p50 %.1f ms, with a pooled client %.0f requests/s and p50 %.1f ms, direct %.0f requests/s and p50 %.1f ms. Above %d workers the default "+
-		"client closes the extra connections after each response and the next request dials again (against real SageMaker that is a TLS handshake); "+
-		"raising MaxIdleConnsPerHost in cloud.HTTPClient would avoid those re-dials for every SDK user of this project.",
-		l.c, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost, l.emuRate, l.emuP50, l.poolRate, l.poolP50, l.dirRate, l.dirP50, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost)
+		"and TTFAB p50 %.1f ms, with the separately pooled client %.0f requests/s and p50 %.1f ms, direct %.0f requests/s and p50 %.1f ms. tts-bench's client "+
+		"keeps cloud.IdleConnsPerHost (%d) idle connections per host, so it does not dial again per request above %d workers as the SDK default did "+
+		"(against real SageMaker a TLS handshake each time).",
+		l.c, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost, l.emuRate, l.emuP50, l.poolRate, l.poolP50, l.dirRate, l.dirP50, cloud.IdleConnsPerHost, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost)
 }
