@@ -99,17 +99,20 @@ func (h *hub) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Entry not found", http.StatusNotFound)
 			return
 		}
+		// slow and corrupt are read under mu: a test changes them while an interrupted request's handler may
+		// still be running (the race detector caught one in TestDeadlineReturnsIncompleteThenResumes).
 		h.mu.Lock()
 		h.fetches[p]++
+		d, bad := h.slow[p], h.corrupt[p]
 		h.mu.Unlock()
-		if d := h.slow[p]; d > 0 {
+		if d > 0 {
 			select {
 			case <-time.After(d):
 			case <-r.Context().Done():
 				return
 			}
 		}
-		if h.corrupt[p] {
+		if bad {
 			b = append([]byte(nil), b...)
 			b[len(b)/2] ^= 0xff
 		}
@@ -275,7 +278,9 @@ func TestDeadlineReturnsIncompleteThenResumes(t *testing.T) {
 	if _, ok := st.get(t, prefix+"voices/af.bin"); ok {
 		t.Fatal("the interrupted file is visible")
 	}
+	h.mu.Lock()
 	delete(h.slow, "voices/af.bin")
+	h.mu.Unlock()
 	ctx, cancel = deadline(time.Minute)
 	defer cancel()
 	res, err = hd.Handle(ctx, event(t, "Update", h.srv.URL, nil))
