@@ -14,14 +14,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,11 +59,6 @@ const (
 	goalC  = 10
 	goalMs = 5.0
 )
-
-// pooledIdleConns is the idle-connection limit per host of the diagnostic path's SDK client, built apart from
-// cloud.LocalConfig's (which keeps cloud.IdleConnsPerHost since this row showed the SDK default,
-// awshttp.DefaultHTTPTransportMaxIdleConnsPerHost, re-dialing): a control for the client's connection churn.
-const pooledIdleConns = 4096
 
 // minP99Samples is how many TTFABs each path needs at a level before its p99 is judged (the 99th percentile of
 // fewer is one or two requests).
@@ -288,12 +281,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
 	cfg := cloud.LocalConfig(url, creds)
-	// The diagnostic path: the same configuration with an SDK HTTP client that keeps an idle connection per
-	// worker, to tell the emulator's own cost from the client's connection churn.
+	// The diagnostic path: the same configuration with a second, independent client of cloud.HTTPClient (its own
+	// connection pool, cloud.IdleConnsPerHost idle connections per host), a control for the client's
+	// connection churn: the two through-the-emulator paths should agree.
 	pooledCfg := cfg
-	pooledCfg.HTTPClient = ownBodyClient{base: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 0, pooledIdleConns
-	})}
+	pooledCfg.HTTPClient = cloud.HTTPClient()
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
 	maxC := concurrencies[len(concurrencies)-1]
 	workers := 2 * maxC
@@ -463,7 +455,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			"(one SDK client per worker, as `tts-bench --transport sagemaker-stream` does) and straight to the instance's port with HTTP. The added TTFAB is a "+
 			"percentile of the emulator path's distribution minus the same percentile of the direct one's: SigV4 signing, the emulator's routing, proxying "+
 			"and event-stream encoding, and the client's event-stream decoding. Added TTFAB: %s. A third, diagnostic path goes through the emulator with an SDK "+
-			"client built apart from tts-bench's that keeps an idle connection per worker, a control for the client's connection churn: tts-bench's own client "+
+			"client of its own, a second `cloud.HTTPClient` with its own connection pool, a control for the client's connection churn: tts-bench's client "+
 			"(`cloud.LocalConfig`) keeps `cloud.IdleConnsPerHost` (%d) per host since this row showed the SDK default of %d re-dialing, so the two should agree.",
 			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; "), cloud.IdleConnsPerHost, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost),
 		Goals:   []row.Goal{g},
@@ -548,26 +540,6 @@ func writeCharts(dir string, levels []level) error {
 	pathsChart := benchkit.Chart{Title: "TTFAB through the emulator and direct to the same instance", X: "requests in flight (C)", Y: "TTFAB (ms)", LogX: true, HLine: math.NaN(),
 		Series: []benchkit.Series{{Name: "emulator p50", XY: e50}, {Name: "emulator p99", XY: e99}, {Name: "direct p50", XY: d50}, {Name: "direct p99", XY: d99}}}
 	return pathsChart.WriteSVG(filepath.Join(dir, "4-emulator-path-ttfab.svg"))
-}
-
-// ownBodyClient hands the transport its own copy of each request body, as cloud.HTTPClient's client does
-// (aws/aws-sdk-go-v2#2737: a response stream cannot be retried when smithy-go closes the body early); the
-// diagnostic path needs it around its own buildable client.
-type ownBodyClient struct{ base aws.HTTPClient }
-
-// Do copies the request body and sends the request.
-func (c ownBodyClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read request body: %w", err)
-		}
-		req.Body = io.NopCloser(bytes.NewReader(b))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-		req.ContentLength = int64(len(b))
-	}
-	return c.base.Do(req)
 }
 
 // churnNote states, at the highest level, the emulator path with tts-bench's client against the same path with
