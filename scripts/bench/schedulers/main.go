@@ -25,6 +25,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -691,12 +693,9 @@ func charts(dir string, results []result, engines []Engine, rw *row.Row) error {
 	return nil
 }
 
+// sortPoints orders p by concurrency (bisection steps come after the ladder's), keeping equal ones in order.
 func sortPoints(p []harness.Point) {
-	for i := 1; i < len(p); i++ {
-		for j := i; j > 0 && p[j].X < p[j-1].X; j-- {
-			p[j], p[j-1] = p[j-1], p[j]
-		}
-	}
+	slices.SortStableFunc(p, func(a, b harness.Point) int { return cmp.Compare(a.X, b.X) })
 }
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
