@@ -52,6 +52,13 @@ type QMax struct {
 	RecordsFile string `json:"records_file"`
 	// RecordsSHA256 is the digest of RecordsFile, "sha256:<hex>".
 	RecordsSHA256 string `json:"records_sha256"`
+	// HighestThroughputRPS is the highest completed-request rate of the closed-loop staircase's usable steps:
+	// the rate staircase's fractions are of it. Zero when the artifact has no rate staircase.
+	HighestThroughputRPS float64 `json:"highest_throughput_rps,omitempty"`
+	// RateSteps are the open-loop steps that follow the closed-loop staircase, in increasing rate; their raw
+	// records are in RecordsFile too. Empty in artifacts measured without the rate staircase: a plan then
+	// falls back to the documented queueing approximation, marked NOT MEASURED.
+	RateSteps []RateStep `json:"rate_steps,omitempty"`
 }
 
 // QMaxStep is one closed-loop step: exactly Concurrency requests in flight during the measurement window.
@@ -229,6 +236,7 @@ func (q *QMax) Verify() []error {
 			add("%s.unusable_reason: is empty: say why the step is not usable", p)
 		}
 	}
+	errs = append(errs, q.verifyRateSteps()...)
 	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop").
 	lowestFail, highestPass := 0, 0
 	for _, s := range q.sortedSteps() {
