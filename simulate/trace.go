@@ -170,6 +170,10 @@ func ParseCSV(name string, r io.Reader) (Trace, error) {
 			return Trace{}, fmt.Errorf("read %s: %w", name, err)
 		}
 		line++
+		if line == 1 {
+			// A spreadsheet's UTF-8 export starts with a byte-order mark; it is not part of the header.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
 		s := strings.TrimSpace(strings.TrimSuffix(text, "\n"))
 		if s == "" || strings.HasPrefix(s, "#") {
 			continue
