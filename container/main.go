@@ -1,7 +1,8 @@
 // Command speech-container is the inference server measured and deployed by
 // speech-infra: `speech-container serve` serves the SageMaker inference
 // contract with the engine ENGINE names; `speech-container phonemize` prints
-// the kokoro engine's phonemes for lines of text. See README.md.
+// the kokoro engine's phonemes for lines of text; `speech-container voices`
+// prints the engine's voice list. See README.md.
 package main
 
 import (
@@ -27,9 +28,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "phonemize" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "phonemize":
 		err = app.Phonemize(os.Args[2:], os.Stdin, os.Stdout, os.Getenv)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "voices":
+		err = app.Voices(os.Args[2:], os.Stdout, os.Getenv)
+	default:
 		err = app.Run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	}
 	if err != nil {

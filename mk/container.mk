@@ -1,6 +1,6 @@
 # The inference container (container/, its own Go module with cgo).
 #
-#   make deps-container   install libespeak-ng-dev, espeak-ng, sox and ONNX Runtime (only what is missing)
+#   make deps-container   install libespeak-ng-dev, espeak-ng, sox, the codec libraries and ONNX Runtime (only what is missing)
 #   make container-build  build bin/speech-container
 #   make container-test   build, then go test the container module against the real libraries
 #   make container-bench  the gate/stream and espeak benchmarks
@@ -8,7 +8,9 @@
 # Paths are relative to the repository root, where the root Makefile includes this file.
 
 # What the build, the tests and the README's soxi check need; the stand-in model's generator needs more (below).
-CONTAINER_APT_PACKAGES := libespeak-ng-dev espeak-ng sox libsox-fmt-base
+# libopus-dev, libsoxr-dev, libmp3lame-dev, libflac-dev: the opus/resampling/mp3/flac encoders (cgo); opus-tools
+# (opusinfo, opusdec) and flac: the decoders the format tests check answers with.
+CONTAINER_APT_PACKAGES := libespeak-ng-dev espeak-ng sox libsox-fmt-base libopus-dev libsoxr-dev libmp3lame-dev libflac-dev opus-tools flac pkg-config
 CONTAINER_TESTDATA_APT_PACKAGES := python3-onnx python3-numpy
 CONTAINER_ORT_LIB := $(CURDIR)/.cache/onnxruntime/libonnxruntime.so.1
 CONTAINER_ENV := CGO_ENABLED=1 ONNXRUNTIME_LIB=$(CONTAINER_ORT_LIB)

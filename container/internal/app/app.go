@@ -61,6 +61,7 @@ func ExitCode(err error) int {
 // Usage is the command-line summary.
 const Usage = `usage: speech-container serve
        speech-container phonemize [--voice NAME] < lines
+       speech-container voices
 
 Serves the SageMaker inference contract (GET /ping, POST /invocations) on
 SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE

@@ -35,6 +35,17 @@ func WAVHeader(sampleRate int) []byte {
 	return h
 }
 
+// SetWAVSizes writes the exact RIFF and data sizes into wav, a header from
+// WAVHeader followed by all of its samples: the form of a non-streamed answer
+// ("stream": false), whose length tools such as soxi then report exactly.
+func SetWAVSizes(wav []byte) {
+	if len(wav) < WAVHeaderSize {
+		return
+	}
+	binary.LittleEndian.PutUint32(wav[4:8], uint32(len(wav)-8))
+	binary.LittleEndian.PutUint32(wav[40:44], uint32(len(wav)-WAVHeaderSize))
+}
+
 // PCM16Bytes appends samples to dst as little-endian 16-bit PCM and returns
 // the extended slice.
 func PCM16Bytes(dst []byte, samples []int16) []byte {

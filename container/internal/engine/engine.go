@@ -128,3 +128,38 @@ func LimitExceeded(ctx context.Context) <-chan struct{} {
 	ch, _ := ctx.Value(limitKey{}).(<-chan struct{})
 	return ch
 }
+
+// VoiceMixer is an Engine that accepts voice names beyond Voices: Kokoro's
+// weighted mixes such as "af_bella(2)+af_sky(1)". CheckVoice says whether a
+// name will synthesize, and if not, why (naming the part at fault).
+type VoiceMixer interface {
+	CheckVoice(name string) error
+}
+
+// VoiceLanguager is an Engine that knows each voice's language.
+type VoiceLanguager interface {
+	// VoiceLanguage returns the voice's language as a BCP 47-like tag
+	// (espeak-ng's language names: en-us, en, fr, pt-br…).
+	VoiceLanguage(name string) string
+}
+
+// VoiceInfo describes one voice for the voice list.
+type VoiceInfo struct {
+	Name     string `json:"name"`
+	Language string `json:"language"`
+	Engine   string `json:"engine"`
+}
+
+// ListVoices returns eng's voices with their languages ("und" when the
+// engine does not say).
+func ListVoices(eng Engine) []VoiceInfo {
+	var out []VoiceInfo
+	for _, v := range eng.Voices() {
+		lang := "und"
+		if l, ok := eng.(VoiceLanguager); ok {
+			lang = l.VoiceLanguage(v)
+		}
+		out = append(out, VoiceInfo{Name: v, Language: lang, Engine: eng.Name()})
+	}
+	return out
+}

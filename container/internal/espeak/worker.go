@@ -249,6 +249,10 @@ func (p *Pool) Voices() []string {
 	return v
 }
 
+// VoiceLanguage implements engine.VoiceLanguager: an espeak-ng voice name
+// is its language.
+func (p *Pool) VoiceLanguage(name string) string { return name }
+
 // DefaultVoice implements engine.Engine.
 func (p *Pool) DefaultVoice() string { return DefaultVoice }
 

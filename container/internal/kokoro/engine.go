@@ -230,9 +230,9 @@ func (e *Engine) Tokenizer() *Tokenizer { return e.tok }
 // Synthesize implements engine.Engine: G2P, tokens in pieces of at most
 // MaxPhonemes, one model run and one emitted chunk per piece.
 func (e *Engine) Synthesize(ctx context.Context, seg engine.Segment, emit engine.Emit) error {
-	v, ok := e.voices[seg.Voice]
-	if !ok {
-		return fmt.Errorf("kokoro: unknown voice %q", seg.Voice)
+	v, err := e.voice(seg.Voice)
+	if err != nil {
+		return err
 	}
 	ps, err := G2P(seg.Text, LangForVoice(seg.Voice), e.phonemize)
 	if err != nil {

@@ -76,3 +76,26 @@ func LoadVoices(dir string) (map[string]*Voice, error) {
 	}
 	return out, nil
 }
+
+// VoiceNames lists the voices under dir (voices/<name>.bin) without loading
+// them, sorted, and the default voice the engine would pick: the list
+// `speech-container voices` prints without starting ONNX Runtime.
+func VoiceNames(dir string) (names []string, def string, err error) {
+	rels, err := voiceFiles(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(rels) == 0 {
+		return nil, "", fmt.Errorf("no voices in %s: the model directory needs voices/<name>.bin files", filepath.Join(dir, "voices"))
+	}
+	for _, rel := range rels {
+		names = append(names, strings.TrimSuffix(filepath.Base(rel), ".bin"))
+	}
+	def = names[0]
+	for _, n := range names {
+		if n == PreferredVoice {
+			def = n
+		}
+	}
+	return names, def, nil
+}

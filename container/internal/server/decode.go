@@ -20,18 +20,48 @@ const (
 	MaxSpeed = 2.0
 )
 
-// Output formats.
+// Output formats (response_format / format). Names are lower case, as in
+// OpenAI's speech API; "WAV" is refused with the right spelling rather than
+// folded, as keys are case-sensitive too.
 const (
-	FormatWAV = "wav"
-	FormatPCM = "pcm"
+	FormatWAV   = "wav"
+	FormatPCM   = "pcm"
+	FormatOpus  = "opus"
+	FormatMuLaw = "mulaw"
+	FormatMP3   = "mp3"
+	FormatFLAC  = "flac"
 )
 
-// Request is a decoded, validated /invocations body.
+// Formats are the output formats a request may name, in the order error
+// messages list them.
+var Formats = []string{FormatWAV, FormatPCM, FormatOpus, FormatMuLaw, FormatMP3, FormatFLAC}
+
+// MuLawRate is the only sample rate of the mulaw format (G.711 telephony).
+const MuLawRate = 8000
+
+// MaxModelChars bounds the model field, which is only logged.
+const MaxModelChars = 200
+
+// Request is a decoded, validated /invocations body. Two shapes are accepted
+// (README "Contract"): the container's own {text, voice, speed, format} and
+// OpenAI's speech request {input, voice, speed, response_format, model,
+// instructions}; sample_rate and stream go with either. {"voices": true}
+// alone asks for the voice list (Voices set, nothing else).
 type Request struct {
 	Text   string
 	Voice  string
 	Speed  float64
 	Format string
+	// SampleRate is the output rate asked for; 0 is the format's default
+	// (the engine's rate; 8000 for mulaw; 48000 for opus).
+	SampleRate int
+	// Stream false asks for the whole answer at once, with a WAV header
+	// whose sizes are exact and a Content-Length.
+	Stream bool
+	// Model is OpenAI's model field: logged, never used to pick anything.
+	Model string
+	// Voices is a voice-list request.
+	Voices bool
 }
 
 // RequestError is a rejected request: the HTTP status, a machine-readable
@@ -57,21 +87,33 @@ type Limits struct {
 	// Voices are the engine's voices; DefaultVoice fills an empty voice.
 	Voices       []string
 	DefaultVoice string
+	// NativeRate is the engine's sample rate, always a valid sample_rate for
+	// wav and pcm.
+	NativeRate int
+	// CheckVoice, when set, accepts voice names beyond Voices (Kokoro's
+	// mixes, "af_bella(2)+af_sky(1)") or says why not. Unset, a mix is
+	// refused as a feature of another engine.
+	CheckVoice func(name string) error
 }
 
 // Fields are the keys a request body takes, spelled exactly so: keys are
 // case-sensitive and each may appear once.
-var Fields = []string{"text", "voice", "speed", "format"}
+var Fields = []string{"text", "input", "voice", "speed", "format", "response_format", "sample_rate", "stream", "model", "instructions", "voices"}
 
-// DecodeRequest reads one JSON object {text, voice, speed, format} from r and
-// validates it. body is the reader already limited by http.MaxBytesReader, so
-// an over-long body yields 413; a read deadline that passes yields 408.
+// PCMRates are the sample rates pcm and wav may be resampled to (besides
+// the engine's own).
+var PCMRates = []int{8000, 16000, 24000}
+
+// DecodeRequest reads one JSON object (either shape, see Request) from r and
+// validates it. body is the reader already limited by http.MaxBytesReader,
+// so an over-long body yields 413; a read deadline that passes yields 408.
 //
 // The object is walked key by key rather than unmarshaled into a struct:
 // encoding/json would take the last of two "text" keys and match "TEXT" to
 // "text", so a body could mean one thing to this server and another to a
 // proxy or log reader in front of it. A duplicate or case-variant key is
-// refused, naming the key.
+// refused, naming the key. A null value is refused too (encoding/json would
+// read it as "absent"): leave the field out for its default.
 func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
@@ -85,40 +127,80 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	if rerr != nil {
 		return Request{}, rerr
 	}
-	var text, voice, format *string
+	var text, voice, format, model, instructions *string
 	var speed *float64
+	var sampleRate *int
+	var stream, voices *bool
 	for _, f := range []struct {
-		name string
-		dst  any
-	}{{"text", &text}, {"voice", &voice}, {"speed", &speed}, {"format", &format}} {
+		name, kind string
+		dst        any
+	}{
+		{"text", "string", &text}, {"input", "string", &text}, {"voice", "string", &voice}, {"speed", "number", &speed},
+		{"format", "string", &format}, {"response_format", "string", &format}, {"sample_rate", "whole number", &sampleRate},
+		{"stream", "boolean", &stream}, {"model", "string", &model}, {"instructions", "string", &instructions},
+		{"voices", "boolean", &voices},
+	} {
 		v, ok := vals[f.name]
 		if !ok {
 			continue
 		}
+		if describeJSON(v) == "null" {
+			return Request{}, badRequest(f.name, "%s must be a JSON %s, not null: leave the field out for its default", f.name, f.kind)
+		}
 		if err := json.Unmarshal(v, f.dst); err != nil {
-			kind := "string"
-			if f.name == "speed" {
-				kind = "number"
-			}
-			return Request{}, badRequest(f.name, "%s must be a JSON %s, not %s", f.name, kind, describeJSON(v))
+			return Request{}, badRequest(f.name, "%s must be a JSON %s, not %s", f.name, f.kind, describeJSON(v))
 		}
 	}
-	if text == nil {
-		return Request{}, badRequest("text", "text is missing: send {\"text\": \"...\"}")
+	for _, pair := range [][2]string{{"text", "input"}, {"format", "response_format"}} {
+		_, a := vals[pair[0]]
+		_, b := vals[pair[1]]
+		if a && b {
+			return Request{}, badRequest(pair[1], "%s and %s are the same field in the two request shapes: send one of them", pair[0], pair[1])
+		}
 	}
-	if rerr := checkChars("text", *text, true); rerr != nil {
+	if voices != nil {
+		if !*voices {
+			return Request{}, badRequest("voices", "voices must be true (it asks for the voice list): leave it out to synthesize")
+		}
+		for k := range vals {
+			if k != "voices" {
+				return Request{}, badRequest(k, "a voice-list request {\"voices\": true} takes no other field, got %q", k)
+			}
+		}
+		return Request{Voices: true}, nil
+	}
+	textField := "text"
+	if _, ok := vals["input"]; ok {
+		textField = "input"
+	}
+	if text == nil {
+		return Request{}, badRequest("text", "text is missing: send {\"text\": \"...\"} (or OpenAI's {\"input\": \"...\"})")
+	}
+	if rerr := checkChars(textField, *text, true); rerr != nil {
 		return Request{}, rerr
 	}
 	if strings.TrimSpace(*text) == "" {
-		return Request{}, badRequest("text", "text is empty: send at least one word to speak")
+		return Request{}, badRequest(textField, "%s is empty: send at least one word to speak", textField)
 	}
 	if !hasWord(*text) {
-		return Request{}, badRequest("text", "text has no letters, digits or symbols, only spaces, punctuation or invisible characters: send at least one word to speak")
+		return Request{}, badRequest(textField, "%s has no letters, digits or symbols, only spaces, punctuation or invisible characters: send at least one word to speak", textField)
 	}
 	if n := utf8.RuneCountInString(*text); n > lim.MaxTextChars {
-		return Request{}, badRequest("text", "text has %d characters, more than the limit of %d: split it into several requests", n, lim.MaxTextChars)
+		return Request{}, badRequest(textField, "%s has %d characters, more than the limit of %d: split it into several requests", textField, n, lim.MaxTextChars)
 	}
-	req := Request{Text: *text, Speed: 1}
+	req := Request{Text: *text, Speed: 1, Stream: true}
+	if instructions != nil && *instructions != "" {
+		return Request{}, badRequest("instructions", "instructions are not supported: the engines cannot follow them (send an empty string or leave the field out)")
+	}
+	if model != nil {
+		if rerr := checkChars("model", *model, false); rerr != nil {
+			return Request{}, rerr
+		}
+		if n := utf8.RuneCountInString(*model); n > MaxModelChars {
+			return Request{}, badRequest("model", "model has %d characters, more than %d (it is only logged)", n, MaxModelChars)
+		}
+		req.Model = *model
+	}
 	if voice != nil {
 		if rerr := checkChars("voice", *voice, false); rerr != nil {
 			return Request{}, rerr
@@ -129,7 +211,16 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 		req.Voice = lim.DefaultVoice
 	}
 	if !slices.Contains(lim.Voices, req.Voice) {
-		return Request{}, badRequest("voice", "unknown voice %q: use one of %s", req.Voice, strings.Join(lim.Voices, ", "))
+		if strings.ContainsAny(req.Voice, "+(") {
+			if lim.CheckVoice == nil {
+				return Request{}, badRequest("voice", "voice mixing (%q) is a kokoro feature: this engine takes one voice, one of %s", req.Voice, strings.Join(lim.Voices, ", "))
+			}
+			if err := lim.CheckVoice(req.Voice); err != nil {
+				return Request{}, badRequest("voice", "%v", err)
+			}
+		} else {
+			return Request{}, badRequest("voice", "unknown voice %q: use one of %s (voice names are case-sensitive)", req.Voice, strings.Join(lim.Voices, ", "))
+		}
 	}
 	if speed != nil {
 		req.Speed = *speed
@@ -137,17 +228,41 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	if !(req.Speed >= MinSpeed && req.Speed <= MaxSpeed) {
 		return Request{}, badRequest("speed", "speed %g is outside [%g, %g]: send a value in that range (1 is normal)", req.Speed, MinSpeed, MaxSpeed)
 	}
+	formatField := "format"
+	if _, ok := vals["response_format"]; ok {
+		formatField = "response_format"
+	}
 	if format != nil {
-		if rerr := checkChars("format", *format, false); rerr != nil {
+		if rerr := checkChars(formatField, *format, false); rerr != nil {
 			return Request{}, rerr
 		}
-		req.Format = strings.ToLower(*format)
-	}
-	if req.Format == "" {
+		req.Format = *format
+	} else {
 		req.Format = FormatWAV
 	}
-	if req.Format != FormatWAV && req.Format != FormatPCM {
-		return Request{}, badRequest("format", "unknown format %q: use %q or %q", *format, FormatWAV, FormatPCM)
+	if !slices.Contains(Formats, req.Format) {
+		if l := strings.ToLower(req.Format); slices.Contains(Formats, l) {
+			return Request{}, badRequest(formatField, "unknown format %q: format names are lower case, use %q", req.Format, l)
+		}
+		return Request{}, badRequest(formatField, "unknown format %q: use one of %s", req.Format, strings.Join(Formats, ", "))
+	}
+	if stream != nil {
+		req.Stream = *stream
+	}
+	if sampleRate != nil {
+		req.SampleRate = *sampleRate
+		switch req.Format {
+		case FormatWAV, FormatPCM, FormatFLAC:
+			if req.SampleRate != lim.NativeRate && !slices.Contains(PCMRates, req.SampleRate) {
+				return Request{}, badRequest("sample_rate", "sample_rate %d is not offered for %s: use 8000, 16000, 24000 or the engine's %d", req.SampleRate, req.Format, lim.NativeRate)
+			}
+		case FormatMuLaw:
+			if req.SampleRate != MuLawRate {
+				return Request{}, badRequest("sample_rate", "mulaw is G.711 at %d Hz only: leave sample_rate out or send %d", MuLawRate, MuLawRate)
+			}
+		default:
+			return Request{}, badRequest("sample_rate", "sample_rate applies to wav, pcm, flac and mulaw, not %s: leave it out", req.Format)
+		}
 	}
 	return req, nil
 }
@@ -191,7 +306,7 @@ func walkObject(raw []byte) (map[string]json.RawMessage, *RequestError) {
 					return nil, badRequest(field, "unknown field %q: keys are case-sensitive, use %q", key, f)
 				}
 			}
-			return nil, badRequest(field, "unknown field %q: the body takes text, voice, speed and format", key)
+			return nil, badRequest(field, "unknown field %q: the body takes %s", key, strings.Join(Fields, ", "))
 		}
 		if _, dup := vals[key]; dup {
 			return nil, badRequest(key, "the key %q appears more than once: send each field once", key)

@@ -23,6 +23,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"text":"Hi","speed":null,"voice":null}`,
 		`{"text":["a"]}`,
 		`{"txt":"Hi"}`,
+		`{"input":"Hi","model":"tts-1","voice":"a","response_format":"opus","instructions":""}`,
+		`{"input":"Hi","response_format":"pcm","sample_rate":8000,"stream":false}`,
+		`{"voices":true}`, `{"voices":true,"text":"x"}`, `{"text":"x","voice":"a(2)+b(1)"}`,
 		`{`, ``, `null`, `"text"`, `{"text":"` + "\xff\xfe" + `"}`,
 	} {
 		f.Add([]byte(seed))
@@ -46,6 +49,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		if len(body) > 256 {
 			t.Fatalf("accepted a %d-byte body over the limit", len(body))
 		}
+		if req.Voices {
+			return
+		}
 		if req.Text == "" || utf8.RuneCountInString(req.Text) > lim.MaxTextChars {
 			t.Fatalf("accepted text %q", req.Text)
 		}
@@ -55,7 +61,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if !(req.Speed >= MinSpeed && req.Speed <= MaxSpeed) {
 			t.Fatalf("accepted speed %v", req.Speed)
 		}
-		if req.Format != FormatWAV && req.Format != FormatPCM {
+		if !req.Voices && !slices.Contains(Formats, req.Format) {
 			t.Fatalf("accepted format %q", req.Format)
 		}
 	})

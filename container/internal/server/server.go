@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/container/internal/audio"
+	"github.com/speech-infra/speech-infra/container/internal/encode"
 	"github.com/speech-infra/speech-infra/container/internal/engine"
 	"github.com/speech-infra/speech-infra/container/internal/segment"
 )
@@ -68,12 +69,12 @@ type Server struct {
 }
 
 // backend is what Attach fixes for every later request: the scheduler (and
-// through it the engine), what a request is checked against, and the WAV
-// header for the engine's sample rate.
+// through it the engine), what a request is checked against, and the voice
+// list.
 type backend struct {
-	sched     *Scheduler
-	limits    Limits
-	wavHeader []byte
+	sched  *Scheduler
+	limits Limits
+	voices []engine.VoiceInfo
 }
 
 // LockedWriter serializes writes so log, metric and stage lines from many
@@ -116,11 +117,11 @@ func (s *Server) Attach(eng engine.Engine) error {
 	if err != nil {
 		return err
 	}
-	s.be.Store(&backend{
-		sched:     sched,
-		limits:    Limits{MaxTextChars: s.opts.MaxTextChars, Voices: eng.Voices(), DefaultVoice: eng.DefaultVoice()},
-		wavHeader: audio.WAVHeader(eng.SampleRate()),
-	})
+	lim := Limits{MaxTextChars: s.opts.MaxTextChars, Voices: eng.Voices(), DefaultVoice: eng.DefaultVoice(), NativeRate: eng.SampleRate()}
+	if m, ok := eng.(engine.VoiceMixer); ok {
+		lim.CheckVoice = m.CheckVoice
+	}
+	s.be.Store(&backend{sched: sched, limits: lim, voices: engine.ListVoices(eng)})
 	return nil
 }
 
@@ -214,6 +215,9 @@ type requestLog struct {
 	chars       int
 	voice       string
 	format      string
+	sampleRate  int
+	buffered    bool
+	model       string
 	err         string
 	firstSample bool
 	// stall is the server-side playback stall (see stallMeter).
@@ -234,7 +238,13 @@ func (s *Server) logRequest(l *requestLog) {
 		attrs = append(attrs, "engine", l.engine)
 	}
 	if l.voice != "" {
-		attrs = append(attrs, "voice", l.voice, "format", l.format)
+		attrs = append(attrs, "voice", l.voice, "format", l.format, "sample_rate", l.sampleRate)
+		if l.buffered {
+			attrs = append(attrs, "stream", false)
+		}
+	}
+	if l.model != "" {
+		attrs = append(attrs, "model", l.model)
 	}
 	if l.err != "" {
 		attrs = append(attrs, "error", l.err)
@@ -299,7 +309,21 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	if s.opts.BodyTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
-	l.voice, l.format, l.chars = req.Voice, req.Format, len([]rune(req.Text))
+	if req.Voices {
+		l.status, l.outcome = http.StatusOK, "voices"
+		writeJSON(w, http.StatusOK, VoiceList{Engine: l.engine, Default: be.limits.DefaultVoice, Voices: be.voices})
+		return
+	}
+	spec := encode.Spec{Format: req.Format, NativeRate: eng.SampleRate(), SampleRate: req.SampleRate}
+	l.voice, l.format, l.chars, l.model = req.Voice, req.Format, len([]rune(req.Text)), req.Model
+	l.sampleRate, l.buffered = encode.OutputRate(spec), !req.Stream
+	enc, err := encode.New(spec)
+	if err != nil {
+		l.err = err.Error()
+		fail(http.StatusInternalServerError, "encoder_failure", map[string]string{"error": "encoder_failure", "message": err.Error()})
+		return
+	}
+	defer enc.Close()
 	depth, ok := s.gate.Acquire()
 	admitted := time.Now()
 	l.queueDepth = depth
@@ -333,16 +357,21 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	stall := stallMeter{rate: eng.SampleRate()}
 
 	started := false
+	var whole []byte // stream false: the answer until it is complete
 	begin := func() {
 		started = true
 		h := w.Header()
-		h.Set("X-Sample-Rate", strconv.Itoa(eng.SampleRate()))
+		h.Set("X-Sample-Rate", strconv.Itoa(l.sampleRate))
 		h.Set("X-Engine", l.engine)
-		if req.Format == FormatWAV {
-			h.Set("Content-Type", "audio/wav")
-		} else {
-			h.Set("Content-Type", "audio/pcm")
+		h.Set("Content-Type", encode.ContentType(req.Format))
+		switch req.Format {
+		case FormatPCM:
 			h.Set("X-Audio-Format", "pcm_s16le; channels=1")
+		case FormatMuLaw:
+			h.Set("X-Audio-Format", "mulaw; rate=8000; channels=1")
+		}
+		if !req.Stream {
+			h.Set("Content-Length", strconv.Itoa(len(whole)))
 		}
 		w.WriteHeader(http.StatusOK)
 	}
@@ -375,24 +404,46 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			l.status, l.outcome = http.StatusOK, outcome+"_midstream"
 			panic(http.ErrAbortHandler)
 		}
-		buf = buf[:0]
+		if len(c.samples) > 0 && !l.firstSample {
+			l.firstSample = true
+			l.queueWait = j.started.Sub(admitted)
+		}
+		buf, err = enc.Encode(buf[:0], c.samples)
+		if err == nil && c.end {
+			buf, err = enc.Finish(buf)
+		}
+		if err != nil {
+			l.err = "encode " + req.Format + ": " + err.Error()
+			if !started {
+				fail(http.StatusInternalServerError, "encoder_failure", map[string]string{"error": "encoder_failure", "message": l.err})
+				return
+			}
+			l.status, l.outcome = http.StatusOK, "encoder_failure_midstream"
+			panic(http.ErrAbortHandler)
+		}
+		if !req.Stream {
+			// The whole answer, then its exact length (and for wav the
+			// exact RIFF and data sizes) in one write.
+			whole = append(whole, buf...)
+			if !c.end {
+				continue
+			}
+			if req.Format == FormatWAV {
+				audio.SetWAVSizes(whole)
+			}
+			buf = whole
+		}
 		if !started {
 			begin()
-			if req.Format == FormatWAV {
-				buf = append(buf, be.wavHeader...)
-			}
+		}
+		if l.firstSample && l.ttfab == 0 && len(buf) > 0 {
+			now := time.Now()
+			l.ttfab = now.Sub(start)
+			j.firstSent.Store(int64(max(now.Sub(admitted), 1)))
 		}
 		if len(c.samples) > 0 {
-			now := time.Now()
-			if !l.firstSample {
-				l.firstSample = true
-				l.ttfab = now.Sub(start)
-				l.queueWait = j.started.Sub(admitted)
-				j.firstSent.Store(int64(max(now.Sub(admitted), 1)))
-			}
-			l.stall = stall.add(now, len(c.samples))
+			l.stall = stall.add(time.Now(), len(c.samples))
 		}
-		buf = audio.PCM16Bytes(buf, c.samples)
 		if len(buf) > 0 {
 			// Each write gets StallTimeout: a client that stops reading
 			// fills the socket buffers, the write blocks, and the deadline
@@ -419,6 +470,13 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// VoiceList is the answer to {"voices": true}.
+type VoiceList struct {
+	Engine  string             `json:"engine"`
+	Default string             `json:"default"`
+	Voices  []engine.VoiceInfo `json:"voices"`
 }
 
 // stallMeter computes a response's playback stall from the server's own

@@ -1,0 +1,91 @@
+package kokoro
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// realMixVoices reads af_bella and af_sky from kokoro-js's package (as the
+// voice tests do) into a voice map.
+func realMixVoices(t *testing.T) (map[string]*Voice, map[string][]byte) {
+	t.Helper()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "voices"), 0o755)
+	raw := map[string][]byte{}
+	for _, name := range []string{"af_bella", "af_sky"} {
+		data, err := os.ReadFile(filepath.Join(realVoicesDir, name+".bin"))
+		if err != nil {
+			missingTool(t, "Kokoro voice files from the kokoro-js npm package: %v: run `make deps` (npm ci) at the repository root", err)
+		}
+		raw[name] = data
+		if err := os.WriteFile(filepath.Join(dir, "voices", name+".bin"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	voices, err := LoadVoices(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return voices, raw
+}
+
+// af_bella(2)+af_sky(1) is (2·bella + sky) / 3 in every row, checked
+// against the files' own bytes; weights default to 1; the mix differs from
+// both voices.
+func TestMixWeightedStyleOfRealVoices(t *testing.T) {
+	voices, raw := realMixVoices(t)
+	parts, err := ParseMix("af_bella(2)+af_sky(1)", voices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := Mix(parts, voices)
+	equal := Mix([]MixPart{{"af_bella", 1}, {"af_sky", 1}}, voices)
+	plain, err := ParseMix("af_bella+af_sky", voices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainMix := Mix(plain, voices)
+	differs := 0
+	for _, row := range []int{0, 1, 17, 100, 509} {
+		b, s := rawRow(raw["af_bella"], row), rawRow(raw["af_sky"], row)
+		got := mixed.Style(row)
+		for j := range StyleDim {
+			want := (2*float64(b[j]) + float64(s[j])) / 3
+			if math.Abs(float64(got[j])-want) > 1e-6 {
+				t.Fatalf("row %d dim %d: mix %v, want (2·%v + %v)/3 = %v", row, j, got[j], b[j], s[j], want)
+			}
+			if e := (float64(b[j]) + float64(s[j])) / 2; math.Abs(float64(plainMix.Style(row)[j])-e) > 1e-6 || equal.Style(row)[j] != plainMix.Style(row)[j] {
+				t.Fatalf("row %d dim %d: af_bella+af_sky is not the plain mean", row, j)
+			}
+			if got[j] != b[j] && got[j] != s[j] {
+				differs++
+			}
+		}
+	}
+	if differs == 0 {
+		t.Error("the mix equals one of its voices everywhere")
+	}
+}
+
+func TestParseMixRefusals(t *testing.T) {
+	voices, _ := realMixVoices(t)
+	for spec, want := range map[string]string{
+		"af_bella(2)+af_nobody(1)":               `unknown voice "af_nobody"`,
+		"af_bella(0)+af_sky(1)":                  "positive",
+		"af_bella(-1)+af_sky(1)":                 "positive",
+		"af_bella(NaN)+af_sky":                   "positive",
+		"af_bella(x)+af_sky":                     "positive",
+		"af_bella(2+af_sky(1)":                   "parenthesis",
+		"af_bella++af_sky":                       "empty part",
+		"af_bella+af_sky+af_bella":               "twice",
+		"af_bella+af_sky+af_bella+af_sky+af_sky": "more than 4",
+	} {
+		_, err := ParseMix(spec, voices)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseMix(%q) = %v, want an error mentioning %q", spec, err, want)
+		}
+	}
+}
