@@ -15,10 +15,21 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxTreePage bounds one page of the tree API's answer (a large repository lists a few MiB).
 const maxTreePage = 64 << 20
+
+// Bounds of a whole tree listing (every page together): a server that keeps answering with new "next" pages
+// must not grow the sync without end (issue 27: 5.8 GB in 40 s). The Hub pages 1,000 entries at a time;
+// the largest model repositories list a few tens of thousands of entries.
+const (
+	DefaultMaxTreePages   = 1000
+	DefaultMaxTreeEntries = 200_000
+	DefaultMaxTreeBytes   = 256 << 20
+)
 
 // hub talks to the Hugging Face Hub's tree and resolve endpoints.
 type hub struct {
@@ -28,7 +39,18 @@ type hub struct {
 	opts   Options
 }
 
-func newHub(src Source, opts Options) *hub {
+func newHub(src Source, opts Options) (*hub, error) {
+	ep := src.Endpoint
+	if ep == "" {
+		ep = DefaultEndpoint
+	}
+	if err := checkEndpoint(ep); err != nil {
+		return nil, fmt.Errorf("modelsync: %w", err)
+	}
+	base, _ := url.Parse(strings.TrimRight(ep, "/"))
+	if src.Token != "" && base.Scheme == "http" && !isLoopback(base.Hostname()) {
+		return nil, fmt.Errorf("modelsync: the endpoint %s is plain http and not loopback: the Hugging Face token would cross the network unencrypted; use the https:// endpoint (a plain-http mirror is allowed only on localhost, 127.0.0.1 or ::1)", base.Redacted())
+	}
 	c := src.HTTPClient
 	if c == nil {
 		c = &http.Client{Transport: &http.Transport{
@@ -40,12 +62,67 @@ func newHub(src Source, opts Options) *hub {
 			ForceAttemptHTTP2:     true,
 		}}
 	}
-	ep := src.Endpoint
-	if ep == "" {
-		ep = DefaultEndpoint
+	if src.Token != "" {
+		// The token is added by the transport, per request, and only to the Hub's exact origin. The request
+		// the client is given carries no Authorization header, so a redirect (which copies the first
+		// request's headers; Go keeps Authorization for another port, another scheme and any subdomain of
+		// the same host) never carries the token anywhere else.
+		cc := *c
+		rt := cc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		cc.Transport = &tokenTransport{base: rt, origin: originOf(base), token: src.Token}
+		c = &cc
 	}
-	base, _ := url.Parse(strings.TrimRight(ep, "/"))
-	return &hub{src: src, base: base, client: c, opts: opts}
+	return &hub{src: src, base: base, client: c, opts: opts}, nil
+}
+
+// origin is a URL's scheme, host and port, as the browser same-origin rule compares them.
+type origin struct{ scheme, host, port string }
+
+func originOf(u *url.URL) origin {
+	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port: u.Port()}
+	if o.port == "" {
+		switch o.scheme {
+		case "https":
+			o.port = "443"
+		case "http":
+			o.port = "80"
+		}
+	}
+	return o
+}
+
+// isLoopback reports whether host names this machine by itself: localhost or a loopback IP literal.
+// A name that merely resolves to a loopback address does not count.
+func isLoopback(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tokenTransport adds "Authorization: Bearer <token>" to requests for exactly the Hub's origin (scheme,
+// host and port), and never over plain http unless that origin is loopback (newHub refuses the token for
+// any other http endpoint). Every other request, notably a redirect to the Hub's CDN, another port, an
+// http downgrade or a subdomain, goes without it, and without any Authorization header at all.
+type tokenTransport struct {
+	base   http.RoundTripper
+	origin origin
+	token  Token
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	r.Header.Del("Authorization")
+	if o := originOf(req.URL); o == t.origin && (o.scheme == "https" || isLoopback(o.host)) {
+		r.Header.Set("Authorization", "Bearer "+string(t.token))
+	}
+	return t.base.RoundTrip(r)
 }
 
 // checkEndpoint refuses an endpoint that is not an absolute http(s) URL.
@@ -81,13 +158,15 @@ type treeEntry struct {
 // tree lists every file of the repository at the revision, following the Link rel="next" pages the Hub
 // sends for large trees (the same scheme as GitHub's API).
 func (h *hub) tree(ctx context.Context) ([]File, error) {
-	if err := checkEndpoint(h.base.String()); err != nil {
-		return nil, fmt.Errorf("modelsync: %w", err)
-	}
 	next := h.base.String() + "/api/models/" + escapePath(h.src.Repo) + "/tree/" + url.PathEscape(h.src.Revision) + "?recursive=1"
 	var files []File
 	seen := map[string]bool{}
+	var entriesSeen int
+	var bytesSeen int64
 	for page := 1; next != ""; page++ {
+		if page > h.opts.MaxTreePages {
+			return nil, fmt.Errorf("modelsync: list %s@%s: the tree API is still sending next pages after %d pages, the bound on pages of one listing (Options.MaxTreePages): refusing an endless listing; check --hf-endpoint", h.src.Repo, h.src.Revision, h.opts.MaxTreePages)
+		}
 		if seen[next] {
 			return nil, fmt.Errorf("modelsync: list %s@%s: the tree API's next page %s repeats an earlier page: the server's pagination loops", h.src.Repo, h.src.Revision, next)
 		}
@@ -97,17 +176,26 @@ func (h *hub) tree(ctx context.Context) ([]File, error) {
 			return nil, err
 		}
 		var entries []treeEntry
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxTreePage+1))
+		pageLimit := min(int64(maxTreePage), h.opts.MaxTreeBytes-bytesSeen)
+		data, err := io.ReadAll(io.LimitReader(resp.Body, pageLimit+1))
 		link := resp.Header.Get("Link")
 		resp.Body.Close()
-		if err == nil && len(data) > maxTreePage {
+		if err == nil && int64(len(data)) > pageLimit {
+			if pageLimit < maxTreePage {
+				return nil, fmt.Errorf("modelsync: list %s@%s: the tree API's pages add up to more than %d bytes by page %d, the bound on bytes of one listing (Options.MaxTreeBytes): refusing an endless listing; check --hf-endpoint", h.src.Repo, h.src.Revision, h.opts.MaxTreeBytes, page)
+			}
 			err = fmt.Errorf("the page is larger than %d MiB", maxTreePage>>20)
 		}
+		bytesSeen += int64(len(data))
 		if err == nil {
 			err = json.Unmarshal(data, &entries)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("modelsync: list %s@%s: page %d of the tree API is not the expected JSON array: %w: is --hf-endpoint a Hugging Face Hub?", h.src.Repo, h.src.Revision, page, err)
+		}
+		entriesSeen += len(entries)
+		if entriesSeen > h.opts.MaxTreeEntries {
+			return nil, fmt.Errorf("modelsync: list %s@%s: the tree API listed more than %d entries by page %d, the bound on entries of one listing (Options.MaxTreeEntries): refusing an endless listing; check --hf-endpoint", h.src.Repo, h.src.Revision, h.opts.MaxTreeEntries, page)
 		}
 		for _, e := range entries {
 			if e.Type != "file" {
@@ -129,6 +217,12 @@ func (h *hub) tree(ctx context.Context) ([]File, error) {
 
 // fileOf checks one tree entry and turns it into a File.
 func fileOf(e treeEntry) (File, error) {
+	if i := strings.IndexFunc(e.Path, isControl); i >= 0 {
+		return File{}, fmt.Errorf("the tree lists the path %q, which holds the control character %U: refusing a name that would be printed raw to a terminal or log", e.Path, []rune(e.Path[i:])[0])
+	}
+	if !utf8.ValidString(e.Path) {
+		return File{}, fmt.Errorf("the tree lists the path %q, which is not valid UTF-8", e.Path)
+	}
 	if !fs.ValidPath(e.Path) || e.Path == "." || strings.Contains(e.Path, "\\") {
 		return File{}, fmt.Errorf("the tree lists the path %q, which is not a plain relative path: refusing a tree that could write outside the model prefix", e.Path)
 	}
@@ -149,6 +243,9 @@ func fileOf(e treeEntry) (File, error) {
 	}
 	return File{Path: e.Path, Size: e.Size, GitOID: strings.ToLower(e.OID)}, nil
 }
+
+// isControl reports a C0 or C1 control character or DEL (NUL, ESC, newline, ...).
+func isControl(r rune) bool { return unicode.IsControl(r) }
 
 func isHex(s string, n int) bool {
 	if len(s) != n {
@@ -368,6 +465,9 @@ func (e *HTTPError) Error() string {
 	code := ""
 	if e.Code != "" {
 		code = " " + e.Code
+		if strings.IndexFunc(e.Code, isControl) >= 0 || !utf8.ValidString(e.Code) {
+			code = " " + strconv.Quote(e.Code)
+		}
 	}
 	msg := ""
 	if e.Message != "" {
@@ -384,9 +484,6 @@ func (h *hub) get(ctx context.Context, u, rng, what string) (*http.Response, err
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return nil, fmt.Errorf("modelsync: %s: %w", what, err)
-		}
-		if h.src.Token != "" {
-			req.Header.Set("Authorization", "Bearer "+string(h.src.Token))
 		}
 		if rng != "" {
 			req.Header.Set("Range", rng)

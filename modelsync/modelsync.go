@@ -61,8 +61,10 @@ type Source struct {
 	// select at least one file: a pattern that selects nothing is an error, never ignored.
 	Patterns []string
 	// Token is sent as "Authorization: Bearer" to the Hub for gated or private repositories. It is
-	// optional: a public repository needs none, and then no Authorization header is sent. Redirects to
-	// another host (the Hub's CDN) do not carry it.
+	// optional: a public repository needs none, and then no Authorization header is sent. It goes only to
+	// the exact origin (scheme, host, port) of Endpoint, and never over plain http unless that origin is
+	// loopback (Sync refuses a token with any other http endpoint): a redirect to the Hub's CDN, another
+	// port, an http downgrade or a subdomain does not carry it.
 	Token Token
 	// HTTPClient fetches from the Hub; nil means a client with connect and response-header timeouts.
 	HTTPClient *http.Client
@@ -84,6 +86,11 @@ type Options struct {
 	StallTimeout time.Duration
 	// ProgressEvery is the interval between progress lines while a file streams; 0 means 10 s.
 	ProgressEvery time.Duration
+	// MaxTreePages, MaxTreeEntries and MaxTreeBytes bound one listing of the repository tree (all its
+	// pages together); a listing past a bound is refused with an error naming it. 0 means
+	// DefaultMaxTreePages, DefaultMaxTreeEntries, DefaultMaxTreeBytes.
+	MaxTreePages, MaxTreeEntries int
+	MaxTreeBytes                 int64
 }
 
 // Defaults of Options.
@@ -170,7 +177,10 @@ func Sync(ctx context.Context, src Source, dst Destination, opts Options) (Resul
 	stopped := func(err error) bool {
 		return ctx.Err() == nil && runCtx.Err() != nil && errors.Is(err, context.DeadlineExceeded)
 	}
-	h := newHub(src, opts)
+	h, err := newHub(src, opts)
+	if err != nil {
+		return res, err
+	}
 	tree, err := h.tree(runCtx)
 	if err != nil {
 		if stopped(err) {
@@ -403,6 +413,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 10 * time.Second
+	}
+	if o.MaxTreePages <= 0 {
+		o.MaxTreePages = DefaultMaxTreePages
+	}
+	if o.MaxTreeEntries <= 0 {
+		o.MaxTreeEntries = DefaultMaxTreeEntries
+	}
+	if o.MaxTreeBytes <= 0 {
+		o.MaxTreeBytes = DefaultMaxTreeBytes
 	}
 	return o
 }
