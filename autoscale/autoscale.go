@@ -82,13 +82,73 @@ type Alarm struct {
 }
 
 // PolicyState is what Application Auto Scaling remembers of a policy between decisions: its cooldowns.
+//
+// A cooldown is counted from the end of the scaling activity that started it, not from its start: the API
+// reference describes ScaleOutCooldown as "The amount of time, in seconds, after a scale-out activity
+// completes before another scale-out activity can start" (ScaleInCooldown alike), and the user guide says
+// "after Application Auto Scaling successfully scales out, it starts to calculate the cooldown time".
+//
+// Decide records a new activity's start (LastScaleOut, LastScaleIn) and clears its end; the caller reports
+// the end with Completed when the activity finishes: the emulator when the endpoint is InService again
+// (the activity's EndTime), the simulator when its new instances serve or its removed ones are gone. Both
+// callers make no decision while an activity is in progress (the endpoint is Updating), as Application Auto
+// Scaling waits for SageMaker. An activity whose end was never reported counts as ending at its start: a
+// caller that does not call Completed gets cooldowns counted from the start, which is wrong against AWS for
+// any activity that takes time.
 type PolicyState struct {
-	// LastScaleOut is when the policy last scaled out; ScaleOutFrom the capacity before the scale-out that
-	// started the current scale-out cooldown (kept while later, larger scale-outs happen within it).
+	// LastScaleOut is when the policy's latest scale-out activity started; ScaleOutFrom the capacity before the
+	// scale-out that started the current scale-out cooldown (kept while later, larger scale-outs happen within
+	// it).
 	LastScaleOut time.Time
 	ScaleOutFrom int
-	// LastScaleIn is when the policy last scaled in; zero once a scale-out stopped its cooldown.
+	// ScaleOutEnd is when the scale-out activity that started at LastScaleOut completed (its EndTime), as
+	// reported with Completed; zero until then. The scale-out cooldown runs from it.
+	ScaleOutEnd time.Time
+	// LastScaleIn is when the policy's latest scale-in activity started; zero once a scale-out stopped its
+	// cooldown. ScaleInEnd is when it completed, as reported with Completed; the scale-in cooldown runs from it.
 	LastScaleIn time.Time
+	ScaleInEnd  time.Time
+}
+
+// Completed records that the policy's latest scale-out (out true) or scale-in activity ended at end, the
+// activity's EndTime: the matching cooldown runs from end. An end before the activity's start (a clock step)
+// counts as the start. It does nothing when the policy has no such activity.
+func (s *PolicyState) Completed(out bool, end time.Time) {
+	if out {
+		if !s.LastScaleOut.IsZero() {
+			s.ScaleOutEnd = laterOf(end, s.LastScaleOut)
+		}
+		return
+	}
+	if !s.LastScaleIn.IsZero() {
+		s.ScaleInEnd = laterOf(end, s.LastScaleIn)
+	}
+}
+
+// CooldownExpiry is when the policy's scale-out (out true) or scale-in cooldown of length cooldown ends: the
+// activity's reported end (its start when none was reported) plus the cooldown; zero when the policy has no
+// such activity.
+//
+// Decide is evaluated at ticks (the alarms' 10-s evaluation of AWS's high-resolution metrics, the emulator's
+// metric period, the simulator's Tick). A decision at or after the expiry is outside the cooldown, one before
+// it inside: a cooldown that expires between two ticks ends at the first tick at or after the expiry, so the
+// next activity starts up to one tick after the expiry, never before it.
+func (s PolicyState) CooldownExpiry(out bool, cooldown time.Duration) time.Time {
+	start, end := s.LastScaleIn, s.ScaleInEnd
+	if out {
+		start, end = s.LastScaleOut, s.ScaleOutEnd
+	}
+	if start.IsZero() {
+		return time.Time{}
+	}
+	return laterOf(end, start).Add(cooldown)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }
 
 // Policy is one scaling policy of the target: exactly one of Step and TargetTracking is set. Alarms are the
@@ -274,15 +334,16 @@ func decideOut(in Input, d Decision, pr proposal) Decision {
 	}
 	st := &d.States[pr.policy]
 	p := in.Policies[pr.policy]
-	if !inCooldown(in.Now, p.State.LastScaleOut, outCooldown(p)) {
+	if !inCooldown(in.Now, p.State, true, outCooldown(p)) {
 		st.ScaleOutFrom = in.Capacity
 	}
-	st.LastScaleOut = in.Now
+	// A new activity: its cooldown starts when the caller reports it completed (PolicyState.Completed).
+	st.LastScaleOut, st.ScaleOutEnd = in.Now, time.Time{}
 	// "if another alarm triggers a scale-out activity during the scale-in cooldown period, Application Auto
 	// Scaling scales out the target immediately. In this case, the scale-in cooldown period stops and doesn't
 	// complete."
 	for i := range d.States {
-		d.States[i].LastScaleIn = time.Time{}
+		d.States[i].LastScaleIn, d.States[i].ScaleInEnd = time.Time{}, time.Time{}
 	}
 	return d
 }
@@ -304,12 +365,15 @@ func decideIn(in Input, d Decision, pr proposal) Decision {
 	if want > pr.want {
 		d.Reason += fmt.Sprintf(", limited to the minimum capacity %d", in.Min)
 	}
-	d.States[pr.policy].LastScaleIn = in.Now
+	d.States[pr.policy].LastScaleIn, d.States[pr.policy].ScaleInEnd = in.Now, time.Time{}
 	return d
 }
 
-func inCooldown(now, last time.Time, cooldown time.Duration) bool {
-	return !last.IsZero() && now.Before(last.Add(cooldown))
+// inCooldown reports whether a decision at now falls within the policy's scale-out (out) or scale-in
+// cooldown: before the activity's end plus the cooldown.
+func inCooldown(now time.Time, s PolicyState, out bool, cooldown time.Duration) bool {
+	expiry := s.CooldownExpiry(out, cooldown)
+	return !expiry.IsZero() && now.Before(expiry)
 }
 
 func outCooldown(p Policy) time.Duration {
@@ -345,7 +409,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 	// added by the initiating scale-out activity is calculated as part of the desired capacity for the next
 	// scale-out activity." Within its scale-out cooldown a policy measures from the capacity before that
 	// scale-out, and scales out again only to a larger capacity, adding the difference.
-	outCool := inCooldown(in.Now, p.State.LastScaleOut, outCooldown(p))
+	outCool := inCooldown(in.Now, p.State, true, outCooldown(p))
 	base := cur
 	if outCool {
 		base = p.State.ScaleOutFrom
@@ -381,7 +445,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 		need := int(math.Ceil(float64(cur) * m / tt.TargetValue))
 		pr.want = max(need, cur-1)
 		pr.reason = fmt.Sprintf("the metric %g is below the target %g: scaling in gradually by one unit from %d", m, tt.TargetValue, cur)
-		return inOutcome(pr, cur, inCooldown(in.Now, p.State.LastScaleIn, inCooldownOf(p)), inCooldownOf(p))
+		return inOutcome(pr, cur, inCooldown(in.Now, p.State, false, inCooldownOf(p)), inCooldownOf(p))
 	case p.Step != nil:
 		st := p.Step
 		m := aggregate(a.Datapoints, st.Aggregation)
@@ -399,7 +463,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 		if pr.out {
 			return outOutcome(pr, cur, outCool, st.Cooldown)
 		}
-		return inOutcome(pr, cur, inCooldown(in.Now, p.State.LastScaleIn, st.Cooldown), st.Cooldown)
+		return inOutcome(pr, cur, inCooldown(in.Now, p.State, false, st.Cooldown), st.Cooldown)
 	}
 	return proposal{}, false
 }

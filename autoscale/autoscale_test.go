@@ -49,7 +49,7 @@ func TestDecide(t *testing.T) {
 		{"target tracking: no smaller scale-out during the scale-out cooldown", Input{Now: t0, Capacity: 4, Min: 1, Max: 20,
 			Policies: []Policy{tt("tt", true, 15, time.Minute, time.Minute, PolicyState{LastScaleOut: t0.Add(-10 * time.Second), ScaleOutFrom: 2})}}, -1, ""},
 		{"target tracking: the cooldown has ended", Input{Now: t0, Capacity: 4, Min: 1, Max: 20,
-			Policies: []Policy{tt("tt", true, 15, time.Minute, time.Minute, PolicyState{LastScaleOut: t0.Add(-2 * time.Minute), ScaleOutFrom: 2})}}, 6, ""},
+			Policies: []Policy{tt("tt", true, 15, time.Minute, time.Minute, PolicyState{LastScaleOut: t0.Add(-2 * time.Minute), ScaleOutEnd: t0.Add(-90 * time.Second), ScaleOutFrom: 2})}}, 6, ""},
 		// "If the alarm triggers again during the cooldown period but at a more aggressive step adjustment of
 		// 3, the previous increase of 2 is considered part of the current capacity. Therefore, only 1 is added
 		// to the capacity."
@@ -200,5 +200,97 @@ func TestRoundPercentChange(t *testing.T) {
 		if got := RoundPercentChange(v); got != want {
 			t.Errorf("RoundPercentChange(%g) = %d, want %d", v, got, want)
 		}
+	}
+}
+
+// TestCooldownFromCompletion (issue 24, item 1): a cooldown is counted from the end of the activity that
+// started it. The API reference (ScaleOutCooldown): "The amount of time, in seconds, after a scale-out activity
+// completes before another scale-out activity can start." and (ScaleInCooldown) "The amount of time, in
+// seconds, after a scale-in activity completes before another scale-in activity can start." The user guide
+// ("Define cooldown periods"): "after Application Auto Scaling successfully scales out, it starts to calculate
+// the cooldown time." An activity that took longer than the cooldown therefore still holds the next smaller
+// scale-out (or the next scale-in) for the whole cooldown after its EndTime. Expiry and the 10-s tick: a
+// decision at or after EndTime + cooldown is outside the cooldown, so the next activity comes at the first
+// tick at or after the expiry.
+func TestCooldownFromCompletion(t *testing.T) {
+	const cd = 30 * time.Second
+	tick := 10 * time.Second
+	start := t0
+	end := t0.Add(95 * time.Second) // an update much longer than the cooldown
+
+	// Scale-out: 2 → 3 at start, completed at end.
+	in := Input{Now: start, Capacity: 2, Min: 1, Max: 20, Policies: []Policy{tt("tt", true, 15, cd, cd, PolicyState{})}}
+	d := Decide(in)
+	if !d.Scale || d.Capacity != 3 {
+		t.Fatalf("first scale-out: %+v", d)
+	}
+	st := d.States[0]
+	if !st.LastScaleOut.Equal(start) || !st.ScaleOutEnd.IsZero() {
+		t.Fatalf("state after the scale-out: %+v, want its start and no end yet", st)
+	}
+	st.Completed(true, end)
+	in.Capacity = 3
+	in.Policies[0].State = st
+	if exp := st.CooldownExpiry(true, cd); !exp.Equal(end.Add(cd)) {
+		t.Fatalf("CooldownExpiry = %v, want EndTime + 30 s = %v", exp, end.Add(cd))
+	}
+	// Rounding to the tick: decisions come every 10 s from start. The expiry is end + 30 s = start + 125 s,
+	// between the ticks at start + 120 s and start + 130 s: the first is inside the cooldown, the second not.
+	// Counted from the start (the old rule) every one of these would have scaled out.
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{100 * time.Second, false}, {120 * time.Second, false}, {125*time.Second - time.Nanosecond, false}, {125 * time.Second, true}, {130 * time.Second, true}} {
+		in.Now = start.Add(c.at)
+		if d := Decide(in); d.Scale != c.want {
+			t.Errorf("scale-out at start+%s (EndTime+%s): scale %v, want %v (%s)", c.at, c.at-95*time.Second, d.Scale, c.want, d.Reason)
+		}
+	}
+	// The first tick a decision acts on is the first one at or after the expiry.
+	var first time.Time
+	for in.Now = end; first.IsZero(); in.Now = in.Now.Add(tick) {
+		if d := Decide(in); d.Scale {
+			first = in.Now
+		}
+	}
+	if first.Before(end.Add(cd)) || !first.Before(end.Add(cd+tick)) {
+		t.Errorf("the second scale-out comes %s after EndTime, want within [30 s, 40 s)", first.Sub(end))
+	}
+
+	// Scale-in: 4 → 3 at start, completed at end; the next scale-in waits until end + 30 s.
+	in = Input{Now: start, Capacity: 4, Min: 1, Max: 20, Policies: []Policy{tt("tt", false, 0, cd, cd, PolicyState{})}}
+	d = Decide(in)
+	if !d.Scale || d.Capacity != 3 || !d.States[0].LastScaleIn.Equal(start) || !d.States[0].ScaleInEnd.IsZero() {
+		t.Fatalf("first scale-in: %+v", d)
+	}
+	st = d.States[0]
+	st.Completed(false, end)
+	in.Capacity = 3
+	in.Policies[0].State = st
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{60 * time.Second, false}, {120 * time.Second, false}, {125*time.Second - time.Nanosecond, false}, {125 * time.Second, true}} {
+		in.Now = start.Add(c.at)
+		if d := Decide(in); d.Scale != c.want {
+			t.Errorf("scale-in at start+%s: scale %v, want %v (%s)", c.at, d.Scale, c.want, d.Reason)
+		}
+	}
+
+	// Completed with an end before the start (a clock step) counts from the start; with no activity it does
+	// nothing.
+	var none PolicyState
+	none.Completed(true, end)
+	if !none.ScaleOutEnd.IsZero() || !none.CooldownExpiry(true, cd).IsZero() {
+		t.Errorf("Completed without an activity: %+v", none)
+	}
+	st = PolicyState{LastScaleOut: end}
+	st.Completed(true, start)
+	if !st.ScaleOutEnd.Equal(end) {
+		t.Errorf("an end before the start: %+v", st)
+	}
+	// A policy whose end was never reported counts from the start (callers that do not report).
+	if exp := (PolicyState{LastScaleOut: start}).CooldownExpiry(true, cd); !exp.Equal(start.Add(cd)) {
+		t.Errorf("unreported end: expiry %v, want start + 30 s", exp)
 	}
 }

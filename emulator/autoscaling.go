@@ -220,7 +220,7 @@ func (e *Emulator) registerScalableTarget(dec decoder) (any, *apiError) {
 	if ep.Status == statusInService && (ep.Desired < t.Min || ep.Desired > t.Max) {
 		want := min(max(ep.Desired, t.Min), t.Max)
 		e.applyCapacityLocked(t, ep, want,
-			fmt.Sprintf("minimum capacity %d, maximum capacity %d: the current capacity %d is outside the bounds", t.Min, t.Max, ep.Desired))
+			fmt.Sprintf("minimum capacity %d, maximum capacity %d: the current capacity %d is outside the bounds", t.Min, t.Max, ep.Desired), "")
 	}
 	e.saveLocked()
 	return map[string]any{"ScalableTargetARN": t.Arn}, nil
@@ -360,7 +360,7 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 		Dimension: in.ScalableDimension, Type: in.PolicyType, Created: time.Now().UTC()}
 	if old := e.st.Policies[key]; old != nil {
 		p.Arn, p.Created, p.LastFired = old.Arn, old.Created, old.LastFired
-		p.LastScaleOut, p.ScaleOutFrom, p.LastScaleIn = old.LastScaleOut, old.ScaleOutFrom, old.LastScaleIn
+		p.setPolicyState(old.policyState())
 	} else {
 		p.Arn = arn("autoscaling", fmt.Sprintf("scalingPolicy:%s:resource/%s/%s:policyName/%s", newID(), in.ServiceNamespace, in.ResourceId, in.PolicyName))
 	}
@@ -706,9 +706,25 @@ func (e *Emulator) settleActivitiesLocked(now time.Time) bool {
 		default:
 			continue
 		}
+		e.activityEndedLocked(a)
 		changed = true
 	}
 	return changed
+}
+
+// activityEndedLocked starts the cooldown of the policy whose decision started activity a, from a's EndTime:
+// "The amount of time, in seconds, after a scale-out activity completes before another scale-out activity can
+// start" (ScaleOutCooldown, and ScaleInCooldown alike). AWS documents the start for a successful activity
+// ("after Application Auto Scaling successfully scales out, it starts to calculate the cooldown time"); the
+// emulator starts it from the EndTime of a failed, unfulfilled or overridden one too. e.mu must be held.
+func (e *Emulator) activityEndedLocked(a *activityRec) {
+	p := e.st.Policies[a.Policy]
+	if a.Policy == "" || p == nil {
+		return
+	}
+	st := p.policyState()
+	st.Completed(a.Out, a.End)
+	p.setPolicyState(st)
 }
 
 // scaleLoop evaluates every alarm once per metric period and applies the policies of alarms in ALARM, as
@@ -801,14 +817,13 @@ func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time
 	}
 	d := autoscale.Decide(in)
 	for i, p := range recs {
-		st := d.States[i]
-		p.LastScaleOut, p.ScaleOutFrom, p.LastScaleIn = st.LastScaleOut, st.ScaleOutFrom, st.LastScaleIn
+		p.setPolicyState(d.States[i])
 	}
 	cause := fmt.Sprintf("monitor alarm %s in state ALARM triggered policy %s", d.Alarm, d.Policy)
 	switch {
 	case d.Scale:
 		e.log.Printf("scaling %s: %d -> %d: %s", t.ResourceID, ep.Desired, d.Capacity, d.Reason)
-		e.applyCapacityLocked(t, ep, d.Capacity, cause)
+		e.applyCapacityLocked(t, ep, d.Capacity, cause, policyKey(t.Namespace, t.ResourceID, t.Dimension, d.Policy))
 	case d.NotScaled != nil:
 		e.recordNotScaledLocked(t, cause, *d.NotScaled)
 	}
@@ -818,7 +833,7 @@ func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time
 // policyInput is a policy record as autoscale.Decide takes it, with Application Auto Scaling's default
 // cooldown of 300 s for SageMaker endpoint variants where the policy gives none.
 func policyInput(p *policyRec) autoscale.Policy {
-	pol := autoscale.Policy{Name: p.Name, State: autoscale.PolicyState{LastScaleOut: p.LastScaleOut, ScaleOutFrom: p.ScaleOutFrom, LastScaleIn: p.LastScaleIn}}
+	pol := autoscale.Policy{Name: p.Name, State: p.policyState()}
 	switch {
 	case p.TargetTracking != nil:
 		c := p.TargetTracking
@@ -842,12 +857,14 @@ func policyInput(p *policyRec) autoscale.Policy {
 // applyCapacityLocked sets the endpoint's desired count and records the scaling activity: Pending, then
 // InProgress once SageMaker accepted the change (settleActivitiesLocked completes it when the endpoint update
 // finishes), or Failed with SageMaker's answer (e.g. ResourceLimitExceeded over the instance quota), as
-// Application Auto Scaling records an activity the service refused; e.mu must be held.
-func (e *Emulator) applyCapacityLocked(t *targetRec, ep *endpointRec, want int, cause string) {
+// Application Auto Scaling records an activity the service refused. policy is the key of the policy that
+// decided ("" for the target's bounds): its cooldown starts when the activity ends. e.mu must be held.
+func (e *Emulator) applyCapacityLocked(t *targetRec, ep *endpointRec, want int, cause, policy string) {
 	a := e.recordActivityLocked(t, fmt.Sprintf("Setting desired instance count to %d.", want), cause)
-	a.Capacity = want
+	a.Capacity, a.Policy, a.Out = want, policy, want > ep.Desired
 	if err := e.setDesiredLocked(ep, want); err != nil {
 		a.StatusCode, a.End = activityFailed, time.Now().UTC()
+		e.activityEndedLocked(a)
 		a.Message = fmt.Sprintf("Failed to set desired instance count to %d. Reason: %s (Service: AmazonSageMaker; Status Code: %d; Error Code: %s)", want, err.Message, err.Status, err.Code)
 		e.log.Printf("scaling %s: %s", t.ResourceID, a.Message)
 		e.saveLocked()

@@ -189,8 +189,12 @@ func (e *Emulator) reconcile(f *fleet) {
 		for _, in := range victims {
 			in.draining.Store(true)
 		}
+		// The endpoint is Updating while they terminate, as SageMaker shows it: VariantStatus Updating
+		// ("Updating capacity for the production variant.") with the StatusMessage "Terminating N instance(s).".
+		e.terminatingLocked(ep, len(victims))
 		e.mu.Unlock()
 		e.stopAll(victims, drainTimeout)
+		e.terminate(victims, f.name)
 		e.mu.Lock()
 		f.instances = slices.DeleteFunc(f.instances, func(in *instance) bool { return slices.Contains(victims, in) })
 		ep.Instances = slices.DeleteFunc(ep.Instances, func(id string) bool {
@@ -405,7 +409,11 @@ func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 	e.saveLocked()
 	e.mu.Unlock()
 
+	e.mu.Lock()
+	e.terminatingLocked(ep, len(blue))
+	e.mu.Unlock()
 	e.stopAll(blue, drainTimeout)
+	e.terminate(blue, f.name)
 	e.mu.Lock()
 	f.instances = slices.DeleteFunc(f.instances, func(in *instance) bool { return slices.Contains(blue, in) })
 	e.settleLocked(ep, f)
@@ -435,6 +443,27 @@ func (e *Emulator) settleLocked(ep *endpointRec, f *fleet) {
 		e.setVariantStatusLocked(ep, "")
 		e.saveLocked()
 	}
+}
+
+// terminatingLocked shows n instances terminating on an Updating endpoint: VariantStatus Updating with the
+// StatusMessage "Terminating n instance(s).". e.mu must be held.
+func (e *Emulator) terminatingLocked(ep *endpointRec, n int) {
+	if ep.Status != statusUpdating || n == 0 {
+		return
+	}
+	e.setVariantStatusLocked(ep, variantUpdating)
+	ep.VariantStatus.Message = fmt.Sprintf("Terminating %d instance(s).", n)
+	e.saveLocked()
+}
+
+// terminate waits out the profile's PhaseTerminate phases for instances that have stopped, once for the batch
+// (they terminate together); they stay in CurrentInstanceCount until it returns. It returns early when the
+// emulator stops.
+func (e *Emulator) terminate(list []*instance, fleetName string) {
+	if len(list) == 0 || e.opts.Profile.Total(PhaseTerminate) == 0 {
+		return
+	}
+	e.runPhases(PhaseTerminate, fmt.Sprintf("endpoint %s: %d instance(s)", fleetName, len(list)), nil)
 }
 
 // activateTrafficLocked turns traffic on for a batch of new instances that passed their health checks: the

@@ -36,9 +36,14 @@ const (
 	// PhaseTraffic runs while VariantStatus is ActivatingTraffic, after every new instance of the batch is
 	// healthy and before the router sends it requests (CurrentInstanceCount counts it from then on).
 	PhaseTraffic PhaseRole = "traffic"
+	// PhaseTerminate runs for each instance a scale-in (or the end of a blue/green update) removes, after it
+	// left the router and drained and its process stopped, and before it leaves CurrentInstanceCount: the
+	// platform terminating the instance. The endpoint stays Updating meanwhile, with VariantStatus Updating and
+	// StatusMessage "Terminating N instance(s).".
+	PhaseTerminate PhaseRole = "terminate"
 )
 
-var phaseRoles = []PhaseRole{PhaseLaunch, PhaseHealth, PhaseTraffic}
+var phaseRoles = []PhaseRole{PhaseLaunch, PhaseHealth, PhaseTraffic, PhaseTerminate}
 
 // Phase is one named platform phase of an instance's start.
 type Phase struct {
@@ -119,7 +124,7 @@ func BuiltinProfile(name string) (*Profile, error) {
 
 // ParseProfile reads a profile: a built-in name, "none" or "" (no profile: nil), or a comma-separated list of
 // phases `name=duration[@role]`, the duration in seconds or as a Go duration (180.8, 500ms, 3m) and the role
-// launch (the default), health or traffic, e.g. "provisioning=180.8,health_check=20.7@health,activating=47.4@traffic".
+// launch (the default), health, traffic or terminate, e.g. "provisioning=180.8,health_check=20.7@health,activating=47.4@traffic".
 func ParseProfile(s string) (*Profile, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "none" {

@@ -300,13 +300,18 @@ func (e *Emulator) describeEndpointLocked(in nameInput) (any, *apiError) {
 }
 
 // variantStatusView is the ProductionVariantStatus list DescribeEndpoint shows for a variant stage: one entry
-// with Status and StartTime, or nil when no stage is in progress (the field is then left out). The emulator
-// gives no StatusMessage: the platform phases of a timing profile are not AWS's to show.
+// with Status and StartTime, or nil when no stage is in progress (the field is then left out). StatusMessage
+// is shown only while instances terminate ("Terminating N instance(s).", as SageMaker's deployment events
+// word it); the platform phases of a timing profile are not AWS's to show.
 func variantStatusView(vs *variantStatus) []map[string]any {
 	if vs == nil {
 		return nil
 	}
-	return []map[string]any{{"Status": vs.Status, "StartTime": newEpoch(vs.Start)}}
+	v := map[string]any{"Status": vs.Status, "StartTime": newEpoch(vs.Start)}
+	if vs.Message != "" {
+		v["StatusMessage"] = vs.Message
+	}
+	return []map[string]any{v}
 }
 
 // setVariantStatusLocked moves the endpoint's variant to the stage (Creating, Updating, ActivatingTraffic),

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
@@ -106,10 +107,12 @@ const (
 	variantActivatingTraffic = "ActivatingTraffic"
 )
 
-// variantStatus is one ProductionVariantStatus: the stage and when it started.
+// variantStatus is one ProductionVariantStatus: the stage, when it started and, where the emulator has one,
+// its StatusMessage ("A message that describes the status of the production variant.").
 type variantStatus struct {
-	Status string    `json:"status"`
-	Start  time.Time `json:"start"`
+	Status  string    `json:"status"`
+	Start   time.Time `json:"start"`
+	Message string    `json:"message,omitempty"`
 }
 
 // pendingDeployment is an UpdateEndpoint in progress: a blue/green swap to another endpoint config.
@@ -202,10 +205,25 @@ type policyRec struct {
 	Created   time.Time `json:"created"`
 	// LastFired is when a step policy last changed capacity, for its cooldown.
 	LastFired time.Time `json:"last_fired"`
-	// LastScaleOut, ScaleOutFrom and LastScaleIn are the policy's cooldown memory (autoscale.PolicyState).
+	// LastScaleOut, ScaleOutFrom, ScaleOutEnd, LastScaleIn and ScaleInEnd are the policy's cooldown memory
+	// (autoscale.PolicyState); the ends are the EndTimes of the activities, reported when they complete.
 	LastScaleOut time.Time `json:"last_scale_out,omitempty"`
 	ScaleOutFrom int       `json:"scale_out_from,omitempty"`
+	ScaleOutEnd  time.Time `json:"scale_out_end,omitempty"`
 	LastScaleIn  time.Time `json:"last_scale_in,omitempty"`
+	ScaleInEnd   time.Time `json:"scale_in_end,omitempty"`
+}
+
+// policyState is the policy's cooldown memory as autoscale.Decide takes it.
+func (p *policyRec) policyState() autoscale.PolicyState {
+	return autoscale.PolicyState{LastScaleOut: p.LastScaleOut, ScaleOutFrom: p.ScaleOutFrom, ScaleOutEnd: p.ScaleOutEnd,
+		LastScaleIn: p.LastScaleIn, ScaleInEnd: p.ScaleInEnd}
+}
+
+// setPolicyState keeps the cooldown memory autoscale.Decide (or PolicyState.Completed) returned.
+func (p *policyRec) setPolicyState(st autoscale.PolicyState) {
+	p.LastScaleOut, p.ScaleOutFrom, p.ScaleOutEnd = st.LastScaleOut, st.ScaleOutFrom, st.ScaleOutEnd
+	p.LastScaleIn, p.ScaleInEnd = st.LastScaleIn, st.ScaleInEnd
 }
 
 type alarmRec struct {
@@ -248,7 +266,12 @@ type activityRec struct {
 	StatusCode  string    `json:"status_code"`
 	Message     string    `json:"message,omitempty"`
 	// Capacity is the capacity the activity sets; NotScaled the reasons of a not scaled activity.
-	Capacity  int               `json:"capacity,omitempty"`
+	Capacity int `json:"capacity,omitempty"`
+	// Policy is the key of the policy whose decision started the activity ("" for one the target's bounds
+	// started) and Out whether it scales out: when the activity ends, the policy's cooldown starts from its
+	// EndTime.
+	Policy    string            `json:"policy,omitempty"`
+	Out       bool              `json:"out,omitempty"`
 	NotScaled []notScaledReason `json:"not_scaled,omitempty"`
 }
 

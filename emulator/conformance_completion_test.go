@@ -1,0 +1,179 @@
+package emulator_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+)
+
+// TestConformanceCooldownFromCompletion (issue 24, items 1 and 2) runs a scale-out and a scale-in that each take
+// longer than their policy's cooldown, on a timing profile whose instances take 4 s to launch and 4 s to
+// terminate, with the emulator's 1-s evaluation tick (the test harness's metric period; 10 s by default).
+//
+// Item 1, the cooldown counts from the activity's end:
+//   - Application Auto Scaling API reference, StepScalingPolicyConfiguration.Cooldown / TargetTracking
+//     ScaleOutCooldown: "The amount of time, in seconds, after a scale-out activity completes before another
+//     scale-out activity can start." and ScaleInCooldown: "The amount of time, in seconds, after a scale-in
+//     activity completes before another scale-in activity can start."
+//   - Application Auto Scaling user guide, "Define cooldown periods": "after Application Auto Scaling
+//     successfully scales out, it starts to calculate the cooldown time."
+//
+// So the second activity of a policy starts no earlier than cooldown after the first one's EndTime, and (the
+// emulator evaluating once per tick) no later than one tick after that.
+//
+// Item 2, a scale-in terminates instances:
+//   - SageMaker API reference, ProductionVariantStatus.Status: "Updating: Updating capacity for the production
+//     variant."; StatusMessage: "A message that describes the status of the production variant." The
+//     endpoint deployment events (Events that Amazon SageMaker AI sends to Amazon EventBridge) word it
+//     "Terminating X instance(s).".
+//   - DescribeEndpoint, CurrentInstanceCount: "The number of instances associated with the variant.": it falls
+//     once the terminated instances are gone, after the profile's termination phase.
+//
+// Against the emulator before issue 24 this fails: the second scale-out came within one tick of the first
+// EndTime (the cooldown had run out during the update), and a scale-in was Successful 12 ms after it started.
+func TestConformanceCooldownFromCompletion(t *testing.T) {
+	const (
+		cooldown  = 2 * time.Second
+		tick      = time.Second // emulatortest's metric period
+		launch    = 4 * time.Second
+		terminate = 4 * time.Second
+		slack     = time.Second // the settle of an activity and the scheduling of one evaluation
+	)
+	profile, err := emulator.ParseProfile("provisioning=4@launch,termination=4@terminate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := emulatortest.Start(t, emulatortest.Container(t), func(o *emulator.Options) { o.Profile = profile })
+	c := r.Clients
+	ctx := ctxFor(t, 150*time.Second)
+	const name = "speech-conf-cooldown"
+	emulatortest.Endpoint(t, r, name, emulatortest.InService())
+	res := emulator.ResourceIDOf(name, "AllTraffic")
+	if _, err := c.AutoScaling.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{
+		ServiceNamespace: smNS, ResourceId: aws.String(res), ScalableDimension: smDim, MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(3),
+	}); err != nil {
+		t.Fatalf("RegisterScalableTarget: %v", err)
+	}
+	policy := func(policyName string, steps ...aastypes.StepAdjustment) string {
+		out, err := c.AutoScaling.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
+			PolicyName: aws.String(policyName), ServiceNamespace: smNS, ResourceId: aws.String(res), ScalableDimension: smDim,
+			PolicyType: aastypes.PolicyTypeStepScaling, StepScalingPolicyConfiguration: &aastypes.StepScalingPolicyConfiguration{
+				AdjustmentType: aastypes.AdjustmentTypeChangeInCapacity, Cooldown: aws.Int32(int32(cooldown / time.Second)), StepAdjustments: steps},
+		})
+		if err != nil {
+			t.Fatalf("PutScalingPolicy %s: %v", policyName, err)
+		}
+		return aws.ToString(out.PolicyARN)
+	}
+	alarm := func(alarmName, arn string, op cwtypes.ComparisonOperator, threshold float64) {
+		if _, err := c.CloudWatch.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
+			AlarmName: aws.String(alarmName), AlarmActions: []string{arn}, Namespace: aws.String(emulator.NamespaceSageMaker),
+			MetricName: aws.String("ConcurrentRequestsPerModel"), Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(name)}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}},
+			Statistic: cwtypes.StatisticMaximum, Period: aws.Int32(1), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(threshold), ComparisonOperator: op,
+		}); err != nil {
+			t.Fatalf("PutMetricAlarm %s: %v", alarmName, err)
+		}
+	}
+	describe := func() *sagemaker.DescribeEndpointOutput {
+		d, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
+		if err != nil {
+			t.Fatalf("DescribeEndpoint: %v", err)
+		}
+		return d
+	}
+	// done lists the scaling activities that set a capacity and have ended, oldest first.
+	done := func() []aastypes.ScalingActivity {
+		out, err := c.AutoScaling.DescribeScalingActivities(ctx, &applicationautoscaling.DescribeScalingActivitiesInput{ServiceNamespace: smNS, ResourceId: aws.String(res)})
+		if err != nil {
+			t.Fatalf("DescribeScalingActivities: %v", err)
+		}
+		var list []aastypes.ScalingActivity
+		for i := len(out.ScalingActivities) - 1; i >= 0; i-- {
+			if a := out.ScalingActivities[i]; a.EndTime != nil {
+				list = append(list, a)
+			}
+		}
+		return list
+	}
+	// checkGap checks that activity b of a policy started between cooldown and cooldown + one tick after
+	// activity a's EndTime, and that a took longer than the cooldown (else the case proves nothing).
+	checkGap := func(what string, a, b aastypes.ScalingActivity, minTook time.Duration) {
+		t.Helper()
+		took := a.EndTime.Sub(aws.ToTime(a.StartTime))
+		gap := aws.ToTime(b.StartTime).Sub(*a.EndTime)
+		t.Logf("%s: the first activity took %s; the second started %s after its EndTime (cooldown %s, tick %s)", what, took, gap, cooldown, tick)
+		if a.StatusCode != aastypes.ScalingActivityStatusCodeSuccessful || took < minTook {
+			t.Fatalf("%s: the first activity %s took %s, want Successful after at least %s", what, a.StatusCode, took, minTook)
+		}
+		if gap < cooldown || gap >= cooldown+tick+slack {
+			t.Errorf("%s: the second activity started %s after the first one's EndTime, want within [%s, %s): the cooldown counts from the EndTime and expires at the next tick", what, gap, cooldown, cooldown+tick+slack)
+		}
+	}
+
+	// Scale-out 1 → 2 → 3 with a +1 step on a breach of 3.
+	alarm("cd-high", policy("cd-out", aastypes.StepAdjustment{MetricIntervalLowerBound: aws.Float64(0), ScalingAdjustment: aws.Int32(1)}),
+		cwtypes.ComparisonOperatorGreaterThanThreshold, 5)
+	stop := inject(r, name, 8)
+	eventually(t, 60*time.Second, "two scale-outs completed", func() bool { return len(done()) >= 2 })
+	stop()
+	if _, err := c.CloudWatch.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{"cd-high"}}); err != nil {
+		t.Fatalf("DeleteAlarms: %v", err)
+	}
+	outs := done()
+	checkGap("scale-out", outs[0], outs[1], launch)
+	eventually(t, 30*time.Second, "3 instances InService", func() bool {
+		d := describe()
+		return d.EndpointStatus == smtypes.EndpointStatusInService && aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount) == 3
+	})
+
+	// Scale-in 3 → 2 → 1 with a -1 step on an idle metric. While the first one's instance terminates the
+	// endpoint is Updating, VariantStatus Updating says "Terminating 1 instance(s).", and CurrentInstanceCount
+	// is still 3; it is 2 only after the termination phase.
+	alarm("cd-low", policy("cd-in", aastypes.StepAdjustment{MetricIntervalUpperBound: aws.Float64(0), ScalingAdjustment: aws.Int32(-1)}),
+		cwtypes.ComparisonOperatorLessThanThreshold, 1)
+	var terminating, sawThree time.Time
+	eventually(t, 30*time.Second, "the scale-in's termination shown", func() bool {
+		d := describe()
+		v := d.ProductionVariants[0]
+		if aws.ToInt32(v.DesiredInstanceCount) != 2 {
+			return false
+		}
+		if d.EndpointStatus == smtypes.EndpointStatusUpdating && len(v.VariantStatus) == 1 &&
+			v.VariantStatus[0].Status == smtypes.VariantStatusUpdating && aws.ToString(v.VariantStatus[0].StatusMessage) == "Terminating 1 instance(s)." &&
+			aws.ToInt32(v.CurrentInstanceCount) == 3 {
+			terminating = time.Now()
+			return true
+		}
+		if d.EndpointStatus == smtypes.EndpointStatusInService {
+			t.Fatalf("the scale-in to 2 was InService without showing its termination: %+v", v)
+		}
+		return false
+	})
+	eventually(t, 30*time.Second, "CurrentInstanceCount 2 after the termination", func() bool {
+		d := describe()
+		n := aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount)
+		if n == 3 {
+			sawThree = time.Now()
+		}
+		return n == 2
+	})
+	if sawThree.Sub(terminating) < terminate/2 {
+		t.Errorf("CurrentInstanceCount fell %s after the termination showed, want about the %s termination phase", sawThree.Sub(terminating), terminate)
+	}
+	eventually(t, 60*time.Second, "two scale-ins completed", func() bool { return len(done()) >= 4 })
+	ins := done()[2:]
+	checkGap("scale-in", ins[0], ins[1], terminate)
+	if msg := aws.ToString(ins[0].StatusMessage); msg == "" {
+		t.Errorf("the scale-in activity has no StatusMessage")
+	}
+}
