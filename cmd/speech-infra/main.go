@@ -43,7 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage:     "deploy and remove speech endpoints (on AWS through the CDK app, or --local on the emulator)",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Commands:  []*cli.Command{deployCommand(), destroyCommand(), cacheCommand(), localCommand()},
+		Commands:  []*cli.Command{deployCommand(), destroyCommand(), cacheCommand(), localCommand(), gatewayCommand()},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usage(err)
 		},
