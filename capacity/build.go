@@ -8,8 +8,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
 )
+
+// WhatIfStallJitterMs is the jitter allowance a what-if plan adds to the stall budget (the load engine's
+// default, which measured steps record as stall_jitter_ms).
+const WhatIfStallJitterMs = 50
 
 // Measurement is what a measured plan is built from: both artifacts, verified, with the file names and
 // digests the plan records.
@@ -108,6 +113,8 @@ func (p *Plan) recordQMax(q *QMax) {
 	in.Throughput = q.throughputCurve()
 	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
 	in.CloudWatchRatio = q.cloudWatchRatio(cMax)
+	// An artifact the model cannot be built from leaves the model empty: verifyInputs names it.
+	in.Instance, _ = q.InstanceModel(in.QueueMaxDepth, q.stallBound(), in.CloudWatchRatio)
 }
 
 // recordTTotal sets what a measured plan takes from its ttotal artifact (see recordQMax).
@@ -148,6 +155,11 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 	if len(unusable) > 0 {
 		worst(StatusWarn)
 		details = append(details, "steps not usable and left out of the throughput curve: "+strings.Join(unusable, ", "))
+	}
+	if len(q.RateSteps) == 0 {
+		worst(StatusFail)
+		details = append(details, "the qmax artifact has no rate staircase, so the instance model would be an approximation (NOT MEASURED)")
+		recs = append(recs, "re-run tts-bench qmax (it ends with the rate staircase)")
 	}
 	if q.BracketLowestFail == 0 {
 		worst(StatusWarn)
@@ -350,6 +362,8 @@ func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
 	} else {
 		in.Throughput = []ThroughputPoint{{Concurrency: float64(w.QMax), RPS: w.ThroughputRPS}}
 	}
+	in.Instance, _ = loadmodel.Approximate(loadmodel.Approximation{CapacityRPS: atQ, QMax: w.QMax, QueueDepth: in.QueueMaxDepth, CloudWatchRatio: in.CloudWatchRatio,
+		SLO: loadmodel.SLO{TTFABMs: float64(m.SLO.TTFABMs), Percentile: m.SLO.Percentile, StallMs: float64(m.SLO.StallBudgetMs) + WhatIfStallJitterMs}})
 	defaultTrough(in)
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build what-if plan", errs)

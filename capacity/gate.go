@@ -86,6 +86,10 @@ func Gate(d Deployment, planPath string) Decision {
 	}
 	if errs := p.Verify(); len(errs) > 0 {
 		dec.Reasons = []string{fmt.Sprintf("plan at %s does not verify: %v: run tts-bench plan again instead of editing it", planPath, errors.Join(errs...))}
+		// What the plan as written would do: its thresholds and fleet bounds on the envelope of its inputs.
+		if env, err := SimulateAsWritten(p); err == nil && !env.Holds() {
+			dec.Reasons = append(dec.Reasons, fmt.Sprintf("plan at %s, as written, does not hold the SLO on its envelope: %s", planPath, worstMinuteText(env)))
+		}
 		return dec
 	}
 	var reasons []string
@@ -212,6 +216,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 		{"inputs.q_max", "qmax", qa.path, fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
 		{"inputs.throughput", "qmax", qa.path, fmt.Sprint(p.Inputs.Throughput), fmt.Sprint(want.Inputs.Throughput)},
 		{"inputs.cloudwatch_ratio", "qmax", qa.path, fmt.Sprint(p.Inputs.CloudWatchRatio), fmt.Sprint(want.Inputs.CloudWatchRatio)},
+		{"inputs.instance", "qmax", qa.path, fmt.Sprint(p.Inputs.Instance), fmt.Sprint(want.Inputs.Instance)},
 		{"inputs.t_total_s", "ttotal", ta.path, fmt.Sprint(p.Inputs.TTotalS), fmt.Sprint(want.Inputs.TTotalS)},
 	} {
 		if c.recorded != c.measured {
@@ -228,7 +233,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 		QMax: q, QMaxFile: in.QMaxFile, QMaxSHA256: in.QMaxSHA256, TTotal: t, TTotalFile: in.TTotalFile, TTotalSHA256: in.TTotalSHA256,
 	}, Options{
 		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
-		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances,
+		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances, ScaleInMargin: in.ScaleInMargin, Traces: in.Traces,
 	})
 	if err != nil {
 		return []string{fmt.Sprintf("plan at %s cannot be rebuilt from its artifacts and the catalog entry for %s: %v: run tts-bench plan again", planPath, m.ID, err)}

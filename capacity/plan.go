@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -38,6 +39,9 @@ type Plan struct {
 	Inputs Inputs `json:"inputs"`
 	// Derived are the values the endpoint stack deploys.
 	Derived Derived `json:"derived"`
+	// Envelope is the simulation that decides feasibility: the plan's scaling and the instance model on every
+	// trace of the envelope (docs/design.md, "Feasible means simulated and met").
+	Envelope Envelope `json:"envelope"`
 	// Findings judge the plan; any fail makes it infeasible.
 	Findings []Finding `json:"findings"`
 	// Verdict is VerdictFeasible or VerdictInfeasible.
@@ -82,6 +86,14 @@ type Inputs struct {
 	Throughput []ThroughputPoint `json:"throughput"`
 	// CloudWatchRatio is ConcurrentRequestsPerModel ÷ client concurrency near C_scale_max (1 when unmeasured).
 	CloudWatchRatio float64 `json:"cloudwatch_ratio"`
+	// Instance is the model of one instance under load the plan is derived from (package loadmodel): the rate
+	// staircase of the qmax artifact, or for a what-if plan a queueing approximation marked NOT MEASURED.
+	Instance loadmodel.Model `json:"instance"`
+	// ScaleInMargin is the hysteresis below the scale-in boundary (0.1: scale in at 90% of the rate at which
+	// the survivors would reach the scale-out rate).
+	ScaleInMargin float64 `json:"scale_in_margin"`
+	// Traces are the user's traces (--trace FILE) the envelope includes besides the derived ones.
+	Traces []TraceInput `json:"traces,omitempty"`
 	// SurgeRatio is s: load may grow by this factor within one T_plan.
 	SurgeRatio float64 `json:"surge_ratio"`
 	// DetectionBufferS is the time from a surge until a scale-out is asked for, in seconds.
@@ -112,13 +124,15 @@ type ThroughputPoint struct {
 	RPS float64 `json:"rps"`
 }
 
-// Derived are the values computed from Inputs; the endpoint stack deploys them.
+// Derived are the values computed from Inputs; the endpoint stack deploys them. Reasoning holds the one line
+// behind each.
 type Derived struct {
 	// Headroom is h = s − 1.
 	Headroom float64 `json:"headroom"`
-	// CScaleMax is (1 − h)·Q_max: scale out above this per-instance concurrency (client units).
+	// CScaleMax is the original's (1 − h)·Q_max, shown for comparison only: concurrency thresholds read off a
+	// closed-loop curve sit in the queueing tail of an instance that saturates; nothing deploys it.
 	CScaleMax float64 `json:"c_scale_max"`
-	// CScaleMin is (1 − 2h)·Q_max: scale in below this per-instance concurrency (client units).
+	// CScaleMin is the original's (1 − 2h)·Q_max, shown for comparison only.
 	CScaleMin float64 `json:"c_scale_min"`
 	// TPlanS is T_total + detection buffer, in seconds.
 	TPlanS float64 `json:"t_plan_s"`
@@ -126,24 +140,45 @@ type Derived struct {
 	ScaleOutCooldownS int `json:"scale_out_cooldown_s"`
 	// ScaleInCooldownS is max(300, 3·T_plan) rounded up to whole seconds.
 	ScaleInCooldownS int `json:"scale_in_cooldown_s"`
-	// ThroughputRPS is the per-instance throughput at C_scale_max, interpolated from the staircase.
-	ThroughputRPS float64 `json:"throughput_rps"`
-	// ThroughputAtQMaxRPS is the per-instance throughput at Q_max.
+	// SafeRPS is the highest offered rate per instance that meets the SLO (the instance model).
+	SafeRPS float64 `json:"safe_rps"`
+	// ScaleOutRPS is SafeRPS ÷ s: the highest rate per instance that still meets the SLO after growing by s
+	// within T_plan. The fleet scales out above it.
+	ScaleOutRPS float64 `json:"scale_out_rps"`
+	// ScaleInRPS is ScaleOutRPS × min ÷ (min + 1) × (1 − scale_in_margin): below it one instance may go, and
+	// the rest stay below ScaleOutRPS for every fleet size in range.
+	ScaleInRPS float64 `json:"scale_in_rps"`
+	// ThroughputAtQMaxRPS is the per-instance closed-loop throughput at Q_max (for the invocation time limit).
 	ThroughputAtQMaxRPS float64 `json:"throughput_at_q_max_rps"`
 	// MinInstances is the scalable target's minimum capacity.
 	MinInstances int `json:"min_instances"`
-	// MaxInstances is ceil(peak_rps ÷ ThroughputRPS), at least MinInstances: the scalable target's maximum.
+	// MaxInstances is ceil(peak_rps ÷ ScaleOutRPS), at least MinInstances and at most the allowed maximum:
+	// the scalable target's maximum.
 	MaxInstances int `json:"max_instances"`
-	// SmallestSafeMinInstances is the smallest minimum from which scale-in keeps the rest below C_scale_max;
-	// 0 when none is (no headroom).
-	SmallestSafeMinInstances int `json:"smallest_safe_min_instances"`
-	// TargetValue is C_scale_max × cloudwatch_ratio: the target-tracking target on
-	// SageMakerVariantConcurrentRequestsPerModelHighResolution.
+	// TargetValue is the instance model's metric at ScaleOutRPS: the target-tracking target on
+	// SageMakerVariantConcurrentRequestsPerModelHighResolution (10-s Maximum, CloudWatch units).
 	TargetValue float64 `json:"target_value"`
-	// ScaleInThreshold is C_scale_min × cloudwatch_ratio: the scale-in alarm threshold on ConcurrentRequestsPerModel.
+	// ScaleInThreshold is the instance model's metric at ScaleInRPS: the scale-in alarm's threshold.
 	ScaleInThreshold float64 `json:"scale_in_threshold"`
+	// ScaleInPeriodS is the scale-in alarm's period (the metric's 10 s).
+	ScaleInPeriodS int `json:"scale_in_period_s"`
+	// ScaleInEvaluationPeriods is ceil(T_plan ÷ period), at least 3: the scale-in alarm's window is at least
+	// T_plan, so it cannot fire during a surge's scale-out.
+	ScaleInEvaluationPeriods int `json:"scale_in_evaluation_periods"`
 	// QueueMaxDepth is the container's QUEUE_MAX_DEPTH once the plan is deployed.
 	QueueMaxDepth int `json:"queue_max_depth"`
+	// Reasoning is one line per deployed value: how it follows from the inputs.
+	Reasoning []Reason `json:"reasoning"`
+}
+
+// Reason is the one line of reasoning behind a derived value.
+type Reason struct {
+	// Field is the derived field's JSON name.
+	Field string `json:"field"`
+	// Value is the value as printed.
+	Value string `json:"value"`
+	// Why says how it follows from the inputs.
+	Why string `json:"why"`
 }
 
 // Status is a finding's outcome.
@@ -164,14 +199,17 @@ const (
 	FindingPeakCoverage         = "peak_coverage"
 	FindingScaleInSafety        = "scale_in_safety"
 	FindingSurgeSurvival        = "surge_survival"
+	FindingEnvelope             = "envelope"
+	FindingInstanceModel        = "instance_model"
 	FindingQueueDepth           = "queue_depth"
 	FindingInvocationTimeout    = "invocation_timeout"
 )
 
 // FindingNames lists every finding a plan carries, in order.
 var FindingNames = []string{
-	FindingMeasurementValidity, FindingSLOConsistency, FindingTransportConsistency, FindingPeakCoverage,
-	FindingScaleInSafety, FindingSurgeSurvival, FindingQueueDepth, FindingInvocationTimeout,
+	FindingMeasurementValidity, FindingSLOConsistency, FindingTransportConsistency, FindingInstanceModel,
+	FindingPeakCoverage, FindingScaleInSafety, FindingSurgeSurvival, FindingEnvelope, FindingQueueDepth,
+	FindingInvocationTimeout,
 }
 
 // Finding is one judgement of the plan.
@@ -254,6 +292,20 @@ func verifyInputs(in Inputs) []error {
 	if !inRange(in.CloudWatchRatio, MinCloudWatchRatio, MaxCloudWatchRatio) {
 		add("cloudwatch_ratio: is %g: want a ratio in [%g, %g] (1 when unmeasured)", in.CloudWatchRatio, MinCloudWatchRatio, MaxCloudWatchRatio)
 	}
+	if !(in.ScaleInMargin >= 0 && in.ScaleInMargin < 0.9) {
+		add("scale_in_margin: is %s: want a share in [0, 0.9) (0.1 = scale in at 90%% of the boundary)", exact(in.ScaleInMargin))
+	}
+	if err := in.Instance.Validate(); err != nil {
+		add("instance: %v", err)
+	}
+	if len(in.Traces) > MaxUserTraces {
+		add("traces: has %d traces: at most %d", len(in.Traces), MaxUserTraces)
+	}
+	for i, t := range in.Traces {
+		if _, err := t.trace(); err != nil {
+			add("traces[%d]: %v", i, err)
+		}
+	}
 	if len(in.Throughput) == 0 {
 		add("throughput: is empty: the plan needs the measured throughput curve")
 	}
@@ -272,38 +324,60 @@ func verifyInputs(in Inputs) []error {
 	return errs
 }
 
-// maxThroughputPoints bounds the throughput curve, which the surge simulation walks every simulated second.
+// maxThroughputPoints bounds the throughput curve.
 const maxThroughputPoints = MaxQMaxSteps
 
 // ceilSeconds rounds a duration in seconds up to whole seconds, ignoring float noise below a microsecond.
 func ceilSeconds(x float64) int { return int(math.Ceil(x - 1e-6)) }
 
-// derive computes the derived values from valid inputs (DESIGN.md, "Plan").
+// DefaultScaleInMargin is the scale-in hysteresis a plan uses unless told otherwise.
+const DefaultScaleInMargin = 0.1
+
+// derive computes the derived values from valid inputs (docs/design.md, "Plan"): thresholds in rate terms
+// from the instance model, then the metric values the alarms deploy.
 func derive(in Inputs) Derived {
-	q := float64(in.QMax)
-	d := Derived{Headroom: in.SurgeRatio - 1, TPlanS: in.TTotalS + in.DetectionBufferS}
-	d.CScaleMax, d.CScaleMin = thresholds(in.SurgeRatio, in.QMax)
+	m := in.Instance
+	s := in.SurgeRatio
+	d := Derived{Headroom: s - 1, TPlanS: in.TTotalS + in.DetectionBufferS}
+	d.CScaleMax, d.CScaleMin = thresholds(s, in.QMax)
 	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, 10), 30))
 	d.ScaleInCooldownS = ceilSeconds(math.Max(300, 3*d.TPlanS))
-	// Size from measured throughput at the threshold, never from C ÷ uncontended service time: a server that
-	// saturates delivers its saturated rate however many requests wait.
-	d.ThroughputRPS = throughputAt(in.Throughput, d.CScaleMax)
-	d.ThroughputAtQMaxRPS = throughputAt(in.Throughput, q)
+	d.SafeRPS = m.SafeRPS()
+	d.ScaleOutRPS = d.SafeRPS / s
+	minN := float64(in.MinInstances)
+	d.ScaleInRPS = d.ScaleOutRPS * minN / (minN + 1) * (1 - in.ScaleInMargin)
+	d.ThroughputAtQMaxRPS = throughputAt(in.Throughput, float64(in.QMax))
 	d.MinInstances = in.MinInstances
-	d.MaxInstances = max(in.MinInstances, instancesFor(in.PeakRPS, d.ThroughputRPS))
-	if gap := d.CScaleMax - d.CScaleMin; gap > 0 {
-		// Scale-in from m+1 to m at C_scale_min leaves (m+1)/m·C_scale_min per instance; that stays below
-		// C_scale_max exactly when m > C_scale_min ÷ (C_scale_max − C_scale_min).
-		d.SmallestSafeMinInstances = int(math.Floor(d.CScaleMin/gap+1e-9)) + 1
-	}
-	d.TargetValue = d.CScaleMax * in.CloudWatchRatio
-	d.ScaleInThreshold = d.CScaleMin * in.CloudWatchRatio
+	need := instancesFor(in.PeakRPS, d.ScaleOutRPS)
+	d.MaxInstances = min(in.MaxInstances, max(in.MinInstances, need))
+	d.TargetValue = m.At(d.ScaleOutRPS).Metric
+	d.ScaleInThreshold = m.At(d.ScaleInRPS).Metric
+	d.ScaleInPeriodS = DefaultMetricPeriodS
+	d.ScaleInEvaluationPeriods = max(3, ceilSeconds(d.TPlanS/float64(d.ScaleInPeriodS)))
 	d.QueueMaxDepth = in.QueueMaxDepth
+	f := FormatNumber
+	model := "the instance model (" + m.Basis + ")"
+	d.Reasoning = []Reason{
+		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets p%d TTFAB ≤ %s ms, p95 stall ≤ %s ms and ≤ %s%% shed",
+			model, m.SLO.Percentile, f(m.SLO.TTFABMs), f(m.SLO.StallMs), f(100*m.SLO.AllowedShed()))},
+		{"scale_out_rps", f(d.ScaleOutRPS), fmt.Sprintf("safe_rps %s ÷ surge %s: load may grow by that factor within T_plan and still meet the SLO", f(d.SafeRPS), exact(s))},
+		{"target_value", f(d.TargetValue), fmt.Sprintf("the metric (10-s Maximum of ConcurrentRequestsPerModel) the instance model gives at scale_out_rps %s rps", f(d.ScaleOutRPS))},
+		{"scale_in_rps", f(d.ScaleInRPS), fmt.Sprintf("scale_out_rps × min/(min+1) = %s × %d/%d, less the %s%% margin: scaling in from n to n−1 raises each survivor's rate by n/(n−1) ≤ (min+1)/min, so for every n from %d to %d the survivors stay below scale_out_rps",
+			f(d.ScaleOutRPS), in.MinInstances, in.MinInstances+1, f(100*in.ScaleInMargin), in.MinInstances+1, max(in.MinInstances+1, d.MaxInstances))},
+		{"scale_in_threshold", f(d.ScaleInThreshold), fmt.Sprintf("the metric the instance model gives at scale_in_rps %s rps", f(d.ScaleInRPS))},
+		{"scale_in_evaluation_periods", fmt.Sprint(d.ScaleInEvaluationPeriods), fmt.Sprintf("%d × %d s ≥ T_plan %s s (at least 3): the scale-in alarm cannot fire inside a surge's scale-out", d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, f(d.TPlanS))},
+		{"max_instances", fmt.Sprint(d.MaxInstances), fmt.Sprintf("ceil(peak %s rps ÷ scale_out_rps %s) = %d, at least min %d, at most the allowed %d", f(in.PeakRPS), f(d.ScaleOutRPS), need, in.MinInstances, in.MaxInstances)},
+		{"t_plan_s", f(d.TPlanS), fmt.Sprintf("T_total %s s + detection buffer %s s", f(in.TTotalS), f(in.DetectionBufferS))},
+		{"scale_out_cooldown_s", fmt.Sprint(d.ScaleOutCooldownS), "T_plan ÷ 2 within [10, 30] s, counted from the end of the previous scale-out"},
+		{"scale_in_cooldown_s", fmt.Sprint(d.ScaleInCooldownS), "max(300 s, 3 × T_plan): one instance at a time on the way down"},
+		{"queue_max_depth", fmt.Sprint(d.QueueMaxDepth), "the catalog's queue shield"},
+	}
 	return d
 }
 
-// thresholds are the scale-out and scale-in concurrencies for surge ratio s: with headroom h = s − 1,
-// C_scale_max = (1 − h)·Q_max and C_scale_min = (1 − 2h)·Q_max (DESIGN.md, "Plan").
+// thresholds are the original's scale-out and scale-in concurrencies for surge ratio s: with headroom
+// h = s − 1, C_scale_max = (1 − h)·Q_max and C_scale_min = (1 − 2h)·Q_max. They are shown for comparison and
+// used by the benchmark's "original thresholds" fleet; nothing deploys them.
 func thresholds(s float64, qMax int) (cScaleMax, cScaleMin float64) {
 	h, q := s-1, float64(qMax)
 	return (1 - h) * q, (1 - 2*h) * q
@@ -337,28 +411,12 @@ func throughputAt(pts []ThroughputPoint, c float64) float64 {
 	return x0
 }
 
-// concurrencyFor inverts the throughput curve: the per-instance concurrency at which an instance completes
-// rps requests per second (Little's law on the measured curve). It is +Inf when rps exceeds everything the
-// instance was measured to deliver: requests then queue without bound.
-func concurrencyFor(pts []ThroughputPoint, rps float64) float64 {
-	if rps <= 0 {
-		return 0
-	}
-	c0, x0 := 0.0, 0.0
-	for _, p := range pts {
-		if p.RPS >= rps && x0 < rps {
-			return c0 + (rps-x0)*(p.Concurrency-c0)/(p.RPS-x0)
-		}
-		c0, x0 = p.Concurrency, p.RPS
-	}
-	return math.Inf(1)
-}
-
-// finish computes derived values and load-model findings, prepends the given measurement findings and sets
-// the verdict.
+// finish computes the derived values, simulates the envelope, computes the model findings, inserts them after
+// the given measurement findings and sets the verdict.
 func finish(p *Plan, measurement []Finding) {
 	p.Derived = derive(p.Inputs)
-	p.Findings = append(measurement, modelFindings(p.Inputs, p.Derived)...)
+	p.Envelope = simulateEnvelope(p.Inputs, p.Derived)
+	p.Findings = append(measurement, modelFindings(p.Inputs, p.Derived, p.Envelope)...)
 	p.Verdict = verdict(p.Findings)
 }
 
@@ -396,6 +454,10 @@ type Options struct {
 	MinInstances int
 	// MaxInstances is the largest fleet allowed.
 	MaxInstances int
+	// ScaleInMargin is the scale-in hysteresis (DefaultScaleInMargin when 0 and not NoScaleInMargin).
+	ScaleInMargin float64
+	// Traces are the user's traces to add to the envelope.
+	Traces []TraceInput
 }
 
 // DefaultOptions returns the catalog's planning defaults for m.
@@ -405,6 +467,7 @@ func DefaultOptions(m models.Model) Options {
 		DetectionBufferS: m.Planning.DetectionBufferS,
 		MinInstances:     m.Scaling.MinInstances,
 		MaxInstances:     m.Scaling.MaxInstances,
+		ScaleInMargin:    DefaultScaleInMargin,
 	}
 }
 
@@ -419,19 +482,22 @@ func baseInputs(m models.Model, o Options) Inputs {
 		TroughRPS:          o.TroughRPS,
 		MinInstances:       o.MinInstances,
 		MaxInstances:       o.MaxInstances,
+		ScaleInMargin:      o.ScaleInMargin,
+		Traces:             o.Traces,
 		QueueMaxDepth:      m.QueueMaxDepth,
 		InvocationTimeoutS: m.Container.InvocationTimeoutS,
 	}
 }
 
-// defaultTrough sets TroughRPS, when unset, to what the minimum fleet carries at C_scale_min (a quiet fleet
-// that has scaled in as far as it will), never above the peak.
+// defaultTrough sets TroughRPS, when unset, to what the minimum fleet carries at the scale-in rate (a quiet
+// fleet that has scaled in as far as it will), never above the peak.
 func defaultTrough(in *Inputs) {
-	if in.TroughRPS != 0 || in.QMax < 1 || len(in.Throughput) == 0 {
+	if in.TroughRPS != 0 || in.Instance.Validate() != nil || !(in.SurgeRatio >= 1) {
 		return
 	}
-	_, cMin := thresholds(in.SurgeRatio, in.QMax)
-	in.TroughRPS = math.Min(in.PeakRPS, float64(in.MinInstances)*throughputAt(in.Throughput, cMin))
+	out := in.Instance.SafeRPS() / in.SurgeRatio
+	minN := float64(in.MinInstances)
+	in.TroughRPS = math.Min(in.PeakRPS, minN*out*minN/(minN+1)*(1-in.ScaleInMargin))
 }
 
 func joinErrors(prefix string, errs []error) error {

@@ -20,9 +20,6 @@ const (
 	TargetTrackingMetric = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 	// AlarmPeriodS is the period of the scale-in and fleet alarms, in seconds.
 	AlarmPeriodS = 60
-	// ScaleInEvaluationPeriods is how many consecutive periods concurrency must stay below the scale-in
-	// threshold before one instance is removed.
-	ScaleInEvaluationPeriods = 5
 	// LatencyEvaluationPeriods is how many periods latency must exceed the SLO before the latency alarm fires.
 	LatencyEvaluationPeriods = 3
 )
@@ -111,12 +108,16 @@ func AlarmNames(endpoint string) []string {
 	return []string{endpoint + "-scale-in", endpoint + "-queue-saturated", endpoint + "-latency-above-slo", endpoint + "-fleet-at-maximum"}
 }
 
-// ScalingSpecFor derives the scaling of an endpoint variant from a plan that passed the gate.
+// ScalingSpecFor derives the scaling of an endpoint variant from a plan that passed the gate. The plan's
+// envelope simulation runs this same spec (SimulatedScaling), so what is simulated is what is deployed.
 func ScalingSpecFor(endpoint, variant string, p *Plan) ScalingSpec {
-	d := p.Derived
+	return scalingSpec(endpoint, variant, p.Fingerprint, p.Derived)
+}
+
+func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpec {
 	names := AlarmNames(endpoint)
 	target, scaleIn := round3(d.TargetValue), round3(d.ScaleInThreshold)
-	slo, pct := p.Fingerprint.SLOTTFABMs, p.Fingerprint.SLOPercentile
+	slo, pct := fp.SLOTTFABMs, fp.SLOPercentile
 	// SageMaker publishes no instance-count metric. A fleet that can still grow brings concurrency back under
 	// the target within T_plan plus one scale-out cooldown; concurrency above the target for longer than that
 	// means the fleet is stuck at its maximum (or scaling is suspended).
@@ -134,9 +135,9 @@ func ScalingSpecFor(endpoint, variant string, p *Plan) ScalingSpec {
 		Alarms: []AlarmSpec{
 			{
 				ID: "ScaleInAlarm", Name: names[0], TriggersScaleIn: true,
-				Description: fmt.Sprintf("Per-instance concurrency below C_scale_min (%g) for %d minutes: remove one instance", scaleIn, ScaleInEvaluationPeriods),
-				Metric:      ConcurrencyMetric, Statistic: "Maximum", PeriodS: AlarmPeriodS,
-				EvaluationPeriods: ScaleInEvaluationPeriods, DatapointsToAlarm: ScaleInEvaluationPeriods,
+				Description: fmt.Sprintf("Per-instance concurrency (10-s Maximum) below %g, the metric at the plan's scale-in rate %g rps, for %d x %d s (at least T_plan %gs): remove one instance", scaleIn, round3(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, d.TPlanS),
+				Metric:      ConcurrencyMetric, Statistic: "Maximum", PeriodS: d.ScaleInPeriodS,
+				EvaluationPeriods: d.ScaleInEvaluationPeriods, DatapointsToAlarm: d.ScaleInEvaluationPeriods,
 				Threshold: scaleIn, Comparison: "LessThanThreshold", TreatMissingData: "missing",
 			},
 			{

@@ -1,8 +1,10 @@
 package capacity
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Verify returns every problem of the plan: schema, fingerprint, inputs out of range, derived values that do
@@ -56,37 +58,51 @@ func (p *Plan) Verify() []error {
 	if len(inputErrs) > 0 {
 		return errs // derived values and model findings cannot be recomputed from invalid inputs
 	}
-	want := derive(in)
-	got := p.Derived
-	for _, c := range []struct {
-		name      string
-		got, want float64
-	}{
-		{"headroom", got.Headroom, want.Headroom},
-		{"c_scale_max", got.CScaleMax, want.CScaleMax},
-		{"c_scale_min", got.CScaleMin, want.CScaleMin},
-		{"t_plan_s", got.TPlanS, want.TPlanS},
-		{"scale_out_cooldown_s", float64(got.ScaleOutCooldownS), float64(want.ScaleOutCooldownS)},
-		{"scale_in_cooldown_s", float64(got.ScaleInCooldownS), float64(want.ScaleInCooldownS)},
-		{"throughput_rps", got.ThroughputRPS, want.ThroughputRPS},
-		{"throughput_at_q_max_rps", got.ThroughputAtQMaxRPS, want.ThroughputAtQMaxRPS},
-		{"min_instances", float64(got.MinInstances), float64(want.MinInstances)},
-		{"max_instances", float64(got.MaxInstances), float64(want.MaxInstances)},
-		{"smallest_safe_min_instances", float64(got.SmallestSafeMinInstances), float64(want.SmallestSafeMinInstances)},
-		{"target_value", got.TargetValue, want.TargetValue},
-		{"scale_in_threshold", got.ScaleInThreshold, want.ScaleInThreshold},
-		{"queue_max_depth", float64(got.QueueMaxDepth), float64(want.QueueMaxDepth)},
-	} {
-		if !nearlyEqual(c.got, c.want) {
-			add("derived.%s: is %g but the inputs give %g: run tts-bench plan again instead of editing the plan", c.name, c.got, c.want)
+	// Recompute everything the inputs determine — the derived values, their reasoning, the envelope
+	// simulation and the model findings — and compare.
+	want := *p
+	var measurement []Finding
+	for _, f := range p.Findings {
+		switch f.Name {
+		case FindingMeasurementValidity, FindingSLOConsistency, FindingTransportConsistency:
+			measurement = append(measurement, f)
 		}
 	}
-	for _, w := range modelFindings(in, want) {
+	finish(&want, measurement)
+	var got, exp any
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{{"derived", p.Derived, want.Derived}, {"envelope", p.Envelope, want.Envelope}} {
+		got, exp = toJSONValue(c.got), toJSONValue(c.want)
+		var diffs []string
+		diffJSON(c.name, got, exp, &diffs)
+		if len(diffs) > maxDiffs {
+			diffs = append(diffs[:maxDiffs], fmt.Sprintf("and %d more", len(diffs)-maxDiffs))
+		}
+		for _, d := range diffs {
+			add("%s: run tts-bench plan again instead of editing the plan", strings.Replace(d, "the artifacts give", "the inputs give", 1))
+		}
+	}
+	for _, w := range want.Findings {
 		if f, ok := p.Finding(w.Name); ok && f.Status != w.Status {
 			add("findings.%s: is %s but the inputs give %s: run tts-bench plan again instead of editing the plan", w.Name, f.Status, w.Status)
 		}
 	}
 	return errs
+}
+
+// toJSONValue is v as encoding/json decodes it into an any, for diffJSON.
+func toJSONValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
 }
 
 func verifyFindings(fs []Finding) []error {

@@ -3,68 +3,113 @@ package simulate
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/speech-infra/speech-infra/autoscale"
-	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
+// Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
+// to the rules that moves any result changes it.
+const Version = "fleet-sim/2 (1-s fleet steps, 10-s alarm ticks, loadmodel steady states, autoscale.Decide, cooldown from completion)"
+
 // Tick is the autoscaler's clock: the period of the high-resolution ConcurrentRequestsPerModel metric. Alarms
-// are evaluated and autoscale.Decide is called once per tick; the fleet and its queues advance in 1-s steps.
+// are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps.
 const Tick = 10 * time.Second
 
-// substep is the step of the fleet and queue model.
+// substep is the step of the fleet model.
 const substep = time.Second
 
 // epoch is the wall-clock time a simulation starts at (the decision function needs times; only differences
 // matter).
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Fleet is one configuration to simulate: the instance model, and either the scaling a plan deploys
-// (Scaling, from capacity.ScalingSpecFor) or a fixed fleet of Fixed instances.
+// Metrics a target tracking policy may track.
+const (
+	// MetricConcurrency is SageMakerVariantConcurrentRequestsPerModelHighResolution: the 10-s Maximum of
+	// ConcurrentRequestsPerModel, three breaching datapoints to scale out.
+	MetricConcurrency = "concurrency"
+	// MetricInvocations is SageMakerVariantInvocationsPerInstance: invocations per instance per minute (Sum),
+	// three breaching 1-min datapoints to scale out.
+	MetricInvocations = "invocations"
+)
+
+// Scaling is the scaling a fleet runs: a target tracking policy and, optionally, a step scale-in policy with
+// its alarm (what capacity.ScalingSpecFor renders for a plan).
+type Scaling struct {
+	// MinInstances and MaxInstances bound the fleet.
+	MinInstances, MaxInstances int
+	// Metric is what target tracking tracks: MetricConcurrency or MetricInvocations.
+	Metric string
+	// TargetValue is the target tracking target, in the metric's units.
+	TargetValue float64
+	// ScaleOutCooldownS and ScaleInCooldownS are the target tracking policy's cooldowns.
+	ScaleOutCooldownS, ScaleInCooldownS int
+	// TargetScaleIn enables target tracking's own scale-in (its low alarm: 15 one-minute datapoints below 90%
+	// of the target); the plan disables it and scales in with StepScaleIn.
+	TargetScaleIn bool
+	// StepScaleIn is the step scale-in policy; nil when there is none.
+	StepScaleIn *StepScaleIn
+}
+
+// StepScaleIn removes Adjustment instances when per-instance concurrency (Maximum) stays below Threshold for
+// EvaluationPeriods periods of PeriodS.
+type StepScaleIn struct {
+	Threshold                  float64
+	PeriodS, EvaluationPeriods int
+	CooldownS                  int
+	Adjustment                 int
+}
+
+// Fleet is one configuration to simulate.
 type Fleet struct {
 	// Name says what the configuration is ("plan (s 1.25)", "fixed fleet of 12", ...).
 	Name string
-	// Instance is the measured behaviour of one instance.
-	Instance Instance
-	// Scaling is the deployed scaling; nil for a fixed fleet.
-	Scaling *capacity.ScalingSpec
-	// MaxInstances is the scalable target's maximum (the plan's, never above the allowed maximum).
-	MaxInstances int
+	// Instance is the model of one instance under load (package loadmodel).
+	Instance loadmodel.Model
+	// TTotalS is the delay from asking for one more instance until it serves (ttotal's t_total_s).
+	TTotalS float64
+	// Scaling is the fleet's scaling; nil for a fixed fleet.
+	Scaling *Scaling
 	// Fixed is the size of a fixed fleet (Scaling nil).
 	Fixed int
-	// CloudWatchRatio is ConcurrentRequestsPerModel ÷ client concurrency (the plan's).
-	CloudWatchRatio float64
-	// SLOMs and SLOPercentile are the latency objective.
-	SLOMs         float64
-	SLOPercentile int
+	// InitialInstances is the fleet the trace starts on; 0 starts where target tracking would have left the
+	// first rate (the smallest fleet at or below the target), within the bounds.
+	InitialInstances int
+	// FlapWindowS is T_plan: a scale-in followed by a scale-out within it is a flap. 0 means TTotalS.
+	FlapWindowS float64
+	// Bucket is the length of a result row; 0 means a minute.
+	Bucket time.Duration
 	// PricePerHour is the price of one instance-hour, in US dollars.
 	PricePerHour float64
 }
 
-// Minute is one simulated minute.
+// Minute is one row of a simulation: a minute, or a Bucket.
 type Minute struct {
-	// Minute counts from 0.
+	// Minute counts rows from 0.
 	Minute int `json:"minute"`
 	// OfferedRPS is the mean offered rate.
 	OfferedRPS float64 `json:"offered_rps"`
-	// Serving and Starting are the instance counts at the end of the minute.
+	// Serving and Starting are the instance counts at the end of the row.
 	Serving  int `json:"serving"`
 	Starting int `json:"starting"`
 	// LoadPerInstanceRPS is the mean offered rate per serving instance.
 	LoadPerInstanceRPS float64 `json:"load_per_instance_rps"`
-	// Concurrency is the highest per-instance concurrency (requests waiting and running) in the minute.
+	// Metric is the highest scaling-metric value (per-instance concurrency as the alarm sees it) in the row.
+	Metric float64 `json:"metric"`
+	// Concurrency is the highest time-averaged per-instance in-flight count in the row.
 	Concurrency float64 `json:"concurrency"`
-	// TTFABMs is the highest estimated TTFAB percentile (the SLO's) in the minute.
+	// TTFABMs is the highest TTFAB (at the SLO's percentile) in the row.
 	TTFABMs float64 `json:"ttfab_ms"`
-	// Offered and Shed count the minute's requests and those rejected with 503 by a full queue.
+	// Offered and Shed count the row's requests and those shed with 503.
 	Offered float64 `json:"offered"`
 	Shed    float64 `json:"shed"`
 	// ShedRPS is Shed per second.
 	ShedRPS float64 `json:"shed_rps"`
-	// Violates is true when the TTFAB estimate exceeds the SLO or more requests were shed than the
-	// percentile allows (a shed request never meets the SLO).
+	// Violating counts the requests that did not meet the SLO: shed ones, and all those of a second whose
+	// state missed the TTFAB or stall bound.
+	Violating float64 `json:"violating"`
+	// Violates is true when more requests violated than the percentile allows.
 	Violates bool `json:"violates"`
 }
 
@@ -81,7 +126,13 @@ type Event struct {
 	Reason string `json:"reason"`
 }
 
-// Worst is the worst minute and why.
+// Flap is a scale-in followed by a scale-out within the flap window.
+type Flap struct {
+	ScaleInAtS  float64 `json:"scale_in_at_s"`
+	ScaleOutAtS float64 `json:"scale_out_at_s"`
+}
+
+// Worst is the worst row and why.
 type Worst struct {
 	Minute int    `json:"minute"`
 	Why    string `json:"why"`
@@ -91,14 +142,21 @@ type Worst struct {
 type Result struct {
 	// Name is the Fleet's.
 	Name string `json:"name"`
+	// BucketS is the length of a row in seconds (60 for minutes).
+	BucketS float64 `json:"bucket_s"`
 	// MinInstances and MaxInstances bound the fleet (equal for a fixed fleet).
 	MinInstances int `json:"min_instances"`
 	MaxInstances int `json:"max_instances"`
-	// Minutes are the per-minute rows.
+	// Minutes are the rows.
 	Minutes []Minute `json:"minutes,omitempty"`
 	// Events are the scaling decisions that changed capacity.
 	Events []Event `json:"events,omitempty"`
-	// ViolationMinutes counts the minutes that violate the SLO.
+	// ScaleOuts and ScaleIns count the events of each kind.
+	ScaleOuts int `json:"scale_outs"`
+	ScaleIns  int `json:"scale_ins"`
+	// Flaps are the scale-ins followed by a scale-out within the flap window.
+	Flaps []Flap `json:"flaps,omitempty"`
+	// ViolationMinutes counts the rows that violate the SLO.
 	ViolationMinutes int `json:"violation_minutes"`
 	// Offered and Shed count requests over the whole trace.
 	Offered float64 `json:"offered"`
@@ -108,12 +166,15 @@ type Result struct {
 	// InstanceHours counts serving and starting instances (both are billed); Cost is their price.
 	InstanceHours float64 `json:"instance_hours"`
 	Cost          float64 `json:"cost_usd"`
-	// Worst is the worst minute; nil for an empty trace.
+	// Worst is the worst row; nil for an empty trace.
 	Worst *Worst `json:"worst,omitempty"`
 }
 
-// MeetsSLO reports whether no minute violated the SLO.
+// MeetsSLO reports whether no row violated the SLO.
 func (r Result) MeetsSLO() bool { return r.ViolationMinutes == 0 }
+
+// Holds reports whether the fleet held: no violating row and no flap.
+func (r Result) Holds() bool { return r.ViolationMinutes == 0 && len(r.Flaps) == 0 }
 
 // alarm is a CloudWatch alarm evaluated on the simulated metric.
 type alarm struct {
@@ -123,21 +184,23 @@ type alarm struct {
 	toAlarm     int
 	threshold   float64
 	greater     bool
-	maximum     bool // Maximum statistic, else Average
+	stat        string // Maximum, Average or Sum
 	points      []float64
 	inAlarm     bool
 	acc         float64
 	accN        int
 	policyIndex int
+	invocations bool // fed InvocationsPerInstance instead of concurrency
 }
 
-// add feeds one tick's datapoint (the 10-s Maximum); at the end of each period the alarm evaluates.
+// add feeds one tick's value; at the end of each period the alarm evaluates.
 func (a *alarm) add(v float64) {
-	if a.maximum {
+	switch {
+	case a.stat == "Maximum":
 		if a.accN == 0 || v > a.acc {
 			a.acc = v
 		}
-	} else {
+	default:
 		a.acc += v
 	}
 	a.accN++
@@ -145,7 +208,7 @@ func (a *alarm) add(v float64) {
 		return
 	}
 	dp := a.acc
-	if !a.maximum {
+	if a.stat == "Average" {
 		dp /= float64(a.accN)
 	}
 	a.acc, a.accN = 0, 0
@@ -162,153 +225,223 @@ func (a *alarm) add(v float64) {
 	a.inAlarm = len(a.points) >= a.evals && breaching >= a.toAlarm
 }
 
-// policies turns a scaling spec into autoscale.Decide's policies and the alarms that invoke them: the target
-// tracking policy's high alarm (as Application Auto Scaling creates it for the high-resolution metric: 3 × 10-s
-// datapoints above the target, Maximum; scale-in is disabled, so no low alarm) and the step scale-in policy
-// with its alarm from the spec.
-func policies(spec *capacity.ScalingSpec) ([]autoscale.Policy, []*alarm) {
-	pols := []autoscale.Policy{
-		{Name: spec.ScaleOut.PolicyName, TargetTracking: &autoscale.TargetTracking{
-			TargetValue:      spec.ScaleOut.TargetValue,
-			ScaleOutCooldown: time.Duration(spec.ScaleOut.ScaleOutCooldownS) * time.Second,
-			ScaleInCooldown:  300 * time.Second, DisableScaleIn: true}},
-		{Name: spec.ScaleIn.PolicyName, Step: &autoscale.StepScaling{
-			AdjustmentType: autoscale.ChangeInCapacity, Aggregation: autoscale.AggregateMaximum,
-			Cooldown: time.Duration(spec.ScaleIn.CooldownS) * time.Second,
-			Steps:    []autoscale.StepAdjustment{{Upper: ptr(0.0), Adjustment: spec.ScaleIn.Adjustment}}}},
+// policies turns a Scaling into autoscale.Decide's policies and the alarms that invoke them, as Application
+// Auto Scaling creates them: the target tracking policy's high alarm (3 datapoints above the target: 10-s
+// Maximum for the high-resolution concurrency metric, 1-min Sum for invocations), its low alarm when scale-in
+// is enabled (15 one-minute datapoints below 90% of the target), and the step scale-in policy's alarm.
+func policies(s *Scaling) ([]autoscale.Policy, []*alarm) {
+	inCool := time.Duration(s.ScaleInCooldownS) * time.Second
+	if s.ScaleInCooldownS == 0 {
+		inCool = 300 * time.Second
 	}
-	alarms := []*alarm{{name: spec.ScaleOut.PolicyName + "-AlarmHigh", period: 1, evals: 3, toAlarm: 3,
-		threshold: spec.ScaleOut.TargetValue, greater: true, maximum: true, policyIndex: 0}}
-	for _, a := range spec.Alarms {
-		if !a.TriggersScaleIn {
-			continue
+	pols := []autoscale.Policy{{Name: "target-tracking", TargetTracking: &autoscale.TargetTracking{
+		TargetValue:      s.TargetValue,
+		ScaleOutCooldown: time.Duration(s.ScaleOutCooldownS) * time.Second,
+		ScaleInCooldown:  inCool, DisableScaleIn: !s.TargetScaleIn}}}
+	inv := s.Metric == MetricInvocations
+	high := &alarm{name: "target-tracking-AlarmHigh", period: 1, evals: 3, toAlarm: 3, threshold: s.TargetValue, greater: true, stat: "Maximum", invocations: inv}
+	if inv {
+		high.period, high.stat = 6, "Sum"
+	}
+	alarms := []*alarm{high}
+	if s.TargetScaleIn {
+		low := *high
+		low.name, low.period, low.evals, low.toAlarm, low.threshold, low.greater = "target-tracking-AlarmLow", 6, 15, 15, 0.9*s.TargetValue, false
+		if !inv {
+			low.stat = "Maximum"
 		}
-		period := max(1, int(math.Round(float64(a.PeriodS)/Tick.Seconds())))
-		alarms = append(alarms, &alarm{name: a.Name, period: period, evals: a.EvaluationPeriods, toAlarm: a.DatapointsToAlarm,
-			threshold: a.Threshold, greater: strings.HasPrefix(a.Comparison, "GreaterThan"), maximum: a.Statistic != "Average", policyIndex: 1})
+		alarms = append(alarms, &low)
+	}
+	if st := s.StepScaleIn; st != nil {
+		pols = append(pols, autoscale.Policy{Name: "step-scale-in", Step: &autoscale.StepScaling{
+			AdjustmentType: autoscale.ChangeInCapacity, Aggregation: autoscale.AggregateMaximum,
+			Cooldown: time.Duration(st.CooldownS) * time.Second,
+			Steps:    []autoscale.StepAdjustment{{Upper: ptr(0.0), Adjustment: st.Adjustment}}}})
+		period := max(1, int(math.Round(float64(st.PeriodS)/Tick.Seconds())))
+		alarms = append(alarms, &alarm{name: "step-scale-in-alarm", period: period, evals: st.EvaluationPeriods, toAlarm: st.EvaluationPeriods,
+			threshold: st.Threshold, stat: "Maximum", policyIndex: 1})
 	}
 	return pols, alarms
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// Run simulates fleet f on trace tr, deterministically: every second the offered requests arrive, spread
-// evenly over the serving instances (least outstanding requests); every Tick the alarms take the 10-s
-// Maximum of per-instance concurrency × the CloudWatch ratio and autoscale.Decide decides; an added instance
-// serves T_total after the decision. While instances are starting the endpoint is Updating and Application
-// Auto Scaling waits, as it does on SageMaker (and in the emulator).
-//
-// Per instance at an offered rate λ: when Little's law has a fixed point c = λ·R(c) on the measured curve,
-// the instance sits at c; otherwise (λ above the highest measured throughput within the queue depth) requests
-// pile up, completing at the measured throughput of the concurrency reached, and what exceeds the queue depth
-// is shed with 503.
+// cursor walks a trace forward in time, so that a run reads each point once: linear in the trace's length.
+type cursor struct {
+	tr Trace
+	i  int
+}
+
+// requests is the number of requests offered in [from, to); calls must not go back in time.
+func (c *cursor) requests(from, to time.Duration) float64 {
+	from, to = max(from, 0), min(to, c.tr.Duration)
+	total := 0.0
+	for from < to && c.i < len(c.tr.Points) {
+		end := c.tr.Duration
+		if c.i+1 < len(c.tr.Points) {
+			end = c.tr.Points[c.i+1].At
+		}
+		if end <= from {
+			c.i++
+			continue
+		}
+		hi := min(end, to)
+		total += c.tr.Points[c.i].RPS * (hi - from).Seconds()
+		from = hi
+	}
+	return total
+}
+
+// Cancel, when it returns true, stops a run early (Run checks it every simulated hour).
+type Cancel func() bool
+
+// Run simulates fleet f on trace tr, deterministically. Every second the offered requests arrive, spread
+// evenly over the serving instances (least outstanding requests), and each instance is at the steady state
+// the instance model gives for its share; every Tick the alarms take their datapoints and autoscale.Decide
+// decides; an added instance serves T_total after the decision, and the scale-out activity completes then
+// (its cooldown starts: autoscale.PolicyState.Completed). While instances are starting the endpoint is
+// Updating and Application Auto Scaling waits, as it does on SageMaker (and in the emulator). A scale-in
+// removes instances at once.
 func Run(tr Trace, f Fleet) Result {
+	r, _ := RunCancelable(tr, f, nil)
+	return r
+}
+
+// RunCancelable is Run that stops when cancel returns true; ok is false then.
+func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	inst := f.Instance
-	depth := float64(inst.QueueMaxDepth)
-	res := Result{Name: f.Name}
+	bucket := f.Bucket
+	if bucket <= 0 {
+		bucket = time.Minute
+	}
+	res := Result{Name: f.Name, BucketS: bucket.Seconds()}
 	var pols []autoscale.Policy
 	var alarms []*alarm
 	lo, hi := f.Fixed, f.Fixed
 	if f.Scaling != nil {
 		pols, alarms = policies(f.Scaling)
-		lo, hi = f.Scaling.MinInstances, f.MaxInstances
+		lo, hi = f.Scaling.MinInstances, f.Scaling.MaxInstances
 	}
 	res.MinInstances, res.MaxInstances = lo, hi
 	serving := hi
 	if f.Scaling != nil {
-		serving = initialFleet(inst, f, tr.RateAt(0), lo, hi)
+		serving = f.InitialInstances
+		if serving == 0 {
+			serving = initialFleet(inst, f.Scaling, tr.RateAt(0))
+		}
+		serving = min(hi, max(lo, serving))
 	}
+	flapWindow := f.FlapWindowS
+	if flapWindow <= 0 {
+		flapWindow = f.TTotalS
+	}
+	tTotal := time.Duration(f.TTotalS * float64(time.Second))
 	var starting []time.Duration // ready times, in order
-	ratio := f.CloudWatchRatio
-	if !(ratio > 0) {
-		ratio = 1
-	}
-	okFraction := float64(f.SLOPercentile) / 100
-	total := 0.0 // requests in the fleet (waiting and running)
-	tickMax := 0.0
-	var cur Minute
+	slo := inst.SLO
+	cur := Minute{}
 	instSeconds := 0.0
-	flush := func(m int) {
+	tickMetric, tickInvocations := 0.0, 0.0
+	lastScaleIn := math.Inf(-1)
+	flush := func(m int, length float64) {
 		cur.Minute = m
-		cur.OfferedRPS = cur.Offered / 60
-		cur.ShedRPS = cur.Shed / 60
+		cur.OfferedRPS = cur.Offered / length
+		cur.ShedRPS = cur.Shed / length
 		cur.Serving, cur.Starting = serving, len(starting)
 		if cur.Serving > 0 {
 			cur.LoadPerInstanceRPS = cur.OfferedRPS / float64(cur.Serving)
 		}
-		cur.Violates = cur.TTFABMs > f.SLOMs || cur.Offered > 0 && cur.Shed > (1-okFraction)*cur.Offered+1e-9
+		cur.Violates = cur.Offered > 0 && cur.Violating > slo.AllowedShed()*cur.Offered+1e-9
 		if cur.Violates {
 			res.ViolationMinutes++
 		}
 		res.Minutes = append(res.Minutes, cur)
 		cur = Minute{}
 	}
+	c := &cursor{tr: tr}
 	steps := int((tr.Duration + substep - 1) / substep)
+	rowStart := time.Duration(0)
 	for i := range steps {
 		t := time.Duration(i) * substep
+		if cancel != nil && i%3600 == 0 && cancel() {
+			return res, false
+		}
 		for len(starting) > 0 && starting[0] <= t {
 			serving++
 			starting = starting[1:]
-		}
-		arrivals := tr.Requests(t, t+substep)
-		n := float64(serving)
-		lambda := arrivals / substep.Seconds() / n
-		cfix, ok := inst.Concurrency(lambda)
-		if ok && total <= n*cfix+1e-9 {
-			total = n * cfix
-		} else {
-			total += arrivals - n*inst.Throughput(total/n)*substep.Seconds()
-			if ok && total < n*cfix {
-				total = n * cfix
+			if len(starting) == 0 {
+				// The scale-out activity completes when its instances serve: the cooldown starts now.
+				for j := range pols {
+					pols[j].State.Completed(true, epoch.Add(t))
+				}
 			}
-			total = math.Max(total, 0)
 		}
-		shed := 0.0
-		if total > n*depth {
-			shed, total = total-n*depth, n*depth
+		arrivals := c.requests(t, t+substep)
+		n := float64(serving)
+		st := inst.At(arrivals / substep.Seconds() / n)
+		shed := arrivals * st.Shed
+		violating := shed
+		if st.TTFABMs > slo.TTFABMs || st.StallMs > slo.StallMs {
+			violating = arrivals
 		}
-		c := total / n
 		cur.Offered += arrivals
 		cur.Shed += shed
-		cur.Concurrency = math.Max(cur.Concurrency, c)
-		cur.TTFABMs = math.Max(cur.TTFABMs, inst.TTFABMs(c))
+		cur.Violating += violating
+		cur.Metric = math.Max(cur.Metric, st.Metric)
+		cur.Concurrency = math.Max(cur.Concurrency, st.InFlight)
+		cur.TTFABMs = math.Max(cur.TTFABMs, st.TTFABMs)
 		res.Offered += arrivals
 		res.Shed += shed
 		instSeconds += float64(serving+len(starting)) * substep.Seconds()
 		res.PeakInstances = max(res.PeakInstances, serving+len(starting))
-		tickMax = math.Max(tickMax, c*ratio)
+		tickMetric = math.Max(tickMetric, st.Metric)
+		tickInvocations += arrivals / n
 
 		end := t + substep
 		if f.Scaling != nil && end%Tick == 0 {
 			for _, a := range alarms {
-				a.add(tickMax)
+				if a.invocations {
+					a.add(tickInvocations)
+				} else {
+					a.add(tickMetric)
+				}
 			}
-			tickMax = 0
+			tickMetric, tickInvocations = 0, 0
 			if len(starting) == 0 {
 				want, ev, changed := decide(epoch.Add(end), serving, lo, hi, pols, alarms)
 				if changed {
 					ev.AtS = end.Seconds()
 					if want > serving {
-						ev.ServingAtS = end.Seconds() + inst.TTotalS
+						ev.ServingAtS = (end + tTotal).Seconds()
+						res.ScaleOuts++
+						if ev.AtS-lastScaleIn < flapWindow {
+							res.Flaps = append(res.Flaps, Flap{ScaleInAtS: lastScaleIn, ScaleOutAtS: ev.AtS})
+						}
+					} else {
+						res.ScaleIns++
+						lastScaleIn = ev.AtS
 					}
 					res.Events = append(res.Events, ev)
 					for serving+len(starting) < want {
-						starting = append(starting, end+time.Duration(inst.TTotalS*float64(time.Second)))
+						starting = append(starting, end+tTotal)
 					}
-					for serving > want {
-						serving--
+					if serving > want {
+						serving = want
+						for j := range pols {
+							pols[j].State.Completed(false, epoch.Add(end))
+						}
 					}
 				}
 			}
 		}
-		if end%time.Minute == 0 || i == steps-1 {
-			flush(int(t / time.Minute))
+		if end-rowStart >= bucket || i == steps-1 {
+			flush(int(rowStart/bucket), (end - rowStart).Seconds())
+			rowStart = end
 		}
 	}
 	res.InstanceHours = instSeconds / 3600
 	res.Cost = res.InstanceHours * f.PricePerHour
-	res.Worst = worst(res.Minutes, f, inst)
-	return res
+	res.Worst = worst(res.Minutes, f)
+	return res, true
 }
 
 // decide asks autoscale.Decide for the new capacity and keeps the policies' cooldown memory.
@@ -344,35 +477,40 @@ func decide(now time.Time, capacityNow, lo, hi int, pols []autoscale.Policy, ala
 
 // initialFleet is the fleet the trace starts on: as many instances as keep the first rate at or below the
 // scale-out target (where target tracking would have left it), within the bounds.
-func initialFleet(inst Instance, f Fleet, rate float64, lo, hi int) int {
-	target := f.Scaling.ScaleOut.TargetValue / math.Max(f.CloudWatchRatio, 1e-9)
-	for n := lo; n <= hi; n++ {
-		if c, ok := inst.Concurrency(rate / float64(n)); ok && c <= target {
+func initialFleet(inst loadmodel.Model, s *Scaling, rate float64) int {
+	for n := s.MinInstances; n <= s.MaxInstances; n++ {
+		per := rate / float64(n)
+		v := inst.At(per).Metric
+		if s.Metric == MetricInvocations {
+			v = per * 60
+		}
+		if v <= s.TargetValue {
 			return n
 		}
 	}
-	return hi
+	return s.MaxInstances
 }
 
-// worst picks the worst minute (most shed, then the highest TTFAB) and says why.
-func worst(ms []Minute, f Fleet, inst Instance) *Worst {
+// worst picks the worst row (most violating requests, then the highest TTFAB) and says why.
+func worst(ms []Minute, f Fleet) *Worst {
 	if len(ms) == 0 {
 		return nil
 	}
 	best := 0
 	for i, m := range ms {
 		b := ms[best]
-		if m.Shed > b.Shed || m.Shed == b.Shed && m.TTFABMs > b.TTFABMs {
+		if m.Violating > b.Violating || m.Violating == b.Violating && m.TTFABMs > b.TTFABMs {
 			best = i
 		}
 	}
 	m := ms[best]
-	xmax, _ := inst.MaxThroughput()
-	why := fmt.Sprintf("%s rps offered to %d serving instance(s) (%s rps each; one instance completes at most %s rps within its queue depth %d): concurrency %s per instance, p%d TTFAB ≈ %s ms (SLO %s ms)",
-		capacity.FormatNumber(m.OfferedRPS), m.Serving, capacity.FormatNumber(m.LoadPerInstanceRPS), capacity.FormatNumber(xmax),
-		inst.QueueMaxDepth, capacity.FormatNumber(m.Concurrency), f.SLOPercentile, capacity.FormatNumber(m.TTFABMs), capacity.FormatNumber(f.SLOMs))
+	inst := f.Instance
+	at := time.Duration(float64(m.Minute) * float64(time.Second) * bucketS(f))
+	why := fmt.Sprintf("at %s: %s rps offered to %d serving instance(s) (%s rps each; one instance completes at most %s rps): metric %s, in flight %s per instance, p%d TTFAB %s ms (SLO %s ms)",
+		at, loadmodel.Format(m.OfferedRPS), m.Serving, loadmodel.Format(m.LoadPerInstanceRPS), loadmodel.Format(inst.CapacityRPS),
+		loadmodel.Format(m.Metric), loadmodel.Format(m.Concurrency), inst.SLO.Percentile, loadmodel.Format(m.TTFABMs), loadmodel.Format(inst.SLO.TTFABMs))
 	if m.Shed > 0 {
-		why += fmt.Sprintf(", %s requests shed with 503", capacity.FormatNumber(m.Shed))
+		why += fmt.Sprintf(", %s requests shed with 503", loadmodel.Format(m.Shed))
 	}
 	switch {
 	case !m.Violates:
@@ -380,11 +518,18 @@ func worst(ms []Minute, f Fleet, inst Instance) *Worst {
 	case f.Scaling == nil:
 		why += fmt.Sprintf("; the fixed fleet of %d cannot carry it", f.Fixed)
 	case m.Starting > 0:
-		why += fmt.Sprintf("; %d instance(s) still starting (T_total %s s after the scale-out)", m.Starting, capacity.FormatNumber(inst.TTotalS))
-	case m.Serving >= f.MaxInstances:
-		why += fmt.Sprintf("; the fleet is at its maximum of %d instance(s)", f.MaxInstances)
+		why += fmt.Sprintf("; %d instance(s) still starting (T_total %s s after the scale-out)", m.Starting, loadmodel.Format(f.TTotalS))
+	case m.Serving >= f.Scaling.MaxInstances:
+		why += fmt.Sprintf("; the fleet is at its maximum of %d instance(s)", f.Scaling.MaxInstances)
 	default:
-		why += "; the scale-out alarm had not yet seen 3 breaching 10-s datapoints, or a cooldown held the next scale-out"
+		why += "; the scale-out alarm had not yet seen its breaching datapoints, or a cooldown held the next scale-out"
 	}
 	return &Worst{Minute: m.Minute, Why: why}
+}
+
+func bucketS(f Fleet) float64 {
+	if f.Bucket <= 0 {
+		return 60
+	}
+	return f.Bucket.Seconds()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/simulate"
 	"github.com/urfave/cli/v2"
 )
 
@@ -66,6 +67,9 @@ func planCommand() *cli.Command {
 			&cli.Float64Flag{Name: "detection-buffer", Usage: "seconds from a surge until scale-out is asked for (default: the catalog's, 60)"},
 			&cli.IntFlag{Name: "min-instances", Usage: "fleet minimum (default: the catalog's)"},
 			&cli.IntFlag{Name: "max-instances", Usage: "largest fleet allowed (default: the catalog's)"},
+			&cli.Float64Flag{Name: "scale-in-margin", Usage: "scale-in hysteresis in [0, 0.9): scale in at (1 − margin) of the rate at which the survivors would reach the scale-out rate (default 0.1)"},
+			&cli.StringSliceFlag{Name: "trace", Usage: "a CSV trace (timestamp,rps) the plan must also hold on; repeat for more (at most 8)"},
+			&cli.BoolFlag{Name: "no-search", Usage: "when the plan is infeasible, do not search for the cheapest configuration that passes"},
 			&cli.StringFlag{Name: "output", Usage: "where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
 			&cli.StringFlag{Name: "what-if", Usage: "plan from assumed numbers instead of artifacts: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
@@ -99,6 +103,9 @@ type planOpts struct {
 	peakRPS, troughRPS   *float64
 	surge, detectionBuf  *float64
 	minInst, maxInst     *int
+	scaleInMargin        *float64
+	traces               []string
+	noSearch             bool
 
 	catalog        models.Catalog
 	stdout, stderr io.Writer
@@ -132,6 +139,7 @@ func newPlanOpts(c *cli.Context, cat models.Catalog) *planOpts {
 	}
 	o.peakRPS, o.troughRPS, o.surge, o.detectionBuf = f64("peak-rps"), f64("trough-rps"), f64("surge"), f64("detection-buffer")
 	o.minInst, o.maxInst = integer("min-instances"), integer("max-instances")
+	o.scaleInMargin, o.traces, o.noSearch = f64("scale-in-margin"), c.StringSlice("trace"), c.Bool("no-search")
 	if c.IsSet("what-if") {
 		s := c.String("what-if")
 		o.whatIf = &s
@@ -221,6 +229,28 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 			bad("--max-instances %d: want 1 to %d", opts.MaxInstances, capacity.MaxInstances)
 		}
 	}
+	if o.scaleInMargin != nil {
+		if opts.ScaleInMargin = *o.scaleInMargin; !(opts.ScaleInMargin >= 0 && opts.ScaleInMargin < 0.9) {
+			bad("--scale-in-margin %s: want a share in [0, 0.9), e.g. --scale-in-margin 0.2", fmtFloat(opts.ScaleInMargin))
+		}
+	}
+	if len(o.traces) > capacity.MaxUserTraces {
+		bad("--trace is given %d times: at most %d", len(o.traces), capacity.MaxUserTraces)
+	} else {
+		for _, path := range o.traces {
+			tr, err := readTraceFile(path)
+			if err != nil {
+				bad("--trace %s: %w", path, err)
+				continue
+			}
+			ti, err := capacity.TraceInputFrom(tr)
+			if err != nil {
+				bad("--trace %s: %w", path, err)
+				continue
+			}
+			opts.Traces = append(opts.Traces, ti)
+		}
+	}
 	if opts.MinInstances >= 1 && opts.MaxInstances >= 1 && opts.MinInstances > opts.MaxInstances {
 		bad("--min-instances %d is above --max-instances %d: lower the minimum or raise the maximum", opts.MinInstances, opts.MaxInstances)
 	}
@@ -231,16 +261,19 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 // a given --output) and fails the check (exit 1) when it is infeasible. An artifact or what-if set that
 // cannot make a plan, or an output that cannot be written, is an input error (exit 2).
 func (o *planOpts) Execute() error {
-	var p *capacity.Plan
-	var err error
+	var build func(capacity.Options) (*capacity.Plan, error)
 	if o.whatIf != nil {
-		p, err = capacity.FromWhatIf(o.model, o.whatIfIn, o.capOpts)
-	} else {
-		var ms capacity.Measurement
-		if ms, err = capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath); err == nil {
-			p, err = capacity.FromArtifacts(o.model, ms, o.capOpts)
+		build = func(opts capacity.Options) (*capacity.Plan, error) {
+			return capacity.FromWhatIf(o.model, o.whatIfIn, opts)
 		}
+	} else {
+		ms, err := capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath)
+		if err != nil {
+			return exitcode.Usage(err)
+		}
+		build = func(opts capacity.Options) (*capacity.Plan, error) { return capacity.FromArtifacts(o.model, ms, opts) }
 	}
+	p, err := build(o.capOpts)
 	if err != nil {
 		return exitcode.Usage(err)
 	}
@@ -259,6 +292,15 @@ func (o *planOpts) Execute() error {
 		var failed []string
 		for _, f := range p.Failed() {
 			failed = append(failed, f.Name)
+		}
+		if !o.noSearch {
+			fmt.Fprintln(o.stderr, "searching surge ratio, fleet bounds and scale-in margin for the cheapest configuration that passes the envelope…")
+			if c, tried, ok := capacity.Search(o.capOpts, build); ok {
+				fmt.Fprintf(o.stdout, "\nCHEAPEST PASSING  %s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
+					c.Flags(), capacity.FormatNumber(c.InstanceHours), tried, c.Flags())
+			} else {
+				fmt.Fprintf(o.stdout, "\nCHEAPEST PASSING  none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
+			}
 		}
 		return exitcode.CheckFailedf("plan is infeasible: %s failed: follow the recommendations above and plan again", strings.Join(failed, ", "))
 	}
@@ -330,24 +372,28 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 		curve = append(curve, fmt.Sprintf("%s@%s", capacity.FormatNumber(pt.RPS), capacity.FormatNumber(pt.Concurrency)))
 	}
 	fmt.Fprintf(b, "  throughput curve (rps@concurrency, closed loop, per instance): %s\n", strings.Join(curve, " "))
+	fmt.Fprintf(b, "  instance model: %s\n", in.Instance.Basis)
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nDERIVED\t\t")
-	row("headroom h", strconv.FormatFloat(d.Headroom, 'g', 10, 64), "s − 1")
-	row("C_scale_max", capacity.FormatNumber(d.CScaleMax), "(1 − h)·Q_max: scale out above")
-	row("C_scale_min", capacity.FormatNumber(d.CScaleMin), "(1 − 2h)·Q_max: scale in below")
-	row("target value", capacity.FormatNumber(d.TargetValue), "C_scale_max × cloudwatch ratio, target tracking")
-	row("scale-in threshold", capacity.FormatNumber(d.ScaleInThreshold), "C_scale_min × cloudwatch ratio, scale-in alarm")
-	row("T_plan", capacity.FormatNumber(d.TPlanS)+" s", "T_total + detection buffer")
-	row("scale-out cooldown", strconv.Itoa(d.ScaleOutCooldownS)+" s", "clamp(T_plan/2, 10, 30)")
-	row("scale-in cooldown", strconv.Itoa(d.ScaleInCooldownS)+" s", "max(300, 3·T_plan)")
-	row("throughput", capacity.FormatNumber(d.ThroughputRPS)+" rps", "per instance at C_scale_max (at Q_max: "+capacity.FormatNumber(d.ThroughputAtQMaxRPS)+" rps)")
-	row("fleet", fmt.Sprintf("%d to %d", d.MinInstances, d.MaxInstances), "max = ceil(peak ÷ throughput)")
-	safe := "none"
-	if d.SmallestSafeMinInstances > 0 {
-		safe = strconv.Itoa(d.SmallestSafeMinInstances)
+	fmt.Fprintln(tw, "\nDERIVED (each value and the reasoning behind it)\t\t")
+	for _, r := range d.Reasoning {
+		row(r.Field, r.Value+unitOf(r.Field), r.Why)
 	}
-	row("smallest safe min", safe, "instances, for scale-in safety")
-	row("queue depth", strconv.Itoa(d.QueueMaxDepth), "QUEUE_MAX_DEPTH once deployed")
+	row("fleet", fmt.Sprintf("%d to %d instances", d.MinInstances, d.MaxInstances), "the scalable target's bounds")
+	row("original thresholds", fmt.Sprintf("%s / %s", capacity.FormatNumber(d.CScaleMax), capacity.FormatNumber(d.CScaleMin)),
+		"(1 − h)·Q_max / (1 − 2h)·Q_max concurrency, for comparison only: not deployed (see the README on why they flap)")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "\nENVELOPE (%s)\n", p.Envelope.SimulatorVersion)
+	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  trace\tviolation min\tflaps\tscale-outs\tscale-ins\tpeak instances\tinstance-hours\tholds\t")
+	for _, t := range p.Envelope.Traces {
+		holds := "yes"
+		if !t.Holds {
+			holds = "NO: " + t.Worst
+		}
+		fmt.Fprintf(tw, "  %s: %s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Kind, t.Name, t.ViolationMinutes, t.Flaps, t.ScaleOuts, t.ScaleIns, t.PeakInstances, capacity.FormatNumber(t.InstanceHours), holds)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -367,6 +413,19 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 	return err
 }
 
+// unitOf is the unit a derived field prints with.
+func unitOf(field string) string {
+	switch {
+	case strings.HasSuffix(field, "_rps"):
+		return " rps"
+	case strings.HasSuffix(field, "_s"):
+		return " s"
+	case field == "target_value" || field == "scale_in_threshold":
+		return " (metric: requests in flight, 10-s Maximum)"
+	}
+	return ""
+}
+
 func shortDigest(d string) string {
 	if len(d) > len("sha256:")+12 {
 		return d[:len("sha256:")+12] + "…"
@@ -375,4 +434,14 @@ func shortDigest(d string) string {
 		return "(none)"
 	}
 	return d
+}
+
+// readTraceFile reads a CSV trace (timestamp,rps), bounded by simulate.MaxTraceBytes.
+func readTraceFile(path string) (simulate.Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return simulate.Trace{}, err
+	}
+	defer f.Close()
+	return simulate.ParseCSV(path, io.LimitReader(f, simulate.MaxTraceBytes+1))
 }

@@ -264,7 +264,7 @@ func (o *simulateOpts) Execute() error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	rep, err := simulate.Simulate(o.tr, setup)
+	rep, err := capacity.Compare(o.tr, setup)
 	if err != nil {
 		return exitcode.Usage(err)
 	}
@@ -291,16 +291,17 @@ func (o *simulateOpts) Execute() error {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w", out, err))
 	}
 	fmt.Fprintf(o.stderr, "wrote the timeline chart to %s\n", out)
-	if !rep.Plan.MeetsSLO() {
-		return exitcode.CheckFailedf("the plan violates the SLO on this trace: %d minute(s), %s requests shed (see the worst minute and the comparison above)",
-			rep.Plan.ViolationMinutes, capacity.FormatNumber(math.Round(rep.Plan.Shed)))
+	if !rep.Plan.Holds() {
+		return exitcode.CheckFailedf("the plan does not hold on this trace: %d violation minute(s), %d flap(s), %s requests shed (see the worst minute and the comparison above)",
+			rep.Plan.ViolationMinutes, len(rep.Plan.Flaps), capacity.FormatNumber(math.Round(rep.Plan.Shed)))
 	}
 	return nil
 }
 
-// setup loads the plan and its artifacts (or builds the what-if plan) into a simulation setup.
-func (o *simulateOpts) setup() (simulate.Setup, error) {
-	var s simulate.Setup
+// setup loads the plan (or builds the what-if plan) into a comparison setup. A measured plan must still
+// follow from the artifacts beside it: its instance model is theirs.
+func (o *simulateOpts) setup() (capacity.Setup, error) {
+	var s capacity.Setup
 	m := o.model
 	if o.whatIf != nil {
 		opts := capacity.DefaultOptions(m)
@@ -314,20 +315,11 @@ func (o *simulateOpts) setup() (simulate.Setup, error) {
 		if o.surge != nil {
 			opts.SurgeRatio = *o.surge
 		}
-		build := func(surge float64) (*capacity.Plan, error) {
-			oo := opts
-			oo.SurgeRatio = surge
-			return capacity.FromWhatIf(m, o.whatIfIn, oo)
-		}
-		p, err := build(opts.SurgeRatio)
+		p, err := capacity.FromWhatIf(m, o.whatIfIn, opts)
 		if err != nil {
 			return s, err
 		}
-		inst, err := simulate.InstanceFromPlan(p)
-		if err != nil {
-			return s, err
-		}
-		s = simulate.Setup{Plan: p, Instance: inst, Rebuild: build, ServiceTimeS: inst.ResponseS(0)}
+		s.Plan = p
 	} else {
 		p, err := capacity.LoadPlan(o.planPath)
 		if err != nil {
@@ -346,11 +338,14 @@ func (o *simulateOpts) setup() (simulate.Setup, error) {
 		if !p.Feasible() {
 			fmt.Fprintf(o.stderr, "warning: %s is infeasible; simulating it anyway\n", o.planPath)
 		}
-		if s, err = measuredSetup(m, p, filepath.Dir(o.planPath)); err != nil {
-			return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
+		if p.Measured {
+			if err := checkPlanArtifacts(p, filepath.Dir(o.planPath)); err != nil {
+				return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
+			}
 		}
+		s.Plan = p
 	}
-	s.PricePerHour = 0
+	s.AllowedMaxInstances = m.Scaling.MaxInstances
 	if o.price != nil {
 		s.PricePerHour = *o.price
 	} else if m.PricePerHourUSD != nil {
@@ -361,42 +356,17 @@ func (o *simulateOpts) setup() (simulate.Setup, error) {
 	return s, nil
 }
 
-// measuredSetup reads the artifacts a measured plan was derived from (beside it, digests checked) and builds
-// the instance model and the re-derivation from them. A what-if plan file uses its own numbers.
-func measuredSetup(m models.Model, p *capacity.Plan, dir string) (simulate.Setup, error) {
+// checkPlanArtifacts requires the artifacts a measured plan names beside it, with the digests it records.
+func checkPlanArtifacts(p *capacity.Plan, dir string) error {
 	in := p.Inputs
-	opts := capacity.Options{DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
-		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances}
-	if !p.Measured {
-		w := capacity.WhatIf{QMax: in.QMax, TTotalS: in.TTotalS, ThroughputRPS: p.Derived.ThroughputRPS,
-			ThroughputAtQMaxRPS: p.Derived.ThroughputAtQMaxRPS, CloudWatchRatio: in.CloudWatchRatio, Transport: p.Fingerprint.Transport}
-		inst, err := simulate.InstanceFromPlan(p)
-		if err != nil {
-			return simulate.Setup{}, err
-		}
-		return simulate.Setup{Plan: p, Instance: inst, ServiceTimeS: inst.ResponseS(0), Rebuild: func(s float64) (*capacity.Plan, error) {
-			oo := opts
-			oo.SurgeRatio = s
-			return capacity.FromWhatIf(m, w, oo)
-		}}, nil
-	}
-	qPath, tPath := filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile)
-	ms, err := capacity.LoadMeasurement(qPath, tPath)
+	ms, err := capacity.LoadMeasurement(filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile))
 	if err != nil {
-		return simulate.Setup{}, err
+		return err
 	}
 	if ms.QMaxSHA256 != in.QMaxSHA256 || ms.TTotalSHA256 != in.TTotalSHA256 {
-		return simulate.Setup{}, fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
+		return fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
 	}
-	inst, err := simulate.InstanceFromQMax(ms.QMax, in.QueueMaxDepth, in.TTotalS)
-	if err != nil {
-		return simulate.Setup{}, err
-	}
-	return simulate.Setup{Plan: p, Instance: inst, ServiceTimeS: ms.QMax.ServiceTimeMeanMs / 1000, Rebuild: func(s float64) (*capacity.Plan, error) {
-		oo := opts
-		oo.SurgeRatio = s
-		return capacity.FromArtifacts(m, ms, oo)
-	}}, nil
+	return nil
 }
 
 // lowestRate is the trace's lowest rate.
@@ -422,7 +392,7 @@ func simUSD(v float64) string { return fmt.Sprintf("$%.2f", v) }
 
 // writeSimulateTable prints the report for humans: the per-minute table, the totals, the scaling events and
 // the comparison.
-func writeSimulateTable(w io.Writer, rep simulate.Report) error {
+func writeSimulateTable(w io.Writer, rep capacity.Report) error {
 	b := &strings.Builder{}
 	r := rep.Plan
 	kind := "measured"
@@ -436,14 +406,15 @@ func writeSimulateTable(w io.Writer, rep simulate.Report) error {
 		fmt.Fprintf(b, "note: %s\n", n)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "\ntime\tserving\tstarting\toffered rps\trps/instance\tconcurrency\tp%d TTFAB ms\tshed rps\tSLO\t\n", rep.SLOPercentile)
+	fmt.Fprintf(b, "instance: %s\n", rep.Instance)
+	fmt.Fprintf(tw, "\ntime\tserving\tstarting\toffered rps\trps/instance\tmetric (10-s max)\tin flight\tp%d TTFAB ms\tshed rps\tSLO\t\n", rep.SLOPercentile)
 	for _, m := range r.Minutes {
 		mark := "ok"
 		if m.Violates {
 			mark = "VIOLATED"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
-			simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
+			simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Metric), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -461,6 +432,7 @@ func writeSimulateTable(w io.Writer, rep simulate.Report) error {
 	}
 	fmt.Fprintln(b, "\nTOTALS")
 	fmt.Fprintf(b, "  SLO-violation minutes  %d of %d\n", r.ViolationMinutes, len(r.Minutes))
+	fmt.Fprintf(b, "  flaps                  %d (a scale-in followed by a scale-out within T_plan)\n", len(r.Flaps))
 	fmt.Fprintf(b, "  requests shed (503)    %.0f of %.0f (%s%%)\n", r.Shed, r.Offered, simRound(100*r.Shed/math.Max(r.Offered, 1)))
 	fmt.Fprintf(b, "  instance-hours         %s (peak %d instances)\n", simRound(r.InstanceHours), r.PeakInstances)
 	fmt.Fprintf(b, "  cost                   %s\n", simUSD(r.Cost))
@@ -469,7 +441,7 @@ func writeSimulateTable(w io.Writer, rep simulate.Report) error {
 	}
 	fmt.Fprintln(b, "\nCOMPARISON (same trace)")
 	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  configuration\tfleet\tviolation min\tshed\tinstance-hours\tcost\tmeets SLO\thow sized")
+	fmt.Fprintln(tw, "  configuration\tfleet\tviolation min\tflaps\tshed\tinstance-hours\tcost\tholds\thow sized")
 	for i, c := range rep.Comparison {
 		meets := "no"
 		if c.MeetsSLO {
@@ -478,11 +450,14 @@ func writeSimulateTable(w io.Writer, rep simulate.Report) error {
 		if i == rep.Cheapest {
 			meets += " (cheapest)"
 		}
-		fmt.Fprintf(tw, "  %s\t%d-%d\t%d\t%.0f\t%s\t%s\t%s\t%s\n", c.Name, c.MinInstances, c.MaxInstances, c.ViolationMinutes, c.Shed,
+		fmt.Fprintf(tw, "  %s\t%d-%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\n", c.Name, c.MinInstances, c.MaxInstances, c.ViolationMinutes, c.Flaps, c.Shed,
 			simRound(c.InstanceHours), simUSD(c.Cost), meets, c.Note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if rep.OracleRatio > 0 {
+		fmt.Fprintf(b, "\noracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)\n", simRound(rep.OracleRatio))
 	}
 	if rep.Cheapest >= 0 {
 		c := rep.Comparison[rep.Cheapest]
@@ -501,7 +476,7 @@ func simRound(v float64) string { return capacity.FormatNumber(math.Round(v*100)
 
 // renderSimulateSVG draws the timeline of the given plan as three aligned panels against time: offered load,
 // instances (serving, and serving plus starting), and p95 TTFAB against the SLO.
-func renderSimulateSVG(rep simulate.Report) ([]byte, error) {
+func renderSimulateSVG(rep capacity.Report) ([]byte, error) {
 	ms := rep.Plan.Minutes
 	if len(ms) == 0 {
 		return nil, errors.New("draw the simulation chart: the trace has no minute")

@@ -1,0 +1,135 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/speech-infra/speech-infra/simulate"
+)
+
+// Configuration kinds in a comparison (tts-bench simulate, and benchmark row 7).
+const (
+	KindPlan        = "plan"
+	KindOracle      = "oracle"
+	KindOriginal    = "original-thresholds"
+	KindInvocations = "target-tracking-invocations"
+	KindFixed       = "fixed-for-peak"
+)
+
+// Setup is what a comparison needs.
+type Setup struct {
+	// Plan is the plan to simulate; its inputs hold the instance model.
+	Plan *Plan
+	// PricePerHour is the price of one instance-hour in US dollars.
+	PricePerHour float64
+	// AllowedMaxInstances is the catalog's fleet maximum, for the configurations that do not come from the plan.
+	AllowedMaxInstances int
+}
+
+// Summary is one configuration's totals in the comparison.
+type Summary struct {
+	Kind             string  `json:"kind"`
+	Name             string  `json:"name"`
+	MinInstances     int     `json:"min_instances"`
+	MaxInstances     int     `json:"max_instances"`
+	ViolationMinutes int     `json:"violation_minutes"`
+	Flaps            int     `json:"flaps"`
+	Shed             float64 `json:"shed"`
+	InstanceHours    float64 `json:"instance_hours"`
+	Cost             float64 `json:"cost_usd"`
+	MeetsSLO         bool    `json:"meets_slo"`
+	// Note says how the configuration was sized.
+	Note string `json:"note"`
+}
+
+// Report is a whole comparison on one trace: the plan minute by minute, and every configuration's totals.
+type Report struct {
+	Trace         string  `json:"trace"`
+	DurationS     float64 `json:"duration_s"`
+	PeakRPS       float64 `json:"peak_rps"`
+	Measured      bool    `json:"measured"`
+	Model         string  `json:"model"`
+	InstanceType  string  `json:"instance_type"`
+	PricePerHour  float64 `json:"price_per_hour_usd"`
+	SLOMs         int     `json:"slo_ttfab_ms"`
+	SLOPercentile int     `json:"slo_percentile"`
+	// Instance is the model's basis line.
+	Instance string `json:"instance"`
+	// Plan is the given plan's simulation, with minutes and scaling events.
+	Plan simulate.Result `json:"plan"`
+	// Comparison lists every configuration's totals, the plan first.
+	Comparison []Summary `json:"comparison"`
+	// OracleRatio is oracle instance-hours ÷ plan instance-hours (1 is the physical limit).
+	OracleRatio float64 `json:"oracle_ratio"`
+	// Cheapest is the index in Comparison of the cheapest configuration that meets the SLO (the oracle aside);
+	// -1 when none does.
+	Cheapest int `json:"cheapest"`
+	// Notes are caveats.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Compare simulates the plan on tr beside the oracle, the original's thresholds, target tracking on
+// InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet for the peak — all with the one
+// instance model the plan holds.
+func Compare(tr simulate.Trace, s Setup) (Report, error) {
+	p := s.Plan
+	if p == nil {
+		return Report{}, errors.New("compare: no plan")
+	}
+	if err := tr.Validate(); err != nil {
+		return Report{}, fmt.Errorf("compare: trace: %w", err)
+	}
+	in, d := p.Inputs, p.Derived
+	inst := in.Instance
+	allowed := max(s.AllowedMaxInstances, d.MaxInstances)
+	rep := Report{Trace: tr.Name, DurationS: tr.Duration.Seconds(), PeakRPS: tr.Peak(), Measured: p.Measured && inst.Measured,
+		Model: p.Fingerprint.Model, InstanceType: p.Fingerprint.InstanceType, PricePerHour: s.PricePerHour,
+		SLOMs: p.Fingerprint.SLOTTFABMs, SLOPercentile: p.Fingerprint.SLOPercentile, Instance: inst.Basis, Cheapest: -1}
+	if !inst.Measured {
+		rep.Notes = append(rep.Notes, "the instance model is NOT MEASURED: "+inst.Basis)
+	}
+	add := func(kind, note string, r simulate.Result) {
+		rep.Comparison = append(rep.Comparison, Summary{Kind: kind, Name: r.Name, MinInstances: r.MinInstances, MaxInstances: r.MaxInstances,
+			ViolationMinutes: r.ViolationMinutes, Flaps: len(r.Flaps), Shed: r.Shed, InstanceHours: r.InstanceHours, Cost: r.InstanceHours * s.PricePerHour,
+			MeetsSLO: r.Holds(), Note: note})
+	}
+	planFleet := PlanFleet(fmt.Sprintf("plan (s %s)", exact(in.SurgeRatio)), in, d, p.Fingerprint)
+	planFleet.PricePerHour = s.PricePerHour
+	rep.Plan = simulate.Run(tr, planFleet)
+	add(KindPlan, fmt.Sprintf("scale out at metric %s (%s rps per instance), in below %s (%s rps) over %d × %d s", FormatNumber(d.TargetValue), FormatNumber(d.ScaleOutRPS),
+		FormatNumber(d.ScaleInThreshold), FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS), rep.Plan)
+
+	oracle := simulate.Oracle(tr, inst, d.SafeRPS)
+	add(KindOracle, fmt.Sprintf("ceil(rate ÷ safe %s rps) at every second, zero start-up: the limit of any reactive fleet", FormatNumber(d.SafeRPS)), oracle)
+
+	cMax, cMin := thresholds(in.SurgeRatio, in.QMax)
+	orig := simulate.Fleet{Name: fmt.Sprintf("original thresholds %s/%s", FormatNumber(cMax), FormatNumber(cMin)), Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
+		Scaling: &simulate.Scaling{MinInstances: 1, MaxInstances: allowed, Metric: simulate.MetricConcurrency, TargetValue: cMax * in.CloudWatchRatio,
+			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: 5,
+				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}}
+	if cMax > 0 {
+		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over 5 × 60 s, fleet 1 to %d", allowed), simulate.Run(tr, orig))
+	}
+
+	target := 0.7 * inst.CapacityRPS * 60
+	inv := simulate.Fleet{Name: "target tracking on InvocationsPerInstance", Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
+		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target,
+			ScaleOutCooldownS: 300, ScaleInCooldownS: 300, TargetScaleIn: true}}
+	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (70%% of the measured maximum %s rps), cooldowns 300 s", FormatNumber(target), FormatNumber(inst.CapacityRPS)), simulate.Run(tr, inv))
+
+	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))
+	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),
+		simulate.Run(tr, simulate.Fleet{Name: fmt.Sprintf("fixed fleet of %d", n), Instance: inst, TTotalS: in.TTotalS, Fixed: n}))
+
+	if rep.Plan.InstanceHours > 0 {
+		rep.OracleRatio = oracle.InstanceHours / rep.Plan.InstanceHours
+	}
+	best := math.Inf(1)
+	for i, c := range rep.Comparison {
+		if c.Kind != KindOracle && c.MeetsSLO && c.InstanceHours < best {
+			best, rep.Cheapest = c.InstanceHours, i
+		}
+	}
+	return rep, nil
+}

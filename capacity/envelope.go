@@ -1,0 +1,320 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
+	"github.com/speech-infra/speech-infra/simulate"
+)
+
+// Feasible means simulated and met (docs/design.md): a plan is feasible only when the shared simulator — the
+// plan's own scaling (ScalingSpecFor), autoscale.Decide and the instance model — holds the SLO on every trace
+// of an envelope derived from its inputs, with no flap.
+
+// Envelope trace kinds.
+const (
+	EnvelopeDiurnal = "diurnal"
+	EnvelopeGrowth  = "growth"
+	EnvelopeHover   = "hover"
+	EnvelopeUser    = "user"
+)
+
+// Limits of the user's traces a plan records.
+const (
+	// MaxUserTraces is the most --trace files a plan takes.
+	MaxUserTraces = 8
+	// MaxUserTracePoints bounds one recorded user trace (the plan file stays within MaxPlanBytes).
+	MaxUserTracePoints = 4000
+)
+
+// TraceInput is a user's trace recorded in a plan: a step function of the fleet's offered rate.
+type TraceInput struct {
+	// Name says where it came from (the file name).
+	Name string `json:"name"`
+	// DurationS is the trace's length in seconds.
+	DurationS float64 `json:"duration_s"`
+	// Points are [seconds since the start, requests per second] pairs, the first at 0.
+	Points [][2]float64 `json:"points"`
+}
+
+// TraceInputFrom records a simulate.Trace in a plan.
+func TraceInputFrom(tr simulate.Trace) (TraceInput, error) {
+	if len(tr.Points) > MaxUserTracePoints {
+		return TraceInput{}, fmt.Errorf("trace %s has %d points: a plan records at most %d per trace (resample it to a coarser step)", tr.Name, len(tr.Points), MaxUserTracePoints)
+	}
+	t := TraceInput{Name: tr.Name, DurationS: tr.Duration.Seconds()}
+	for _, p := range tr.Points {
+		t.Points = append(t.Points, [2]float64{p.At.Seconds(), p.RPS})
+	}
+	_, err := t.trace()
+	return t, err
+}
+
+// trace is the recorded trace as a simulate.Trace, validated.
+func (t TraceInput) trace() (simulate.Trace, error) {
+	if len(t.Points) > MaxUserTracePoints {
+		return simulate.Trace{}, fmt.Errorf("points: has %d: at most %d", len(t.Points), MaxUserTracePoints)
+	}
+	if !(t.DurationS > 0) || t.DurationS > simulate.MaxTraceDuration.Seconds() {
+		return simulate.Trace{}, fmt.Errorf("duration_s: is %g: want (0, %g]", t.DurationS, simulate.MaxTraceDuration.Seconds())
+	}
+	tr := simulate.Trace{Name: t.Name, Duration: seconds(t.DurationS)}
+	for _, p := range t.Points {
+		tr.Points = append(tr.Points, simulate.Point{At: seconds(p[0]), RPS: p[1]})
+	}
+	return tr, tr.Validate()
+}
+
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
+
+// Envelope is the simulation a plan's verdict rests on.
+type Envelope struct {
+	// SimulatorVersion is simulate.Version: the rules these results were computed with.
+	SimulatorVersion string `json:"simulator_version"`
+	// Traces are the results, one per trace.
+	Traces []EnvelopeTrace `json:"traces"`
+}
+
+// EnvelopeTrace is the plan's result on one trace of the envelope.
+type EnvelopeTrace struct {
+	// Kind is diurnal, growth, hover or user; Name describes the trace.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// DurationS is the trace's length.
+	DurationS float64 `json:"duration_s"`
+	// StartInstances is the fleet the trace starts on.
+	StartInstances int `json:"start_instances"`
+	// ViolationMinutes counts the minutes that violated the SLO.
+	ViolationMinutes int `json:"violation_minutes"`
+	// Flaps counts scale-ins followed by a scale-out within T_plan.
+	Flaps int `json:"flaps"`
+	// ScaleOuts, ScaleIns and PeakInstances describe what the fleet did.
+	ScaleOuts     int `json:"scale_outs"`
+	ScaleIns      int `json:"scale_ins"`
+	PeakInstances int `json:"peak_instances"`
+	// InstanceHours counts serving and starting instances.
+	InstanceHours float64 `json:"instance_hours"`
+	// Holds is true when no minute violated and nothing flapped.
+	Holds bool `json:"holds"`
+	// Worst is the worst minute and why ("" when none violated).
+	WorstMinute int    `json:"worst_minute"`
+	Worst       string `json:"worst,omitempty"`
+}
+
+// Holds reports whether every trace held.
+func (e Envelope) Holds() bool {
+	for _, t := range e.Traces {
+		if !t.Holds {
+			return false
+		}
+	}
+	return len(e.Traces) > 0
+}
+
+// WorstTrace returns the first trace that did not hold, or false.
+func (e Envelope) WorstTrace() (EnvelopeTrace, bool) {
+	for _, t := range e.Traces {
+		if !t.Holds {
+			return t, true
+		}
+	}
+	return EnvelopeTrace{}, false
+}
+
+// envelopeTrace is one trace of the envelope with the fleet it starts on (0: where target tracking leaves it).
+type envelopeTrace struct {
+	kind  string
+	trace simulate.Trace
+	start int
+}
+
+// envelopeTraces derives the envelope from the inputs and derived values:
+//   - diurnal: a day from trough to peak and back (cosine, peak at 14:00, 1-min steps);
+//   - growth: from trough up by s per T_plan to the peak, held 3 T_plan, back down at the same pace, held
+//     until the scale-in alarm has had its window twice;
+//   - hover: for each fleet size n from min+1 to max, load ±10% around the rate at which n instances scale in
+//     (n × scale_in_rps), a sine of period 2 T_plan for 8 T_plan, starting on n instances (the flap test);
+//   - the user's traces.
+func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
+	var out []envelopeTrace
+	day, err := simulate.Generate(simulate.ShapeParams{Shape: simulate.ShapeDiurnal, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
+		Duration: 24 * time.Hour, Step: time.Minute, Period: 24 * time.Hour, PeakAt: 14 * time.Hour})
+	if err != nil {
+		return nil, fmt.Errorf("diurnal trace: %w", err)
+	}
+	out = append(out, envelopeTrace{kind: EnvelopeDiurnal, trace: day})
+	tPlan := seconds(d.TPlanS)
+	step := max(time.Second, (tPlan / 60).Round(time.Second))
+	out = append(out, envelopeTrace{kind: EnvelopeGrowth, trace: simulate.Growth(in.TroughRPS, in.PeakRPS, in.SurgeRatio, tPlan,
+		3*tPlan+2*seconds(float64(d.ScaleInPeriodS*d.ScaleInEvaluationPeriods))+seconds(float64(d.ScaleInCooldownS)), step)})
+	for n := d.MinInstances + 1; n <= d.MaxInstances; n++ {
+		center := float64(n) * d.ScaleInRPS
+		out = append(out, envelopeTrace{kind: EnvelopeHover, start: n,
+			trace: simulate.Hover(fmt.Sprintf("hover ±10%% around %s rps, where %d instances scale in", FormatNumber(center), n), center, 0.1, 2*tPlan, 8*tPlan, step)})
+	}
+	for i, t := range in.Traces {
+		tr, err := t.trace()
+		if err != nil {
+			return nil, fmt.Errorf("traces[%d]: %w", i, err)
+		}
+		out = append(out, envelopeTrace{kind: EnvelopeUser, trace: tr})
+	}
+	return out, nil
+}
+
+// SimulatedScaling is the scaling a plan deploys (ScalingSpecFor) as the simulator runs it.
+func (s ScalingSpec) SimulatedScaling() simulate.Scaling {
+	sc := simulate.Scaling{MinInstances: s.MinInstances, MaxInstances: s.MaxInstances, Metric: simulate.MetricConcurrency,
+		TargetValue: s.ScaleOut.TargetValue, ScaleOutCooldownS: s.ScaleOut.ScaleOutCooldownS}
+	for _, a := range s.Alarms {
+		if a.TriggersScaleIn {
+			sc.StepScaleIn = &simulate.StepScaleIn{Threshold: a.Threshold, PeriodS: a.PeriodS, EvaluationPeriods: a.EvaluationPeriods,
+				CooldownS: s.ScaleIn.CooldownS, Adjustment: s.ScaleIn.Adjustment}
+		}
+	}
+	return sc
+}
+
+// PlanFleet is the fleet a plan deploys, for the simulator.
+func PlanFleet(name string, in Inputs, d Derived, fp Fingerprint) simulate.Fleet {
+	spec := scalingSpec("speech-"+fp.Model, "AllTraffic", fp, d)
+	sc := spec.SimulatedScaling()
+	return simulate.Fleet{Name: name, Instance: in.Instance, TTotalS: in.TTotalS, Scaling: &sc, FlapWindowS: d.TPlanS}
+}
+
+// simulateEnvelope runs the plan's scaling on every trace of the envelope.
+func simulateEnvelope(in Inputs, d Derived) Envelope {
+	env := Envelope{SimulatorVersion: simulate.Version}
+	traces, err := envelopeTraces(in, d)
+	if err != nil {
+		env.Traces = []EnvelopeTrace{{Kind: EnvelopeUser, Name: "envelope", Worst: err.Error()}}
+		return env
+	}
+	fleet := PlanFleet("plan", in, d, Fingerprint{Model: "plan"})
+	for _, t := range traces {
+		f := fleet
+		f.InitialInstances = t.start
+		r := simulate.Run(t.trace, f)
+		et := EnvelopeTrace{Kind: t.kind, Name: t.trace.Name, DurationS: t.trace.Duration.Seconds(), ViolationMinutes: r.ViolationMinutes,
+			Flaps: len(r.Flaps), ScaleOuts: r.ScaleOuts, ScaleIns: r.ScaleIns, PeakInstances: r.PeakInstances,
+			InstanceHours: round6(r.InstanceHours), Holds: r.Holds()}
+		if len(r.Minutes) > 0 {
+			et.StartInstances = r.Minutes[0].Serving
+		}
+		if r.Worst != nil && r.ViolationMinutes > 0 {
+			et.WorstMinute, et.Worst = r.Worst.Minute, r.Worst.Why
+		}
+		if len(r.Flaps) > 0 && et.Worst == "" {
+			fl := r.Flaps[0]
+			et.Worst = fmt.Sprintf("scale-in at %s s followed by a scale-out at %s s, within T_plan %s s", FormatNumber(fl.ScaleInAtS), FormatNumber(fl.ScaleOutAtS), FormatNumber(d.TPlanS))
+		}
+		env.Traces = append(env.Traces, et)
+	}
+	return env
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// SimulateAsWritten runs the envelope with the plan's derived values as written in the file (not recomputed
+// from its inputs): what the deployment would do. The gate uses it to name the worst minute of an edited plan.
+func SimulateAsWritten(p *Plan) (Envelope, error) {
+	if errs := verifyInputs(p.Inputs); len(errs) > 0 {
+		return Envelope{}, errors.Join(errs...)
+	}
+	d := p.Derived
+	if d.MinInstances < 1 || d.MaxInstances < d.MinInstances || d.MaxInstances > MaxInstances || d.ScaleInPeriodS < 1 || d.ScaleInEvaluationPeriods < 1 ||
+		d.ScaleInEvaluationPeriods > 8640 || !(d.TPlanS > 0) || d.TPlanS > 2*MaxTTotalS || !(d.TargetValue > 0) || math.IsNaN(d.ScaleInThreshold) || d.ScaleOutCooldownS < 0 || d.ScaleInCooldownS < 0 {
+		return Envelope{}, fmt.Errorf("derived: fleet %d to %d, target %g, scale-in %g over %d × %d s: out of range", d.MinInstances, d.MaxInstances, d.TargetValue, d.ScaleInThreshold, d.ScaleInEvaluationPeriods, d.ScaleInPeriodS)
+	}
+	return simulateEnvelope(p.Inputs, d), nil
+}
+
+// Candidate is one configuration the search tried.
+type Candidate struct {
+	Options Options
+	Plan    *Plan
+	// InstanceHours is the diurnal trace's: the cost the search minimises.
+	InstanceHours float64
+}
+
+// Flags are the tts-bench plan flags that produce the candidate.
+func (c Candidate) Flags() string {
+	o := c.Options
+	return fmt.Sprintf("--surge %s --min-instances %d --max-instances %d --scale-in-margin %s", exact(o.SurgeRatio), o.MinInstances, o.MaxInstances, exact(o.ScaleInMargin))
+}
+
+// searchSurges, searchMargins and searchExtraMin span the search.
+var (
+	searchSurges   = []float64{1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45}
+	searchMargins  = []float64{0.1, 0.2, 0.3}
+	searchExtraMin = 3
+)
+
+// Search looks for the cheapest configuration (fewest instance-hours on the diurnal trace) that makes the plan
+// feasible, over surge ratio, minimum fleet, scale-in margin and maximum fleet (the allowed maximum, or what
+// the peak needs). build builds a plan from options (FromArtifacts or FromWhatIf with the same inputs). It
+// returns false when nothing in the search space passes.
+func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool) {
+	var best Candidate
+	found, tried := false, 0
+	for _, s := range searchSurges {
+		for extra := 0; extra < searchExtraMin; extra++ {
+			for _, mg := range searchMargins {
+				c := o
+				c.SurgeRatio, c.MinInstances, c.ScaleInMargin = s, o.MinInstances+extra, mg
+				if c.MinInstances > MaxInstances {
+					continue
+				}
+				for _, maxN := range []int{o.MaxInstances, 0} {
+					c.MaxInstances = max(maxN, c.MinInstances)
+					p, err := build(c)
+					tried++
+					if err != nil {
+						continue
+					}
+					if maxN == 0 {
+						// What the peak needs at this surge ratio.
+						c.MaxInstances = max(c.MinInstances, instancesFor(c.PeakRPS, p.Derived.ScaleOutRPS))
+						if c.MaxInstances == o.MaxInstances || c.MaxInstances > MaxInstances {
+							continue
+						}
+						if p, err = build(c); err != nil {
+							continue
+						}
+					}
+					if !p.Feasible() {
+						continue
+					}
+					hours := 0.0
+					for _, t := range p.Envelope.Traces {
+						if t.Kind == EnvelopeDiurnal {
+							hours = t.InstanceHours
+						}
+					}
+					if !found || hours < best.InstanceHours-1e-9 {
+						best, found = Candidate{Options: c, Plan: p, InstanceHours: hours}, true
+					}
+				}
+			}
+		}
+	}
+	return best, tried, found
+}
+
+// worstMinuteText names the worst minute of the envelope's first failing trace.
+func worstMinuteText(e Envelope) string {
+	t, ok := e.WorstTrace()
+	if !ok {
+		return ""
+	}
+	if t.ViolationMinutes > 0 {
+		return fmt.Sprintf("%s trace (%s): %d violation minute(s), worst minute %d: %s", t.Kind, t.Name, t.ViolationMinutes, t.WorstMinute, t.Worst)
+	}
+	return fmt.Sprintf("%s trace (%s): %d flap(s): %s", t.Kind, t.Name, t.Flaps, t.Worst)
+}
+
+// instanceFormat keeps loadmodel's format the one number format.
+var _ = loadmodel.Format

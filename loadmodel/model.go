@@ -1,0 +1,305 @@
+// Package loadmodel is the one model of an instance under load (docs/design.md, "One instance model"): for an
+// offered request rate per instance it gives the scaling metric's value as the alarm sees it, the time-averaged
+// requests in flight, p95 TTFAB, p95 stall and the share of requests shed. The plan's thresholds, every plan
+// finding, the fleet simulator (package simulate) and the deploy gate all ask this package; nothing else models
+// an instance.
+//
+// A measured model is built from qmax's rate staircase: open-loop Poisson steps at fixed fractions of the
+// highest measured throughput. Between steps it interpolates linearly in the offered rate; below the first step
+// the metric and in-flight fall linearly to 0 while TTFAB and stall keep the first step's values; at and above
+// the instance's capacity (the most it was measured to complete) the queue shield is full: in flight and the
+// metric sit at the shield depth, the excess (1 − capacity ÷ rate) is shed with 503, and TTFAB is the last
+// stable step's plus the wait for the requests ahead.
+//
+// A what-if model (no rate staircase) uses a documented queueing approximation (Approximate) and is marked NOT
+// MEASURED in everything that prints it.
+package loadmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// MetricWindowS is the period of the datapoints the scaling alarms evaluate: the 10-s high-resolution
+// ConcurrentRequestsPerModel, statistic Maximum.
+const MetricWindowS = 10
+
+// Point is the steady state of one instance at one offered rate.
+type Point struct {
+	// RPS is the offered request rate per instance.
+	RPS float64 `json:"rps"`
+	// Metric is the scaling metric as the alarm sees it: a 10-s Maximum datapoint of ConcurrentRequestsPerModel
+	// (CloudWatch's, or the client's peak in flight times the CloudWatch/client ratio when CloudWatch was not read).
+	Metric float64 `json:"metric"`
+	// InFlight is the time-averaged number of requests in the instance (waiting and running).
+	InFlight float64 `json:"in_flight"`
+	// TTFABMs is the TTFAB at the SLO's percentile, in milliseconds.
+	TTFABMs float64 `json:"ttfab_ms"`
+	// StallMs is the p95 playback stall, in milliseconds.
+	StallMs float64 `json:"stall_ms"`
+	// Shed is the share of requests answered 503 (or failed): 0 to 1.
+	Shed float64 `json:"shed"`
+}
+
+// SLO is what a state is judged against.
+type SLO struct {
+	// TTFABMs bounds TTFAB at Percentile.
+	TTFABMs float64 `json:"ttfab_ms"`
+	// Percentile is the SLO's percentile (95 for p95).
+	Percentile int `json:"percentile"`
+	// StallMs bounds the p95 stall: the stall budget plus the jitter allowance.
+	StallMs float64 `json:"stall_ms"`
+}
+
+// AllowedShed is the share of requests that may fail and still meet the percentile: 1 − percentile/100.
+func (s SLO) AllowedShed() float64 { return 1 - float64(s.Percentile)/100 }
+
+// Meets reports whether a state meets the SLO: TTFAB and stall within their bounds and no more shed than
+// the percentile allows (a shed request never meets the SLO).
+func (s SLO) Meets(p Point) bool {
+	return p.TTFABMs <= s.TTFABMs && p.StallMs <= s.StallMs && p.Shed <= s.AllowedShed()+1e-12
+}
+
+// Why says in words why a state does not meet the SLO ("" when it does).
+func (s SLO) Why(p Point) string {
+	var out []string
+	if p.TTFABMs > s.TTFABMs {
+		out = append(out, fmt.Sprintf("p%d TTFAB %s ms > %s ms", s.Percentile, Format(p.TTFABMs), Format(s.TTFABMs)))
+	}
+	if p.StallMs > s.StallMs {
+		out = append(out, fmt.Sprintf("p95 stall %s ms > %s ms", Format(p.StallMs), Format(s.StallMs)))
+	}
+	if p.Shed > s.AllowedShed()+1e-12 {
+		out = append(out, fmt.Sprintf("%s%% shed > %s%%", Format(100*p.Shed), Format(100*s.AllowedShed())))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return joinAnd(out)
+}
+
+func joinAnd(parts []string) string {
+	s := parts[0]
+	for i := 1; i < len(parts); i++ {
+		s += ", " + parts[i]
+	}
+	return s
+}
+
+// Model is one instance under open-loop load.
+type Model struct {
+	// Points are the stable steady states, by increasing rate, all below CapacityRPS.
+	Points []Point `json:"points"`
+	// CapacityRPS is the most requests per second the instance was measured (or assumed) to complete.
+	CapacityRPS float64 `json:"capacity_rps"`
+	// QueueDepth is the container's queue shield (QUEUE_MAX_DEPTH once a plan is deployed).
+	QueueDepth int `json:"queue_depth"`
+	// CloudWatchRatio converts the instance's in-flight count into the metric's units at saturation.
+	CloudWatchRatio float64 `json:"cloudwatch_ratio"`
+	// SLO is the objective the model's states are judged against.
+	SLO SLO `json:"slo"`
+	// Measured is false for the queueing approximation of a what-if plan.
+	Measured bool `json:"measured"`
+	// Basis says in one line what the model was built from; it starts with "NOT MEASURED" when Measured is false.
+	Basis string `json:"basis"`
+}
+
+// Validate reports every problem of the model.
+func (m Model) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(m.Points) == 0 {
+		add("points: is empty: the model needs at least one steady state below capacity")
+	}
+	for i, p := range m.Points {
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"rps", p.RPS}, {"metric", p.Metric}, {"in_flight", p.InFlight}, {"ttfab_ms", p.TTFABMs}, {"stall_ms", p.StallMs}, {"shed", p.Shed}} {
+			if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
+				add("points[%d].%s: is %g: want a finite number ≥ 0", i, v.name, v.x)
+			}
+		}
+		if !(p.RPS > 0) || (i > 0 && !(p.RPS > m.Points[i-1].RPS)) {
+			add("points[%d].rps: is %g: want increasing rates above 0", i, p.RPS)
+		}
+		if p.Shed > 1 {
+			add("points[%d].shed: is %g: want a share from 0 to 1", i, p.Shed)
+		}
+	}
+	if !(m.CapacityRPS > 0) || math.IsInf(m.CapacityRPS, 0) {
+		add("capacity_rps: is %g: want a positive rate", m.CapacityRPS)
+	} else if n := len(m.Points); n > 0 && !(m.Points[n-1].RPS < m.CapacityRPS) {
+		add("capacity_rps: is %g: want it above the highest stable point's rate %g", m.CapacityRPS, m.Points[n-1].RPS)
+	}
+	if m.QueueDepth < 1 {
+		add("queue_depth: is %d: want at least 1 (the deployed shield)", m.QueueDepth)
+	}
+	if !(m.CloudWatchRatio > 0) || math.IsInf(m.CloudWatchRatio, 0) {
+		add("cloudwatch_ratio: is %g: want a positive ratio", m.CloudWatchRatio)
+	}
+	if !(m.SLO.TTFABMs > 0) || m.SLO.Percentile < 50 || m.SLO.Percentile > 99 || m.SLO.StallMs < 0 || math.IsNaN(m.SLO.StallMs) {
+		add("slo: ttfab %g ms, p%d, stall %g ms: want a positive TTFAB, a percentile from 50 to 99 and a stall bound ≥ 0", m.SLO.TTFABMs, m.SLO.Percentile, m.SLO.StallMs)
+	}
+	return errors.Join(errs...)
+}
+
+// saturated is the state of a full shield at the instance's capacity.
+func (m Model) saturated() Point {
+	last := m.Points[len(m.Points)-1]
+	depth := float64(m.QueueDepth)
+	// The requests beyond the last stable point's wait their turn at the capacity rate.
+	extra := math.Max(0, depth-last.InFlight)
+	return Point{RPS: m.CapacityRPS, Metric: math.Max(last.Metric, depth*m.CloudWatchRatio), InFlight: math.Max(last.InFlight, depth),
+		TTFABMs: last.TTFABMs + 1000*extra/m.CapacityRPS, StallMs: last.StallMs, Shed: last.Shed}
+}
+
+// At is the instance's steady state at an offered rate per instance.
+func (m Model) At(rps float64) Point {
+	if !(rps > 0) {
+		first := m.Points[0]
+		return Point{TTFABMs: first.TTFABMs, StallMs: first.StallMs}
+	}
+	first := m.Points[0]
+	if rps <= first.RPS {
+		f := rps / first.RPS
+		return Point{RPS: rps, Metric: f * first.Metric, InFlight: f * first.InFlight, TTFABMs: first.TTFABMs, StallMs: first.StallMs, Shed: first.Shed}
+	}
+	sat := m.saturated()
+	if rps >= m.CapacityRPS {
+		p := sat
+		p.RPS = rps
+		p.Shed = math.Max(sat.Shed, 1-m.CapacityRPS/rps)
+		return p
+	}
+	i := sort.Search(len(m.Points), func(i int) bool { return m.Points[i].RPS >= rps })
+	a, b := m.Points[len(m.Points)-1], sat
+	if i < len(m.Points) {
+		a, b = m.Points[i-1], m.Points[i]
+	}
+	f := (rps - a.RPS) / (b.RPS - a.RPS)
+	lerp := func(x, y float64) float64 { return x + (y-x)*f }
+	return Point{RPS: rps, Metric: lerp(a.Metric, b.Metric), InFlight: lerp(a.InFlight, b.InFlight), TTFABMs: lerp(a.TTFABMs, b.TTFABMs),
+		StallMs: lerp(a.StallMs, b.StallMs), Shed: lerp(a.Shed, b.Shed)}
+}
+
+// SafeRPS is the highest offered rate per instance whose state meets the SLO, found on the interpolated model
+// (to within a millionth of the capacity); 0 when not even the lowest rate meets it.
+func (m Model) SafeRPS() float64 {
+	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
+	// Walk the breakpoints: the state is linear between them, so the first failing segment holds the boundary.
+	lo := 0.0
+	bps := []float64{}
+	for _, p := range m.Points {
+		bps = append(bps, p.RPS)
+	}
+	bps = append(bps, m.CapacityRPS, m.CapacityRPS/(1-m.SLO.AllowedShed()))
+	for _, r := range bps {
+		if !meets(r) {
+			return bisect(meets, lo, r, m.CapacityRPS*1e-6)
+		}
+		lo = r
+	}
+	return lo
+}
+
+// bisect finds the boundary between ok(lo) and !ok(hi).
+func bisect(ok func(float64) bool, lo, hi, tol float64) float64 {
+	if lo == 0 && !ok(hi*1e-9) {
+		return 0
+	}
+	for hi-lo > tol {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// RateForMetric inverts the metric: the highest offered rate per instance whose metric is at most v (the
+// metric rises with the rate). It is the capacity when v is at or above the saturated metric.
+func (m Model) RateForMetric(v float64) float64 {
+	if v >= m.saturated().Metric {
+		return m.CapacityRPS
+	}
+	return bisect(func(r float64) bool { return m.At(r).Metric <= v }, 0, m.CapacityRPS, m.CapacityRPS*1e-6)
+}
+
+// Approximation is what a what-if plan knows of one instance.
+type Approximation struct {
+	// CapacityRPS is the assumed highest throughput of one instance.
+	CapacityRPS float64
+	// QMax is the assumed closed-loop concurrency at which TTFAB reaches the SLO.
+	QMax int
+	// QueueDepth is the shield.
+	QueueDepth int
+	// CloudWatchRatio is the assumed CloudWatch/client ratio (1 when unknown).
+	CloudWatchRatio float64
+	SLO             SLO
+}
+
+// approxFractions are the rates, as fractions of capacity, at which Approximate tabulates the queue.
+var approxFractions = []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.97, 0.99}
+
+// Approximate builds a NOT MEASURED model from assumed numbers: the instance as one M/M/1 queue served at its
+// capacity μ. At utilisation ρ = λ/μ the mean number in the instance is L = ρ/(1 − ρ); the 10-s Maximum the
+// alarm sees is the level n the queue reaches about once in a window, P(N ≥ n) = ρⁿ = 1/(1 + 10·λ), and never
+// below L; TTFAB grows linearly with the requests in the instance and reaches the SLO at Q_max (what Q_max
+// means at most), never below SLO ÷ Q_max; the stall is taken as 0 and nothing is shed below capacity.
+func Approximate(a Approximation) (Model, error) {
+	if !(a.CapacityRPS > 0) || a.QMax < 1 || a.QueueDepth < 1 {
+		return Model{}, fmt.Errorf("what-if instance: capacity %g rps, Q_max %d, queue depth %d: want positive numbers", a.CapacityRPS, a.QMax, a.QueueDepth)
+	}
+	ratio := a.CloudWatchRatio
+	if !(ratio > 0) {
+		ratio = 1
+	}
+	m := Model{CapacityRPS: a.CapacityRPS, QueueDepth: a.QueueDepth, CloudWatchRatio: ratio, SLO: a.SLO,
+		Basis: fmt.Sprintf("NOT MEASURED: M/M/1 approximation at an assumed capacity of %s rps and Q_max %d", Format(a.CapacityRPS), a.QMax)}
+	perRequest := a.SLO.TTFABMs / float64(a.QMax)
+	for _, f := range approxFractions {
+		lam := f * a.CapacityRPS
+		l := math.Min(f/(1-f), float64(a.QueueDepth))
+		peak := math.Max(l, math.Log(1+MetricWindowS*lam)/math.Log(1/f))
+		peak = math.Min(peak, float64(a.QueueDepth))
+		m.Points = append(m.Points, Point{RPS: lam, Metric: peak * ratio, InFlight: l, TTFABMs: perRequest * math.Max(1, l)})
+	}
+	return m, m.Validate()
+}
+
+// Format formats a number for humans as the plan and the simulator print it: up to two decimals without
+// trailing zeros, three significant digits in exponent form below 0.01 or from 1e9; ∞, -∞ and NaN as such.
+func Format(x float64) string {
+	switch {
+	case math.IsInf(x, 1):
+		return "∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	case math.IsNaN(x):
+		return "NaN"
+	}
+	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
+		return fmt.Sprintf("%.3g", x)
+	}
+	s := fmt.Sprintf("%.2f", x)
+	for len(s) > 0 && s[len(s)-1] == '0' {
+		s = s[:len(s)-1]
+	}
+	s = trimDot(s)
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+func trimDot(s string) string {
+	if len(s) > 0 && s[len(s)-1] == '.' {
+		return s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,58 @@
+package simulate
+
+import (
+	"math"
+	"time"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
+)
+
+// Oracle is the physical limit of any reactive fleet on a trace: at every second exactly
+// ceil(rate ÷ safeRPS) instances (at least one), with zero start-up time, each at its share of the rate. It
+// is judged with the same instance model and violation rule as Run.
+func Oracle(tr Trace, inst loadmodel.Model, safeRPS float64) Result {
+	res := Result{Name: "oracle", BucketS: 60, MinInstances: math.MaxInt32}
+	c := &cursor{tr: tr}
+	steps := int((tr.Duration + substep - 1) / substep)
+	cur := Minute{}
+	instSeconds := 0.0
+	rowStart := time.Duration(0)
+	for i := range steps {
+		t := time.Duration(i) * substep
+		arrivals := c.requests(t, t+substep)
+		rate := arrivals / substep.Seconds()
+		n := 1
+		if safeRPS > 0 {
+			n = max(1, int(math.Ceil(rate/safeRPS-1e-9)))
+		}
+		res.MinInstances, res.MaxInstances = min(res.MinInstances, n), max(res.MaxInstances, n)
+		st := inst.At(rate / float64(n))
+		shed := arrivals * st.Shed
+		violating := shed
+		if st.TTFABMs > inst.SLO.TTFABMs || st.StallMs > inst.SLO.StallMs {
+			violating = arrivals
+		}
+		cur.Offered += arrivals
+		cur.Shed += shed
+		cur.Violating += violating
+		cur.Serving = n
+		res.Offered += arrivals
+		res.Shed += shed
+		res.PeakInstances = max(res.PeakInstances, n)
+		instSeconds += float64(n) * substep.Seconds()
+		end := t + substep
+		if end-rowStart >= time.Minute || i == steps-1 {
+			cur.Minute = int(rowStart / time.Minute)
+			cur.OfferedRPS = cur.Offered / (end - rowStart).Seconds()
+			cur.Violates = cur.Offered > 0 && cur.Violating > inst.SLO.AllowedShed()*cur.Offered+1e-9
+			if cur.Violates {
+				res.ViolationMinutes++
+			}
+			res.Minutes = append(res.Minutes, cur)
+			cur = Minute{}
+			rowStart = end
+		}
+	}
+	res.InstanceHours = instSeconds / 3600
+	return res
+}
