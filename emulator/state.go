@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
 // account and region are what the emulator writes into ARNs.
@@ -294,18 +295,29 @@ func newState() *state {
 	}
 }
 
-// loadState reads state.json from dir, or returns an empty state when there is none yet.
+// MaxStateFile bounds what loadState reads of state.json: far above what the emulator writes (its records are
+// bounded: 1,000 activities, the instance quota), so a larger file, or a device such as /dev/zero in its
+// place, is refused rather than read until memory runs out.
+const MaxStateFile = 64 << 20
+
+// loadState reads state.json from dir, or returns an empty state when there is none yet. It reads only a
+// regular file of at most MaxStateFile bytes (strictjson.ReadFile), and refuses a key that appears twice in
+// one object: encoding/json would keep the last one, so a duplicate "desired" could load as 0.
 func loadState(dir string) (*state, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	path := filepath.Join(dir, "state.json")
+	b, err := strictjson.ReadFile(path, MaxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return newState(), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read emulator state: %w", err)
+		return nil, fmt.Errorf("read emulator state: %w: repair or remove the file", err)
 	}
 	s := newState()
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("read emulator state %s: %w", filepath.Join(dir, "state.json"), err)
+		return nil, fmt.Errorf("read emulator state %s: %w", path, err)
+	}
+	if dups := duplicateKeys(b); len(dups) > 0 {
+		return nil, fmt.Errorf("read emulator state %s: duplicate key %s: repair or remove the file", path, strings.Join(dups, ", "))
 	}
 	// A map the file leaves out keeps the empty map newState made, but one the file holds as null comes back
 	// nil; make those usable.

@@ -3,6 +3,7 @@ package emulator
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,37 @@ func TestSaveStateRoundTripsAndLeavesOnlyTheStateFile(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Fatalf("state directory holds %v, want only state.json", names)
+	}
+}
+
+// TestLoadStateRefusesUnboundedAndDuplicate (issue 27, minor): state.json symlinked to /dev/zero is refused
+// without being read (it ran out of memory), and a key that appears twice in one object ("desired" loaded as 0,
+// after which invokes hung) is refused, naming the key.
+func TestLoadStateRefusesUnboundedAndDuplicate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("state.json -> /dev/zero: %v, want a refusal naming it not a regular file", err)
+	}
+
+	dir = t.TempDir()
+	body := `{"endpoints": {"e": {"name": "e", "status": "InService", "desired": 2, "desired": 0}}}`
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), `"endpoints.e.desired"`) {
+		t.Errorf("a duplicate desired: %v, want a refusal naming endpoints.e.desired", err)
+	}
+
+	// Keys that differ only in case are distinct members of a map (a container environment may hold both).
+	dir = t.TempDir()
+	body = `{"models": {"m": {"name": "m", "arn": "a", "container": {"Environment": {"Path": "1", "PATH": "2"}}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := loadState(dir); err != nil || len(s.Models["m"].Container.Environment) != 2 {
+		t.Errorf("case-variant environment keys: %v", err)
 	}
 }
