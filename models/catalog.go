@@ -59,6 +59,10 @@ type Model struct {
 	Planning Planning `json:"planning"`
 	// Container holds SageMaker timeouts for the container.
 	Container Container `json:"container"`
+	// Twin, for the calibration engine only, makes the model a twin of a measured instance: per-segment
+	// compute as a wait on Workers slots, so that on the local emulator two instances serve twice as much, as
+	// on AWS (docs/design.md, "The local emulator").
+	Twin *Twin `json:"twin,omitempty"`
 
 	file string
 }
@@ -123,6 +127,18 @@ type Planning struct {
 	DetectionBufferS float64 `json:"detection_buffer_s"`
 }
 
+// Twin is the calibration engine's stand-in for a measured instance.
+type Twin struct {
+	// Of is the catalog id of the model this is a twin of.
+	Of string `json:"of"`
+	// SegmentMs is the compute per segment, in milliseconds (CALIBRATION_SEGMENT_MS).
+	SegmentMs int `json:"segment_ms"`
+	// Workers is the number of synthesis slots (ENGINE_WORKERS).
+	Workers int `json:"workers"`
+	// Basis says where SegmentMs and Workers come from (a measurement, a published figure).
+	Basis string `json:"basis"`
+}
+
 // Container holds SageMaker container timeouts.
 type Container struct {
 	// StartupHealthCheckTimeoutS bounds the time until /ping answers 200 on a new instance.
@@ -169,6 +185,12 @@ func (m Model) ContainerEnvironment(modelDir string, queueMaxDepth int) map[stri
 	}
 	if m.Source != nil {
 		env["MODEL_DIR"] = modelDir
+	}
+	if t := m.Twin; t != nil {
+		env["CALIBRATION_SEGMENT_MS"] = strconv.Itoa(t.SegmentMs)
+		env["ENGINE_WORKERS"] = strconv.Itoa(t.Workers)
+		// One segment per sentence: the twin's service time is per request, as measured.
+		env["FIRST_SEGMENT_RUNES"] = "0"
 	}
 	return env
 }
@@ -325,6 +347,25 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 		}
 	} else if m.Engine == "kokoro" {
 		add("source", "is missing: the kokoro engine needs weights; give repo, revision and files")
+	}
+	switch {
+	case m.Engine == "calibration" && m.Twin == nil:
+		add("twin", "is missing: the calibration engine stands in for a measured instance; give of, segment_ms, workers and basis")
+	case m.Engine != "calibration" && m.Twin != nil:
+		add("twin", "is only for the calibration engine: drop it, or set engine to calibration")
+	case m.Twin != nil:
+		if !idPattern.MatchString(m.Twin.Of) {
+			add("twin.of", "%q is not a model id: name the model this is a twin of", m.Twin.Of)
+		}
+		if m.Twin.SegmentMs < 1 || m.Twin.SegmentMs > 10000 {
+			add("twin.segment_ms", "is %d: want 1 to 10000 milliseconds of compute per segment", m.Twin.SegmentMs)
+		}
+		if m.Twin.Workers < 1 || m.Twin.Workers > 64 {
+			add("twin.workers", "is %d: want 1 to 64 synthesis slots", m.Twin.Workers)
+		}
+		if strings.TrimSpace(m.Twin.Basis) == "" {
+			add("twin.basis", "is empty: say where the service time comes from")
+		}
 	}
 	if m.InstanceType != LocalInstanceType && !instancePattern.MatchString(m.InstanceType) {
 		add("instance_type", "%q is not a SageMaker instance type: use a name like ml.g5.xlarge", m.InstanceType)
