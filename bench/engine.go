@@ -352,6 +352,9 @@ type liveView struct {
 	completed, failed             int
 	ttfab, stall                  []float64 // of the phase shown: the whole step until the window begins
 	inWindow                      bool
+	// open is true for an open-loop step (RunRateStep): InFlight is then inFlight, set by the caller, not c.
+	open     bool
+	inFlight int
 }
 
 func (l *liveView) add(r Record) {
@@ -392,7 +395,9 @@ func (l *liveView) emit(done bool) {
 	default:
 		p.Phase = PhaseDrain
 	}
-	if !done && p.Phase != PhaseDrain {
+	if l.open {
+		p.InFlight = l.inFlight
+	} else if !done && p.Phase != PhaseDrain {
 		p.InFlight = l.c
 	}
 	t := append([]float64(nil), l.ttfab...)

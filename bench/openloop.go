@@ -112,6 +112,10 @@ type OpenLoopConfig struct {
 	Segments []Segment
 	// Shard and Shards select this run's part of the arrivals (ShardArrivals); Shards 0 or 1 is the whole trace.
 	Shard, Shards int
+	// Arrivals, when set, replaces the evenly spaced arrivals of Segments (ArrivalTimes): it yields (index,
+	// offset from the start) in increasing offset, e.g. PoissonArrivals. Segments still give the run's length:
+	// an arrival at or past it is not sent. Shards must then be 0 or 1.
+	Arrivals iter.Seq2[int64, time.Duration]
 	// MaxWorkers is the pool of workers, each with its own Sender, started before the first arrival. An
 	// arrival with no free worker is dropped (ClassDropped).
 	MaxWorkers int
@@ -161,6 +165,9 @@ func (c OpenLoopConfig) Validate() []error {
 		add("shards: is %d: want 1 to %d", c.Shards, MaxConcurrency)
 	} else if c.Shard < 0 || c.Shard >= shards {
 		add("shard: is %d of %d: want 0 to %d", c.Shard, shards, shards-1)
+	}
+	if c.Arrivals != nil && shards > 1 {
+		add("shards: is %d with arrivals of its own: an arrival sequence is not sharded: use 1", c.Shards)
 	}
 	if c.MaxWorkers < 1 || c.MaxWorkers > MaxConcurrency {
 		add("max workers: is %d: want 1 to %d", c.MaxWorkers, MaxConcurrency)
@@ -272,7 +279,14 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) (OpenLoopResult, error
 		timer := time.NewTimer(0)
 		<-timer.C
 		defer timer.Stop()
-		for k, off := range ShardArrivals(cfg.Segments, cfg.Shard, shards) {
+		arrivals := ShardArrivals(cfg.Segments, cfg.Shard, shards)
+		if cfg.Arrivals != nil {
+			arrivals = cfg.Arrivals
+		}
+		for k, off := range arrivals {
+			if cfg.Arrivals != nil && off >= total {
+				return
+			}
 			at := start.Add(off)
 			if d := time.Until(at); d > 0 {
 				timer.Reset(d)
@@ -395,6 +409,9 @@ type OpenLoopBucket struct {
 	// TTFABP95Ms is the exact p95 TTFAB of the successful requests; ShedRate is Shed over Sent.
 	TTFABP95Ms float64 `json:"ttfab_p95_ms"`
 	ShedRate   float64 `json:"shed_rate"`
+	// Violates is true when the slice's p95 TTFAB exceeded the SLO or more of its arrivals were shed,
+	// dropped or failed than DefaultMaxErrorRate allows (only when SummarizeOpenLoop was given an SLO).
+	Violates bool `json:"violates"`
 }
 
 // OpenLoopSummary is an open-loop run folded from its records (SummarizeOpenLoop).
@@ -482,6 +499,7 @@ func SummarizeOpenLoop(recs []Record, bucket, slo time.Duration) (OpenLoopSummar
 		}
 		failed := b.Shed + b.Errors + b.Dropped
 		if slo > 0 && (b.TTFABP95Ms > ms(slo) || (b.Scheduled > 0 && float64(failed)/float64(b.Scheduled) > DefaultMaxErrorRate)) {
+			b.Violates = true
 			s.SLOViolationBuckets++
 		}
 	}

@@ -59,6 +59,10 @@ type Record struct {
 	// Arrival is set on the records of an open-loop run (RunOpenLoop) only: the scheduled arrival the record
 	// answers. Closed-loop records do not carry it.
 	Arrival *Arrival `json:"arrival,omitempty"`
+	// RateStep is set on the records of qmax's rate staircase only (RunRateStep): the open-loop step the
+	// record belongs to. Those records also carry Arrival, and Step is the step's pool of workers, not a
+	// concurrency: Summarize skips them, SummarizeRateSteps folds them.
+	RateStep *RateStepID `json:"rate_step,omitempty"`
 }
 
 // OK reports whether the request succeeded.
@@ -188,9 +192,13 @@ type StepResult struct {
 
 // Summarize folds records into one StepResult per step, in increasing concurrency. It is what the engine
 // reports at the end of each step, so a records file read back with ReadRecords gives the same numbers.
+// Records of the rate staircase (RateStep set) are not closed-loop steps and are skipped (SummarizeRateSteps).
 func Summarize(records []Record, j Judge) []StepResult {
 	by := map[int][]Record{}
 	for _, r := range records {
+		if r.RateStep != nil {
+			continue
+		}
 		by[r.Step] = append(by[r.Step], r)
 	}
 	steps := make([]int, 0, len(by))
@@ -209,7 +217,7 @@ func Summarize(records []Record, j Judge) []StepResult {
 func SummarizeStep(c int, records []Record, j Judge) StepResult {
 	var mine []Record
 	for _, r := range records {
-		if r.Step == c {
+		if r.Step == c && r.RateStep == nil {
 			mine = append(mine, r)
 		}
 	}

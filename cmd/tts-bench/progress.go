@@ -17,6 +17,9 @@ import (
 type stepView interface {
 	// StartStep begins step index (from 1) of the staircase at concurrency c, lasting about d.
 	StartStep(index, c int, d time.Duration)
+	// StartRateStep begins open-loop step index (from 1) of the rate staircase at rps (fraction of the
+	// highest closed-loop throughput), lasting about d.
+	StartRateStep(index int, fraction, rps float64, d time.Duration)
 	// Update shows the engine's latest live numbers of the step.
 	Update(s stepStatus)
 	// EndStep ends the current step with a one-line verdict.
@@ -40,16 +43,28 @@ type stepStatus struct {
 type live struct {
 	mu       sync.Mutex
 	index, c int
-	start    time.Time
-	d        time.Duration
-	st       stepStatus
-	now      func() time.Time
+	// name is how lines name the step ("step 2: concurrency 5"), short how a bar does ("step 2 C=5").
+	name, short string
+	start       time.Time
+	d           time.Duration
+	st          stepStatus
+	now         func() time.Time
 }
 
 func (l *live) startStep(index, c int, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.index, l.c, l.d, l.start, l.st = index, c, d, l.now(), stepStatus{}
+	l.name, l.short = fmt.Sprintf("step %d: concurrency %d", index, c), fmt.Sprintf("step %d C=%d", index, c)
+}
+
+// startRateStep is startStep for an open-loop step of the rate staircase.
+func (l *live) startRateStep(index int, fraction, rps float64, d time.Duration) {
+	l.startStep(index, 0, d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.name = fmt.Sprintf("rate step %d: %.2f × max = %.3g rps", index, fraction, rps)
+	l.short = fmt.Sprintf("rate %d %.3grps", index, rps)
 }
 
 func (l *live) update(s stepStatus) {
@@ -130,6 +145,18 @@ func (v *lineView) StartStep(index, c int, d time.Duration) {
 	v.stopTicker()
 	v.l.startStep(index, c, d)
 	fmt.Fprintf(v.w, "step %d: concurrency %d (closed loop), about %s\n", index, c, d)
+	v.tick()
+}
+
+func (v *lineView) StartRateStep(index int, fraction, rps float64, d time.Duration) {
+	v.stopTicker()
+	v.l.startRateStep(index, fraction, rps, d)
+	fmt.Fprintf(v.w, "%s (open loop, Poisson arrivals), about %s\n", v.l.name, d)
+	v.tick()
+}
+
+// tick prints the live line every interval until the step ends.
+func (v *lineView) tick() {
 	v.stop = make(chan struct{})
 	v.wg.Add(1)
 	go func(stop chan struct{}) {
@@ -141,7 +168,10 @@ func (v *lineView) StartStep(index, c int, d time.Duration) {
 			case <-stop:
 				return
 			case <-t.C:
-				fmt.Fprintf(v.w, "step %d: concurrency %d: %s\n", index, c, v.l.status())
+				v.l.mu.Lock()
+				name := v.l.name
+				v.l.mu.Unlock()
+				fmt.Fprintf(v.w, "%s: %s\n", name, v.l.status())
 			}
 		}
 	}(v.stop)
@@ -152,9 +182,9 @@ func (v *lineView) Update(s stepStatus) { v.l.update(s) }
 func (v *lineView) EndStep(verdict string) {
 	v.stopTicker()
 	v.l.mu.Lock()
-	index, c := v.l.index, v.l.c
+	name := v.l.name
 	v.l.mu.Unlock()
-	fmt.Fprintf(v.w, "step %d: concurrency %d: %s\n", index, c, verdict)
+	fmt.Fprintf(v.w, "%s: %s\n", name, verdict)
 }
 
 func (v *lineView) Close() { v.stopTicker() }
@@ -191,12 +221,26 @@ func newBarView(w io.Writer, force bool) *barView {
 func (v *barView) StartStep(index, c int, d time.Duration) {
 	v.finishBar()
 	v.l.startStep(index, c, d)
+	v.addBar(d)
+}
+
+func (v *barView) StartRateStep(index int, fraction, rps float64, d time.Duration) {
+	v.finishBar()
+	v.l.startRateStep(index, fraction, rps, d)
+	v.addBar(d)
+}
+
+// addBar adds the bar of the step just started, lasting about d.
+func (v *barView) addBar(d time.Duration) {
+	v.l.mu.Lock()
+	short := v.l.short
+	v.l.mu.Unlock()
 	total := int64(d / time.Millisecond)
 	if total < 1 {
 		total = 1
 	}
 	v.bar = v.p.AddBar(total,
-		mpb.PrependDecorators(decor.Name(fmt.Sprintf("step %d C=%d", index, c))),
+		mpb.PrependDecorators(decor.Name(short)),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return v.l.compact() })),
 	)
 	v.tk = make(chan struct{})
@@ -222,11 +266,11 @@ func (v *barView) Update(s stepStatus) { v.l.update(s) }
 
 func (v *barView) EndStep(verdict string) {
 	v.l.mu.Lock()
-	index, c := v.l.index, v.l.c
+	name := v.l.name
 	v.l.mu.Unlock()
 	v.finishBar()
 	// Printed above the bars, so the verdicts stay on the screen as a log.
-	fmt.Fprintf(v.p, "step %d: concurrency %d: %s\n", index, c, verdict)
+	fmt.Fprintf(v.p, "%s: %s\n", name, verdict)
 }
 
 func (v *barView) Close() {

@@ -48,6 +48,15 @@ Before measuring (http): the container at --url must answer GET /ping with 200 w
 Per step ConcurrentRequestsPerModel (Maximum, 10 s) is read and its ratio to the client's concurrency
 recorded; a disagreement is warned about.
 
+Then the rate staircase (issue 22): one open-loop step per --rate-fractions (default 0.3,0.5,0.7,0.85,1.0,1.1)
+of the highest completed-request rate of the usable closed-loop steps, with Poisson arrivals (exponential gaps
+from a generator seeded by --seed), the same settle, hold, measure window and request timeout (or
+--rate-settle, --rate-hold, --rate-measure-window). Per step: the offered, arrived and achieved rates, the
+time-averaged requests in flight and the mean of the 10-s peaks (what the scaling alarm's 10-s Maximum of
+ConcurrentRequestsPerModel sees; CloudWatch's own is read too), p50/p95/p99 TTFAB, p95 stall and the share
+shed. It relates an offered rate to the scaling metric, which a closed-loop curve cannot do for an instance
+that saturates. --rate-fractions none skips it.
+
 Outputs, each written atomically: --output (qmax.json), the raw records beside it
 (<name>.records.jsonl.gz, one JSON line per request) and the staircase chart (<name>.svg).
 --dry-run makes no AWS call: it prints the ladder, the estimated duration and every control-plane action.
@@ -84,6 +93,12 @@ func qmaxCommand() *cli.Command {
 			&cli.BoolFlag{Name: "refine", Usage: "bisect between the highest passing and the lowest failing step"},
 			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the ladder, the estimated duration and every control-plane action"},
+			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
+			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
+			&cli.DurationFlag{Name: flagRateHold, Usage: "per rate step: hold this long after settling (default: --hold)"},
+			&cli.DurationFlag{Name: flagRateWindow, Usage: "per rate step: judge the requests sent in the last part of the hold this long (default: --measure-window)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seeds the request texts and the rate staircase's Poisson arrivals (the same seed offers the same arrivals)"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print on stdout at the end: table (text is the same) or json (the artifact)"},
 			&cli.StringFlag{Name: "output", Usage: "where to write the artifact (default artifacts/<model>/qmax.json); records and chart go beside it"},
 			&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "the container source tree whose digest the artifact records"},
 			&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "where the freeze journal is kept"},
@@ -119,6 +134,11 @@ type qmaxOpts struct {
 	refine, force, dryRun      bool
 	output, containerDir       string
 	journalDir                 string
+	rateFractionsFlag          string
+	rateSettle, rateHold       *time.Duration
+	rateWindow                 *time.Duration
+	seed                       uint64
+	format                     string
 	aws                        awsenv.Settings
 	catalog                    models.Catalog
 	stdout, stderr             io.Writer
@@ -131,6 +151,7 @@ type qmaxOpts struct {
 	corpus                 *bench.Corpus
 	recordsPath, chartPath string
 	containerDigest        string
+	rateFractions          []float64
 }
 
 // newQMaxOpts reads the command line of c; it checks nothing.
@@ -143,7 +164,17 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"),
 		output: c.String("output"), containerDir: c.String("container-dir"), journalDir: c.String("journal-dir"),
 		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		commandLine: strings.Join(os.Args, " "),
+		commandLine:       strings.Join(os.Args, " "),
+		rateFractionsFlag: c.String(flagRateFractions), seed: c.Uint64("seed"), format: c.String("format"),
+	}
+	for _, d := range []struct {
+		flag string
+		dst  **time.Duration
+	}{{flagRateSettle, &o.rateSettle}, {flagRateHold, &o.rateHold}, {flagRateWindow, &o.rateWindow}} {
+		if c.IsSet(d.flag) {
+			v := c.Duration(d.flag)
+			*d.dst = &v
+		}
 	}
 	if c.IsSet("slo-ms") {
 		v := c.Int("slo-ms")
@@ -205,6 +236,28 @@ func (o *qmaxOpts) Validate() error {
 	}
 	if o.window > 0 && o.hold > 0 && o.window > o.hold {
 		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.window, o.hold)
+	}
+
+	// The rate staircase.
+	if o.rateFractions, err = parseRateFractions(o.rateFractionsFlag); err != nil {
+		bad("--%s: %w", flagRateFractions, err)
+	}
+	for _, d := range []struct {
+		flag string
+		v    *time.Duration
+		zero bool
+	}{{flagRateSettle, o.rateSettle, true}, {flagRateHold, o.rateHold, false}, {flagRateWindow, o.rateWindow, false}} {
+		if d.v != nil && (*d.v < 0 || (*d.v == 0 && !d.zero) || *d.v > maxStepDuration) {
+			bad("--%s %s: want a positive duration up to %s, as a Go duration such as 30s or 4m", d.flag, *d.v, maxStepDuration)
+		}
+	}
+	if _, rh, rw := o.rateWindows(); rw > 0 && rh > 0 && rw > rh && (o.rateHold != nil || o.rateWindow != nil) {
+		bad("--%s %s is longer than the rate steps' hold %s: the window is the last part of the hold: shorten it or hold longer (--%s)", flagRateWindow, rw, rh, flagRateHold)
+	}
+	switch o.format {
+	case "table", "text", "json":
+	default:
+		bad("--format %q is not a format: use table or json", o.format)
 	}
 
 	// The judgement.
@@ -327,7 +380,7 @@ func (o *qmaxOpts) engineConfig(runID string) bench.Config {
 	cfg.RequestTimeout, cfg.Grace = o.requestTimeout, o.requestTimeout
 	cfg.SLO, cfg.SLOPercentile = o.slo, o.model.SLO.Percentile
 	cfg.StallBudget = o.stallBudget
-	cfg.Corpus, cfg.RunID = o.corpus, runID
+	cfg.Corpus, cfg.RunID, cfg.Seed = o.corpus, runID, o.seed
 	return cfg
 }
 
@@ -382,6 +435,15 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		}
 		row("", "--refine: up to %d more steps bisecting the bracket (%s)", most, time.Duration(most)*per)
 	}
+	if n := len(o.rateFractions); n > 0 {
+		rs, rh, rw := o.rateWindows()
+		rper := rs + rh
+		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.seed, joinFloats(o.rateFractions))
+		row("", "settle %s, hold %s (judged on the last %s) each, then up to %s for requests in flight: %s, up to %s", rs, rh, rw, cfg.RequestTimeout,
+			time.Duration(n)*rper, time.Duration(n)*(rper+cfg.RequestTimeout))
+	} else {
+		row("rate steps", "none (--%s none): the artifact has no rate staircase", flagRateFractions)
+	}
 	row("outputs", "%s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath)
 	b.WriteString("\nControl-plane actions, in order:\n")
 	var acts []string
@@ -399,6 +461,9 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		act("UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=1 (only when it is not 1), then wait for InService (SDK waiter)", ep, models.VariantName)
 		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
 		act("per step: GetMetricData %s %s Maximum, period %s, EndpointName=%s VariantName=%s, over the measure window", capacity.MetricNamespace, capacity.ConcurrencyMetric, cloud.ConcurrencyPeriod, ep, models.VariantName)
+		if len(o.rateFractions) > 0 {
+			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker), then GetMetricData as above", ep)
+		}
 		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", ep)
 	}
 	for i, a := range acts {

@@ -63,6 +63,11 @@ type qmaxRun struct {
 	// cover the neighbouring steps.
 	cwOuter  map[int]bool
 	warnings []string
+	// highestRPS is the highest closed-loop throughput the rate staircase took fractions of (0: none ran);
+	// rateSteps its steps, cwRate the mean 10-s CloudWatch Maximum per rate step index.
+	highestRPS float64
+	rateSteps  []bench.RateStepResult
+	cwRate     map[int]float64
 }
 
 // Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
@@ -73,7 +78,7 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	if err := probeWritable(filepath.Dir(o.output)); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
 	}
-	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, instanceType: models.LocalInstanceType}
+	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, instanceType: models.LocalInstanceType}
 	r.cfg = o.engineConfig(r.runID)
 	tmp, err := os.CreateTemp(filepath.Dir(o.recordsPath), "."+filepath.Base(o.recordsPath)+".*.tmp")
 	if err != nil {
@@ -169,10 +174,13 @@ func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
 	o := r.o
 	r.view = newStepView(o.stderr)
 	err := r.staircase(ctx)
+	if err == nil {
+		err = r.rateStaircase(ctx)
+	}
 	r.view.Close()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("qmax %s: interrupted after %d step(s): no artifact written: %w", o.model.ID, len(r.steps), ctx.Err())
+			return fmt.Errorf("qmax %s: interrupted after %d step(s) and %d rate step(s): no artifact written: %w", o.model.ID, len(r.steps), len(r.rateSteps), ctx.Err())
 		}
 		return fmt.Errorf("qmax %s: %w: no artifact written", o.model.ID, err)
 	}
@@ -301,18 +309,33 @@ func (r *qmaxRun) awaitMetrics(ctx context.Context) {
 				missing = append(missing, s)
 			}
 		}
-		if len(missing) == 0 || ctx.Err() != nil {
+		var missingRate []bench.RateStepResult
+		for _, s := range r.rateSteps {
+			if _, ok := r.cwRate[s.ID.Index]; !ok && rateWindowHasPeriod(s) {
+				missingRate = append(missingRate, s)
+			}
+		}
+		if len(missing)+len(missingRate) == 0 || ctx.Err() != nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			var cs []int
-			for _, s := range missing {
-				cs = append(cs, s.Concurrency)
+			if len(missing) > 0 {
+				var cs []int
+				for _, s := range missing {
+					cs = append(cs, s.Concurrency)
+				}
+				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the step(s) at concurrency %s within %s: their CloudWatch ratio is not recorded (the plan then assumes 1)", joinInts(cs), metricWait))
 			}
-			r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the step(s) at concurrency %s within %s: their CloudWatch ratio is not recorded (the plan then assumes 1)", joinInts(cs), metricWait))
+			if len(missingRate) > 0 {
+				var is []int
+				for _, s := range missingRate {
+					is = append(is, s.ID.Index+1)
+				}
+				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the rate step(s) %s within %s: their cloudwatch_max_10s is not recorded", joinInts(is), metricWait))
+			}
 			return
 		}
-		fmt.Fprintf(r.o.stderr, "qmax %s: waiting for CloudWatch to publish ConcurrentRequestsPerModel for %d step(s)\n", r.o.model.ID, len(missing))
+		fmt.Fprintf(r.o.stderr, "qmax %s: waiting for CloudWatch to publish ConcurrentRequestsPerModel for %d step(s)\n", r.o.model.ID, len(missing)+len(missingRate))
 		select {
 		case <-ctx.Done():
 			return
@@ -320,6 +343,9 @@ func (r *qmaxRun) awaitMetrics(ctx context.Context) {
 		}
 		for _, s := range missing {
 			r.readConcurrency(ctx, s, true)
+		}
+		for _, s := range missingRate {
+			r.readRateConcurrency(ctx, s)
 		}
 	}
 }
@@ -349,14 +375,7 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 	}
 	var lowest *bench.StepResult
 	for i, s := range r.steps {
-		st := capacity.QMaxStep{
-			Concurrency: s.Concurrency, OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed,
-			TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms,
-			StallP95Ms: s.StallP95Ms, StallBudgetMs: s.StallBudgetMs, StallJitterMs: s.StallJitterMs,
-			ResponseMeanMs: s.ResponseMeanMs, AchievedRPS: s.AchievedRPS,
-			ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
-			MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
-		}
+		st := qmaxStepOf(s)
 		if v, ok := r.cwMax[s.Concurrency]; ok {
 			st.CloudWatchConcurrencyMax = v
 			if s.InFlightPeak > 0 {
@@ -383,6 +402,12 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 	}
 	q.BracketHighestPass, q.BracketLowestFail = bracket(r.passed())
 	q.QMax = q.BracketHighestPass
+	if len(r.rateSteps) > 0 {
+		q.HighestThroughputRPS = r.highestRPS
+		for _, s := range r.rateSteps {
+			q.RateSteps = append(q.RateSteps, r.rateStepOf(s))
+		}
+	}
 	return q
 }
 
@@ -418,7 +443,15 @@ func (r *qmaxRun) write() error {
 	if err := capacity.WriteJSON(o.output, q); err != nil {
 		return exitcode.Usage(fmt.Errorf("qmax %s: %w: choose another --output", o.model.ID, err))
 	}
-	if err := renderQMaxSummary(o.stdout, q); err != nil {
+	if o.format == "json" {
+		var data []byte
+		if data, err = capacity.MarshalArtifact(q); err == nil {
+			_, err = o.stdout.Write(data)
+		}
+	} else {
+		err = renderQMaxSummary(o.stdout, q)
+	}
+	if err != nil {
 		return fmt.Errorf("print the summary: %w", err)
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d)\n", o.model.ID, o.output, q.QMax)
@@ -482,7 +515,7 @@ func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
 		fmt.Fprintf(&b, " (a lower bound: no step failed)\n")
 	}
 	fmt.Fprintf(&b, "SLO p%d TTFAB ≤ %d ms; uncontended service time %s ms mean, %s ms p95\n", q.SLOPercentile, q.SLOTTFABMs, fmtMs(q.ServiceTimeMeanMs), fmtMs(q.ServiceTimeP95Ms))
-	fmt.Fprintf(&b, "%-6s %-5s %10s %10s %10s %8s %8s %8s %7s %s\n", "C", "pass", "p95 TTFAB", "p95 stall", "resp mean", "rps", "ok", "failed", "cw", "usable")
+	fmt.Fprintf(&b, "%-7s %-5s %13s %13s %13s %8s %8s %8s %9s %s\n", "C (req)", "pass", "p95 TTFAB ms", "p95 stall ms", "resp mean ms", "rps", "ok", "failed", "cw/client", "usable")
 	for _, s := range q.Steps {
 		pass, usable, cw := "no", "yes", "-"
 		if s.MeetsSLO {
@@ -494,9 +527,11 @@ func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
 		if s.CloudWatchRatio > 0 {
 			cw = fmt.Sprintf("%.2f", s.CloudWatchRatio)
 		}
-		fmt.Fprintf(&b, "%-6d %-5s %10s %10s %10s %8.2f %8d %8d %7s %s\n", s.Concurrency, pass, fmtMs(s.TTFABP95Ms), fmtMs(s.StallP95Ms),
+		fmt.Fprintf(&b, "%-7d %-5s %13s %13s %13s %8.2f %8d %8d %9s %s\n", s.Concurrency, pass, fmtMs(s.TTFABP95Ms), fmtMs(s.StallP95Ms),
 			fmtMs(s.ResponseMeanMs), s.AchievedRPS, s.OKCount, s.ErrorCount+s.RejectedCount, cw, usable)
 	}
+	b.WriteString("cw/client: the Maximum of ConcurrentRequestsPerModel CloudWatch saw in the window ÷ the client's peak in flight (- = unread)\n")
+	renderRateSteps(&b, q)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

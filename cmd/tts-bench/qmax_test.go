@@ -170,7 +170,7 @@ func TestQMaxEndToEnd(t *testing.T) {
 	}
 	stdout, stderr, code := runCLI(t, append([]string{"qmax", "--ladder", "1,2,4,8,16,32", "--max-concurrency", "32", "--settle", "1s", "--hold", "4s",
 		"--measure-window", "3s", "--request-timeout", "10s", "--slo-ms", strconv.Itoa(slo), "--stall-budget-ms", "250",
-		"--container-dir", containerDir, "--output", out}, common...)...)
+		"--rate-fractions", "none", "--container-dir", containerDir, "--output", out}, common...)...)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -186,6 +186,9 @@ func TestQMaxEndToEnd(t *testing.T) {
 	}
 	if want := digest; q.ContainerDigest != want || q.SLOTTFABMs != slo || q.ModelRevision != "none" || q.Endpoint != "speech-espeak-ng" {
 		t.Errorf("artifact identity: digest %s (want %s), slo %d (want %d), revision %s, endpoint %s", q.ContainerDigest, want, q.SLOTTFABMs, slo, q.ModelRevision, q.Endpoint)
+	}
+	if len(q.RateSteps) != 0 || q.HighestThroughputRPS != 0 {
+		t.Errorf("--rate-fractions none: %d rate steps, highest throughput %g; want no rate staircase", len(q.RateSteps), q.HighestThroughputRPS)
 	}
 	if q.Steps[0].Concurrency != 1 || q.ServiceTimeMeanMs <= 0 {
 		t.Errorf("the first step is at %d with service time %g; want the uncontended C=1", q.Steps[0].Concurrency, q.ServiceTimeMeanMs)

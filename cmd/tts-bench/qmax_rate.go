@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// The rate staircase (docs/design.md, "Open loop, too"; issue 22): after the closed-loop steps, one open-loop
+// step per fraction of the highest closed-loop throughput, Poisson arrivals, with the closed-loop step's
+// settle, hold and measure windows (or the --rate-* overrides) and request timeout. Its records go to the same
+// records file, marked with bench.Record.RateStep.
+
+// DefaultRateFractions are the fractions of the highest closed-loop throughput the rate staircase offers.
+var DefaultRateFractions = []float64{0.3, 0.5, 0.7, 0.85, 1.0, 1.1}
+
+// Flag names of the rate staircase.
+const (
+	flagRateFractions = "rate-fractions"
+	flagRateSettle    = "rate-settle"
+	flagRateHold      = "rate-hold"
+	flagRateWindow    = "rate-measure-window"
+)
+
+// parseRateFractions reads "0.3,0.5,1.1": increasing fractions in (0, 10]; "none" or "" is no rate staircase.
+func parseRateFractions(s string) ([]float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "none") {
+		return nil, nil
+	}
+	var fs []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		f, err := strconv.ParseFloat(part, 64)
+		if err != nil || !(f > 0 && f <= 10) {
+			return nil, fmt.Errorf("%q is not a fraction: want numbers in (0, 10] separated by commas, e.g. --%s 0.3,0.5,0.7,1.0, or none", part, flagRateFractions)
+		}
+		if len(fs) > 0 && f <= fs[len(fs)-1] {
+			return nil, fmt.Errorf("%g follows %g: list each fraction once, in increasing order", f, fs[len(fs)-1])
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) > capacity.MaxRateSteps {
+		return nil, fmt.Errorf("%d fractions: at most %d", len(fs), capacity.MaxRateSteps)
+	}
+	return fs, nil
+}
+
+func joinFloats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+// rateWindows are the windows of a rate step: the --rate-* overrides, or the closed-loop step's.
+func (o *qmaxOpts) rateWindows() (settle, hold, window time.Duration) {
+	settle, hold, window = o.settle, o.hold, o.window
+	if o.rateSettle != nil {
+		settle = *o.rateSettle
+	}
+	if o.rateHold != nil {
+		hold = *o.rateHold
+	}
+	if o.rateWindow != nil {
+		window = *o.rateWindow
+	}
+	return settle, hold, window
+}
+
+// qmaxStepOf is the artifact's step of a closed-loop step (CloudWatch fields set by artifact).
+func qmaxStepOf(s bench.StepResult) capacity.QMaxStep {
+	return capacity.QMaxStep{
+		Concurrency: s.Concurrency, OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed,
+		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms,
+		StallP95Ms: s.StallP95Ms, StallBudgetMs: s.StallBudgetMs, StallJitterMs: s.StallJitterMs,
+		ResponseMeanMs: s.ResponseMeanMs, AchievedRPS: s.AchievedRPS,
+		ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
+		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
+	}
+}
+
+// highestThroughput is the highest completed-request rate (capacity.QMaxStep.Throughput) of the usable
+// closed-loop steps that completed requests; 0 when there is none.
+func highestThroughput(steps []bench.StepResult) float64 {
+	best := 0.0
+	for _, s := range steps {
+		if !s.Usable || s.OK == 0 {
+			continue
+		}
+		best = max(best, qmaxStepOf(s).Throughput())
+	}
+	return best
+}
+
+// rateStaircase runs the rate staircase after the closed-loop steps (nothing with --rate-fractions none).
+func (r *qmaxRun) rateStaircase(ctx context.Context) error {
+	o := r.o
+	if len(o.rateFractions) == 0 {
+		return nil
+	}
+	h := highestThroughput(r.steps)
+	if !(h > 0) {
+		r.warn("no usable closed-loop step completed a request, so there is no throughput to take fractions of: the rate staircase is skipped (the artifact has no rate_steps)")
+		return nil
+	}
+	r.highestRPS = h
+	settle, hold, window := o.rateWindows()
+	for i, f := range o.rateFractions {
+		id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
+		cfg := bench.RateStepConfig{
+			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.requestTimeout,
+			Judge: r.cfg.Judge(), Transport: r.cfg.Transport, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
+			RunID: r.runID, Records: r.cfg.Records,
+			Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
+		}
+		r.view.StartRateStep(i+1, f, id.OfferedRPS, settle+hold)
+		s, err := bench.RunRateStep(ctx, cfg)
+		if err != nil {
+			r.view.EndStep("stopped: " + err.Error())
+			return err
+		}
+		r.rateSteps = append(r.rateSteps, s)
+		r.readRateConcurrency(ctx, s)
+		r.view.EndStep(rateVerdict(s, r.cfg))
+		if !s.Usable {
+			r.warn(fmt.Sprintf("rate step %d (%.3g rps) is not usable: %s", i+1, id.OfferedRPS, s.UnusableReason))
+		}
+	}
+	return nil
+}
+
+// rateVerdict is the one-line judgement of a rate step.
+func rateVerdict(s bench.RateStepResult, cfg bench.Config) string {
+	head := "meets the SLO"
+	if !s.MeetsSLO {
+		head = "misses the SLO (" + strings.Join(s.FailReasons, "; ") + ")"
+	}
+	return fmt.Sprintf("%s: offered %.3g rps, arrived %.3g rps, achieved %.3g rps, in flight %.2f mean / %.2f 10-s max, p%d TTFAB %s ms, p95 stall %s ms, %.1f%% shed",
+		head, s.ID.OfferedRPS, s.ArrivalRPS, s.AchievedRPS, s.InFlightMean, s.InFlightMax10s, cfg.SLOPercentile, fmtMs(s.TTFABSLOMs), fmtMs(s.StallP95Ms), 100*s.ShedFraction)
+}
+
+// readRateConcurrency reads the 10-s Maximum datapoints of ConcurrentRequestsPerModel in a rate step's measure
+// window (the periods wholly inside it) and records their mean; a window that holds no whole period is not
+// read (CloudWatchMax10s stays unread).
+func (r *qmaxRun) readRateConcurrency(ctx context.Context, s bench.RateStepResult) {
+	if r.cw == nil || s.WindowEnd.IsZero() {
+		return
+	}
+	p := cloud.ConcurrencyPeriod
+	start, end := ceilTime(s.WindowStart, p), s.WindowEnd.Truncate(p)
+	if !end.After(start) {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.endpoint(), models.VariantName, start, end)
+	if err != nil {
+		r.warn(fmt.Sprintf("rate step %d: %v", s.ID.Index+1, err))
+		return
+	}
+	if len(pts) == 0 {
+		return
+	}
+	var sum float64
+	for _, pt := range pts {
+		sum += pt.Value
+	}
+	r.cwRate[s.ID.Index] = sum / float64(len(pts))
+}
+
+// rateWindowHasPeriod reports whether a rate step's window holds a whole CloudWatch period (it can be read).
+func rateWindowHasPeriod(s bench.RateStepResult) bool {
+	p := cloud.ConcurrencyPeriod
+	return !s.WindowEnd.IsZero() && s.WindowEnd.Truncate(p).After(ceilTime(s.WindowStart, p))
+}
+
+// rateStepOf is the artifact's rate step.
+func (r *qmaxRun) rateStepOf(s bench.RateStepResult) capacity.RateStep {
+	return capacity.RateStep{
+		Fraction: s.ID.Fraction, OfferedRPS: s.ID.OfferedRPS, ArrivalRPS: s.ArrivalRPS, AchievedRPS: s.AchievedRPS,
+		InFlightMean: s.InFlightMean, InFlightMax10s: s.InFlightMax10s, CloudWatchMax10s: r.cwRate[s.ID.Index],
+		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms, StallP95Ms: s.StallP95Ms,
+		OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed, ShedFraction: s.ShedFraction,
+		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
+	}
+}
+
+// renderRateSteps prints the rate staircase as a second table, units in every header.
+func renderRateSteps(b *strings.Builder, q *capacity.QMax) {
+	if len(q.RateSteps) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nRate staircase (open loop, Poisson arrivals) at fractions of the highest closed-loop throughput, %.3g rps:\n", q.HighestThroughputRPS)
+	fmt.Fprintf(b, "%-12s %11s %11s %12s %14s %16s %13s %13s %12s %6s %4s %s\n", "fraction×max", "offered rps", "arrived rps", "achieved rps",
+		"in-flight mean", "in-flight max10s", "cw max10s", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "p95 stall ms", "shed %", "pass", "usable")
+	for _, s := range q.RateSteps {
+		pass, usable, cw := "no", "yes", "-"
+		if s.MeetsSLO {
+			pass = "yes"
+		}
+		if !s.Usable {
+			usable = "no: " + s.UnusableReason
+		}
+		if s.CloudWatchMax10s > 0 {
+			cw = fmt.Sprintf("%.2f", s.CloudWatchMax10s)
+		}
+		v, _ := ttfabAtPercentile(s, q.SLOPercentile)
+		fmt.Fprintf(b, "%-12.2f %11.3f %11.3f %12.3f %14.2f %16.2f %13s %13s %12s %6.1f %4s %s\n", s.Fraction, s.OfferedRPS, s.ArrivalRPS, s.AchievedRPS,
+			s.InFlightMean, s.InFlightMax10s, cw, fmtMs(v), fmtMs(s.StallP95Ms), 100*s.ShedFraction, pass, usable)
+	}
+	b.WriteString("in flight mean: time-averaged requests in flight (client); max10s: mean over the window's 10-s slices of each slice's peak, as the\n")
+	b.WriteString("scaling alarm's 10-s Maximum of ConcurrentRequestsPerModel sees it; cw max10s: that metric as CloudWatch published it (- = unread)\n")
+}
+
+// ttfabAtPercentile is the rate step's TTFAB at the SLO percentile.
+func ttfabAtPercentile(s capacity.RateStep, p int) (float64, bool) {
+	switch p {
+	case 50:
+		return s.TTFABP50Ms, true
+	case 99:
+		return s.TTFABP99Ms, true
+	}
+	return s.TTFABP95Ms, p == 95
+}

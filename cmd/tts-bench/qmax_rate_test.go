@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+)
+
+// calibrationEndpoint is the espeak-ng endpoint on the emulator with the calibration engine behind it: one
+// worker, 20 ms per segment as a wait, so one instance saturates at a rate the test machine's load does not
+// move, and a queue forms in front of its one slot.
+func calibrationEndpoint(t *testing.T) *emulatortest.Emulator {
+	t.Helper()
+	e := emulatortest.Start(t, emulatortest.Container(t))
+	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService(),
+		emulatortest.Env(map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "20", "ENGINE_WORKERS": "1"}))
+	return e
+}
+
+// TestQMaxRateStaircase (issue 22): qmax ends with the rate staircase. On a one-slot instance the artifact
+// verifies, has one rate step per fraction at fraction × the highest closed-loop throughput, the requests in
+// flight grow with the offered rate, the records file holds the rate steps' records (marked with rate_step)
+// and re-reports them exactly, --format json prints the artifact, and the table shows the rate steps with
+// their units.
+func TestQMaxRateStaircase(t *testing.T) {
+	e := calibrationEndpoint(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "qmax.json")
+	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
+		"--ladder", "1,2,4", "--max-concurrency", "4", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
+		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
+		"--seed", "7", "--format", "json", "--container-dir", containerDir, "--output", out)
+	if code != 0 {
+		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	q, err := capacity.LoadQMax(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := q.Verify(); len(errs) > 0 {
+		t.Fatalf("the artifact does not verify: %v", errs)
+	}
+	var printed capacity.QMax
+	if err := json.Unmarshal([]byte(stdout), &printed); err != nil || !reflect.DeepEqual(&printed, q) {
+		t.Errorf("--format json printed something else than the artifact (%v):\n%s", err, stdout)
+	}
+	highest := 0.0
+	for _, s := range q.Steps {
+		if s.Usable && s.OKCount > 0 {
+			highest = max(highest, s.Throughput())
+		}
+	}
+	if q.HighestThroughputRPS != highest || highest <= 0 {
+		t.Errorf("highest_throughput_rps %g, want the highest closed-loop throughput %g", q.HighestThroughputRPS, highest)
+	}
+	if len(q.RateSteps) != 3 {
+		t.Fatalf("%d rate steps, want one per fraction (3)", len(q.RateSteps))
+	}
+	for i, s := range q.RateSteps {
+		t.Logf("rate step %.2f: offered %.2f rps, arrived %.2f, achieved %.2f, in flight %.2f mean %.2f max10s, p95 TTFAB %.0f ms, shed %.2f, usable %v %s",
+			s.Fraction, s.OfferedRPS, s.ArrivalRPS, s.AchievedRPS, s.InFlightMean, s.InFlightMax10s, s.TTFABP95Ms, s.ShedFraction, s.Usable, s.UnusableReason)
+		if want := []float64{0.3, 0.7, 1.0}[i]; s.Fraction != want || s.OfferedRPS != want*highest {
+			t.Errorf("rate step %d: fraction %g at %g rps, want %g × %g", i, s.Fraction, s.OfferedRPS, want, highest)
+		}
+		if s.OKCount == 0 || s.ArrivalRPS <= 0 || s.AchievedRPS <= 0 || s.InFlightMean <= 0 || s.InFlightMax10s < s.InFlightMean {
+			t.Errorf("rate step %d: %+v: want requests, rates and in-flight recorded (mean ≤ 10-s max)", i, s)
+		}
+		if i > 0 && !(s.InFlightMean > q.RateSteps[i-1].InFlightMean) {
+			t.Errorf("in flight at %.2f × max is %.3f, at %.2f × max %.3f: want it to grow with the offered rate", s.Fraction, s.InFlightMean, q.RateSteps[i-1].Fraction, q.RateSteps[i-1].InFlightMean)
+		}
+	}
+	// The records: closed-loop and rate steps in one file; each re-reports as the artifact says.
+	data, err := os.ReadFile(filepath.Join(dir, q.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := bench.ReadRecords(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bench.DefaultConfig()
+	cfg.SLO, cfg.StallBudget = 5*time.Second, 5*time.Second
+	if closed := bench.Summarize(recs, cfg.Judge()); len(closed) != len(q.Steps) {
+		t.Errorf("the records hold %d closed-loop steps, the artifact %d", len(closed), len(q.Steps))
+	}
+	rate := bench.SummarizeRateSteps(recs, cfg.Judge(), 0)
+	if len(rate) != len(q.RateSteps) {
+		t.Fatalf("the records hold %d rate steps, the artifact %d", len(rate), len(q.RateSteps))
+	}
+	for i, s := range rate {
+		a := q.RateSteps[i]
+		if s.ID.Fraction != a.Fraction || s.ID.OfferedRPS != a.OfferedRPS || s.InFlightMean != a.InFlightMean || s.InFlightMax10s != a.InFlightMax10s ||
+			s.TTFABP95Ms != a.TTFABP95Ms || s.StallP95Ms != a.StallP95Ms || s.OK != a.OKCount || s.ShedFraction != a.ShedFraction || s.MeetsSLO != a.MeetsSLO || s.Usable != a.Usable {
+			t.Errorf("re-reported rate step %d differs: %+v vs %+v", i, s, a)
+		}
+	}
+
+	var table strings.Builder
+	if err := renderQMaxSummary(&table, q); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Rate staircase (open loop, Poisson arrivals)", "offered rps", "achieved rps", "in-flight mean", "in-flight max10s", "p95 TTFAB ms", "p95 stall ms", "shed %", "cw/client"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+// --rate-fractions is checked with the rest of the command line; none skips the rate staircase (the dry run
+// says so), and the dry run's estimate counts the rate steps.
+func TestQMaxRateFlags(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []float64
+		err  string
+	}{
+		{"0.3,0.5,1.1", []float64{0.3, 0.5, 1.1}, ""}, {"none", nil, ""}, {"", nil, ""}, {" 1 ", []float64{1}, ""},
+		{"0.5,0.3", nil, "0.3 follows 0.5"}, {"0,1", nil, `"0" is not a fraction`}, {"x", nil, `"x" is not a fraction`}, {"11", nil, "is not a fraction"},
+	} {
+		got, err := parseRateFractions(tt.in)
+		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseRateFractions(%q) = %v, %v; want %v, %q", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+	dir := t.TempDir()
+	_, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--rate-fractions", "1,0.5", "--rate-hold", "2s", "--rate-measure-window", "3s",
+		"--format", "yaml", "--output", filepath.Join(dir, "q.json"), "--dry-run")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"--rate-fractions: 0.5 follows 1", "--rate-measure-window 3s is longer than the rate steps' hold 2s", `--format "yaml"`} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--rate-fractions", "none", "--output", filepath.Join(dir, "q.json"), "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "rate steps      none (--rate-fractions none)") {
+		t.Errorf("--rate-fractions none: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
