@@ -91,9 +91,10 @@ func (r DriftReport) Errors() int {
 // Clean reports whether there is no error-level finding.
 func (r DriftReport) Clean() bool { return r.Errors() == 0 }
 
-// DriftEndpointAPI is the part of the SageMaker client Drift uses.
+// DriftEndpointAPI is the part of the SageMaker client Drift uses: the endpoint, and its endpoint config and
+// model for the container environment.
 type DriftEndpointAPI interface {
-	DescribeEndpoint(ctx context.Context, in *sagemaker.DescribeEndpointInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error)
+	ContainerEnvAPI
 }
 
 // DriftClients are the read-only clients Drift and Validate work through.
@@ -123,6 +124,10 @@ type DriftOptions struct {
 	NoPlanReasons []string
 	// CatalogInstances is the catalog's instance count, expected without a plan.
 	CatalogInstances int32
+	// Container is what the container environment should hold (the plan's queue shield, or 0 for the
+	// measurement configuration; the SLO's first-audio target; the scheduler); nil skips the comparison.
+	// With it, scaling deployed over a container without a queue shield is an error of its own.
+	Container *ContainerExpectation
 }
 
 // Drift compares what is deployed on a variant (the endpoint and its state, the scalable target and its
@@ -162,6 +167,7 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 	d, err := cl.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.Endpoint)})
 	var desired int32
 	haveCount := false
+	config := ""
 	switch {
 	case IsNotFound(err):
 		add(SeverityError, FindingEndpointMissing, o.Endpoint, "the endpoint does not exist", deploy)
@@ -179,6 +185,7 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 			}
 			add(SeverityError, FindingEndpointNotReady, o.Endpoint, detail, fix)
 		}
+		config = aws.ToString(d.EndpointConfigName)
 		if n, err := variantDesired(d, o.Variant); err != nil {
 			add(SeverityError, FindingEndpointMissing, o.Endpoint, err.Error(), deploy)
 		} else {
@@ -208,6 +215,34 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 			return rep, fmt.Errorf("describe scaling policies of %s: %w", rid, err)
 		}
 		policies = out.ScalingPolicies
+	}
+	if o.Container != nil && haveCount {
+		env, model, err := environmentOf(ctx, cl.SageMaker, o.Endpoint, config, o.Variant)
+		if err != nil {
+			return rep, err
+		}
+		want := "the measurement configuration"
+		fix := deploy + " (without a plan that passes the gate it deploys the measurement configuration)"
+		if o.Spec != nil {
+			want, fix = "the plan", deploy+" (puts the plan's container environment back)"
+		}
+		depthShown, _ := envValue(env, EnvQueueMaxDepth)
+		for _, c := range ContainerChecks("model "+model, env, *o.Container, target != nil) {
+			if c.Pass {
+				continue
+			}
+			if c.Name == "queue shield under scaling" {
+				sfix := fix
+				if o.Spec == nil {
+					sfix = deploy + " (without a plan that passes the gate it removes the scaling), or speech-infra destroy " + o.Model
+				}
+				add(SeverityError, FindingShieldMissing, c.Subject,
+					fmt.Sprintf("a scalable target is registered but the container runs without a queue shield (%s is %s): a surge before the scale-out queues without bound instead of being shed", EnvQueueMaxDepth, depthShown), sfix)
+				continue
+			}
+			v := strings.TrimPrefix(c.Name, "container ")
+			add(SeverityError, FindingEnvironmentMismatch, c.Subject, fmt.Sprintf("the container runs %s=%s, %s deploys %s", v, c.Deployed, want, c.Planned), fix)
+		}
 	}
 	alarms, err := cl.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: capacity.AlarmNames(o.Endpoint), MaxRecords: aws.Int32(100)})
 	if err != nil {

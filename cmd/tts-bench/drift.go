@@ -23,15 +23,19 @@ import (
 
 const driftDescription = `drift compares what is deployed for a model with what should be, and only reads.
 
-Deployed: the endpoint and its variant (status, desired instance count), the scalable target and its
-SuspendedState, the scaling policies, the alarms and their states, and the freeze journals of interrupted
-runs (--journal-dir, default .state/journals/<endpoint>.json).
+Deployed: the endpoint and its variant (status, desired instance count), the container environment it
+runs (QUEUE_MAX_DEPTH, FIRST_AUDIO_TARGET_MS, SCHEDULER: read from the endpoint config's model), the
+scalable target and its SuspendedState, the scaling policies, the alarms and their states, and the freeze
+journals of interrupted runs (--journal-dir, default .state/journals/<endpoint>.json).
 Should be: the plan (--plan, default artifacts/<model>/plan.json) when it passes the same gate the deploy
-uses; otherwise the measurement configuration of the catalog: no target, no policies, no alarms.
+uses, with the plan's queue shield (QUEUE_MAX_DEPTH = its queue_max_depth); otherwise the measurement
+configuration of the catalog: QUEUE_MAX_DEPTH=0, no target, no policies, no alarms.
 
 Each finding has a severity and a remediation:
   error  suspended scaling, a journal present, an orphaned target or policy, a missing target, a capacity,
-         policy or alarm mismatch, an alarm in ALARM, the endpoint missing or not InService
+         policy or alarm mismatch, an alarm in ALARM, the endpoint missing or not InService, scaling
+         without a queue shield (shield_missing), a container variable unlike the plan's
+         (environment_mismatch)
   warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's
   info   why no plan applies; the scale-in alarm in ALARM on an idle endpoint
 Exit codes: 0 no error-level finding, 1 at least one (or a failed AWS call), 2 a usage error.
@@ -57,12 +61,14 @@ type expectation struct {
 	planPath string
 	spec     *capacity.ScalingSpec
 	reasons  []string
+	// container is the environment that should run: the plan's shield, or the measurement configuration's 0.
+	container cloud.ContainerExpectation
 }
 
 // expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
 // or the catalog's).
 func expect(m models.Model, planPath, containerDir string, local bool) expectation {
-	e := expectation{model: m, planPath: planPath}
+	e := expectation{model: m, planPath: planPath, container: cloud.ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
 	digest, err := capacity.SourceDigest(containerDir)
 	if err != nil {
 		digest = ""
@@ -76,6 +82,7 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.spec = &s
+		e.container.QueueMaxDepth = dec.QueueMaxDepth()
 		return e
 	}
 	e.reasons = append(e.reasons, dec.Reasons...)
@@ -182,6 +189,7 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: cl.sm, AutoScaling: cl.aas, CloudWatch: cl.cw}, cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
 		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
+		Container: &exp.container,
 	})
 	if err != nil {
 		return fmt.Errorf("drift %s on %s: %w", o.model.EndpointName(), awsenv.Where(o.env, cfg), err)

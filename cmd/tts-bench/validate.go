@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -22,8 +23,11 @@ const validateDescription = `validate checks the scaling deployed for a model ag
 Checks: the scalable target's minimum and maximum; the target-tracking policy's metric, target value, that
 its scale-in is disabled, and its scale-out cooldown; the step policy's cooldown, adjustment and step; every
 alarm's metric, statistic, threshold, period and evaluation periods, and that the scale-in alarm triggers the
-scale-in policy. The plan is read as the deploy reads it (strictly, verified); it need not pass the gate, so
-that a plan can be compared before it is deployed.
+scale-in policy; the container environment the endpoint runs (read from its endpoint config's model):
+QUEUE_MAX_DEPTH is the plan's queue_max_depth, FIRST_AUDIO_TARGET_MS a third of its SLO, SCHEDULER the
+default (deadline), and a registered scalable target has a queue shield under it. The plan is read as the
+deploy reads it (strictly, verified); it need not pass the gate, so that a plan can be compared before it is
+deployed.
 
 Exit codes: 0 every check passes, 1 a mismatch (or a failed AWS call), 2 a usage error or an unusable plan.
 
@@ -115,6 +119,15 @@ func (o *validateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
 	}
+	// Scaling is registered unless the target check says it is absent.
+	scaling := !slices.ContainsFunc(checks, func(c cloud.Check) bool { return c.Name == "scalable target" && !c.Pass })
+	want := cloud.ContainerExpectation{QueueMaxDepth: o.plan.Derived.QueueMaxDepth,
+		FirstAudioTargetMs: models.SLO{TTFABMs: o.plan.Fingerprint.SLOTTFABMs}.FirstAudioTargetMs()}
+	env, err := cloud.ValidateContainer(ctx, cl.sm, spec.Endpoint, spec.Variant, want, scaling)
+	if err != nil {
+		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
+	}
+	checks = append(env, checks...)
 	if o.format == "json" {
 		err = renderValidateJSON(o.stdout, spec.Endpoint, o.planPath, checks)
 	} else {
