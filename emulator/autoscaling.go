@@ -364,6 +364,17 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 	} else {
 		p.Arn = arn("autoscaling", fmt.Sprintf("scalingPolicy:%s:resource/%s/%s:policyName/%s", newID(), in.ServiceNamespace, in.ResourceId, in.PolicyName))
 	}
+	// The model gives the cooldowns no range; a negative one has no meaning, and the emulator refuses it with the
+	// model's wording (the constraint is the emulator's: AWS documents no minimum).
+	for member, v := range map[string]*int{
+		"stepScalingPolicyConfiguration.cooldown":                   stepCooldown(in.StepScalingPolicyConfiguration),
+		"targetTrackingScalingPolicyConfiguration.scaleOutCooldown": ttCooldown(in.TargetTrackingScalingPolicyConfiguration, true),
+		"targetTrackingScalingPolicyConfiguration.scaleInCooldown":  ttCooldown(in.TargetTrackingScalingPolicyConfiguration, false),
+	} {
+		if v != nil && *v < 0 {
+			return nil, aasValidation("1 validation error detected: Value '%d' at '%s' failed to satisfy constraint: Member must have value greater than or equal to 0", *v, member)
+		}
+	}
 	switch in.PolicyType {
 	case "StepScaling":
 		c := in.StepScalingPolicyConfiguration
@@ -441,6 +452,23 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 	e.st.Policies[key] = p
 	e.saveLocked()
 	return map[string]any{"PolicyARN": p.Arn, "Alarms": e.policyAlarmsLocked(p)}, nil
+}
+
+func stepCooldown(c *stepConfig) *int {
+	if c == nil {
+		return nil
+	}
+	return c.Cooldown
+}
+
+func ttCooldown(c *targetTrackingConfig, out bool) *int {
+	if c == nil {
+		return nil
+	}
+	if out {
+		return c.ScaleOutCooldown
+	}
+	return c.ScaleInCooldown
 }
 
 // trackedMetric resolves the metric a target tracking policy follows.

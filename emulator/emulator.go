@@ -356,7 +356,22 @@ func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op s
 		s.proto.writeError(w, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement %s.%s", s.name, op))
 		return
 	}
-	s.proto.serve(e, w, r, o)
+	s.proto.serve(e, w, r, modelChecked(s.name, op, o))
+}
+
+// modelChecked is the operation o of the service, preceded by the service model's input validation
+// (validateInput), as AWS's services check the model's constraints before anything else.
+func modelChecked(service, op string, o operation) operation {
+	return func(e *Emulator, dec decoder) (any, *apiError) {
+		var raw any
+		if err := dec(&raw); err != nil {
+			return nil, err
+		}
+		if err := validateInput(service, op, raw); err != nil {
+			return nil, err
+		}
+		return o(e, dec)
+	}
 }
 
 // ServeHTTP routes a request to a service by its protocol markers: the X-Amz-Target header (awsJson1_0 and

@@ -127,6 +127,24 @@ func invocationTimeout(ep *endpointRec, streaming bool) time.Duration {
 	return d
 }
 
+// validateRuntime checks a runtime invocation's endpoint name (from the path) and header members against the
+// service model's input shape of op, as SageMaker Runtime does before anything else (for example a
+// CustomAttributes header longer than 1,024 characters). The body's length is readPayload's.
+func validateRuntime(op string, r *http.Request, name string) *apiError {
+	m := serviceModels["SageMakerRuntime"]
+	in := m.Shapes[m.Inputs[op]]
+	v := map[string]any{"EndpointName": name, "Body": ""}
+	for member, mm := range in.Members {
+		if mm.Location != "header" {
+			continue
+		}
+		if h, ok := r.Header[http.CanonicalHeaderKey(mm.LocationName)]; ok && len(h) > 0 {
+			v[member] = h[0]
+		}
+	}
+	return validateInput("SageMakerRuntime", op, v)
+}
+
 // readPayload reads the invocation's request payload in full, or answers ValidationError, as SageMaker does,
 // when it is longer than maxPayload. Reading it first lets a request be sent again to another instance, and a
 // container answering before it consumed the body cannot tear the connection down under a half-written request.
@@ -221,6 +239,10 @@ func timedOut(ctx context.Context, r *http.Request) bool {
 // error becomes ModelError with the original status and message, and a container that does not answer within
 // the invocation timeout a ModelError saying so, as SageMaker answers.
 func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
+	if apiErr := validateRuntime("InvokeEndpoint", r, name); apiErr != nil {
+		writeJSONError(w, apiErr)
+		return
+	}
 	payload, apiErr := readPayload(r)
 	if apiErr != nil {
 		writeJSONError(w, apiErr)
@@ -293,6 +315,10 @@ func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError
 // ModelInvocationTimeExceeded (the invocation timeout passed) or StreamBroken (the connection to the container
 // broke or could not be made). qmax tells a shed request (ModelError 503) from a broken stream this way.
 func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name string) {
+	if apiErr := validateRuntime("InvokeEndpointWithResponseStream", r, name); apiErr != nil {
+		writeJSONError(w, apiErr)
+		return
+	}
 	payload, apiErr := readPayload(r)
 	if apiErr != nil {
 		writeJSONError(w, apiErr)
