@@ -177,3 +177,43 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 		t.Errorf("the scale-in activity has no StatusMessage")
 	}
 }
+
+// TestConformanceDeleteInProgressRefused (issue 24, item 5): DeleteEndpoint on an endpoint that is Creating or
+// Updating is refused with ValidationException, as SageMaker refuses it, and succeeds once the endpoint is
+// InService. The SageMaker API reference's EndpointStatus: "Creating: CreateEndpoint is executing.", "Updating:
+// UpdateEndpoint or UpdateEndpointWeightsAndCapacities is executing." and "Failed: ... DeleteEndpoint is the only
+// operation that can be performed on a failed endpoint." Before issue 24 the emulator deleted the endpoint at
+// once in either state.
+func TestConformanceDeleteInProgressRefused(t *testing.T) {
+	profile, err := emulator.ParseProfile("provisioning=3@launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := emulatortest.Start(t, emulatortest.Container(t), func(o *emulator.Options) { o.Profile = profile })
+	c := r.Clients
+	ctx := ctxFor(t, 90*time.Second)
+	const name = "speech-conf-delete"
+	emulatortest.Endpoint(t, r, name)
+	del := func() error {
+		_, err := c.SageMaker.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)})
+		return err
+	}
+	if err := del(); apiCode(err) != "ValidationException" {
+		t.Fatalf("DeleteEndpoint while Creating: %v, want ValidationException", err)
+	}
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
+	if _, err := c.SageMaker.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{EndpointName: aws.String(name),
+		DesiredWeightsAndCapacities: []smtypes.DesiredWeightAndCapacity{{VariantName: aws.String("AllTraffic"), DesiredInstanceCount: aws.Int32(2)}}}); err != nil {
+		t.Fatalf("UpdateEndpointWeightsAndCapacities: %v", err)
+	}
+	if err := del(); apiCode(err) != "ValidationException" {
+		t.Fatalf("DeleteEndpoint while Updating: %v, want ValidationException", err)
+	}
+	if d := describe(ctx, t, c, name); d.EndpointStatus != smtypes.EndpointStatusUpdating {
+		t.Fatalf("after the refused delete the endpoint is %s, want still Updating", d.EndpointStatus)
+	}
+	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
+	if err := del(); err != nil {
+		t.Fatalf("DeleteEndpoint once InService: %v", err)
+	}
+}

@@ -434,7 +434,15 @@ func (e *Emulator) checkQuotaLocked(instanceType, endpoint string, keep, want in
 			"Ask for fewer instances, or start the emulator with a larger InstanceQuota.", instanceType, quota, used, want)
 }
 
+// deleteEndpointLocked serves DeleteEndpoint. An endpoint that is Creating or Updating is refused, as SageMaker
+// refuses it (its EndpointStatus documentation: "Failed: ... DeleteEndpoint is the only operation that can be
+// performed on a failed endpoint", and an in-progress CreateEndpoint or update must end first); wait until it is
+// InService or Failed. AWS publishes no text for this answer: the wording is the emulator's, after
+// UpdateEndpoint's "Cannot update in-progress endpoint"; the code is AWS's ValidationException.
 func (e *Emulator) deleteEndpointLocked(in nameInput) (any, *apiError) {
+	if ep, ok := e.st.Endpoints[in.EndpointName]; ok && (ep.Status == statusCreating || ep.Status == statusUpdating) {
+		return nil, validation("Cannot delete in-progress endpoint \"%s\": it is %s; wait until it is InService or Failed.", ep.Arn, ep.Status)
+	}
 	// The endpoint disappears at once; its fleet notices and stops the instances in the background.
 	if err := deleteLocked(e, e.st.Endpoints, kindEndpoint, in.EndpointName); err != nil {
 		return nil, err

@@ -280,9 +280,9 @@ func Endpoint(t testing.TB, e *Emulator, name string, opts ...EndpointOption) {
 		if e.Stopped() {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if _, err := e.SageMaker.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)}); err != nil && !notFound(err) {
+		if err := deleteEndpoint(ctx, e, name); err != nil && !notFound(err) {
 			t.Errorf("cleanup: DeleteEndpoint %s: %v", name, err)
 		}
 		if _, err := e.SageMaker.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String(name)}); err != nil && !notFound(err) {
@@ -294,6 +294,23 @@ func Endpoint(t testing.TB, e *Emulator, name string, opts ...EndpointOption) {
 	})
 	if spec(opts).InService {
 		WaitInService(ctxFor(t, 100*time.Second), t, e.SageMaker, name)
+	}
+}
+
+// deleteEndpoint deletes the endpoint, waiting (within ctx) while it is Creating or Updating: SageMaker, and the
+// emulator, refuse to delete an endpoint in progress.
+func deleteEndpoint(ctx context.Context, e *Emulator, name string) error {
+	for {
+		_, err := e.SageMaker.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)})
+		var ae smithy.APIError
+		if err == nil || !errors.As(err, &ae) || !strings.Contains(ae.ErrorMessage(), "in-progress") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
