@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,9 @@ func TestGateFixtures(t *testing.T) {
 				t.Fatalf("Enabled %v Explicit %v, want %v false; reasons %q", dec.Enabled, dec.Explicit, tt.enabled, dec.Reasons)
 			}
 			if tt.enabled {
-				if len(dec.Reasons) != 0 || dec.Plan == nil || dec.Plan.Derived.TargetValue != 30 || dec.Plan.Derived.MaxInstances != 6 {
+				// The fixture's staircase: 13.71 rps per instance scales out, between 12.41 rps (metric 36) and 15.02
+				// (43): 36 + 7 × 1.3001/2.61 = 39.487; peak 80 rps ÷ 13.71 needs 6 instances.
+				if len(dec.Reasons) != 0 || dec.Plan == nil || math.Abs(dec.Plan.Derived.TargetValue-39.487) > 1e-3 || dec.Plan.Derived.MaxInstances != 6 {
 					t.Fatalf("accepted decision %+v lacks the plan", dec)
 				}
 				if d, err := FileDigest(fixturePlan(tt.fixture)); err != nil || dec.PlanSHA256 != d {
@@ -235,10 +238,12 @@ func TestGateRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 		}, []string{"does not follow from its artifacts", `findings[0].detail is "all good" but the artifacts give`}},
 		{"the catalog's queue depth changed since planning", func(t *testing.T, dir, plan string) {
 			editPlan(t, plan, func(p *Plan) {
+				// The plan as tts-bench plan would have built it under a catalog with a shield of 60.
 				p.Inputs.QueueMaxDepth = 60
+				p.Inputs.Instance.QueueDepth = 60
 				finish(p, p.Findings[:3])
 			})
-		}, []string{"does not follow from its artifacts", "inputs.queue_max_depth is 60 but the artifacts give 50"}},
+		}, []string{"does not follow from its artifacts", "derived.queue_max_depth is 60 but the artifacts give 50"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			plan := validSet(t)
@@ -335,9 +340,12 @@ func TestGateRefusesBrokenPlans(t *testing.T) {
 	}{
 		{"not json", "{", "cannot be used"},
 		{"unknown field", strings.Replace(string(data), `"measured"`, `"measured_by": "me", "measured"`, 1), "measured_by: unknown field"},
-		{"edited threshold", strings.Replace(string(data), `"target_value": 30`, `"target_value": 36`, 1), "does not verify"},
+		{"edited threshold", editedThreshold(t, data), "does not verify"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(tt.content, `"measured"`) && tt.name != "not json" {
+				t.Fatal("the edit did not apply")
+			}
 			path := filepath.Join(dir, tt.name+".json")
 			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
 				t.Fatal(err)
@@ -348,6 +356,25 @@ func TestGateRefusesBrokenPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// editedThreshold is the valid fixture plan with the scale-out target nudged from 39.487 to 39.5 (a value that
+// still holds the envelope, so that the only reason is the edit).
+func editedThreshold(t *testing.T, data []byte) string {
+	t.Helper()
+	p, err := ParsePlan("valid", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Derived.TargetValue = 39.5
+	out, err := MarshalArtifact(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) == string(data) {
+		t.Fatal("the edit did not change the plan")
+	}
+	return string(out)
 }
 
 // A plan edited after planning, its derived values and load findings recomputed so that it verifies, still

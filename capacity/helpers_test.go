@@ -8,7 +8,8 @@ import (
 
 var testDigest = DigestBytes([]byte("test container"))
 
-// testQMax is a valid qmax artifact for m: constant 2 s responses, Q_max 40, lowest failing step 50.
+// testQMax is a valid qmax artifact for m: constant 2 s responses, Q_max 40, lowest failing step 50, and the
+// rate staircase of testRateSteps (see there for the instance model it gives).
 func testQMax(m models.Model) *QMax {
 	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	q := &QMax{
@@ -27,7 +28,46 @@ func testQMax(m models.Model) *QMax {
 			StallP95Ms: 50, StallBudgetMs: float64(m.SLO.StallBudgetMs), StallJitterMs: 50, // at the bound: still passing
 		})
 	}
+	q.HighestThroughputRPS = 25 // the c = 50 step's 25 rps
+	q.RateSteps = testRateSteps(m, q.HighestThroughputRPS)
 	return q
+}
+
+// testRate is one row of the test rate staircase: arrivals and completions per second, time-averaged and
+// 10-s peak in flight, p95 TTFAB.
+type testRate struct{ fraction, arrival, achieved, inFlight, max10s, p95 float64 }
+
+// testRates is an instance that saturates (M/M/1-like): in flight stays below 3 up to 70% of the highest
+// throughput, then climbs; at 100% and 110% it no longer keeps up (achieved < 95% of arrivals) and the
+// queue grows. CloudWatch was not read, so the metric is the client's 10-s peak × the CloudWatch ratio (1).
+//
+// The instance model it gives (QueueDepth 50, the kokoro catalog's): points at 7.5, 12.5, 17.5 and 21.25 rps
+// with metrics 2, 4, 8, 14 and p95 TTFAB 800, 1100, 1600, 2200 ms; capacity 25 rps (the closed-loop c = 50
+// step; the open-loop steps complete at most 22.5); saturated: metric 50, in flight 50, TTFAB 2200 + 1000 ×
+// (50 − 6) / 25 = 3960 ms. TTFAB crosses the 3000 ms SLO at 21.25 + 3.75 × 800/1760 = 22.954545 rps (SafeRPS).
+var testRates = []testRate{
+	{0.3, 7.5, 7.5, 0.5, 2, 800},
+	{0.5, 12.5, 12.5, 1, 4, 1100},
+	{0.7, 17.5, 17.4, 2.5, 8, 1600},
+	{0.85, 21.25, 21, 6, 14, 2200},
+	{1.0, 25, 22, 30, 45, 5000},
+	{1.1, 27.5, 22.5, 45, 50, 9000},
+}
+
+// testSafeRPS is the SafeRPS of the test staircase (see testRates).
+const testSafeRPS = 21.25 + 3.75*800/1760
+
+func testRateSteps(m models.Model, highest float64) []RateStep {
+	var out []RateStep
+	for _, r := range testRates {
+		ok := int(r.achieved * 120)
+		out = append(out, RateStep{
+			Fraction: r.fraction, OfferedRPS: r.fraction * highest, ArrivalRPS: r.arrival, AchievedRPS: r.achieved,
+			InFlightMean: r.inFlight, InFlightMax10s: r.max10s, TTFABP50Ms: r.p95 * 0.7, TTFABP95Ms: r.p95, TTFABP99Ms: r.p95 * 1.2,
+			StallP95Ms: 30, OKCount: ok, MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs), Usable: true,
+		})
+	}
+	return out
 }
 
 // testTTotal is a valid ttotal artifact for m: 300 s in three stages.

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/simulate"
 )
 
 func kokoro(t *testing.T) models.Model {
@@ -31,10 +33,21 @@ func linear(respS float64, cs ...float64) []ThroughputPoint {
 	return pts
 }
 
+// testInstance is the instance model of the test rate staircase (testRates) with the kokoro catalog's shield
+// of 50: TTFAB crosses the 3000 ms SLO at testSafeRPS.
+func testInstance() loadmodel.Model {
+	m := loadmodel.Model{CapacityRPS: 25, QueueDepth: 50, CloudWatchRatio: 1, Measured: true, Basis: "measured: test staircase",
+		SLO: loadmodel.SLO{TTFABMs: 3000, Percentile: 95, StallMs: 50}}
+	for _, r := range testRates[:4] {
+		m.Points = append(m.Points, loadmodel.Point{RPS: r.arrival, Metric: r.max10s, InFlight: r.inFlight, TTFABMs: r.p95, StallMs: 30})
+	}
+	return m
+}
+
 func inputs(q int, s, tTotal, buffer float64) Inputs {
 	return Inputs{
 		QMax: q, TTotalS: tTotal, SurgeRatio: s, DetectionBufferS: buffer,
-		Throughput: linear(1, 1, float64(q), float64(2*q)), CloudWatchRatio: 1,
+		Throughput: linear(1, 1, float64(q), float64(2*q)), CloudWatchRatio: 1, Instance: testInstance(), ScaleInMargin: DefaultScaleInMargin,
 		MetricPeriodS: 10, EvaluationPeriods: 3, PeakRPS: 100, TroughRPS: 10,
 		MinInstances: 1, MaxInstances: 100, QueueMaxDepth: q, InvocationTimeoutS: 60,
 	}
@@ -42,34 +55,38 @@ func inputs(q int, s, tTotal, buffer float64) Inputs {
 
 func TestDeriveThresholdsAndCooldowns(t *testing.T) {
 	tests := []struct {
-		name                  string
-		q                     int
-		s, tTotal, buffer     float64
-		cMax, cMin, tPlan     float64
-		out, in, smallestSafe int
+		name              string
+		q                 int
+		s, tTotal, buffer float64
+		cMax, cMin, tPlan float64
+		out, in, evals    int
 	}{
-		{"design example", 50, 1.25, 240, 60, 37.5, 25, 300, 30, 900, 3},
-		{"kokoro fixture", 40, 1.25, 280.8, 60, 30, 20, 340.8, 30, 1023, 3},
-		{"no headroom", 40, 1, 100, 60, 40, 40, 160, 30, 480, 0},
-		{"small headroom", 50, 1.1, 100, 0, 45, 40, 100, 30, 300, 9},
-		{"short T_plan floors the scale-out cooldown", 10, 1.2, 5, 0, 8, 6, 5, 10, 300, 4},
-		{"mid T_plan halves", 10, 1.2, 30, 0, 8, 6, 30, 15, 300, 4},
-		{"fractional cooldown rounds up", 10, 1.2, 20.5, 2, 8, 6, 22.5, 12, 300, 4},
-		{"largest headroom", 10, 1.49, 100, 60, 5.1, 0.2, 160, 30, 480, 1},
+		{"design example", 50, 1.25, 240, 60, 37.5, 25, 300, 30, 900, 30},
+		{"kokoro fixture", 40, 1.25, 280.8, 60, 30, 20, 340.8, 30, 1023, 35},
+		{"no headroom", 40, 1, 100, 60, 40, 40, 160, 30, 480, 16},
+		{"small headroom", 50, 1.1, 100, 0, 45, 40, 100, 30, 300, 10},
+		{"short T_plan floors the scale-out cooldown and the scale-in window", 10, 1.2, 5, 0, 8, 6, 5, 10, 300, 3},
+		{"mid T_plan halves", 10, 1.2, 30, 0, 8, 6, 30, 15, 300, 3},
+		{"fractional cooldown rounds up", 10, 1.2, 20.5, 2, 8, 6, 22.5, 12, 300, 3},
+		{"largest headroom", 10, 1.49, 100, 60, 5.1, 0.2, 160, 30, 480, 16},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := derive(inputs(tt.q, tt.s, tt.tTotal, tt.buffer))
+			// The original's thresholds, kept for comparison only.
 			approx(t, "c_scale_max", d.CScaleMax, tt.cMax)
 			approx(t, "c_scale_min", d.CScaleMin, tt.cMin)
 			approx(t, "t_plan_s", d.TPlanS, tt.tPlan)
 			if d.ScaleOutCooldownS != tt.out || d.ScaleInCooldownS != tt.in {
 				t.Errorf("cooldowns = %d/%d s, want %d/%d", d.ScaleOutCooldownS, d.ScaleInCooldownS, tt.out, tt.in)
 			}
-			if d.SmallestSafeMinInstances != tt.smallestSafe {
-				t.Errorf("smallest safe minimum = %d, want %d", d.SmallestSafeMinInstances, tt.smallestSafe)
+			// The scale-in alarm's window (10-s periods) is at least T_plan and at least 3 periods.
+			if d.ScaleInPeriodS != 10 || d.ScaleInEvaluationPeriods != tt.evals {
+				t.Errorf("scale-in window = %d × %d s, want %d × 10 s", d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, tt.evals)
 			}
-			approx(t, "target_value", d.TargetValue, tt.cMax)
+			// The rates do not depend on Q_max or T_plan: safe rate ÷ s.
+			approxTol(t, "safe_rps", d.SafeRPS, testSafeRPS, 1e-4)
+			approxTol(t, "scale_out_rps", d.ScaleOutRPS, testSafeRPS/tt.s, 1e-4)
 		})
 	}
 }
@@ -81,17 +98,102 @@ func approx(t *testing.T, name string, got, want float64) {
 	}
 }
 
-func TestTargetValueScalesWithCloudWatchRatio(t *testing.T) {
+func approxTol(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %v, want %v (± %g)", name, got, want, tol)
+	}
+}
+
+// The deployed values in rate terms, worked by hand from the test staircase (testRates): the SLO holds up to
+// 22.9545 rps; ÷ 1.25 is the scale-out rate 18.3636, whose metric (between 17.5 rps → 8 and 21.25 → 14) is
+// 8 + 6 × 0.8636/3.75 = 9.3818; the scale-in rate is 18.3636 × 1/2 × 0.9 = 8.2636, metric (between 7.5 → 2 and
+// 12.5 → 4) 2 + 2 × 0.7636/5 = 2.3055; peak 100 rps needs ceil(100 / 18.3636) = 6 instances.
+func TestDeriveInRateTerms(t *testing.T) {
 	in := inputs(50, 1.25, 240, 60)
-	in.CloudWatchRatio = 0.9
 	d := derive(in)
-	approx(t, "target_value", d.TargetValue, 37.5*0.9)
-	approx(t, "scale_in_threshold", d.ScaleInThreshold, 25*0.9)
+	const tol = 1e-3
+	approxTol(t, "safe_rps", d.SafeRPS, 22.954545, tol)
+	approxTol(t, "scale_out_rps", d.ScaleOutRPS, 18.363636, tol)
+	approxTol(t, "target_value", d.TargetValue, 9.381818, tol)
+	approxTol(t, "scale_in_rps", d.ScaleInRPS, 8.263636, tol)
+	approxTol(t, "scale_in_threshold", d.ScaleInThreshold, 2.305455, tol)
+	if d.MaxInstances != 6 || d.MinInstances != 1 || d.QueueMaxDepth != 50 {
+		t.Errorf("fleet %d to %d, queue %d; want 1 to 6, queue 50", d.MinInstances, d.MaxInstances, d.QueueMaxDepth)
+	}
+	// A larger minimum allows a later scale-in: survivors of n → n−1 carry n/(n−1) ≤ (min+1)/min of it.
+	in.MinInstances = 3
+	d3 := derive(in)
+	approxTol(t, "scale_in_rps (min 3)", d3.ScaleInRPS, 18.363636*3/4*0.9, tol)
+	// Every deployed value carries one line of reasoning that states it.
+	want := []string{"safe_rps", "scale_out_rps", "target_value", "scale_in_rps", "scale_in_threshold", "scale_in_evaluation_periods",
+		"max_instances", "t_plan_s", "scale_out_cooldown_s", "scale_in_cooldown_s", "queue_max_depth"}
+	got := map[string]Reason{}
+	for _, r := range d.Reasoning {
+		got[r.Field] = r
+	}
+	for _, f := range want {
+		r, ok := got[f]
+		if !ok || r.Value == "" || r.Why == "" {
+			t.Errorf("reasoning for %s = %+v, want a value and a why", f, r)
+		}
+	}
+	if r := got["target_value"]; r.Value != FormatNumber(d.TargetValue) || !strings.Contains(r.Why, FormatNumber(d.ScaleOutRPS)) {
+		t.Errorf("target_value reasoning %+v does not state the value and the scale-out rate", r)
+	}
+}
+
+// The CloudWatch/client ratio reaches the thresholds through the instance model: a staircase whose metric
+// was not read from CloudWatch is the client's 10-s peak × the ratio, so the rates stay and the metric values
+// scale; a metric read from CloudWatch is taken as it is.
+func TestTargetValueScalesWithCloudWatchRatio(t *testing.T) {
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = 50, 10
+	build := func(edit func(q *QMax)) *Plan {
+		t.Helper()
+		q := testQMax(m)
+		edit(q)
+		if errs := q.Verify(); len(errs) > 0 {
+			t.Fatalf("test artifact does not verify: %v", errs)
+		}
+		p, err := FromArtifacts(m, testMeasurement(q, testTTotal(m)), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := build(func(*QMax) {})
+	ratio := func(r float64) func(q *QMax) {
+		return func(q *QMax) {
+			for i := range q.Steps {
+				q.Steps[i].CloudWatchRatio = r
+				q.Steps[i].CloudWatchConcurrencyMax = r * float64(q.Steps[i].Concurrency)
+			}
+		}
+	}
+	scaled := build(ratio(0.9))
+	approx(t, "cloudwatch_ratio", scaled.Inputs.CloudWatchRatio, 0.9)
+	approx(t, "scale_out_rps", scaled.Derived.ScaleOutRPS, base.Derived.ScaleOutRPS)
+	approx(t, "target_value", scaled.Derived.TargetValue, 0.9*base.Derived.TargetValue)
+	approx(t, "scale_in_threshold", scaled.Derived.ScaleInThreshold, 0.9*base.Derived.ScaleInThreshold)
+	approxTol(t, "target_value", base.Derived.TargetValue, 9.381818, 1e-3)
+
+	read := build(func(q *QMax) {
+		ratio(0.9)(q)
+		for i := range q.RateSteps {
+			q.RateSteps[i].CloudWatchMax10s = 2 * q.RateSteps[i].InFlightMax10s
+		}
+	})
+	approx(t, "target_value from CloudWatch", read.Derived.TargetValue, 2*base.Derived.TargetValue)
 }
 
 // A server that handles one request at a time: 0.1 s of service, 10 rps however many requests wait. Q_max
 // is 30 (TTFAB ≈ C × 0.1 s under a 3 s SLO). Sizing from C_scale_max ÷ service time would claim 225 rps per
-// instance and one instance for 100 rps; the measured throughput says ten.
+// instance and one instance for 100 rps. Its rate staircase (M/M/1 at μ = 10: in flight 0.43, 1, 2.33, 5.67
+// at 30–85%; at 100% it completes 9.3 of 10 and falls behind) puts the safe rate where TTFAB, climbing from
+// 700 ms at 8.5 rps to a full 50-deep shield's 700 + 1000 × 44.33 / 10 = 5133 ms at 10 rps, crosses 3 s:
+// 8.5 + 1.5 × 2300/4433 = 9.278 rps; ÷ 1.25 = 7.42 rps per instance, so 100 rps needs ceil(13.47) = 14.
 func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 	m := kokoro(t)
 	q := testQMax(m)
@@ -105,6 +207,20 @@ func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 		})
 	}
 	q.QMax, q.BracketHighestPass, q.BracketLowestFail, q.ServiceTimeMeanMs = 30, 30, 40, 100
+	q.HighestThroughputRPS = 10
+	q.RateSteps = nil
+	for _, r := range []testRate{
+		{0.3, 3, 3, 3.0 / 7, 2, 150},
+		{0.5, 5, 5, 1, 3, 200},
+		{0.7, 7, 7, 7.0 / 3, 6, 350},
+		{0.85, 8.5, 8.5, 17.0 / 3, 12, 700},
+		{1.0, 10, 9.3, 25, 40, 4000},
+		{1.1, 11, 9.4, 45, 50, 8000},
+	} {
+		q.RateSteps = append(q.RateSteps, RateStep{Fraction: r.fraction, OfferedRPS: r.fraction * 10, ArrivalRPS: r.arrival, AchievedRPS: r.achieved,
+			InFlightMean: r.inFlight, InFlightMax10s: r.max10s, TTFABP50Ms: r.p95 / 2, TTFABP95Ms: r.p95, TTFABP99Ms: r.p95 * 1.1,
+			OKCount: 1000, MeetsSLO: r.p95 <= 3000, Usable: true})
+	}
 	if errs := q.Verify(); len(errs) > 0 {
 		t.Fatalf("test artifact does not verify: %v", errs)
 	}
@@ -115,10 +231,11 @@ func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx(t, "c_scale_max", p.Derived.CScaleMax, 22.5)
-	approx(t, "throughput_rps", p.Derived.ThroughputRPS, 10)
+	approx(t, "capacity", p.Inputs.Instance.CapacityRPS, 10)
+	approxTol(t, "safe_rps", p.Derived.SafeRPS, 8.5+1.5*2300/(4400+100/3.0), 1e-4)
 	naive := int(math.Ceil(100 / (p.Derived.CScaleMax / (q.ServiceTimeMeanMs / 1000))))
-	if p.Derived.MaxInstances != 10 || naive != 1 {
-		t.Fatalf("max_instances = %d (naive C÷service-time sizing %d), want 10", p.Derived.MaxInstances, naive)
+	if p.Derived.MaxInstances != 14 || naive != 1 {
+		t.Fatalf("max_instances = %d (naive C÷service-time sizing %d), want 14", p.Derived.MaxInstances, naive)
 	}
 	// With the catalog's 9 instances the peak is not covered, and the finding names the fleet needed.
 	o.MaxInstances = 9
@@ -127,8 +244,8 @@ func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _ := p.Finding(FindingPeakCoverage)
-	if f.Status != StatusFail || !strings.Contains(f.Recommendation, "10") || p.Feasible() {
-		t.Fatalf("peak_coverage = %+v, verdict %s; want a fail naming 10 instances and an infeasible plan", f, p.Verdict)
+	if f.Status != StatusFail || !strings.Contains(f.Recommendation, "14") || p.Feasible() {
+		t.Fatalf("peak_coverage = %+v, verdict %s; want a fail naming 14 instances and an infeasible plan", f, p.Verdict)
 	}
 }
 
@@ -139,38 +256,42 @@ func TestThroughputFallsBackToLittlesLaw(t *testing.T) {
 	approx(t, "throughput", s.Throughput(), 7.5)
 }
 
-func TestThroughputInterpolationAndInverse(t *testing.T) {
+func TestThroughputInterpolation(t *testing.T) {
 	pts := []ThroughputPoint{{10, 10}, {20, 15}, {30, 15}}
 	for _, tt := range []struct{ c, x float64 }{{0, 0}, {5, 5}, {10, 10}, {15, 12.5}, {25, 15}, {60, 15}} {
 		approx(t, "throughputAt", throughputAt(pts, tt.c), tt.x)
 	}
-	for _, tt := range []struct{ x, c float64 }{{0, 0}, {5, 5}, {12.5, 15}, {15, 20}} {
-		approx(t, "concurrencyFor", concurrencyFor(pts, tt.x), tt.c)
-	}
-	if c := concurrencyFor(pts, 15.01); !math.IsInf(c, 1) {
-		t.Fatalf("concurrencyFor above the saturated rate = %v, want +Inf", c)
-	}
 }
 
 func TestScaleInSafety(t *testing.T) {
+	hover := func(flaps int) Envelope {
+		e := Envelope{SimulatorVersion: "test", Traces: []EnvelopeTrace{{Kind: EnvelopeDiurnal, Name: "day", Holds: true}}}
+		tr := EnvelopeTrace{Kind: EnvelopeHover, Name: "hover around 16.53 rps", Flaps: flaps, Holds: flaps == 0}
+		if flaps > 0 {
+			tr.Worst = "scale-in at 400 s followed by a scale-out at 450 s, within T_plan 300 s"
+		}
+		return Envelope{SimulatorVersion: e.SimulatorVersion, Traces: append(e.Traces, tr)}
+	}
 	tests := []struct {
 		name   string
-		s      float64
-		min    int
+		edit   func(in *Inputs, d *Derived)
+		env    Envelope
 		status Status
 		detail string
 	}{
-		{"minimum 1 goes back to Q_max", 1.25, 1, StatusWarn, "back at Q_max"},
-		{"minimum 2 lands on the threshold", 1.25, 2, StatusWarn, "smallest safe minimum is 3"},
-		{"smallest safe minimum", 1.25, 3, StatusPass, "smallest safe minimum is 3"},
-		{"small headroom breaks the SLO", 1.1, 1, StatusFail, "break the SLO"},
-		{"no headroom", 1, 5, StatusFail, "no minimum is safe"},
+		{"survivors below the scale-out rate, no flap", func(*Inputs, *Derived) {}, hover(0), StatusPass, "0 flap(s)"},
+		{"a hover trace flaps", func(*Inputs, *Derived) {}, hover(1), StatusFail, "the fleet flaps: scale-in at 400 s"},
+		{"scale-in rate too close to the scale-out rate", func(_ *Inputs, d *Derived) { d.ScaleInRPS = 0.9 * d.ScaleOutRPS }, hover(0), StatusFail,
+			"a scale-in would put the survivors above the scale-out rate"},
+		{"threshold renders as 0", func(_ *Inputs, d *Derived) { d.ScaleInThreshold = 0.0004 }, hover(0), StatusFail, "renders (three decimals) as 0"},
+		{"a fixed fleet never scales in", func(_ *Inputs, d *Derived) { d.MaxInstances = d.MinInstances }, hover(1), StatusPass, "never scales in"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := inputs(50, tt.s, 240, 60)
-			in.MinInstances = tt.min
-			f := scaleInSafety(in, derive(in))
+			in := inputs(50, 1.25, 240, 60)
+			d := derive(in)
+			tt.edit(&in, &d)
+			f := scaleInSafety(in, d, tt.env)
 			if f.Status != tt.status || !strings.Contains(f.Detail, tt.detail) {
 				t.Fatalf("got %s: %s; want %s containing %q", f.Status, f.Detail, tt.status, tt.detail)
 			}
@@ -182,10 +303,12 @@ func TestScaleInSafety(t *testing.T) {
 }
 
 func TestQueueDepth(t *testing.T) {
+	// The scale-out target is 9.38 (TestDeriveInRateTerms): a shield shallower than that keeps the metric
+	// from ever reaching it.
 	for _, tt := range []struct {
 		depth  int
 		status Status
-	}{{20, StatusFail}, {37, StatusFail}, {38, StatusWarn}, {49, StatusWarn}, {50, StatusPass}, {100, StatusPass}, {101, StatusWarn}} {
+	}{{5, StatusFail}, {9, StatusFail}, {10, StatusWarn}, {49, StatusWarn}, {50, StatusPass}, {100, StatusPass}, {101, StatusWarn}} {
 		in := inputs(50, 1.25, 240, 60)
 		in.QueueMaxDepth = tt.depth
 		if f := queueDepth(in, derive(in)); f.Status != tt.status {
@@ -214,57 +337,85 @@ func TestSurgeSurvival(t *testing.T) {
 		status Status
 		detail string
 	}{
-		// Constant response time: concurrency is proportional to load, and the headroom h = s − 1 absorbs
-		// growth by s within T_plan.
-		{"constant response time survives", func(in *Inputs) {}, StatusPass, "peaks at"},
-		// Throughput flat above C_scale_max: any growth past the threshold queues without bound before the
-		// new instance serves.
-		{"saturated instance fails", func(in *Inputs) {
-			in.Throughput = []ThroughputPoint{{10, 10}, {37.5, 37.5}, {100, 37.6}}
-		}, StatusFail, "above Q_max"},
-		// A detection buffer shorter than the alarm's own 3 × 10 s lets load outgrow the headroom.
-		{"detection buffer too short fails", func(in *Inputs) { in.TTotalS = 30; in.DetectionBufferS = 0 }, StatusFail, "above Q_max"},
-		{"slow start-up with the same surge per T_plan survives", func(in *Inputs) { in.TTotalS = 900 }, StatusPass, "peaks at"},
-		{"capped fleet fails at its maximum", func(in *Inputs) { in.MaxInstances = 2 }, StatusFail, "above Q_max"},
-		{"no growth stays put", func(in *Inputs) { in.SurgeRatio = 1 }, StatusPass, "after 0 scale-out(s)"},
+		// Growth by s per T_plan from 10 to 80 rps: the fleet scales out at safe ÷ s and each new instance
+		// serves within T_plan, before the load has grown past the safe rate.
+		{"growth by s per T_plan survives", func(in *Inputs) {}, StatusPass, "0 violation minute(s)"},
+		{"slow start-up with the same surge per T_plan survives", func(in *Inputs) { in.TTotalS = 900 }, StatusPass, "0 violation minute(s)"},
+		// Without a detection buffer T_plan is T_total alone, but the alarm needs 3 × 10 s of breaching
+		// datapoints first: with T_total 30 s the load grows by s² before the new instance serves.
+		{"detection buffer too short fails", func(in *Inputs) { in.TTotalS = 30; in.DetectionBufferS = 0 }, StatusFail, "0 flap(s): at "},
+		{"capped fleet fails at its maximum", func(in *Inputs) { in.MaxInstances = 2 }, StatusFail, "the fleet is at its maximum of 2 instance(s)"},
+		// A large fleet growing 25% per T_plan: while instances start the endpoint is Updating and nothing
+		// more is added, and target tracking adds ceil(n × metric ÷ target) − n, one instance when the metric
+		// is just above the target: from 15 instances that is 7% while the load grows 20% over T_total.
+		{"a large fleet falls behind while instances start", func(in *Inputs) { in.PeakRPS, in.TroughRPS = 400, 20 }, StatusFail, "instance(s) still starting"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := inputs(50, 1.25, 240, 60)
-			in.Throughput = linear(1, 1, 50, 100)
-			in.PeakRPS, in.TroughRPS = 400, 20
+			in.PeakRPS, in.TroughRPS = 80, 10
 			tt.mutate(&in)
 			d := derive(in)
-			f := surgeSurvival(in, d)
+			e := simulateEnvelope(in, d)
+			f := surgeSurvival(in, d, e)
 			if f.Status != tt.status || !strings.Contains(f.Detail, tt.detail) {
 				t.Fatalf("got %s: %s; want %s containing %q", f.Status, f.Detail, tt.status, tt.detail)
 			}
-			if again := surgeSurvival(in, d); again != f {
+			if f.Status == StatusFail && (f.Recommendation == "" || envelopeFinding(e).Status != StatusFail) {
+				t.Fatalf("a failed growth trace must recommend something and fail the envelope: %+v", f)
+			}
+			if again := surgeSurvival(in, d, simulateEnvelope(in, d)); again != f {
 				t.Fatal("the simulation is not deterministic")
 			}
 		})
 	}
 }
 
+// The growth trace from 10 to 80 rps: the fleet starts where target tracking leaves 10 rps (one instance
+// reads metric 3 there, below the target 9.38), scales out to carry the peak within the safe rate, and every
+// added instance serves T_total after the decision.
 func TestSurgeSimulationScalesOutToThePeak(t *testing.T) {
 	in := inputs(50, 1.25, 240, 60)
-	in.Throughput = linear(1, 1, 50, 100)
-	in.PeakRPS, in.TroughRPS = 400, 20
+	in.PeakRPS, in.TroughRPS = 80, 10
 	d := derive(in)
-	r := simulateSurge(in, d)
-	if r.BreachAtS >= 0 {
-		t.Fatalf("breach at %v s", r.BreachAtS)
+	if d.MaxInstances != 5 {
+		t.Fatalf("max_instances = %d, want ceil(80 / 18.36) = 5", d.MaxInstances)
 	}
-	// 400 rps at 37.5 rps per instance needs 11 instances; the trough needs 1.
-	if r.StartInstances != 1 || r.FinalInstances != 11 || d.MaxInstances != 11 {
-		t.Fatalf("fleet %d → %d (max %d), want 1 → 11", r.StartInstances, r.FinalInstances, d.MaxInstances)
+	traces, err := envelopeTraces(in, d)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r.PeakConcurrency <= d.CScaleMax || r.PeakConcurrency > 50 {
-		t.Fatalf("peak concurrency %v: want above C_scale_max %v (the fleet lags the surge) and at most Q_max", r.PeakConcurrency, d.CScaleMax)
+	var growth envelopeTrace
+	for _, tr := range traces {
+		if tr.kind == EnvelopeGrowth {
+			growth = tr
+		}
 	}
-	approx(t, "serve delay", r.ServeDelayS, d.TPlanS-30)
+	r := simulate.Run(growth.trace, PlanFleet("plan", in, d, Fingerprint{Model: "test"}))
+	if !r.Holds() {
+		t.Fatalf("growth: %d violation minute(s), %d flap(s); worst %+v", r.ViolationMinutes, len(r.Flaps), r.Worst)
+	}
+	if r.Minutes[0].Serving != 1 {
+		t.Fatalf("starts on %d instances, want 1", r.Minutes[0].Serving)
+	}
+	// At the peak each instance carries at most the safe rate: at least ceil(80 / 22.95) = 4 instances.
+	if r.PeakInstances < 4 || r.PeakInstances > 5 {
+		t.Fatalf("peak %d instances, want 4 or 5", r.PeakInstances)
+	}
+	outs := 0
+	for _, ev := range r.Events {
+		if ev.To > ev.From {
+			outs++
+			approx(t, "serve delay", ev.ServingAtS-ev.AtS, in.TTotalS)
+		}
+	}
+	if outs == 0 || outs != r.ScaleOuts || r.ScaleIns == 0 {
+		t.Fatalf("%d scale-out events, %d counted, %d scale-ins: want scale-outs up and scale-ins back down", outs, r.ScaleOuts, r.ScaleIns)
+	}
 }
 
+// A what-if plan rests on the queueing approximation, marked NOT MEASURED everywhere it shows; its numbers
+// follow from the approximation exactly as a measured plan's follow from the staircase.
 func TestWhatIfPlan(t *testing.T) {
 	m := kokoro(t)
 	w, err := ParseWhatIf("q_max=50, t_total_s=240,throughput_rps=37.5")
@@ -280,12 +431,22 @@ func TestWhatIfPlan(t *testing.T) {
 	if p.Measured || p.Inputs.QMaxSHA256 != "" {
 		t.Fatal("a what-if plan must be measured: false and record no artifacts")
 	}
+	inst := p.Inputs.Instance
+	if inst.Measured || !strings.HasPrefix(inst.Basis, "NOT MEASURED") {
+		t.Fatalf("instance model measured %v, basis %q: want NOT MEASURED", inst.Measured, inst.Basis)
+	}
+	if f, _ := p.Finding(FindingInstanceModel); f.Status != StatusWarn || !strings.Contains(f.Detail, "NOT MEASURED") {
+		t.Fatalf("instance_model = %+v, want a warning that says NOT MEASURED", f)
+	}
 	approx(t, "c_scale_max", p.Derived.CScaleMax, 37.5)
 	approx(t, "throughput at Q_max", p.Derived.ThroughputAtQMaxRPS, 50) // constant response time by default
-	// Default trough: the minimum fleet (1) at C_scale_min 25 delivers 25 rps.
-	approx(t, "trough", p.Inputs.TroughRPS, 25)
-	if p.Derived.MaxInstances != 3 {
-		t.Fatalf("max_instances = %d, want ceil(100/37.5) = 3", p.Derived.MaxInstances)
+	approx(t, "capacity", inst.CapacityRPS, 50)
+	d := p.Derived
+	approx(t, "scale_out_rps", d.ScaleOutRPS, d.SafeRPS/1.25)
+	// Default trough: the minimum fleet (1) at the scale-in rate.
+	approx(t, "trough", p.Inputs.TroughRPS, d.ScaleInRPS)
+	if want := int(math.Ceil(100 / d.ScaleOutRPS)); d.MaxInstances != want {
+		t.Fatalf("max_instances = %d, want ceil(100/%g) = %d", d.MaxInstances, d.ScaleOutRPS, want)
 	}
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("what-if plan does not verify: %v", errs)
@@ -316,18 +477,27 @@ func TestParseWhatIfErrors(t *testing.T) {
 }
 
 // A scale-in threshold that the alarm renders as 0 can never be crossed ("below 0"): the fleet would never
-// scale in. Issue 8: --surge 1.4999999999 gave a threshold of 0 and a feasible plan.
+// scale in. Issue 8: --surge 1.4999999999 gave a threshold of 0 and a feasible plan. The threshold is now the
+// instance model's metric at the scale-in rate; an instance whose metric is tiny at that rate renders 0 too.
 func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
 	m := kokoro(t)
 	o := DefaultOptions(m)
-	o.PeakRPS, o.TroughRPS, o.SurgeRatio = 80, 10, 1.4999999999
+	o.PeakRPS, o.TroughRPS = 80, 10
 	p, err := FromWhatIf(m, WhatIf{QMax: 40, TTotalS: 280, ThroughputRPS: 13.6}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tiny := func(first float64) {
+		t.Helper()
+		inst := testInstance()
+		inst.Points[0].Metric = first // at 7.5 rps; the scale-in rate 8.26 rps reads about first
+		inst.Points[1].Metric = first * 1.01
+		p.Inputs.Instance = inst
+		finish(p, p.Findings[:3])
+	}
+	tiny(0.0004)
 	f, _ := p.Finding(FindingScaleInSafety)
-	if p.Feasible() || f.Status != StatusFail || !strings.Contains(f.Detail, "renders (three decimals) as 0") ||
-		!strings.Contains(f.Detail, "surge ratio 1.4999999999") {
+	if p.Feasible() || f.Status != StatusFail || !strings.Contains(f.Detail, "renders (three decimals) as 0") {
 		t.Fatalf("verdict %s, scale_in_safety %+v", p.Verdict, f)
 	}
 	if got := ScalingSpecFor("e", "v", p).Alarms[0].Threshold; got != 0 {
@@ -336,10 +506,7 @@ func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("the infeasible plan must still verify: %v", errs)
 	}
-	o.SurgeRatio = 1.4994 // C_scale_min 0.024: renders as 0.024, fires only on an idle instance but fires
-	if p, err = FromWhatIf(m, WhatIf{QMax: 40, TTotalS: 280, ThroughputRPS: 13.6}, o); err != nil {
-		t.Fatal(err)
-	}
+	tiny(0.024) // renders as 0.024: fires only on a nearly idle instance, but fires
 	if f, _ := p.Finding(FindingScaleInSafety); f.Status == StatusFail && strings.Contains(f.Detail, "renders") {
 		t.Fatalf("a threshold that renders above 0 was failed for rounding: %+v", f)
 	}
@@ -348,7 +515,7 @@ func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
 func TestPlanInputBoundsStateTheLimit(t *testing.T) {
 	base := Inputs{QMax: 40, TTotalS: 280, SurgeRatio: 1.25, DetectionBufferS: 60, MetricPeriodS: 10, EvaluationPeriods: 3,
 		PeakRPS: 80, TroughRPS: 10, MinInstances: 1, MaxInstances: 9, QueueMaxDepth: 50, InvocationTimeoutS: 60, CloudWatchRatio: 1,
-		Throughput: []ThroughputPoint{{30, 13.6}, {40, 18}}}
+		Throughput: []ThroughputPoint{{30, 13.6}, {40, 18}}, Instance: testInstance()}
 	if errs := verifyInputs(base); len(errs) > 0 {
 		t.Fatalf("base inputs: %v", errs)
 	}
@@ -366,10 +533,14 @@ func TestPlanInputBoundsStateTheLimit(t *testing.T) {
 		{"queue depth huge", func(in *Inputs) { in.QueueMaxDepth = 1 << 40 }, "queue_max_depth: is 1099511627776: want 1 to 100000"},
 		{"invocation timeout above SageMaker's", func(in *Inputs) { in.InvocationTimeoutS = 3601 }, "invocation_timeout_s: is 3601: want 1 to 3600 seconds"},
 		{"min instances huge", func(in *Inputs) { in.MinInstances, in.MaxInstances = 1<<40, 1<<40 }, "min_instances: is 1099511627776: want 1 to 100000"},
+		{"no instance model", func(in *Inputs) { in.Instance = loadmodel.Model{} }, "instance: points: is empty"},
+		{"instance model rates out of order", func(in *Inputs) { in.Instance.Points[1].RPS = 1 }, "instance: points[1].rps: is 1: want increasing rates above 0"},
+		{"scale-in margin at the limit", func(in *Inputs) { in.ScaleInMargin = 0.9 }, "scale_in_margin: is 0.9"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := base
 			in.Throughput = append([]ThroughputPoint(nil), base.Throughput...)
+			in.Instance = testInstance()
 			tt.edit(&in)
 			errs := verifyInputs(in)
 			if len(errs) == 0 || !strings.Contains(errors.Join(errs...).Error(), tt.want) {
@@ -430,12 +601,19 @@ func TestMeasurementFindings(t *testing.T) {
 		{"other revision", func(q *QMax, _ *TTotal, _ *Measurement) { q.ModelRevision = strings.Repeat("a", 40) }, FindingMeasurementValidity, StatusWarn, "catalog pins"},
 		{"SLO changed", func(q *QMax, _ *TTotal, _ *Measurement) { q.SLOTTFABMs = 2000 }, FindingSLOConsistency, StatusFail, "≤ 2000 ms"},
 		{"transport differs", func(_ *QMax, tt *TTotal, _ *Measurement) { tt.Transport = TransportHTTP }, FindingTransportConsistency, StatusFail, "ttotal over http"},
+		{"no rate staircase", func(q *QMax, _ *TTotal, _ *Measurement) { q.RateSteps, q.HighestThroughputRPS = nil, 0 }, FindingMeasurementValidity, StatusFail, "no rate staircase"},
+		{"measured instance model", func(*QMax, *TTotal, *Measurement) {}, FindingInstanceModel, StatusPass, "4 of 6 open-loop rate steps"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := build(tt.mutate)
 			f, ok := p.Finding(tt.finding)
 			if !ok || f.Status != tt.status || !strings.Contains(f.Detail, tt.detail) {
 				t.Fatalf("%s = %+v, want %s containing %q", tt.finding, f, tt.status, tt.detail)
+			}
+			if tt.name == "no rate staircase" {
+				if f, _ := p.Finding(FindingInstanceModel); f.Status != StatusWarn || !strings.Contains(f.Detail, "NOT MEASURED") || p.Inputs.Instance.Measured {
+					t.Fatalf("instance_model = %+v: want a warning that the model is NOT MEASURED", f)
+				}
 			}
 			if (tt.status == StatusFail) == p.Feasible() {
 				t.Fatalf("verdict %s with %s %s", p.Verdict, tt.finding, f.Status)

@@ -43,7 +43,7 @@ func fakeDigest(s string) string {
 
 // Cases lists the fixture directories and what each is for.
 var Cases = []struct{ Name, Purpose string }{
-	{"valid", "measured, live, feasible; fingerprint matches kokoro-82m on ml.g5.xlarge with ContainerDigest: the gate accepts it"},
+	{"valid", "measured (with qmax's rate staircase), live, feasible on its whole envelope; fingerprint matches kokoro-82m on ml.g5.xlarge with ContainerDigest: the gate accepts it"},
 	{"dry-run", "feasible, but both artifacts are dry runs: the gate refuses it (dry run)"},
 	{"infeasible", "measured and live, but peak 200 rps needs more than the catalog's 9 instances: the gate refuses it (infeasible)"},
 	{"what-if", "built with --what-if (measured: false): the gate refuses it (what-if)"},
@@ -195,7 +195,43 @@ func kokoroQMax(m models.Model, start time.Time, digest string) *capacity.QMax {
 			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.p95/60 <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
 		})
 	}
+	q.HighestThroughputRPS = q.Steps[5].AchievedRPS // c = 40: 17.7 rps
+	q.RateSteps = kokoroRateSteps(m, q.HighestThroughputRPS)
 	return q
+}
+
+// kokoroRateSteps is the open-loop rate staircase that follows the closed-loop one, at qmax's default
+// fractions of the highest closed-loop throughput. A batching GPU holds each request about 2 s, so the
+// requests in flight are the arrival rate × the response time (Little's law) and their 10-s peak sits a few
+// standard deviations above that; TTFAB follows the closed-loop step at the same concurrency. At 100% and
+// 110% of the highest throughput the instance no longer keeps up (it completes less than 95% of the
+// arrivals) and the unbounded measurement queue grows: those steps fail the SLO and the instance model
+// leaves them out. The model (queue shield 50) meets the 3 s SLO up to about 17.1 rps per instance.
+func kokoroRateSteps(m models.Model, highest float64) []capacity.RateStep {
+	type row struct {
+		fraction, arrival, achieved, inFlight, max10s float64
+		p50, p95, p99, stall                          float64
+	}
+	rows := []row{
+		{0.3, 5.29, 5.29, 10.7, 17, 560, 700, 760, 12},
+		{0.5, 8.87, 8.86, 18.3, 27, 850, 1130, 1220, 19},
+		{0.7, 12.41, 12.38, 26.4, 36, 1380, 1750, 1900, 29},
+		{0.85, 15.02, 14.97, 33.2, 43, 1700, 2250, 2480, 38},
+		{1.0, 17.68, 16.1, 71.5, 96, 4800, 7900, 9100, 130},
+		{1.1, 19.49, 16.3, 160, 210, 11800, 17500, 19400, 260},
+	}
+	const windowS = 120
+	var out []capacity.RateStep
+	for _, r := range rows {
+		out = append(out, capacity.RateStep{
+			Fraction: r.fraction, OfferedRPS: r.fraction * highest, ArrivalRPS: r.arrival, AchievedRPS: r.achieved,
+			InFlightMean: r.inFlight, InFlightMax10s: r.max10s, CloudWatchMax10s: r.max10s,
+			TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99, StallP95Ms: r.stall,
+			OKCount: int(math.Round(r.achieved * windowS)),
+			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.stall <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
+		})
+	}
+	return out
 }
 
 // kokoroTTotal is a plausible scale-out from one to two ml.g5.xlarge instances.
@@ -269,11 +305,15 @@ The fingerprint-mismatch case was measured with ` + "`{{.OtherDigest}}`" + ` ins
 |---|---|
 | derived.min_instances | {{.P.Derived.MinInstances}} |
 | derived.max_instances | {{.P.Derived.MaxInstances}} |
-| derived.c_scale_max | {{.P.Derived.CScaleMax}} |
-| derived.c_scale_min | {{.P.Derived.CScaleMin}} |
+| derived.c_scale_max (comparison only) | {{.P.Derived.CScaleMax}} |
+| derived.c_scale_min (comparison only) | {{.P.Derived.CScaleMin}} |
 | inputs.cloudwatch_ratio | {{.P.Inputs.CloudWatchRatio}} |
+| derived.safe_rps | {{.P.Derived.SafeRPS}} |
+| derived.scale_out_rps | {{.P.Derived.ScaleOutRPS}} |
+| derived.scale_in_rps | {{.P.Derived.ScaleInRPS}} |
 | derived.target_value | {{.P.Derived.TargetValue}} |
 | derived.scale_in_threshold | {{.P.Derived.ScaleInThreshold}} |
+| derived.scale_in_period_s × scale_in_evaluation_periods | {{.P.Derived.ScaleInPeriodS}} × {{.P.Derived.ScaleInEvaluationPeriods}} |
 | derived.scale_out_cooldown_s | {{.P.Derived.ScaleOutCooldownS}} |
 | derived.scale_in_cooldown_s | {{.P.Derived.ScaleInCooldownS}} |
 | derived.queue_max_depth | {{.P.Derived.QueueMaxDepth}} |
