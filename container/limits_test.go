@@ -399,3 +399,117 @@ func TestControlCharactersRefusedOnTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestPingAnswersOverTheConnectionLimit is issue 27's reproduction: 1,100
+// idle connections (MAX_CONNECTIONS is 1024) made /ping answer 503
+// too_many_connections, so the platform would think a healthy instance
+// sick. Over the limit /ping is still answered as the server would; any
+// other request still gets 503 too_many_connections.
+func TestPingAnswersOverTheConnectionLimit(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "5"})
+	p.waitLine(t, "STAGE ready")
+	var idle []net.Conn
+	for range 1100 {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.port))
+		if err != nil {
+			t.Fatalf("idle connection %d: %v", len(idle), err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the server accept them all
+	ask := func(req string) string {
+		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, req)
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	for i := range 5 {
+		got := ask("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+		if !strings.HasPrefix(got, "HTTP/1.1 200 ") || !strings.Contains(got, `"status":"ready"`) {
+			t.Fatalf("/ping %d with 1,100 idle connections: %q", i, got)
+		}
+	}
+	if got := ask(rawPost(`{"text":"Hello."}`)); !strings.HasPrefix(got, "HTTP/1.1 503 ") || !strings.Contains(got, "too_many_connections") {
+		t.Errorf("an invocation over the limit: %q, want 503 too_many_connections", got)
+	}
+}
+
+// TestSlowReadersCannotHoldTheShield is issue 27's moderate item 4: with
+// QUEUE_MAX_DEPTH=16 (espeak-ng's shield) 16 clients that never read held
+// every place for WRITE_STALL_TIMEOUT (30 s) and every other request got
+// 503. A reader may be as slow as real-time playback, no slower: each
+// non-reader is cut once it is CLIENT_LAG_LIMIT behind (logged
+// client_too_slow, long before the stall timeout), and a request that no
+// longer needs the engine holds no place; a normal client gets its 200
+// within the bound.
+func TestSlowReadersCannotHoldTheShield(t *testing.T) {
+	const lag = 2 * time.Second
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "QUEUE_MAX_DEPTH": "16",
+		"WRITE_STALL_TIMEOUT": "30s", "CLIENT_LAG_LIMIT": lag.String()})
+	p.waitLine(t, "STAGE ready")
+	long := strings.Repeat("This sentence is long enough to make a lot of audio for a client that never reads it. ", 50)
+	body, _ := json.Marshal(map[string]string{"text": long})
+	t0 := time.Now()
+	for range 16 {
+		c := dialSmallWindow(t, p.port)
+		if _, err := io.WriteString(c, rawPost(string(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The attack works at first: all 16 are admitted (a probe sent before
+	// they all are would take the 16th place itself) and the shield is full.
+	time.Sleep(time.Second)
+	full := false
+	for deadline := time.Now().Add(10 * time.Second); !full && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		status, b, err := p.post(`{"text":"Am I shut out?"}`)
+		full = err == nil && status == 503 && strings.Contains(string(b), "queue_saturated")
+	}
+	if !full {
+		t.Fatalf("the 16 non-readers never filled the shield (QUEUE_MAX_DEPTH=16); logs %v", p.requestLogs())
+	}
+	t.Logf("shield full %s after the non-readers connected", time.Since(t0))
+	client := &http.Client{Timeout: 30 * time.Second}
+	var got int
+	var audio []byte
+	for {
+		res, err := client.Post(p.url("/invocations"), "application/json", strings.NewReader(`{"text":"I still get my audio."}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		audio, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		got = res.StatusCode
+		if got == 200 || time.Since(t0) > 25*time.Second {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waited := time.Since(t0)
+	if got != 200 || len(audio) < 44+22050 {
+		t.Fatalf("the normal client got %d (%d bytes) after %s: the non-readers hold the shield", got, len(audio), waited)
+	}
+	// The socket buffers (256 KiB send + a small window, about 6 s of 22 kHz audio) count as read; then the bound.
+	if waited > 15*time.Second {
+		t.Errorf("the normal client waited %s for its 200: more than the socket buffers' audio plus CLIENT_LAG_LIMIT %s", waited, lag)
+	}
+	t.Logf("normal client served %s after the 16 non-readers arrived", waited)
+	cut := p.waitOutcome(t, "client_too_slow", 16, 20*time.Second)
+	for _, l := range cut {
+		if !strings.Contains(fmt.Sprint(l["error"]), "CLIENT_LAG_LIMIT") {
+			t.Errorf("the cut is not explained by the bound: %v", l)
+		}
+		if ms, _ := l["total_ms"].(float64); ms > 20000 {
+			t.Errorf("a non-reader was cut after %.0f ms, not long before WRITE_STALL_TIMEOUT", ms)
+		}
+	}
+}

@@ -69,7 +69,8 @@ SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE
 ENGINE_WORKERS, SCHEDULER (deadline|first-chunk|fifo), FIRST_AUDIO_TARGET_MS,
 FIRST_SEGMENT_RUNES, CALIBRATION_SEGMENT_MS, MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
 (cpu|cuda), METRICS_INTERVAL, HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT,
-WRITE_STALL_TIMEOUT, IDLE_TIMEOUT, SEGMENT_TIMEOUT, MAX_CONNECTIONS. See
+WRITE_STALL_TIMEOUT, CLIENT_LAG_LIMIT, IDLE_TIMEOUT, SEGMENT_TIMEOUT,
+MAX_CONNECTIONS. See
 container/README.md.`
 
 // Run runs the command line args (without the program name). It serves until
@@ -89,7 +90,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	srv := server.New(server.Options{
 		InstanceID: cfg.InstanceID, QueueMaxDepth: cfg.QueueMaxDepth, Workers: cfg.Workers,
 		Scheduler: cfg.Scheduler, FirstAudioTarget: cfg.FirstAudioTarget, FirstSegmentRunes: cfg.FirstSegmentRunes, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
-		SegmentTimeout: cfg.SegmentTimeout, BodyTimeout: cfg.BodyTimeout, StallTimeout: cfg.StallTimeout,
+		SegmentTimeout: cfg.SegmentTimeout, BodyTimeout: cfg.BodyTimeout, StallTimeout: cfg.StallTimeout, ClientLagLimit: cfg.ClientLagLimit,
 	}, out)
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
@@ -97,7 +98,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	hs := NewHTTPServer(cfg, srv)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(LimitListener(ln, cfg.MaxConnections, logf)) }()
+	go func() { serveErr <- hs.Serve(LimitListener(ln, cfg.MaxConnections, logf, srv.PingAnswer)) }()
 	defer hs.Close()
 
 	// /ping answers 503 while the weights are checked and the engine loads.

@@ -45,6 +45,7 @@ type Config struct {
 	BodyTimeout        time.Duration // BODY_READ_TIMEOUT, default 10s
 	StallTimeout       time.Duration // WRITE_STALL_TIMEOUT, default 30s
 	IdleTimeout        time.Duration // IDLE_TIMEOUT, default 75s
+	ClientLagLimit     time.Duration // CLIENT_LAG_LIMIT, default 5s; 0 = off
 	SegmentTimeout     time.Duration // SEGMENT_TIMEOUT, default 30s
 	MaxConnections     int           // MAX_CONNECTIONS, default 1024
 }
@@ -114,6 +115,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		HeaderTimeout:   dur("HEADER_READ_TIMEOUT", 10*time.Second),
 		BodyTimeout:     dur("BODY_READ_TIMEOUT", 10*time.Second),
 		StallTimeout:    dur("WRITE_STALL_TIMEOUT", 30*time.Second),
+		ClientLagLimit:  dur("CLIENT_LAG_LIMIT", server.DefaultClientLagLimit),
 		IdleTimeout:     dur("IDLE_TIMEOUT", 75*time.Second),
 		SegmentTimeout:  dur("SEGMENT_TIMEOUT", 30*time.Second),
 		MaxConnections:  num("MAX_CONNECTIONS", 1024, 1),

@@ -1,9 +1,12 @@
 package app
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +43,41 @@ var tooManyConnections = fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nConten
 	len(tooManyConnectionsBody), tooManyConnectionsBody)
 
 // LimitListener accepts at most max connections at once. One more is answered
-// at once with 503 too_many_connections and closed, rather than left waiting
-// in the kernel's backlog.
-func LimitListener(ln net.Listener, max int, logf func(string, ...any)) net.Listener {
-	return &limitListener{Listener: ln, max: int64(max), logf: logf}
+// with 503 too_many_connections and closed, rather than left waiting in the
+// kernel's backlog; but when its request is a health check (GET or HEAD
+// /ping), ping answers it, so idle connections filling the limit cannot make
+// the platform think the instance unhealthy. ping may be nil (always 503).
+func LimitListener(ln net.Listener, max int, logf func(string, ...any), ping func() (int, []byte)) net.Listener {
+	return &limitListener{Listener: ln, max: int64(max), logf: logf, ping: ping}
+}
+
+// overLimitWait bounds how long a connection over the limit may take to send
+// its request line before it is answered 503 and closed.
+const overLimitWait = time.Second
+
+// answerOverLimit answers a connection over the limit: /ping as the server
+// would, anything else 503 too_many_connections.
+func (l *limitListener) answerOverLimit(c net.Conn) {
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(overLimitWait))
+	if l.ping != nil {
+		line, err := bufio.NewReaderSize(io.LimitReader(c, 1024), 1024).ReadString('\n')
+		// The answer gets a second of its own, however long the request line took.
+		c.SetWriteDeadline(time.Now().Add(overLimitWait))
+		method, rest, _ := strings.Cut(line, " ")
+		target, _, _ := strings.Cut(rest, " ")
+		if err == nil && (method == http.MethodGet || method == http.MethodHead) && target == "/ping" {
+			status, body := l.ping()
+			head := fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n", status, http.StatusText(status), len(body))
+			if method == http.MethodHead {
+				body = nil
+			}
+			c.Write(append([]byte(head), body...))
+			return
+		}
+	}
+	c.SetWriteDeadline(time.Now().Add(overLimitWait))
+	c.Write([]byte(tooManyConnections))
 }
 
 type limitListener struct {
@@ -53,6 +87,7 @@ type limitListener struct {
 	refused  atomic.Int64
 	lastWarn atomic.Int64
 	logf     func(string, ...any)
+	ping     func() (int, []byte)
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -70,11 +105,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			if now := time.Now().Unix(); l.lastWarn.Swap(now) != now {
 				l.logf("refused a connection over MAX_CONNECTIONS=%d (%d refused so far)", l.max, n)
 			}
-			go func() {
-				c.SetDeadline(time.Now().Add(time.Second))
-				c.Write([]byte(tooManyConnections))
-				c.Close()
-			}()
+			go l.answerOverLimit(c)
 			continue
 		}
 		return &countedConn{Conn: c, l: l}, nil

@@ -68,6 +68,11 @@ type job struct {
 	// written it yet.
 	firstSent atomic.Int64
 	firstOut  time.Time
+	// synthDone is closed (through finishSynthesis) once the last segment
+	// has been synthesized: from then on the request only drains to its
+	// client and gives its place in the queue gate back.
+	synthDone chan struct{}
+	synthOnce sync.Once
 	// audio counts the samples of the segments synthesized so far; written
 	// by the worker of the job's current segment only (a job has one segment
 	// in flight at a time).
@@ -256,10 +261,18 @@ func (s *Scheduler) runSegment(t task) bool {
 		return false
 	}
 	if t.index+1 == len(j.segs) {
+		j.finishSynthesis()
 		send(chunk{end: true})
 		return false
 	}
 	return true
+}
+
+// finishSynthesis marks the job's synthesis complete (at most once).
+func (j *job) finishSynthesis() {
+	if j.synthDone != nil {
+		j.synthOnce.Do(func() { close(j.synthDone) })
+	}
 }
 
 // runSegmentReleasing synthesizes one segment (first-chunk policy) without
@@ -328,6 +341,7 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 		}
 		held = append(held, chunk{err: err})
 	case last:
+		j.finishSynthesis()
 		held = append(held, chunk{end: true})
 	}
 	then := func() {

@@ -51,7 +51,15 @@ type Options struct {
 	// nothing for this long loses its stream, its slot and its place in the
 	// queue. 0 is no limit.
 	StallTimeout time.Duration
+	// ClientLagLimit is how far behind real-time playback a reader may fall
+	// (CLIENT_LAG_LIMIT): a write not taken by the time a real-time player
+	// would have needed its audio plus this bound cuts the stream. 0 is off.
+	ClientLagLimit time.Duration
 }
+
+// DefaultClientLagLimit is CLIENT_LAG_LIMIT's default: 5 s of audio behind
+// real time.
+const DefaultClientLagLimit = 5 * time.Second
 
 // Server serves the SageMaker inference contract. It answers /ping with 503
 // until Attach and SetReady, and again once Drain starts.
@@ -64,6 +72,9 @@ type Server struct {
 
 	ready    atomic.Bool
 	draining atomic.Bool
+	// streams counts admitted requests still in their handler, including
+	// those that gave their gate place back and only drain to the client.
+	streams  atomic.Int64
 	seq      atomic.Uint64
 	idPrefix string
 }
@@ -135,10 +146,10 @@ func (s *Server) Drain(ctx context.Context) int {
 	s.draining.Store(true)
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for s.gate.Depth() > 0 {
+	for s.streams.Load() > 0 {
 		select {
 		case <-ctx.Done():
-			return s.gate.Depth()
+			return int(s.streams.Load())
 		case <-t.C:
 		}
 	}
@@ -178,20 +189,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 	s.setWriteDeadline(http.NewResponseController(w))
+	status, body := s.PingAnswer()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// PingAnswer is /ping's status and JSON body (with its newline): also what
+// the connection limiter answers a /ping over MAX_CONNECTIONS with, so the
+// health check stays answerable when idle connections fill the limit.
+func (s *Server) PingAnswer() (int, []byte) {
 	be := s.be.Load()
+	var status int
+	var v any
 	switch {
 	case s.draining.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		status, v = http.StatusServiceUnavailable, map[string]string{"status": "draining"}
 	case !s.ready.Load() || be == nil:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		status, v = http.StatusServiceUnavailable, map[string]string{"status": "starting"}
 	case be.sched.Stuck() >= be.sched.Workers():
 		// Every slot is in an engine call past SEGMENT_TIMEOUT: nothing can
 		// make progress, so say so and let the platform replace the instance
 		// if it does not recover.
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "engine_stuck", "stuck_slots": be.sched.Stuck(), "slots": be.sched.Workers()})
+		status, v = http.StatusServiceUnavailable, map[string]any{"status": "engine_stuck", "stuck_slots": be.sched.Stuck(), "slots": be.sched.Workers()}
 	default:
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		status, v = http.StatusOK, map[string]string{"status": "ready"}
 	}
+	b, _ := json.Marshal(v)
+	return status, append(b, '\n')
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -335,7 +360,16 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		}{"queue_saturated", depth, s.gate.Max()})
 		return
 	}
-	defer s.gate.Release()
+	// The gate place is given back as soon as the request no longer needs
+	// the engine (its last segment is synthesized), not when its client has
+	// read everything: the shield counts work for the engine, and a slow
+	// reader draining its audio holds no place (CLIENT_LAG_LIMIT bounds how
+	// long it may drain). streams still counts it, so Drain waits for it.
+	s.streams.Add(1)
+	defer s.streams.Add(-1)
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(s.gate.Release) }
+	defer release()
 	// Drain sets draining before it reads the depth, and this request took its
 	// place before reading draining: either Drain waits for this request or
 	// the request sees draining here. Without this second look a request
@@ -352,7 +386,14 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		segs = segment.ShortenFirst(segs, s.opts.FirstSegmentRunes)
 	}
 	l.segments = len(segs)
-	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead), admitted: admitted}
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead), admitted: admitted, synthDone: make(chan struct{})}
+	go func() {
+		select {
+		case <-j.synthDone:
+			release()
+		case <-ctx.Done():
+		}
+	}()
 	be.sched.submit(j)
 	stall := stallMeter{rate: eng.SampleRate()}
 
@@ -441,14 +482,21 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			l.ttfab = now.Sub(start)
 			j.firstSent.Store(int64(max(now.Sub(admitted), 1)))
 		}
+		before := stall.before
 		if len(c.samples) > 0 {
 			l.stall = stall.add(time.Now(), len(c.samples))
+		}
+		n := len(c.samples)
+		if !req.Stream {
+			before, n = 0, int(stall.before) // the whole answer in one write
 		}
 		if len(buf) > 0 {
 			// Each write gets StallTimeout: a client that stops reading
 			// fills the socket buffers, the write blocks, and the deadline
-			// ends the request (its slot, its queue place, its stream).
-			s.setWriteDeadline(rc)
+			// ends the request (its slot, its queue place, its stream). A
+			// client further behind real time than ClientLagLimit is cut
+			// sooner.
+			lagCut := s.setStreamWriteDeadline(rc, stall, before, n)
 			n, err := w.Write(buf)
 			l.bytes += int64(n)
 			if err == nil {
@@ -459,6 +507,10 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					l.outcome = "client_stalled"
 					l.err = fmt.Sprintf("the client read nothing for %s (WRITE_STALL_TIMEOUT): the stream is cut and its slot freed", s.opts.StallTimeout)
+					if lagCut {
+						l.outcome = "client_too_slow"
+						l.err = fmt.Sprintf("the client fell more than %s behind real-time playback (CLIENT_LAG_LIMIT): the stream is cut", s.opts.ClientLagLimit)
+					}
 				}
 				// Do not let net/http try to finish the response on a
 				// connection that is not draining.
@@ -510,6 +562,37 @@ func (m *stallMeter) add(t time.Time, n int) time.Duration {
 // handler has written to the connection; past that the segment's slot waits
 // for the client (and WRITE_STALL_TIMEOUT bounds how long).
 const ChunksAhead = 16
+
+// setStreamWriteDeadline sets the deadline of an audio write: StallTimeout
+// from now, or sooner the moment the client is ClientLagLimit behind a
+// real-time player that started at the first audio: the write of n samples
+// with before samples ahead of them must be taken by max(when the player
+// needs them, now) + their duration + ClientLagLimit. Socket buffers (the
+// 256 KiB send buffer, the client's receive window) count as read, so a
+// client that reads nothing is cut after about their worth of audio plus
+// the bound. It reports whether the lag bound is the sooner one.
+func (s *Server) setStreamWriteDeadline(rc *http.ResponseController, m stallMeter, before int64, n int) bool {
+	now := time.Now()
+	var deadline time.Time
+	if s.opts.StallTimeout > 0 {
+		deadline = now.Add(s.opts.StallTimeout)
+	}
+	lag := false
+	if s.opts.ClientLagLimit > 0 && m.rate > 0 && !m.first.IsZero() {
+		due := m.first.Add(time.Duration(float64(before) / float64(m.rate) * float64(time.Second)))
+		if due.Before(now) {
+			due = now
+		}
+		d := due.Add(time.Duration(float64(n)/float64(m.rate)*float64(time.Second)) + s.opts.ClientLagLimit)
+		if deadline.IsZero() || d.Before(deadline) {
+			deadline, lag = d, true
+		}
+	}
+	if !deadline.IsZero() {
+		rc.SetWriteDeadline(deadline)
+	}
+	return lag
+}
 
 // setWriteDeadline gives the next writes StallTimeout from now.
 func (s *Server) setWriteDeadline(rc *http.ResponseController) {
