@@ -52,6 +52,10 @@ type QMax struct {
 	RecordsFile string `json:"records_file"`
 	// RecordsSHA256 is the digest of RecordsFile, "sha256:<hex>".
 	RecordsSHA256 string `json:"records_sha256"`
+	// RetryPolicy is how the measuring client retried a failed request: RetryPolicyNone, one attempt per request
+	// (the SDK retryer off over sagemaker-stream; http never retries), so a throttled or 5xx answer is an error
+	// record, never a slower success. Empty in artifacts measured before it was recorded.
+	RetryPolicy string `json:"retry_policy,omitempty"`
 	// HighestThroughputRPS is the highest completed-request rate of the closed-loop staircase's usable steps:
 	// the rate staircase's fractions are of it. Zero when the artifact has no rate staircase.
 	HighestThroughputRPS float64 `json:"highest_throughput_rps,omitempty"`
@@ -60,6 +64,9 @@ type QMax struct {
 	// falls back to the documented queueing approximation, marked NOT MEASURED.
 	RateSteps []RateStep `json:"rate_steps,omitempty"`
 }
+
+// RetryPolicyNone is the retry policy of a qmax measured with one attempt per request (QMax.RetryPolicy).
+const RetryPolicyNone = "none"
 
 // QMaxStep is one closed-loop step: exactly Concurrency requests in flight during the measurement window.
 type QMaxStep struct {
@@ -163,6 +170,9 @@ func (q *QMax) Verify() []error {
 		add("slo_percentile: is %d: want 50 to 99", q.SLOPercentile)
 	}
 	errs = append(errs, verifyRunTimes(q.StartedAt, q.EndedAt)...)
+	if q.RetryPolicy != "" && q.RetryPolicy != RetryPolicyNone {
+		add("retry_policy: is %q: want %q (one attempt per request: a retry inside the TTFAB clock would hide a failure as a slower success)", q.RetryPolicy, RetryPolicyNone)
+	}
 	if !validFileName(q.RecordsFile) {
 		add("records_file: %q is not a file name beside the artifact", q.RecordsFile)
 	}

@@ -50,6 +50,9 @@ func TestQMaxRateStaircase(t *testing.T) {
 	if errs := q.Verify(); len(errs) > 0 {
 		t.Fatalf("the artifact does not verify: %v", errs)
 	}
+	if q.RetryPolicy != capacity.RetryPolicyNone {
+		t.Errorf("retry_policy %q, want %q", q.RetryPolicy, capacity.RetryPolicyNone)
+	}
 	var printed capacity.QMax
 	if err := json.Unmarshal([]byte(stdout), &printed); err != nil || !reflect.DeepEqual(&printed, q) {
 		t.Errorf("--format json printed something else than the artifact (%v):\n%s", err, stdout)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/speech-infra/speech-infra/bench"
@@ -28,6 +29,16 @@ import (
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
+
+// measuringStreamTransport is the sagemaker-stream transport qmax measures with: one SDK client per worker
+// (an event-stream decoder races when streams share a client, aws/smithy-go#714) with the retryer off
+// (bench.NoRetry): a throttled or 5xx answer is an error record, never a slower success inside the TTFAB
+// clock (issue 23). The artifact records the policy (retry_policy).
+func measuringStreamTransport(cfg aws.Config, endpoint string) bench.Transport {
+	return &bench.SageMakerStream{Endpoint: endpoint, NewClient: func() bench.StreamInvoker {
+		return sagemakerruntime.NewFromConfig(cfg, bench.NoRetry)
+	}}
+}
 
 // Bounds of the run's control-plane waits.
 const (
@@ -103,7 +114,7 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	r.cw = sess.cw
-	r.cfg.Transport = sess.streamTransport()
+	r.cfg.Transport = measuringStreamTransport(sess.awsCfg, o.endpoint())
 	if err := o.preflight(ctx, sess); err != nil {
 		return err
 	}
@@ -371,7 +382,7 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType,
 		ModelRevision: o.model.Revision(), ContainerDigest: o.containerDigest, Transport: o.transport,
 		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile, RunID: r.runID,
-		StartedAt: r.started, EndedAt: time.Now().UTC(),
+		StartedAt: r.started, EndedAt: time.Now().UTC(), RetryPolicy: capacity.RetryPolicyNone,
 	}
 	var lowest *bench.StepResult
 	for i, s := range r.steps {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/speech-infra/speech-infra/bench"
+)
+
+// TestQMaxTransportDoesNotRetry (issue 23, item 1): SageMaker answers 503 ServiceUnavailable once, then a
+// stream. The transport qmax measures with makes one attempt per request: the first request is an error
+// record and the second a success, two attempts in all. (Before, the SDK's default retryer made the first
+// request one slower success of two attempts.)
+func TestQMaxTransportDoesNotRetry(t *testing.T) {
+	var attempts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if attempts.Add(1) == 1 {
+			w.Header().Set("X-Amzn-ErrorType", "ServiceUnavailable")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"message":"unavailable"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+		var m eventstream.Message
+		m.Headers.Set(":message-type", eventstream.StringValue("event"))
+		m.Headers.Set(":event-type", eventstream.StringValue("PayloadPart"))
+		m.Payload = append(testWAVHeader(24000), make([]byte, 4800)...)
+		eventstream.NewEncoder().Encode(w, m)
+	}))
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
+	w, err := measuringStreamTransport(cfg, "speech-espeak-ng").Worker(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var classes []string
+	for range 2 {
+		_, err := w.Send(ctx, "hello")
+		class, _ := bench.Classify(ctx, err)
+		classes = append(classes, class)
+	}
+	if attempts.Load() != 2 || classes[0] == bench.ClassOK || classes[1] != bench.ClassOK {
+		t.Errorf("%d attempts, classes %v: want one attempt per request, the 503 an error record and the next a success", attempts.Load(), classes)
+	}
+}
+
+// testWAVHeader is a streaming WAV header, PCM16 mono at rate.
+func testWAVHeader(rate int) []byte {
+	h := append([]byte(nil), "RIFF"...)
+	h = binary.LittleEndian.AppendUint32(h, 0xFFFFFFFF)
+	h = append(h, "WAVEfmt "...)
+	h = binary.LittleEndian.AppendUint32(h, 16)
+	h = binary.LittleEndian.AppendUint16(h, 1)
+	h = binary.LittleEndian.AppendUint16(h, 1)
+	h = binary.LittleEndian.AppendUint32(h, uint32(rate))
+	h = binary.LittleEndian.AppendUint32(h, uint32(rate*2))
+	h = binary.LittleEndian.AppendUint16(h, 2)
+	h = binary.LittleEndian.AppendUint16(h, 16)
+	h = append(h, "data"...)
+	return binary.LittleEndian.AppendUint32(h, 0xFFFFFFFF)
+}
