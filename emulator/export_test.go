@@ -82,3 +82,8 @@ func (e *Emulator) CloseUnrun() {
 	e.listener.Close()
 	e.lock.Close()
 }
+
+// AppendLog appends one event to a log stream of a log group, as an instance's output does.
+func (e *Emulator) AppendLog(group, stream string, t time.Time, msg string) {
+	e.logs.append(group, stream, t, msg)
+}

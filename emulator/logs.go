@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -270,6 +271,7 @@ func (s *logStore) groupLocked(r groupRef) (string, map[string]*logStream, *apiE
 
 // logsOps are the CloudWatch Logs operations (awsJson1_1, X-Amz-Target Logs_20140328.<op>).
 var logsOps = map[string]operation{
+	"DescribeLogGroups":  func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.describeLogGroups(dec) },
 	"DescribeLogStreams": func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.describeLogStreams(dec) },
 	"GetLogEvents":       func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.getLogEvents(dec) },
 	"FilterLogEvents":    func(e *Emulator, dec decoder) (any, *apiError) { return e.logs.filterLogEvents(dec) },
@@ -402,6 +404,105 @@ func (s *logStore) describeLogStreams(dec decoder) (any, *apiError) {
 	if to < len(streams) {
 		lastOut := streams[to-1]
 		resp["nextToken"] = streamsToken{Group: group, Order: order, Desc: in.Descending, Prefix: prefix, After: lastOut.name, AfterTime: last(lastOut)}.encode()
+	}
+	return resp, nil
+}
+
+// describeLogGroupsLimit is DescribeLogGroups' page: "If you don't specify a value, the default is up to 50
+// items." (limit, DescribeLimit: 1..50).
+const describeLogGroupsLimit = 50
+
+// groupsToken is what a DescribeLogGroups nextToken carries: the filter of the request it continues and the
+// last group the previous page returned.
+type groupsToken struct {
+	Prefix  string `json:"p"`
+	Pattern string `json:"s"`
+	Class   string `json:"c"`
+	After   string `json:"a"`
+}
+
+// describeLogGroups serves DescribeLogGroups: the log groups the endpoints' instances wrote to, "ASCII-sorted
+// by log group name", filtered by logGroupNamePrefix, logGroupNamePattern (a case-sensitive substring) or
+// logGroupIdentifiers, in pages of limit (default 50) with a nextToken, as DescribeLogStreams pages. Every
+// group is of class STANDARD; a group's creationTime is its first stream's.
+func (s *logStore) describeLogGroups(dec decoder) (any, *apiError) {
+	var in struct {
+		LogGroupNamePrefix  *string  `json:"logGroupNamePrefix"`
+		LogGroupNamePattern *string  `json:"logGroupNamePattern"`
+		NextToken           *string  `json:"nextToken"`
+		Limit               *int64   `json:"limit"`
+		LogGroupClass       *string  `json:"logGroupClass"`
+		LogGroupIdentifiers []string `json:"logGroupIdentifiers"`
+	}
+	if err := dec(&in); err != nil {
+		return nil, err
+	}
+	var v logsValidation
+	if in.LogGroupNamePrefix != nil && in.LogGroupNamePattern != nil {
+		// logGroupNamePrefix: "logGroupNamePrefix and logGroupNamePattern are mutually exclusive. Only one of
+		// these parameters can be passed."
+		v.fail("LogGroupNamePrefix and LogGroupNamePattern are mutually exclusive.")
+	}
+	if len(in.LogGroupIdentifiers) > 0 && (in.LogGroupNamePrefix != nil || in.LogGroupNamePattern != nil) {
+		// logGroupIdentifiers: "If you specify this parameter, the only other filter that you can choose to
+		// specify is includeLinkedAccounts."
+		v.fail("LogGroupIdentifiers cannot be combined with LogGroupNamePrefix or LogGroupNamePattern.")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	limit := int(describeLogGroupsLimit)
+	if in.Limit != nil {
+		limit = int(*in.Limit)
+	}
+	tok := groupsToken{Prefix: deref(in.LogGroupNamePrefix), Pattern: deref(in.LogGroupNamePattern), Class: deref(in.LogGroupClass)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for name := range s.groups {
+		switch {
+		case !strings.HasPrefix(name, tok.Prefix), !strings.Contains(name, tok.Pattern):
+		case tok.Class != "" && tok.Class != "STANDARD":
+		case len(in.LogGroupIdentifiers) > 0 && !slices.ContainsFunc(in.LogGroupIdentifiers, func(id string) bool {
+			return id == name || id == arn("logs", "log-group:"+name)
+		}):
+		default:
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	from := 0
+	if in.NextToken != nil {
+		var t groupsToken
+		b, err := base64.RawURLEncoding.DecodeString(*in.NextToken)
+		if err != nil || json.Unmarshal(b, &t) != nil || t.After == "" || t.Prefix != tok.Prefix || t.Pattern != tok.Pattern || t.Class != tok.Class {
+			return nil, errInvalidToken()
+		}
+		from = sort.SearchStrings(names, t.After)
+		if from < len(names) && names[from] == t.After {
+			from++
+		}
+	}
+	to := min(from+limit, len(names))
+	out := make([]map[string]any, 0, to-from)
+	for _, name := range names[from:to] {
+		created := int64(0)
+		for _, ls := range s.groups[name] {
+			if created == 0 || ls.created < created {
+				created = ls.created
+			}
+		}
+		groupArn := arn("logs", "log-group:"+name)
+		out = append(out, map[string]any{
+			"logGroupName": name, "creationTime": created, "metricFilterCount": 0, "storedBytes": 0,
+			"arn": groupArn + ":*", "logGroupArn": groupArn, "logGroupClass": "STANDARD",
+		})
+	}
+	resp := map[string]any{"logGroups": out}
+	if to < len(names) {
+		tok.After = names[to-1]
+		b, _ := json.Marshal(tok)
+		resp["nextToken"] = base64.RawURLEncoding.EncodeToString(b)
 	}
 	return resp, nil
 }
