@@ -5,47 +5,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
-// saturating is a curve whose response time is flat up to 10 and grows beyond: throughput 1, 10, 12.5 rps.
-func saturating(t *testing.T, depth int, tTotal float64) Instance {
-	t.Helper()
-	m, err := newInstance([]CurvePoint{
-		{Concurrency: 1, RPS: 1, ResponseS: 1, TTFABMs: 100},
-		{Concurrency: 10, RPS: 10, ResponseS: 1, TTFABMs: 200},
-		{Concurrency: 20, RPS: 12.5, ResponseS: 1.6, TTFABMs: 900},
-	}, depth, tTotal, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func TestLittlesLawFixedPoint(t *testing.T) {
-	m := saturating(t, 30, 60)
-	for _, tc := range []struct{ rps, want float64 }{{0.5, 0.5}, {5, 5}, {10, 10}, {11, 4.4 / 0.34}} {
-		c, ok := m.Concurrency(tc.rps)
-		if !ok || math.Abs(c-tc.want) > 1e-9 {
-			t.Errorf("Concurrency(%g) = %g, %v; want %g", tc.rps, c, ok, tc.want)
-		}
-		// The fixed point: c = λ·R(c).
-		if math.Abs(c-tc.rps*m.ResponseS(c)) > 1e-9 {
-			t.Errorf("c %g is not λ·R(c) = %g", c, tc.rps*m.ResponseS(c))
-		}
-	}
-	if c, ok := m.Concurrency(13); ok {
-		t.Errorf("Concurrency(13) above the highest throughput 12.5 = %g, ok; want no fixed point", c)
-	}
-	if x, c := m.MaxThroughput(); x != 12.5 || c != 20 {
-		t.Errorf("MaxThroughput = %g at %g, want 12.5 at 20", x, c)
-	}
-	if got := m.TTFABMs(15); got != 550 {
-		t.Errorf("TTFABMs(15) = %g, want 550 (interpolated)", got)
-	}
-	if got := m.TTFABMs(25); got != 900+1000*5/12.5 {
-		t.Errorf("TTFABMs(25) = %g, want the last step's plus the wait for 5 more at 12.5 rps", got)
+// saturating is an instance that keeps up to 10 rps (in flight 10, metric 14, TTFAB 200 ms) and completes at
+// most 12.5 rps; its shield holds 30. Saturated it reads metric 30, in flight 30, TTFAB 200 + 1000 × (30 −
+// 10) / 12.5 = 1800 ms.
+func saturating() loadmodel.Model {
+	return loadmodel.Model{
+		Points: []loadmodel.Point{
+			{RPS: 1, Metric: 1.5, InFlight: 1, TTFABMs: 100},
+			{RPS: 10, Metric: 14, InFlight: 10, TTFABMs: 200},
+		},
+		CapacityRPS: 12.5, QueueDepth: 30, CloudWatchRatio: 1, Measured: true, Basis: "test",
+		SLO: loadmodel.SLO{TTFABMs: 1000, Percentile: 95, StallMs: 1000},
 	}
 }
 
@@ -53,56 +26,60 @@ func constant(rps float64, d time.Duration) Trace {
 	return Trace{Name: "constant", Points: []Point{{0, rps}}, Duration: d}
 }
 
-func TestQueueGrowsAndShedsAboveMaxThroughput(t *testing.T) {
-	m := saturating(t, 30, 60)
-	r := Run(constant(15, 2*time.Minute), Fleet{Name: "one", Instance: m, Fixed: 1, SLOMs: 1000, SLOPercentile: 95})
-	// 15 rps offered, at most 12.5 completed: the queue fills to the depth 30 within seconds, then 2.5 rps shed.
-	if r.Minutes[0].Concurrency != 30 {
-		t.Errorf("concurrency %g, want the queue depth 30", r.Minutes[0].Concurrency)
-	}
-	if got := r.Minutes[1].Shed; math.Abs(got-2.5*60) > 1e-6 {
-		t.Errorf("second minute shed %g, want 150 (2.5 rps over 60 s)", got)
-	}
-	if got := r.Minutes[0].Shed; got < 100 || got > 150 {
-		t.Errorf("first minute shed %g, want a bit less than 150 (the queue fills first)", got)
-	}
-	if !r.Minutes[1].Violates || r.ViolationMinutes != 2 {
-		t.Errorf("violations %d, minute 2 %+v: want both minutes violating", r.ViolationMinutes, r.Minutes[1])
-	}
-	// Below the highest throughput nothing is shed and the instance sits at the fixed point.
-	r = Run(constant(11, time.Minute), Fleet{Name: "one", Instance: m, Fixed: 1, SLOMs: 1000, SLOPercentile: 95})
-	if r.Shed != 0 || math.Abs(r.Minutes[0].Concurrency-4.4/0.34) > 1e-9 {
-		t.Errorf("at 11 rps: shed %g, concurrency %g", r.Shed, r.Minutes[0].Concurrency)
+func approx(t *testing.T, name string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %v, want %v", name, got, want)
 	}
 }
 
-// planFleet is a what-if espeak-ng plan's fleet: Q_max 20 (C_scale_max 15, C_scale_min 10 at s 1.25).
-func planFleet(t *testing.T, m Instance) (Fleet, *capacity.Plan) {
-	t.Helper()
-	cat, err := models.Default()
-	if err != nil {
+func TestShedsAboveCapacity(t *testing.T) {
+	m := saturating()
+	if err := m.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	model, err := cat.Get("espeak-ng")
-	if err != nil {
-		t.Fatal(err)
+	r := Run(constant(15, 2*time.Minute), Fleet{Name: "one", Instance: m, Fixed: 1})
+	// 15 rps offered, at most 12.5 completed: the shield is full and 1 − 12.5/15 = 1/6 of the requests are shed,
+	// 150 a minute.
+	for i, mi := range r.Minutes {
+		approx(t, "concurrency", mi.Concurrency, 30)
+		approx(t, "shed", mi.Shed, 150)
+		approx(t, "offered", mi.Offered, 900)
+		if !mi.Violates {
+			t.Errorf("minute %d does not violate: %+v", i, mi)
+		}
 	}
-	o := capacity.DefaultOptions(model)
-	o.PeakRPS, o.TroughRPS, o.MaxInstances = 40, 2, 10
-	p, err := capacity.FromWhatIf(model, capacity.WhatIf{QMax: 20, TTotalS: m.TTotalS, ThroughputRPS: 11}, o)
-	if err != nil {
-		t.Fatal(err)
+	if r.ViolationMinutes != 2 || r.MeetsSLO() || r.Holds() {
+		t.Errorf("violation minutes %d, want 2", r.ViolationMinutes)
 	}
-	return FleetFor("plan", p, m, 1), p
+	// Below capacity nothing is shed: at 11 rps, 40% of the way from 10 rps to the saturated state.
+	r = Run(constant(11, time.Minute), Fleet{Name: "one", Instance: m, Fixed: 1})
+	if r.Shed != 0 || r.ViolationMinutes != 0 {
+		t.Errorf("at 11 rps: shed %g, %d violation minutes", r.Shed, r.ViolationMinutes)
+	}
+	approx(t, "in flight at 11 rps", r.Minutes[0].Concurrency, 18)
+	approx(t, "metric at 11 rps", r.Minutes[0].Metric, 20.4)
+	approx(t, "TTFAB at 11 rps", r.Minutes[0].TTFABMs, 840)
+	// Two instances share 22 rps: each at 11.
+	r = Run(constant(22, time.Minute), Fleet{Name: "two", Instance: m, Fixed: 2, PricePerHour: 3})
+	approx(t, "load per instance", r.Minutes[0].LoadPerInstanceRPS, 11)
+	approx(t, "instance-hours", r.InstanceHours, 2.0/60)
+	approx(t, "cost", r.Cost, 0.1)
 }
+
+// scaling is a plan-like policy for the saturating instance: scale out above metric 12 (about 8.9 rps), scale
+// in when the 1-min Maximum stays below 3 (about 1.6 rps) for 5 minutes.
+func scaling(outCooldownS int) *Scaling {
+	return &Scaling{MinInstances: 1, MaxInstances: 10, Metric: MetricConcurrency, TargetValue: 12, ScaleOutCooldownS: outCooldownS,
+		StepScaleIn: &StepScaleIn{Threshold: 3, PeriodS: 60, EvaluationPeriods: 5, CooldownS: 300, Adjustment: -1}}
+}
+
+// steps is 5 rps for 10 min (one instance, metric 7.06), 30 rps for 20 min, then 2 rps for 30 min.
+var steps = Trace{Name: "steps", Points: []Point{{0, 5}, {10 * time.Minute, 30}, {30 * time.Minute, 2}}, Duration: 60 * time.Minute}
 
 func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
-	m := saturating(t, 30, 120)
-	f, p := planFleet(t, m)
-	target := p.Derived.TargetValue
-	// 5 rps for 10 min (one instance at concurrency 5), then 30 rps for 20 min, then 2 rps.
-	tr := Trace{Name: "steps", Points: []Point{{0, 5}, {10 * time.Minute, 30}, {30 * time.Minute, 2}}, Duration: 60 * time.Minute}
-	r := Run(tr, f)
+	f := Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: scaling(30)}
+	r := Run(steps, f)
 	if r.Minutes[0].Serving != 1 {
 		t.Fatalf("starts on %d instances, want 1", r.Minutes[0].Serving)
 	}
@@ -110,43 +87,233 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 		t.Fatal("no scaling event")
 	}
 	out := r.Events[0]
-	// 30 rps on one instance is above the target at once (the queue fills); the high alarm needs 3 breaching
-	// 10-s datapoints: the decision comes within one evaluation period (30 s) of the crossing at 600 s.
-	if out.To <= out.From || out.AtS < 600 || out.AtS > 600+30 {
-		t.Errorf("first event %+v: want a scale-out within 30 s after 600 s (target %g)", out, target)
+	// 30 rps on one instance reads metric 30 at once; the high alarm needs 3 breaching 10-s datapoints (610,
+	// 620, 630 s): the decision comes at 630 s, ceil(1 × 30 / 12) = 3 instances.
+	if out.AtS != 630 || out.From != 1 || out.To != 3 || out.Policy != "target-tracking" {
+		t.Errorf("first event %+v: want 1 → 3 by target tracking at 630 s", out)
 	}
 	// The added instances serve T_total (120 s) after the decision, not before.
-	if out.ServingAtS != out.AtS+120 {
-		t.Errorf("serving at %g, want %g", out.ServingAtS, out.AtS+120)
+	approx(t, "serving at", out.ServingAtS, out.AtS+120)
+	if mi := r.Minutes[11]; mi.Starting != 2 || mi.Serving != 1 {
+		t.Errorf("minute 11 (ends 720 s): %+v: want 1 serving, 2 starting", mi)
 	}
-	before := int(out.AtS+119) / 60
-	if mi := r.Minutes[before]; mi.Starting == 0 && int(out.AtS+119)%60 != 59 {
-		t.Errorf("minute %d: %+v: want instances still starting", before, mi)
+	if mi := r.Minutes[12]; mi.Serving < 3 {
+		t.Errorf("minute 12: %+v: want 3 serving", mi)
 	}
-	after := int(out.ServingAtS)/60 + 1
-	if mi := r.Minutes[after]; mi.Serving+mi.Starting < out.To {
-		t.Errorf("minute %d: %+v: want %d serving", after, mi, out.To)
+	// 30 rps on 3 instances reads 14 > 12: one more (ceil(3 × 14 / 12) = 4); 7.5 rps each reads 10.5.
+	if r.PeakInstances != 4 || r.ScaleOuts != 2 {
+		t.Errorf("peak %d instances after %d scale-outs, want 4 after 2: %+v", r.PeakInstances, r.ScaleOuts, r.Events)
 	}
-	// Scale-in: after the load drops at 1800 s, the low alarm (concurrency Maximum below C_scale_min for 5 × 60 s)
-	// fires at the end of the fifth low minute; each scale-in then waits for the scale-in cooldown.
+	// Scale-in: after the load drops at 1800 s the 1-min datapoints from 1860 s on are below 3; the fifth,
+	// at 2100 s, puts the alarm in ALARM. Each further scale-in waits for the 300 s scale-in cooldown.
 	var ins []Event
 	for _, e := range r.Events {
-		if e.To < e.From && e.AtS > 1800 {
+		if e.To < e.From {
 			ins = append(ins, e)
 		}
 	}
-	if len(ins) == 0 {
-		t.Fatalf("no scale-in: %+v", r.Events)
+	if len(ins) < 2 {
+		t.Fatalf("scale-ins %+v: want several", ins)
 	}
-	if ins[0].AtS != 1800+300 {
-		t.Errorf("first scale-in after the drop at %g s, want 2100 (5 low minutes after 1800): %+v", ins[0].AtS, r.Events)
+	if ins[0].AtS != 2100 || ins[0].Policy != "step-scale-in" || ins[0].To != ins[0].From-1 {
+		t.Errorf("first scale-in %+v: want one instance fewer by the step policy at 2100 s", ins[0])
 	}
-	if len(ins) > 1 && ins[1].AtS-ins[0].AtS < float64(p.Derived.ScaleInCooldownS) {
-		t.Errorf("second scale-in %g s after the first, inside the %d s cooldown", ins[1].AtS-ins[0].AtS, p.Derived.ScaleInCooldownS)
+	for i := 1; i < len(ins); i++ {
+		if ins[i].AtS-ins[i-1].AtS < 300 {
+			t.Errorf("scale-in %g s after the previous one, inside the 300 s cooldown", ins[i].AtS-ins[i-1].AtS)
+		}
 	}
 	for _, e := range r.Events {
-		if e.To > f.MaxInstances || e.To < 1 {
-			t.Errorf("event %+v outside the bounds 1..%d", e, f.MaxInstances)
+		if e.To > 10 || e.To < 1 {
+			t.Errorf("event %+v outside the bounds 1..10", e)
 		}
+	}
+	if len(r.Flaps) != 0 {
+		t.Errorf("flaps %+v on a load that falls once", r.Flaps)
+	}
+}
+
+// Issue 24: the scale-out cooldown counts from the end of the scale-out activity (its instances serving),
+// not from the decision. With a 300 s cooldown the first scale-out (decided at 630 s) serves at 750 s; within
+// the cooldown a policy measures from the capacity before it (1 × 14/12 → 2, not larger than 3), so the second
+// scale-out comes at 750 + 300 = 1050 s, not at 630 + 300 = 930 s.
+func TestCooldownCountsFromTheScaleOutEnd(t *testing.T) {
+	r := Run(steps, Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: scaling(300)})
+	var outs []Event
+	for _, e := range r.Events {
+		if e.To > e.From {
+			outs = append(outs, e)
+		}
+	}
+	if len(outs) < 2 {
+		t.Fatalf("scale-outs %+v: want two", outs)
+	}
+	first, second := outs[0], outs[1]
+	if first.AtS != 630 || first.ServingAtS != 750 {
+		t.Fatalf("first scale-out %+v: want decided at 630 s, serving at 750 s", first)
+	}
+	if second.AtS < first.ServingAtS+300 {
+		t.Errorf("second scale-out at %g s, before the cooldown from the first's end (%g s)", second.AtS, first.ServingAtS+300)
+	}
+	if second.AtS != 1050 || second.From != 3 || second.To != 4 {
+		t.Errorf("second scale-out %+v: want 3 → 4 at the first tick after 1050 s", second)
+	}
+	// No decision while instances start: nothing between a scale-out and its instances serving.
+	for _, e := range r.Events {
+		if e.AtS > first.AtS && e.AtS < first.ServingAtS {
+			t.Errorf("event %+v while the first scale-out's instances were starting", e)
+		}
+	}
+}
+
+// A scale-in followed by a scale-out within the flap window is a flap, and the fleet does not hold. Here the
+// scale-in threshold (9) sits above the metric the survivor reads: 2 instances at 6 rps each read 8.44, so
+// one goes after 3 × 10 s; the survivor at 12 rps reads 26.8 > 12 and scales out 30 s later.
+func TestFlapIsCounted(t *testing.T) {
+	sc := &Scaling{MinInstances: 1, MaxInstances: 4, Metric: MetricConcurrency, TargetValue: 12, ScaleOutCooldownS: 30,
+		StepScaleIn: &StepScaleIn{Threshold: 9, PeriodS: 10, EvaluationPeriods: 3, CooldownS: 60, Adjustment: -1}}
+	f := Fleet{Name: "flappy", Instance: saturating(), TTotalS: 120, Scaling: sc, InitialInstances: 2}
+	r := Run(constant(12, 10*time.Minute), f)
+	if len(r.Flaps) == 0 || r.Holds() {
+		t.Fatalf("events %+v: want a flap", r.Events)
+	}
+	fl := r.Flaps[0]
+	if fl.ScaleInAtS != 30 || fl.ScaleOutAtS != 60 {
+		t.Errorf("flap %+v: want scale-in at 30 s, scale-out at 60 s", fl)
+	}
+	// Outside the window it is no flap.
+	f.FlapWindowS = 20
+	if r := Run(constant(12, 10*time.Minute), f); len(r.Flaps) != 0 {
+		t.Errorf("flaps %+v with a 20 s window", r.Flaps)
+	}
+}
+
+func TestTargetTrackingOnInvocations(t *testing.T) {
+	// Target 420 invocations per instance per minute (7 rps): 30 rps on 1 instance is 1800 a minute; the
+	// high alarm sums 1-min datapoints and needs 3 of them.
+	sc := &Scaling{MinInstances: 1, MaxInstances: 10, Metric: MetricInvocations, TargetValue: 420, ScaleOutCooldownS: 60, ScaleInCooldownS: 300, TargetScaleIn: true}
+	r := Run(constant(30, 30*time.Minute), Fleet{Name: "inv", Instance: saturating(), TTotalS: 60, Scaling: sc, InitialInstances: 1})
+	if len(r.Events) == 0 || r.Events[0].AtS != 180 {
+		t.Fatalf("events %+v: want the first scale-out after three 1-min datapoints, at 180 s", r.Events)
+	}
+	// ceil(1 × 1800 / 420) = 5; 30 rps on 5 is 360 a minute each, below the target.
+	if e := r.Events[0]; e.To != 5 {
+		t.Errorf("first event %+v: want 1 → 5", e)
+	}
+}
+
+func TestOracle(t *testing.T) {
+	m := saturating()
+	tr := Trace{Name: "two levels", Points: []Point{{0, 30}, {30 * time.Minute, 5}}, Duration: time.Hour}
+	r := Oracle(tr, m, 10)
+	// 30 rps at 10 rps each is 3 instances for half an hour, then 1: 2 instance-hours.
+	approx(t, "instance-hours", r.InstanceHours, 2)
+	if r.PeakInstances != 3 || r.MinInstances != 1 || r.MaxInstances != 3 || r.ViolationMinutes != 0 {
+		t.Errorf("oracle %+v", r)
+	}
+	// At a safe rate above what the instance keeps up with, the oracle violates too: it is judged by the
+	// same model.
+	if r := Oracle(constant(30, time.Minute), m, 15); r.ViolationMinutes != 1 {
+		t.Errorf("oracle at 15 rps per instance: %d violation minutes, want 1", r.ViolationMinutes)
+	}
+}
+
+func TestWorstMinuteSaysWhy(t *testing.T) {
+	r := Run(constant(30, 5*time.Minute), Fleet{Name: "fixed", Instance: saturating(), Fixed: 2})
+	if r.Worst == nil || r.ViolationMinutes != 5 {
+		t.Fatalf("worst %+v, %d violation minutes", r.Worst, r.ViolationMinutes)
+	}
+	for _, want := range []string{"30 rps offered to 2 serving instance(s) (15 rps each; one instance completes at most 12.5 rps)", "p95 TTFAB 1800 ms (SLO 1000 ms)",
+		"requests shed with 503", "the fixed fleet of 2 cannot carry it"} {
+		if !contains(r.Worst.Why, want) {
+			t.Errorf("worst %q lacks %q", r.Worst.Why, want)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGrowthShape(t *testing.T) {
+	// From 10 to 40 rps at ×2 per 100 s: up for log(4)/log(2) × 100 = 200 s, held 50 s, down 200 s, held 50 s.
+	tr := Growth(10, 40, 2, 100*time.Second, 50*time.Second, 10*time.Second)
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Duration != 500*time.Second || len(tr.Points) != 50 {
+		t.Fatalf("duration %s, %d points; want 500 s, 50", tr.Duration, len(tr.Points))
+	}
+	// Each sample holds the rate its step reaches: 10 × 2^((t+10)/100) on the way up.
+	approx(t, "first", tr.RateAt(0), 10*math.Pow(2, 0.1))
+	approx(t, "last step up", tr.RateAt(190*time.Second), 40)
+	// Grows by exactly s per T_plan.
+	approx(t, "growth per T_plan", tr.RateAt(150*time.Second)/tr.RateAt(50*time.Second), 2)
+	for _, at := range []time.Duration{200, 220, 249} {
+		approx(t, "held at the peak", tr.RateAt(at*time.Second), 40)
+	}
+	// Down at the same pace, mirror of the way up.
+	approx(t, "first step down", tr.RateAt(250*time.Second), 40)
+	approx(t, "down", tr.RateAt(350*time.Second), tr.RateAt(90*time.Second))
+	approx(t, "last step down", tr.RateAt(440*time.Second), 10*math.Pow(2, 0.1))
+	approx(t, "held at the trough", tr.RateAt(450*time.Second), 10)
+	approx(t, "peak", tr.Peak(), 40)
+	for i := 1; i < len(tr.Points); i++ {
+		if tr.Points[i].At-tr.Points[i-1].At != 10*time.Second {
+			t.Fatalf("points %d and %d are not one step apart", i-1, i)
+		}
+	}
+	// No growth (s = 1): straight to the peak for the hold, then the trough.
+	flat := Growth(10, 40, 1, 100*time.Second, 50*time.Second, 10*time.Second)
+	if flat.Duration != 100*time.Second || flat.RateAt(0) != 40 || flat.RateAt(60*time.Second) != 10 {
+		t.Errorf("s = 1: %+v", flat)
+	}
+}
+
+func TestHoverShape(t *testing.T) {
+	tr := Hover("hover", 10, 0.1, 100*time.Second, 205*time.Second, 10*time.Second)
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The duration rounds up to whole steps.
+	if tr.Duration != 210*time.Second || len(tr.Points) != 21 || tr.Name != "hover" {
+		t.Fatalf("duration %s, %d points", tr.Duration, len(tr.Points))
+	}
+	// Each step is sampled at its middle: 10 × (1 + 0.1 sin(2π (t + 5 s) / 100 s)).
+	approx(t, "first", tr.RateAt(0), 10*(1+0.1*math.Sin(2*math.Pi*5/100)))
+	approx(t, "quarter", tr.RateAt(20*time.Second), 10*(1+0.1*math.Sin(2*math.Pi*25/100)))
+	// Over a whole period the mean is the center, and the rate stays within ±10%.
+	approx(t, "mean over a period", tr.Requests(0, 100*time.Second)/100, 10)
+	for _, p := range tr.Points {
+		if p.RPS < 9-1e-9 || p.RPS > 11+1e-9 {
+			t.Errorf("rate %g at %s outside 9..11", p.RPS, p.At)
+		}
+	}
+	if Hover("h", 1, 2, time.Minute, time.Minute, time.Second).Points[45].RPS != 0 {
+		t.Error("a deep hover must not offer a negative rate")
+	}
+}
+
+// BenchmarkRun shows Run linear in the trace: 200 000 one-second points (the most a trace holds) take about
+// ten times as long as 20 000, well under a second on one core.
+func BenchmarkRun(b *testing.B) {
+	for _, n := range []int{20_000, 200_000} {
+		tr := Trace{Name: "long", Duration: time.Duration(n) * time.Second}
+		for i := range n {
+			tr.Points = append(tr.Points, Point{At: time.Duration(i) * time.Second, RPS: 40 + 30*math.Sin(float64(i)/900)})
+		}
+		f := Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: scaling(30)}
+		b.Run(num(float64(n)), func(b *testing.B) {
+			for range b.N {
+				if r := Run(tr, f); len(r.Minutes) != (n+59)/60 {
+					b.Fatalf("%d minutes", len(r.Minutes))
+				}
+			}
+		})
 	}
 }
