@@ -1,0 +1,198 @@
+package loadmodel
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// model is an instance measured at 4, 8 and 12 rps that completes at most 16 rps, with a shield of 20:
+//
+//	rps  metric  in flight  TTFAB  stall
+//	  4       2          1    400     10
+//	  8       5          3    800     20
+//	 12      10          6   1600     30
+//	 16      20         20   1600 + 1000 × (20 − 6) / 16 = 2475, stall 30 (saturated)
+func model() Model {
+	return Model{
+		Points: []Point{
+			{RPS: 4, Metric: 2, InFlight: 1, TTFABMs: 400, StallMs: 10},
+			{RPS: 8, Metric: 5, InFlight: 3, TTFABMs: 800, StallMs: 20},
+			{RPS: 12, Metric: 10, InFlight: 6, TTFABMs: 1600, StallMs: 30},
+		},
+		CapacityRPS: 16, QueueDepth: 20, CloudWatchRatio: 1, Measured: true, Basis: "test",
+		SLO: SLO{TTFABMs: 2000, Percentile: 95, StallMs: 50},
+	}
+}
+
+func near(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %v, want %v (± %g)", name, got, want, tol)
+	}
+}
+
+func TestAtInterpolates(t *testing.T) {
+	m := model()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rps                                   float64
+		metric, inFlight, ttfab, stall, shed float64
+	}{
+		// Below the first step: metric and in flight fall linearly to 0, TTFAB and stall stay the first step's.
+		{0, 0, 0, 400, 10, 0},
+		{2, 1, 0.5, 400, 10, 0},
+		// On a step and between steps, linear in the rate.
+		{4, 2, 1, 400, 10, 0},
+		{6, 3.5, 2, 600, 15, 0},
+		{10, 7.5, 4.5, 1200, 25, 0},
+		{12, 10, 6, 1600, 30, 0},
+		// Between the last step and capacity, towards the saturated state.
+		{14, 15, 13, 2037.5, 30, 0},
+		// At and above capacity: the shield is full, the excess is shed.
+		{16, 20, 20, 2475, 30, 0},
+		{20, 20, 20, 2475, 30, 0.2},
+		{32, 20, 20, 2475, 30, 0.5},
+	} {
+		p := m.At(tt.rps)
+		const tol = 1e-9
+		near(t, "metric", p.Metric, tt.metric, tol)
+		near(t, "in flight", p.InFlight, tt.inFlight, tol)
+		near(t, "TTFAB", p.TTFABMs, tt.ttfab, tol)
+		near(t, "stall", p.StallMs, tt.stall, tol)
+		near(t, "shed", p.Shed, tt.shed, tol)
+		if t.Failed() {
+			t.Fatalf("At(%g) = %+v", tt.rps, p)
+		}
+	}
+	// The metric reads at least the shield × the CloudWatch ratio when saturated.
+	m.CloudWatchRatio = 1.5
+	near(t, "saturated metric × ratio", m.At(20).Metric, 30, 1e-9)
+}
+
+func TestAtIsMonotoneInRate(t *testing.T) {
+	m := model()
+	prev := m.At(0)
+	for r := 0.05; r < 40; r += 0.05 {
+		p := m.At(r)
+		if p.Metric < prev.Metric-1e-9 || p.InFlight < prev.InFlight-1e-9 || p.TTFABMs < prev.TTFABMs-1e-9 || p.Shed < prev.Shed-1e-9 {
+			t.Fatalf("At(%g) = %+v falls below At(%g) = %+v", r, p, r-0.05, prev)
+		}
+		prev = p
+	}
+}
+
+func TestSafeRPS(t *testing.T) {
+	// TTFAB crosses 2000 ms between 12 rps (1600) and the saturated 16 rps (2475): 12 + 4 × 400/875.
+	m := model()
+	want := 12 + 4*400.0/875
+	safe := m.SafeRPS()
+	near(t, "safe rps", safe, want, 16e-6)
+	if !m.SLO.Meets(m.At(safe)) || m.SLO.Meets(m.At(safe+2e-5)) {
+		t.Errorf("SafeRPS %v is not the boundary: meets %v at it, %v just above", safe, m.SLO.Meets(m.At(safe)), m.SLO.Meets(m.At(safe+2e-5)))
+	}
+	// A stall bound the third step misses puts the boundary between 8 rps (stall 20) and 12 (stall 30).
+	m.SLO.StallMs = 25
+	near(t, "safe rps (stall)", m.SafeRPS(), 10, 16e-6)
+	// A shield whose full queue still meets the TTFAB bound: shedding decides, up to the 5% the percentile
+	// allows: 16 ÷ 0.95.
+	m = model()
+	m.SLO.TTFABMs = 5000
+	near(t, "safe rps (shed)", m.SafeRPS(), 16/0.95, 16e-6)
+	// Not even the lowest rate meets it.
+	m = model()
+	m.SLO.TTFABMs = 300
+	if got := m.SafeRPS(); got != 0 {
+		t.Errorf("SafeRPS with TTFAB above the SLO everywhere = %v, want 0", got)
+	}
+}
+
+func TestRateForMetricInvertsTheMetric(t *testing.T) {
+	m := model()
+	for _, r := range []float64{1, 4, 6, 11, 14} {
+		near(t, "rate for metric", m.RateForMetric(m.At(r).Metric), r, 16e-6)
+	}
+	if got := m.RateForMetric(25); got != 16 {
+		t.Errorf("RateForMetric above the saturated metric = %v, want the capacity 16", got)
+	}
+}
+
+func TestSLOMeetsAndWhy(t *testing.T) {
+	s := SLO{TTFABMs: 1000, Percentile: 95, StallMs: 50}
+	near(t, "allowed shed", s.AllowedShed(), 0.05, 1e-12)
+	ok := Point{TTFABMs: 1000, StallMs: 50, Shed: 0.05}
+	if !s.Meets(ok) || s.Why(ok) != "" {
+		t.Errorf("a state on every bound must meet: %q", s.Why(ok))
+	}
+	bad := Point{TTFABMs: 1200, StallMs: 80, Shed: 0.1}
+	why := s.Why(bad)
+	if s.Meets(bad) || !strings.Contains(why, "p95 TTFAB 1200 ms > 1000 ms") || !strings.Contains(why, "p95 stall 80 ms > 50 ms") || !strings.Contains(why, "10% shed > 5%") {
+		t.Errorf("Why = %q", why)
+	}
+}
+
+func TestValidateNamesEveryProblem(t *testing.T) {
+	m := model()
+	m.Points[1].RPS = 3
+	m.Points[2].TTFABMs = math.NaN()
+	m.CapacityRPS = 12
+	m.QueueDepth = 0
+	m.CloudWatchRatio = 0
+	err := m.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"points[1].rps: is 3", "points[2].ttfab_ms: is NaN", "capacity_rps: is 12: want it above the highest stable point's rate 12",
+		"queue_depth: is 0", "cloudwatch_ratio: is 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v lacks %q", err, want)
+		}
+	}
+	if err := (Model{}).Validate(); err == nil || !strings.Contains(err.Error(), "points: is empty") {
+		t.Errorf("empty model: %v", err)
+	}
+}
+
+// The what-if approximation is marked NOT MEASURED, is a valid model, and follows M/M/1: mean in flight
+// ρ/(1 − ρ) (capped at the shield), TTFAB reaching the SLO at Q_max requests in flight.
+func TestApproximateIsMarkedNotMeasured(t *testing.T) {
+	m, err := Approximate(Approximation{CapacityRPS: 20, QMax: 10, QueueDepth: 30, SLO: SLO{TTFABMs: 1000, Percentile: 95, StallMs: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Measured || !strings.HasPrefix(m.Basis, "NOT MEASURED") {
+		t.Fatalf("measured %v, basis %q: want NOT MEASURED", m.Measured, m.Basis)
+	}
+	if m.CloudWatchRatio != 1 || m.CapacityRPS != 20 || m.QueueDepth != 30 {
+		t.Errorf("ratio %g, capacity %g, depth %d", m.CloudWatchRatio, m.CapacityRPS, m.QueueDepth)
+	}
+	// At ρ = 0.5 (10 rps): L = 1, TTFAB = 1000/10 × max(1, L) = 100 ms; the 10-s peak is at least L.
+	p := m.At(10)
+	near(t, "in flight at ρ 0.5", p.InFlight, 1, 1e-9)
+	near(t, "TTFAB at ρ 0.5", p.TTFABMs, 100, 1e-9)
+	if p.Metric < p.InFlight {
+		t.Errorf("metric %g below the mean in flight %g", p.Metric, p.InFlight)
+	}
+	// At ρ = 0.9 (18 rps): L = 9, TTFAB 900 ms; at ρ = 0.95: L = 19, TTFAB 1900 ms > SLO.
+	near(t, "TTFAB at ρ 0.9", m.At(18).TTFABMs, 900, 1e-9)
+	near(t, "TTFAB at ρ 0.95", m.At(19).TTFABMs, 1900, 1e-9)
+	if s := m.SafeRPS(); s <= 18 || s >= 19 {
+		t.Errorf("SafeRPS = %g, want between 18 and 19", s)
+	}
+	if _, err := Approximate(Approximation{CapacityRPS: 0, QMax: 10, QueueDepth: 30}); err == nil {
+		t.Error("a zero capacity must be refused")
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, tt := range []struct {
+		x    float64
+		want string
+	}{{0, "0"}, {1.5, "1.5"}, {2.005, "2"}, {13.71, "13.71"}, {0.004, "0.004"}, {-0.001, "-0.001"}, {2e9, "2e+09"}, {math.Inf(1), "∞"}, {math.NaN(), "NaN"}, {-0.0001, "-0.0001"}} {
+		if got := Format(tt.x); got != tt.want {
+			t.Errorf("Format(%v) = %q, want %q", tt.x, got, tt.want)
+		}
+	}
+}
