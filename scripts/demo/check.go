@@ -10,15 +10,17 @@ import (
 	"strings"
 )
 
-// localMaxInstances is the espeak-ng catalog's largest fleet: the plan must fit it.
+// localMaxInstances is the twin's catalog largest fleet: the plan must fit it.
 const localMaxInstances = 4
 
 // The value patterns of the summary's lines (summary.write).
 var (
 	reQMax       = regexp.MustCompile(`^(\d+) requests in flight per instance \(p95 TTFAB (\d+) ms, SLO (\d+) ms`)
 	reTTotal     = regexp.MustCompile(`^(\d+(?:\.\d+)?) s from asking for one more instance until it served`)
-	reThresholds = regexp.MustCompile(`^scale out above (\d+(?:\.\d+)?), scale in below (\d+(?:\.\d+)?) requests in flight per instance; fleet (\d+) to (\d+) instances`)
-	reSurge      = regexp.MustCompile(`the autoscaler went from (\d+) to (\d+) instances, the new instance served (\d+) s after the surge began; (\d+) requests sent, (\d+) shed`)
+	reThresholds = regexp.MustCompile(`^scale out above (\d+(?:\.\d+)?) rps per instance \(metric (\d+(?:\.\d+)?)\), scale in below (\d+(?:\.\d+)?) rps \(metric (\d+(?:\.\d+)?)\); fleet (\d+) to (\d+) instances`)
+	reVerdict    = regexp.MustCompile(`^(\w+): (\d+) of (\d+) envelope traces failed in simulation`)
+	reSurge      = regexp.MustCompile(`^(\w+): .*the autoscaler went from (\d+) to (\d+) instances, the new instance served (\d+) s after the surge began, and back to (\d+) \((\d+) scale-in\(s\), (\d+) flap\(s\)\); (\d+) of (\d+) 10-s slices violated after the first T_plan \((\d+) within it\); (\d+) requests sent, (\d+) shed`)
+	reSim        = regexp.MustCompile(`^(\w+): the same trace simulated with the plan: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+) scale-out\(s\), (\d+) scale-in\(s\)`)
 )
 
 // checkSummary reads a demo's output and lists every summary line that is missing or whose value is not
@@ -48,14 +50,15 @@ func checkSummary(r io.Reader) []error {
 		}
 		var out []float64
 		for _, s := range m[1:] {
-			f, _ := strconv.ParseFloat(s, 64)
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				f = verdictValue(s)
+			}
 			out = append(out, f)
 		}
 		return out
 	}
-	var qmax float64
 	if v := get("Q_max", reQMax); v != nil {
-		qmax = v[0]
 		if v[0] < 1 {
 			fail("Q_max", "Q_max %g: want at least 1", v[0])
 		}
@@ -67,29 +70,51 @@ func checkSummary(r io.Reader) []error {
 		fail("T_total", "%g s: want more than 0 and at most 600 s on the compressed profile", v[0])
 	}
 	if v := get("thresholds", reThresholds); v != nil {
-		out, in, lo, hi := v[0], v[1], v[2], v[3]
-		if !(in > 0 && in < out && (qmax == 0 || out <= qmax)) {
-			fail("thresholds", "scale out above %g, scale in below %g: want 0 < scale-in < scale-out <= Q_max %g", out, in, qmax)
+		out, target, in, inMetric, lo, hi := v[0], v[1], v[2], v[3], v[4], v[5]
+		if !(in > 0 && in < out && inMetric > 0 && inMetric < target) {
+			fail("thresholds", "scale out above %g rps (metric %g), scale in below %g rps (metric %g): want 0 < scale-in < scale-out in both", out, target, in, inMetric)
 		}
 		if !(lo >= 1 && lo <= hi && hi >= 2 && hi <= localMaxInstances) {
 			fail("thresholds", "fleet %g to %g: want a minimum of at least 1 and a maximum from 2 to %d (the local fleet)", lo, hi, localMaxInstances)
 		}
 	}
-	if v, ok := lines["verdict"]; !ok {
-		fail("verdict", "missing")
-	} else if !strings.HasPrefix(v, "feasible ") || !strings.Contains(v, "deployed scaling matches the plan") {
-		fail("verdict", "%q: want a feasible plan whose deployed scaling validates", v)
+	if v := get("verdict", reVerdict); v != nil {
+		switch failed, traces := v[1], v[2]; {
+		case v[0] != held || failed != 0 || traces < 3:
+			fail("verdict", "%q: want a feasible plan whose envelope (at least 3 traces) all held", lines["verdict"])
+		case !strings.Contains(lines["verdict"], "deployed scaling matches the plan"):
+			fail("verdict", "%q: want the deployed scaling to validate", lines["verdict"])
+		}
 	}
 	if v := get("surge", reSurge); v != nil {
-		from, to, after, sent, shed := v[0], v[1], v[2], v[3], v[4]
-		if from < 1 || to <= from {
-			fail("surge", "from %g to %g instances: the autoscaler must add one", from, to)
+		verdict, from, to, after, end, ins, flaps, bad, slices, sent, shed := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[10], v[11]
+		held := from >= 1 && to > from && bad == 0 && flaps == 0
+		if verdict == heldValue && !held {
+			fail("surge", "says held, but the numbers beside it say otherwise (%g to %g instances, %g violating slices after the first T_plan, %g flaps)", from, to, bad, flaps)
+		}
+		if verdict != heldValue {
+			fail("surge", "the replay's verdict is not held: the fleet did not absorb the surge (%g of %g slices violated after the first T_plan, %g flaps)", bad, slices, flaps)
+		}
+		if ins < 1 || end >= to {
+			fail("surge", "%g scale-in(s), back to %g of %g instances: the decline must exercise scale-in", ins, end, to)
 		}
 		if after <= 0 {
 			fail("surge", "the new instance served %g s after the surge began: want a positive time", after)
 		}
 		if sent <= 0 || shed > sent {
 			fail("surge", "%g sent, %g shed: want requests sent and no more shed than sent", sent, shed)
+		}
+	}
+	if v := get("simulation", reSim); v != nil {
+		verdict, viol, flaps, outs := v[0], v[1], v[2], v[3]
+		if verdict == heldValue && (viol > 0 || flaps > 0) {
+			fail("simulation", "says held, but the numbers beside it say %g violation minutes and %g flaps", viol, flaps)
+		}
+		if verdict != heldValue {
+			fail("simulation", "the simulation of the same trace did not hold: the plan and the replay disagree, or the plan is wrong")
+		}
+		if outs < 1 {
+			fail("simulation", "%g scale-outs: the simulated fleet must grow on the surge as the replayed one did", outs)
 		}
 	}
 	if v, ok := lines["artifacts"]; !ok {
@@ -103,6 +128,19 @@ func checkSummary(r io.Reader) []error {
 		fail("cleanup", "%q: want nothing left running", v)
 	}
 	return errs
+}
+
+// heldValue and the other verdict words read as numbers in the parsed values: held 1, anything else 0.
+const heldValue = 1
+
+// held is the verdict word of a plan or a replay that holds ("feasible" for the plan).
+var held = float64(heldValue)
+
+func verdictValue(word string) float64 {
+	if word == "held" || word == "feasible" {
+		return heldValue
+	}
+	return 0
 }
 
 // summaryLines reads the last summary block of r as key → value.

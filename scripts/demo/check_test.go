@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +15,12 @@ func saneSummary() summary {
 	return summary{
 		QMax: 8, QMaxLowerBound: true, QMaxP95Ms: 84, SLOMs: 1000,
 		TTotalS: 6.4, TimeScale: 50, DominantStage: "instance_in_service",
-		CScaleMax: 6, CScaleMin: 4, MinInstances: 1, MaxInstances: 2,
-		Verdict: "feasible", Validated: true,
-		SurgeFromRPS: 17.2, SurgeToRPS: 145.6, SurgeSeconds: 60,
-		InstancesBefore: 1, InstancesMax: 2, ServingAfterS: 41, Sent: 8123, Shed: 2301,
-		Artifacts: "/repo/.demo/artifacts/espeak-ng", Charts: []string{"qmax.svg", "ttotal.svg"},
+		ScaleOutRPS: 12.4, TargetValue: 6.5, ScaleInRPS: 5.6, ScaleInThreshold: 2.1, MinInstances: 1, MaxInstances: 3, TPlanS: 37,
+		Verdict: "feasible", EnvelopeTraces: 4, Validated: true,
+		SurgeFromRPS: 11.2, SurgeToRPS: 14, SurgeLowRPS: 1.9, SurgeSeconds: 67,
+		InstancesBefore: 1, InstancesMax: 2, InstancesEnd: 1, ServingAfterS: 41, ScaleIns: 1, Slices: 15, Sent: 1800, Shed: 0,
+		SimHeld: true, SimScaleOuts: 1, SimScaleIns: 1, SimMaxInstances: 2,
+		Artifacts: "/repo/.demo/artifacts/kokoro-82m-twin", Charts: []string{"qmax.svg", "ttotal.svg"},
 		Cleanup: "endpoint destroyed, emulator stopped, nothing left running",
 	}
 }
@@ -39,9 +41,10 @@ func TestCheckAcceptsASaneSummary(t *testing.T) {
 	for _, want := range []string{
 		"Q_max       8 requests in flight per instance (p95 TTFAB 84 ms, SLO 1000 ms; a lower bound",
 		"T_total     6.4 s from asking for one more instance until it served",
-		"thresholds  scale out above 6, scale in below 4 requests in flight per instance; fleet 1 to 2 instances",
-		"verdict     feasible (",
-		"surge       17.2 to 145.6 rps for 60 s: the autoscaler went from 1 to 2 instances, the new instance served 41 s after the surge began; 8123 requests sent, 2301 shed",
+		"thresholds  scale out above 12.4 rps per instance (metric 6.5), scale in below 5.6 rps (metric 2.1); fleet 1 to 3 instances; T_plan 37 s",
+		"verdict     feasible: 0 of 4 envelope traces failed in simulation (",
+		"surge       held: 11.2 to 14 rps for 67 s, then 1.9 rps: the autoscaler went from 1 to 2 instances, the new instance served 41 s after the surge began, and back to 1 (1 scale-in(s), 0 flap(s)); 0 of 15 10-s slices violated after the first T_plan (0 within it); 1800 requests sent, 0 shed",
+		"simulation  held: the same trace simulated with the plan: 0 violation minute(s), 0 flap(s), 1 scale-out(s), 1 scale-in(s), peak 2 instances",
 		"cleanup     endpoint destroyed, emulator stopped, nothing left running",
 	} {
 		if !strings.Contains(out, want) {
@@ -56,18 +59,24 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 		edit func(*summary)
 		want string
 	}{
-		"no scale-out":       {func(s *summary) { s.InstancesMax = 1; s.ServingAfterS = -1 }, `"surge"`},
-		"infeasible":         {func(s *summary) { s.Verdict = "infeasible" }, `"verdict"`},
-		"validate mismatch":  {func(s *summary) { s.Validated = false }, `"verdict"`},
-		"zero T_total":       {func(s *summary) { s.TTotalS = 0 }, `"T_total"`},
-		"thresholds swapped": {func(s *summary) { s.CScaleMin = 7 }, `"thresholds"`},
-		"above Q_max":        {func(s *summary) { s.CScaleMax = 9 }, `"thresholds"`},
-		"fleet too large":    {func(s *summary) { s.MaxInstances = 9 }, `"thresholds"`},
-		"p95 above SLO":      {func(s *summary) { s.QMaxP95Ms = 1200 }, `"Q_max"`},
-		"Q_max zero":         {func(s *summary) { s.QMax = 0 }, `"Q_max"`},
-		"one chart":          {func(s *summary) { s.Charts = []string{"qmax.svg"} }, `"artifacts"`},
-		"left running":       {func(s *summary) { s.Cleanup = "the emulator still runs" }, `"cleanup"`},
-		"nothing sent":       {func(s *summary) { s.Sent, s.Shed = 0, 0 }, `"surge"`},
+		"no scale-out":            {func(s *summary) { s.InstancesMax = 1; s.ServingAfterS = -1 }, `"surge"`},
+		"infeasible":              {func(s *summary) { s.Verdict = "infeasible" }, `"verdict"`},
+		"validate mismatch":       {func(s *summary) { s.Validated = false }, `"verdict"`},
+		"zero T_total":            {func(s *summary) { s.TTotalS = 0 }, `"T_total"`},
+		"thresholds swapped":      {func(s *summary) { s.ScaleInRPS = 13 }, `"thresholds"`},
+		"metrics swapped":         {func(s *summary) { s.ScaleInThreshold = 7 }, `"thresholds"`},
+		"fleet too large":         {func(s *summary) { s.MaxInstances = 9 }, `"thresholds"`},
+		"envelope failed":         {func(s *summary) { s.EnvelopeFailed = 1 }, `"verdict"`},
+		"replay violated":         {func(s *summary) { s.ViolatingSlices = 6 }, `"surge"`},
+		"replay flapped":          {func(s *summary) { s.Flaps = 1 }, `"surge"`},
+		"no scale-in":             {func(s *summary) { s.ScaleIns, s.InstancesEnd = 0, 2 }, `"surge"`},
+		"simulation failed":       {func(s *summary) { s.SimHeld, s.SimViolationMinutes = false, 3 }, `"simulation"`},
+		"simulation no scale-out": {func(s *summary) { s.SimScaleOuts = 0 }, `"simulation"`},
+		"p95 above SLO":           {func(s *summary) { s.QMaxP95Ms = 1200 }, `"Q_max"`},
+		"Q_max zero":              {func(s *summary) { s.QMax = 0 }, `"Q_max"`},
+		"one chart":               {func(s *summary) { s.Charts = []string{"qmax.svg"} }, `"artifacts"`},
+		"left running":            {func(s *summary) { s.Cleanup = "the emulator still runs" }, `"cleanup"`},
+		"nothing sent":            {func(s *summary) { s.Sent, s.Shed = 0, 0 }, `"surge"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := saneSummary()
@@ -78,6 +87,31 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 			}
 			if !strings.Contains(errs[0].Error(), c.want) {
 				t.Errorf("first error %q does not name %s", errs[0], c.want)
+			}
+		})
+	}
+}
+
+// A doctored log: the summary's words claim success that the numbers printed beside them contradict (the
+// review found "verdict feasible" above a replay in which 6 of 8 slices violated). Each claim is checked
+// against its own numbers, not only against the verdict word.
+func TestCheckRefusesClaimsTheNumbersContradict(t *testing.T) {
+	for name, c := range map[string]struct{ from, to, want string }{
+		"surge held over violating slices": {"0 of 15 10-s slices violated after", "6 of 15 10-s slices violated after", "says held, but the numbers"},
+		"surge held over a flap":           {"1 scale-in(s), 0 flap(s))", "1 scale-in(s), 1 flap(s))", "says held, but the numbers"},
+		"simulation held over violations":  {"held: the same trace simulated with the plan: 0 violation", "held: the same trace simulated with the plan: 32 violation", "says held, but the numbers"},
+		"feasible over a failed envelope":  {"feasible: 0 of 4 envelope", "feasible: 2 of 4 envelope", `"verdict"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			log := render(saneSummary())
+			if !strings.Contains(log, c.from) {
+				t.Fatalf("the sane summary lacks %q:\n%s", c.from, log)
+			}
+			doctored := strings.Replace(log, c.from, c.to, 1)
+			errs := checkSummary(strings.NewReader(doctored))
+			joined := fmt.Sprint(errs)
+			if len(errs) == 0 || !strings.Contains(joined, c.want) {
+				t.Errorf("doctored log accepted or refused for another reason (%v):\n%s", errs, doctored)
 			}
 		})
 	}
@@ -116,7 +150,7 @@ func TestRunCheck(t *testing.T) {
 	if err := run(context.Background(), []string{"-check", good}, &out, &errw); err != nil || !strings.Contains(out.String(), "sane") {
 		t.Errorf("good: %v %q", err, out.String())
 	}
-	if err := run(context.Background(), []string{"-check", bad}, &out, &errw); err == nil || !strings.Contains(err.Error(), "the autoscaler must add one") {
+	if err := run(context.Background(), []string{"-check", bad}, &out, &errw); err == nil || !strings.Contains(err.Error(), "did not absorb the surge") {
 		t.Errorf("bad: %v", err)
 	}
 	err := run(context.Background(), []string{"-check", filepath.Join(dir, "none.log")}, &out, &errw)

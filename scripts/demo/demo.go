@@ -25,9 +25,12 @@ import (
 	"github.com/speech-infra/speech-infra/internal/awsenv"
 )
 
-// The demo's fixed choices: the model with no weights, and the short measurement that fits a few minutes.
+// The demo's fixed choices: the twin of Kokoro-82M on g5 (the calibration engine waits Kokoro's published
+// per-request compute on one slot, so that two emulated instances serve twice as much, as GPUs do; espeak-ng
+// would share this machine's two cores and gain nothing from a second instance), and the short measurement
+// that fits a few minutes.
 const (
-	model    = "espeak-ng"
+	model    = "kokoro-82m-twin"
 	endpoint = "speech-" + model
 	profile  = "kokoro-g5"
 	// markerFile marks a directory as the demo's own, so that -dir never wipes anything else.
@@ -38,8 +41,11 @@ const (
 	cleanupTimeout = 2 * time.Minute
 )
 
-// qmaxArgs is the short staircase: four steps of 6 s.
-var qmaxArgs = []string{"--ladder", "1,2,4,8", "--max-concurrency", "8", "--settle", "1s", "--hold", "5s", "--measure-window", "3s"}
+// qmaxArgs is the short staircase: four closed-loop steps of 7 s to past Q_max (61 ms a request: p95 TTFAB
+// reaches the 3-s SLO near 49 in flight), then the rate staircase: four open-loop steps of 12 s, each window
+// long enough for a 10-s ConcurrentRequestsPerModel datapoint.
+var qmaxArgs = []string{"--ladder", "1,16,40,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "6s", "--measure-window", "5s",
+	"--rate-fractions", "0.3,0.6,0.85,1.05", "--rate-settle", "2s", "--rate-hold", "10s", "--rate-measure-window", "10s"}
 
 // ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
 var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
@@ -93,6 +99,7 @@ type demo struct {
 	state, journals string
 	art, plan       string
 	deployed        bool
+	p               *capacity.Plan
 	sum             summary
 }
 
@@ -148,7 +155,7 @@ func (o options) Execute(ctx context.Context, stdout, stderr io.Writer) (err err
 		{"plan: thresholds, cooldowns, fleet bounds and findings from the two measurements", d.planStep},
 		{"deploy again: the plan passes the gate, the scaling policy and alarms are created", d.redeploy},
 		{"validate: the deployed scaling matches the plan", d.validate},
-		{"surge: open-loop load above one instance's capacity, and the autoscaler's answer", d.surge},
+		{"surge: load grows by the surge ratio inside the plan's envelope, then falls: the fleet must absorb it and scale back in", d.surge},
 		{"artifacts and charts", d.artifacts},
 	} {
 		fmt.Fprintf(d.out, "\n==> %s\n", step.title)
@@ -313,14 +320,13 @@ func (d *demo) planStep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A peak a little above one instance's best: the plan needs two of the local fleet's four.
-	peak := fmt.Sprintf("%.0f", 1.2*highest)
-	fmt.Fprintf(d.out, "Peak load %s rps: 1.2x the highest measured per-instance throughput (%.0f rps), so the fleet needs two instances.\n"+
-		"The trough is the peak too: espeak-ng saturates this machine's cores at 2 requests in flight, so one instance's\n"+
-		"throughput is flat from there to Q_max and no gradual surge across it survives the 30-s detection (try it: leave\n"+
-		"--trough-rps out and the plan says surge_survival fails). The plan therefore sizes for the peak from the start.\n", peak, highest)
+	// A peak of 2.5 instances' best: the plan needs a fleet of three of the local four.
+	peak := fmt.Sprintf("%.0f", 2.5*highest)
+	fmt.Fprintf(d.out, "Peak load %s rps: 2.5x the highest measured per-instance throughput (%.0f rps). The plan reads its thresholds off\n"+
+		"the rate staircase (the instance model), then simulates its own scaling on the envelope: a diurnal day, growth by\n"+
+		"the surge ratio per T_plan up to the peak and back, and load hovering around each scale-in boundary.\n", peak, highest)
 	args := []string{"plan", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile), "--ttotal", filepath.Join(d.art, capacity.TTotalFile),
-		"--peak-rps", peak, "--trough-rps", peak, "--output", d.plan}
+		"--peak-rps", peak, "--output", d.plan}
 	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
 		return err
 	}
@@ -328,8 +334,17 @@ func (d *demo) planStep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.sum.CScaleMax, d.sum.CScaleMin = p.Derived.CScaleMax, p.Derived.CScaleMin
+	d.p = p
+	d.sum.ScaleOutRPS, d.sum.ScaleInRPS = p.Derived.ScaleOutRPS, p.Derived.ScaleInRPS
+	d.sum.TargetValue, d.sum.ScaleInThreshold = p.Derived.TargetValue, p.Derived.ScaleInThreshold
 	d.sum.MinInstances, d.sum.MaxInstances, d.sum.Verdict = p.Derived.MinInstances, p.Derived.MaxInstances, p.Verdict
+	d.sum.TPlanS = p.Derived.TPlanS
+	for _, t := range p.Envelope.Traces {
+		if !t.Holds {
+			d.sum.EnvelopeFailed++
+		}
+	}
+	d.sum.EnvelopeTraces = len(p.Envelope.Traces)
 	return nil
 }
 
@@ -344,35 +359,75 @@ func (d *demo) validate(ctx context.Context) error {
 	return err
 }
 
-// surge replays a spike: a quiet start, then 1.3x one instance's best for a minute, and shows what the
-// autoscaler did.
+// surgeTrace is the demo's surge inside the plan's envelope: one instance at 90% of the scale-out rate, then
+// load grows by the surge ratio at once (inside "growth by s within T_plan"), which puts the instance above
+// the scale-out target but within the SLO until the second instance serves; then load falls to a third of
+// what one instance carries at the scale-in rate, long enough for the scale-in alarm's window (at least
+// T_plan) and its evaluation.
+func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, hi, low float64) {
+	p := d.p
+	lo = 0.9 * p.Derived.ScaleOutRPS
+	hi = lo * p.Inputs.SurgeRatio
+	low = p.Derived.ScaleInRPS / 3
+	window := time.Duration(p.Derived.ScaleInEvaluationPeriods*p.Derived.ScaleInPeriodS) * time.Second
+	at = 10 * time.Second
+	surgeFor = time.Duration(p.Derived.TPlanS*float64(time.Second)) + 30*time.Second
+	total = at + surgeFor + window + 40*time.Second
+	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(hi), (at + surgeFor).Seconds(), num(low), total.Seconds(), num(low))
+	return csv, at, surgeFor, total, lo, hi, low
+}
+
+// surge replays the surge and the decline against the endpoint, simulates the same trace with the plan, and
+// shows what the autoscaler did.
 func (d *demo) surge(ctx context.Context) error {
-	atOne, highest, err := d.rates()
-	if err != nil {
+	csv, at, surgeFor, total, lo, hi, low := d.surgeTrace()
+	tracePath := filepath.Join(d.art, "surge.csv")
+	if err := capacity.WriteFileAtomic(tracePath, []byte(csv)); err != nil {
 		return err
 	}
-	lo, hi := 0.2*atOne, 1.3*highest
-	at, width, total := 10*time.Second, 60*time.Second, 80*time.Second
-	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), width.Seconds()
-	fmt.Fprintf(d.out, "%.0f rps for %s, then %.0f rps (1.3x one instance's best) for %s. The autoscaler sees ConcurrentRequestsPerModel above the\n"+
-		"target for 3 datapoints of 10 s, raises the instance count, and the new instance starts under the %s profile.\n"+
-		"Until it serves, the queue shield (QUEUE_MAX_DEPTH from the plan) answers the overflow with 503: the table counts it as shed.\n",
-		lo, at, hi, width, profile)
+	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeLowRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), roundTo(low), surgeFor.Seconds()
+	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g to %s rps for %s, then %s rps until %s.\n"+
+		"The autoscaler sees ConcurrentRequestsPerModel above the target for 3 datapoints of 10 s and adds an instance; one\n"+
+		"instance carries the surge within the SLO until it serves. After the fall the scale-in alarm waits its window\n"+
+		"(%d x %d s, at least T_plan) and removes one. The trace is in %s.\n",
+		num(lo), at, d.p.Inputs.SurgeRatio, num(hi), surgeFor, num(low), total, d.p.Derived.ScaleInEvaluationPeriods, d.p.Derived.ScaleInPeriodS, tracePath)
 	out := filepath.Join(d.art, "replay-surge.jsonl.gz")
-	args := append([]string{"replay", "--model", model, "--trace", "spike", "--trough-rps", num(lo), "--peak-rps", num(hi),
-		"--duration", total.String(), "--step", "1s", "--at", at.String(), "--width", width.String(),
+	args := append([]string{"replay", "--model", model, "--trace", tracePath,
 		"--bucket", "10s", "--poll", "1s", "--request-timeout", "20s", "--run-id", "surge", "--output", out}, d.localArgs()...)
-	// Exit 1 is expected: slices shed while one instance carried the surge.
+	// Exit 1 is the replay's own verdict that a slice violated: the summary reports it.
 	if _, _, err := d.run(ctx, []int{0, 1}, "tts-bench", args...); err != nil {
 		return err
 	}
 	if err := d.readSurge(out, at); err != nil {
 		return err
 	}
+	fmt.Fprintln(d.out, "The same trace through the simulator (the plan's scaling, autoscale.Decide, the instance model):")
+	simOut, code, err := d.run(ctx, []int{0, 1}, "tts-bench", "simulate", "--plan", d.plan, "--trace", tracePath, "--format", "json",
+		"--output", filepath.Join(d.art, "simulate-surge.svg"))
+	if err != nil {
+		return err
+	}
+	if err := d.readSimulation(simOut, code); err != nil {
+		return err
+	}
 	return d.showActivities(ctx)
 }
 
-// readSurge fills the summary's surge line from the replay's records and instance samples.
+// readSimulation fills the summary's simulation line from tts-bench simulate's JSON.
+func (d *demo) readSimulation(out string, code int) error {
+	var rep capacity.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		return fmt.Errorf("read tts-bench simulate's JSON: %w", err)
+	}
+	r := rep.Plan
+	d.sum.SimViolationMinutes, d.sum.SimFlaps, d.sum.SimMaxInstances = r.ViolationMinutes, len(r.Flaps), r.PeakInstances
+	d.sum.SimScaleOuts, d.sum.SimScaleIns = r.ScaleOuts, r.ScaleIns
+	d.sum.SimHeld = r.Holds() && code == 0
+	return nil
+}
+
+// readSurge fills the summary's surge line from the replay's records and instance samples: the slices that
+// violated (after the first T_plan, which a fleet sized for the trough may need to react), and flaps.
 func (d *demo) readSurge(out string, at time.Duration) error {
 	f, err := os.Open(out)
 	if err != nil {
@@ -387,11 +442,23 @@ func (d *demo) readSurge(out string, at time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", out, err)
 	}
-	s, err := bench.SummarizeOpenLoop(recs, 10*time.Second, 0)
+	slo := time.Duration(d.p.Fingerprint.SLOTTFABMs) * time.Millisecond
+	s, err := bench.SummarizeOpenLoop(recs, 10*time.Second, slo)
 	if err != nil {
 		return err
 	}
-	d.sum.Sent, d.sum.Shed = s.Sent, s.Shed
+	d.sum.Sent, d.sum.Shed, d.sum.Slices = s.Sent, s.Shed, len(s.Buckets)
+	tPlan := time.Duration(d.p.Derived.TPlanS * float64(time.Second))
+	for i, b := range s.Buckets {
+		if !b.Violates {
+			continue
+		}
+		if time.Duration(i)*10*time.Second < tPlan {
+			d.sum.EarlyViolatingSlices++
+		} else {
+			d.sum.ViolatingSlices++
+		}
+	}
 	data, err := os.ReadFile(strings.TrimSuffix(out, ".jsonl.gz") + ".instances.json")
 	if err != nil {
 		return fmt.Errorf("read the replay's instance samples: %w", err)
@@ -411,12 +478,25 @@ func (d *demo) readSurge(out string, at time.Duration) error {
 	}
 	d.sum.InstancesBefore, d.sum.ServingAfterS = log.Samples[0].Current, -1
 	surgeAt := s.Start.Add(at)
+	lastIn := time.Time{}
+	prev := log.Samples[0].Desired
 	for _, smp := range log.Samples {
 		d.sum.InstancesMax = max(d.sum.InstancesMax, smp.Current)
 		if smp.Current > d.sum.InstancesBefore && d.sum.ServingAfterS < 0 {
 			d.sum.ServingAfterS = smp.At.Sub(surgeAt).Seconds()
 		}
+		switch {
+		case smp.Desired < prev:
+			lastIn = smp.At
+			d.sum.ScaleIns++
+		case smp.Desired > prev:
+			if !lastIn.IsZero() && smp.At.Sub(lastIn) < tPlan {
+				d.sum.Flaps++
+			}
+		}
+		prev = smp.Desired
 	}
+	d.sum.InstancesEnd = log.Samples[len(log.Samples)-1].Current
 	return nil
 }
 

@@ -23,20 +23,34 @@ type summary struct {
 	TTotalS, TimeScale float64
 	// DominantStage is the longest stage of the T_total timeline.
 	DominantStage string
-	// CScaleMax and CScaleMin are the plan's thresholds; MinInstances and MaxInstances its fleet.
-	CScaleMax, CScaleMin       float64
-	MinInstances, MaxInstances int
-	// Verdict is the plan's verdict, Validated whether tts-bench validate passed after the second deploy.
-	Verdict   string
-	Validated bool
-	// Surge: the trace's rates, the instance counts before and at most, when the second instance served
-	// (seconds after the surge began; negative when it never did), and the requests sent and shed.
-	SurgeFromRPS, SurgeToRPS float64
-	SurgeSeconds             float64
-	InstancesBefore          int
-	InstancesMax             int
-	ServingAfterS            float64
-	Sent, Shed               int
+	// ScaleOutRPS and ScaleInRPS are the plan's rates per instance, TargetValue and ScaleInThreshold the
+	// metric values the alarms deploy; MinInstances and MaxInstances its fleet, TPlanS its T_plan.
+	ScaleOutRPS, ScaleInRPS       float64
+	TargetValue, ScaleInThreshold float64
+	MinInstances, MaxInstances    int
+	TPlanS                        float64
+	// Verdict is the plan's verdict, EnvelopeTraces how many traces its envelope simulated and EnvelopeFailed
+	// how many of them did not hold; Validated whether tts-bench validate passed after the second deploy.
+	Verdict                        string
+	EnvelopeTraces, EnvelopeFailed int
+	Validated                      bool
+	// Surge: the trace's rates, the instance counts before, at most and at the end, when the second instance
+	// served (seconds after the surge began; negative when it never did), scale-ins and flaps seen in the
+	// instance samples, the 10-s slices (all, violating after the first T_plan, violating within it), and the
+	// requests sent and shed.
+	SurgeFromRPS, SurgeToRPS, SurgeLowRPS float64
+	SurgeSeconds                          float64
+	InstancesBefore, InstancesMax         int
+	InstancesEnd                          int
+	ServingAfterS                         float64
+	ScaleIns, Flaps                       int
+	Slices, ViolatingSlices               int
+	EarlyViolatingSlices                  int
+	Sent, Shed                            int
+	// Sim*: the same trace through tts-bench simulate.
+	SimHeld                                        bool
+	SimViolationMinutes, SimFlaps, SimMaxInstances int
+	SimScaleOuts, SimScaleIns                      int
 	// Artifacts is the directory of the artifacts, Charts the chart files written.
 	Artifacts string
 	Charts    []string
@@ -61,9 +75,14 @@ func (s summary) write(w io.Writer) {
 	lines := [][2]string{
 		{"Q_max", fmt.Sprintf("%d requests in flight per instance (p95 TTFAB %.0f ms, SLO %.0f ms%s)", s.QMax, s.QMaxP95Ms, s.SLOMs, bound)},
 		{"T_total", fmt.Sprintf("%.1f s from asking for one more instance until it served (longest stage %s; kokoro-g5 profile %gx faster than AWS)", s.TTotalS, s.DominantStage, s.TimeScale)},
-		{"thresholds", fmt.Sprintf("scale out above %s, scale in below %s requests in flight per instance; fleet %d to %d instances", num(s.CScaleMax), num(s.CScaleMin), s.MinInstances, s.MaxInstances)},
-		{"verdict", fmt.Sprintf("%s (the second deploy passed the gate and created the scaling policy; %s)", s.Verdict, validated)},
-		{"surge", fmt.Sprintf("%s to %s rps for %.0f s: the autoscaler went from %d to %d instances, %s; %d requests sent, %d shed by the queue shield", num(s.SurgeFromRPS), num(s.SurgeToRPS), s.SurgeSeconds, s.InstancesBefore, s.InstancesMax, serving, s.Sent, s.Shed)},
+		{"thresholds", fmt.Sprintf("scale out above %s rps per instance (metric %s), scale in below %s rps (metric %s); fleet %d to %d instances; T_plan %.0f s",
+			num(s.ScaleOutRPS), num(s.TargetValue), num(s.ScaleInRPS), num(s.ScaleInThreshold), s.MinInstances, s.MaxInstances, s.TPlanS)},
+		{"verdict", fmt.Sprintf("%s: %d of %d envelope traces failed in simulation (the second deploy passed the gate and created the scaling policy; %s)", s.Verdict, s.EnvelopeFailed, s.EnvelopeTraces, validated)},
+		{"surge", fmt.Sprintf("%s: %s to %s rps for %.0f s, then %s rps: the autoscaler went from %d to %d instances, %s, and back to %d (%d scale-in(s), %d flap(s)); %d of %d 10-s slices violated after the first T_plan (%d within it); %d requests sent, %d shed by the queue shield",
+			replayVerdict(s), num(s.SurgeFromRPS), num(s.SurgeToRPS), s.SurgeSeconds, num(s.SurgeLowRPS), s.InstancesBefore, s.InstancesMax, serving, s.InstancesEnd, s.ScaleIns, s.Flaps,
+			s.ViolatingSlices, s.Slices, s.EarlyViolatingSlices, s.Sent, s.Shed)},
+		{"simulation", fmt.Sprintf("%s: the same trace simulated with the plan: %d violation minute(s), %d flap(s), %d scale-out(s), %d scale-in(s), peak %d instances",
+			heldWord(s.SimHeld), s.SimViolationMinutes, s.SimFlaps, s.SimScaleOuts, s.SimScaleIns, s.SimMaxInstances)},
 		{"artifacts", fmt.Sprintf("%s (charts: %s)", s.Artifacts, strings.Join(s.Charts, ", "))},
 		{"cleanup", s.Cleanup},
 	}
@@ -72,6 +91,19 @@ func (s summary) write(w io.Writer) {
 		fmt.Fprintf(w, "%-11s %s\n", l[0], l[1])
 	}
 	fmt.Fprintln(w, SummaryEnd)
+}
+
+// replayVerdict is the replay's own verdict: held when no 10-s slice violated after the first T_plan, nothing
+// flapped, and the fleet grew.
+func replayVerdict(s summary) string {
+	return heldWord(s.ViolatingSlices == 0 && s.Flaps == 0 && s.InstancesMax > s.InstancesBefore)
+}
+
+func heldWord(held bool) string {
+	if held {
+		return "held"
+	}
+	return "FAILED"
 }
 
 // num prints a number without trailing zeros, at most two decimals.
