@@ -500,6 +500,10 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 		}
 		return fmt.Errorf("replay: shard %d/%d of the trace has no arrivals: the trace offers too few requests for %d shards", o.shard, o.shards, o.shards)
 	}
+	// The end record goes last (report_shard.go): whether this shard sent its whole part, and up to which arrival.
+	if err := o.writeShardEnd(tmp, res, runErr); err != nil {
+		return fmt.Errorf("replay: write the records' end record: %w", err)
+	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("replay: write the records: %w", err)
 	}

@@ -28,9 +28,13 @@ const reportDescription = `report merges the records files of a replay's shards 
 the per-minute table replay prints, with exact percentiles over the merged records, as if one machine had
 driven the whole trace.
 
-Each file must hold the records of one shard. report refuses files of different runs (run id) or traces
-(the trace's digest) unless --force, always refuses two files of the same shard or an arrival recorded twice,
-and refuses an incomplete set of shards (say, 3 of 4 files) unless --force. A single file re-reports its run.
+Each file must hold the records of one shard, gzipped as replay writes them, ending with the shard's end
+record (whether it sent its whole part of the trace, and up to which arrival). report refuses files of
+different runs (run id) or traces (the trace's digest) unless --force, always refuses two files of the same
+shard or an arrival recorded twice, and refuses an incomplete set of shards (say, 3 of 4 files) or a shard
+that stopped early (SIGINT, an error) or has no end record unless --force; with --force it names the slices
+such a shard leaves short. A file that is not gzip, or holds a negative TTFAB, duration or size, is refused.
+A single file re-reports its run.
 The instance counts come from the .instances.json file replay writes beside a records file, when present.
 
 Exit codes: 0 when every slice met the SLO, 1 when one did not, 2 for bad input.
@@ -104,7 +108,7 @@ func runReport(c *cli.Context, cat models.Catalog) error {
 	if len(errs) > 0 {
 		return exitcode.Usage(errors.Join(errs...))
 	}
-	recs, samples, err := mergeShards(files, c.Bool("force"), c.App.ErrWriter)
+	recs, samples, early, err := mergeShards(files, c.Bool("force"), c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -113,6 +117,7 @@ func runReport(c *cli.Context, cat models.Catalog) error {
 		return exitcode.Usage(err)
 	}
 	rep.Files = files
+	rep.markShort(early, bucket, c.App.ErrWriter)
 	return rep.write(c.App.Writer, format)
 }
 
@@ -125,11 +130,44 @@ type shardFile struct {
 	instances            []instanceSample
 	hasInstances         bool
 	instancesRun, instTr string
+	// end is the shard's end record; nil when the file has none.
+	end *shardEnd
+}
+
+// stoppedAt is the trace time up to which the shard scheduled its arrivals: its end record's, or without
+// one the last record's scheduled time.
+func (s shardFile) stoppedAt() time.Duration {
+	if s.end != nil {
+		return time.Duration(s.end.StoppedAtS * float64(time.Second))
+	}
+	var at time.Duration
+	for _, r := range s.recs {
+		at = max(at, r.Arrival.Scheduled.Sub(r.WindowStart))
+	}
+	return at
+}
+
+// early says why a shard did not send its whole part of the trace ("" when it did).
+func (s shardFile) early() string {
+	switch {
+	case s.end == nil:
+		return fmt.Sprintf("%s has no end record: the replay that wrote it was killed before it finished the file (or it predates end records); its last arrival is %d at %s of the trace",
+			s.path, s.recs[len(s.recs)-1].Arrival.Index, clock(s.stoppedAt()))
+	case !s.end.Complete:
+		why := ""
+		if s.end.Reason != "" {
+			why = " (" + s.end.Reason + ")"
+		}
+		return fmt.Sprintf("%s: shard %d/%d stopped early%s after arrival %d (%d arrivals): it did not send its arrivals from %s s of the trace on",
+			s.path, s.shard, s.shards, why, s.end.LastArrival, s.end.Arrivals, capacity.FormatNumber(round(s.stoppedAt().Seconds(), 3)))
+	}
+	return ""
 }
 
 // mergeShards reads the files, checks that they are the shards of one run of one trace (every problem at once,
-// as a usage error), and returns their records and the instance samples of the first file that has them.
-func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, []instanceSample, error) {
+// as a usage error), and returns their records, the instance samples of the first file that has them, and the
+// shards that stopped early (merged only with force).
+func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, []instanceSample, []shardFile, error) {
 	var errs, forcible []error
 	var shards []shardFile
 	for _, path := range files {
@@ -141,9 +179,16 @@ func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, 
 		shards = append(shards, sf)
 	}
 	if len(errs) > 0 {
-		return nil, nil, exitcode.Usage(errors.Join(errs...))
+		return nil, nil, nil, exitcode.Usage(errors.Join(errs...))
 	}
 	first := shards[0]
+	var early []shardFile
+	for _, s := range shards {
+		if why := s.early(); why != "" {
+			early = append(early, s)
+			forcible = append(forcible, errors.New(why))
+		}
+	}
 	byShard := map[int]string{}
 	for _, s := range shards {
 		if s.runID != first.runID {
@@ -173,10 +218,10 @@ func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, 
 	}
 	if len(forcible) > 0 && !force {
 		errs = append(errs, forcible...)
-		errs = append(errs, errors.New("merge only the shards of one run (pass --force to merge anyway)"))
+		errs = append(errs, errors.New("merge only the complete shards of one run (pass --force to merge anyway; the report then names the slices that are short)"))
 	}
 	if len(errs) > 0 {
-		return nil, nil, exitcode.Usage(errors.Join(errs...))
+		return nil, nil, nil, exitcode.Usage(errors.Join(errs...))
 	}
 	for _, err := range forcible {
 		fmt.Fprintf(stderr, "report: warning (--force): %v\n", err)
@@ -187,7 +232,7 @@ func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, 
 	for _, s := range shards {
 		for _, r := range s.recs {
 			if prev, ok := seen[r.Arrival.Index]; ok && !force {
-				return nil, nil, exitcode.Usagef("arrival %d is recorded in %s and in %s: a file was given twice or the shards overlap", r.Arrival.Index, prev, s.path)
+				return nil, nil, nil, exitcode.Usagef("arrival %d is recorded in %s and in %s: a file was given twice or the shards overlap", r.Arrival.Index, prev, s.path)
 			}
 			seen[r.Arrival.Index] = s.path
 		}
@@ -197,16 +242,39 @@ func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, 
 		}
 	}
 	sort.SliceStable(recs, func(i, k int) bool { return recs[i].Arrival.Index < recs[k].Arrival.Index })
-	return recs, samples, nil
+	return recs, samples, early, nil
 }
 
-// readShardFile reads one records file of a replay and the instance samples beside it.
+// readShardFile reads one records file of a replay (gzip, with its end record) and the instance samples
+// beside it.
 func readShardFile(path string) (shardFile, error) {
-	recs, err := readRecordsFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return shardFile{}, err
 	}
-	sf := shardFile{path: path, recs: recs}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return shardFile{}, fmt.Errorf("%s is not gzip: tts-bench replay writes its records gzipped (.jsonl.gz) with the shard's end record; give the file replay wrote", path)
+	}
+	g, err := newGzipMembers(path, br)
+	if err != nil {
+		return shardFile{}, err
+	}
+	recs, err := bench.ReadRecords(io.LimitReader(g, MaxRecordsFileBytes))
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), path) {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return shardFile{}, err
+	}
+	if err := checkRecordValues(path, recs); err != nil {
+		return shardFile{}, err
+	}
+	sf := shardFile{path: path, recs: recs, end: g.end}
+	if sf.end != nil && sf.end.Arrivals != int64(len(recs)) {
+		return shardFile{}, fmt.Errorf("%s: the shard's end record counts %d arrivals, the file holds %d records: the file was edited or is corrupt", path, sf.end.Arrivals, len(recs))
+	}
 	for i, r := range recs {
 		if r.Arrival == nil {
 			return shardFile{}, fmt.Errorf("%s: record %d has no arrival: the file is from tts-bench qmax (closed loop), not replay", path, i+1)
@@ -280,6 +348,30 @@ type replayReport struct {
 	// before it) and the desired count then; -1 when unknown.
 	Instances []int `json:"instances"`
 	Desired   []int `json:"desired"`
+	// ShortSlices are the slices (by index) a shard that stopped early, merged with --force, left short:
+	// their offered rate and counts miss that shard's arrivals.
+	ShortSlices []int `json:"short_slices,omitempty"`
+	// EarlyShards say which shards stopped early and why.
+	EarlyShards []string `json:"early_shards,omitempty"`
+}
+
+// markShort records and reports (on stderr) the slices the shards that stopped early leave short.
+func (r *replayReport) markShort(early []shardFile, bucket time.Duration, stderr io.Writer) {
+	short := map[int]bool{}
+	for _, s := range early {
+		idx := shortSlices(s.stoppedAt(), bucket, len(r.Summary.Buckets))
+		for _, i := range idx {
+			short[i] = true
+		}
+		r.EarlyShards = append(r.EarlyShards, s.early())
+		fmt.Fprintf(stderr, "report: warning (--force): shard %d/%d stopped at %s s of the trace: slices short of its arrivals: %s\n",
+			s.shard, s.shards, capacity.FormatNumber(round(s.stoppedAt().Seconds(), 3)), sliceList(idx, bucket))
+	}
+	for i := range r.Summary.Buckets {
+		if short[i] {
+			r.ShortSlices = append(r.ShortSlices, i)
+		}
+	}
 }
 
 // newReplayReport folds records and instance samples into the report.
@@ -362,6 +454,10 @@ func (r *replayReport) render(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(r.ShortSlices) > 0 {
+		fmt.Fprintf(w, "\nSHORT slices (a shard stopped early, merged with --force: their rates and counts miss its arrivals): %s\n",
+			sliceList(r.ShortSlices, s.Bucket))
 	}
 	pct := func(n int) string {
 		if s.Scheduled == 0 {

@@ -123,7 +123,7 @@ func TestReplayShardsMergeToOneRun(t *testing.T) {
 		{"duplicate", []string{files[0], files[1], files[2], files[1]}, 2, []string{"are both shard 1/3"}},
 		{"foreign run", []string{files[0], files[1], otherRun(t, files[2])}, 2, []string{"are of different runs"}},
 		{"no files", nil, 2, []string{"needs the records files"}},
-		{"not a records file", []string{filepath.Join(fixtures, "valid", "plan.json")}, 2, []string{"plan.json: records line 1"}},
+		{"not a records file", []string{filepath.Join(fixtures, "valid", "plan.json")}, 2, []string{"plan.json is not gzip"}},
 	} {
 		stdout, stderr, code := runCLI(t, append([]string{"report", "--model", "espeak-ng", "--bucket", "2s"}, c.args...)...)
 		if code != c.code {
@@ -143,17 +143,37 @@ func otherRun(t *testing.T, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	w := bench.NewRecordWriter(&buf)
-	for _, r := range recs {
-		r.RunID = "another-run"
-		w.Write(r)
+	for i := range recs {
+		recs[i].RunID = "another-run"
 	}
-	out := filepath.Join(t.TempDir(), "other.jsonl")
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	out := filepath.Join(t.TempDir(), "other.jsonl.gz")
+	writeShardFile(t, out, recs, &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index})
+	return out
+}
+
+// writeShardFile writes recs as replay writes a shard's records file: gzipped, then the end record (none when
+// end is nil).
+func writeShardFile(t *testing.T, path string, recs []bench.Record, end *shardEnd) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	w := bench.NewRecordWriter(zw)
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return out
+	if end != nil {
+		if err := writeShardEnd(&buf, *end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestReportGolden: the table of a fixed two-shard run with instance samples, shed and dropped arrivals and a
@@ -164,9 +184,7 @@ func TestReportGolden(t *testing.T) {
 	end := start.Add(3 * time.Minute)
 	var files []string
 	for shard := range 2 {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		w := bench.NewRecordWriter(zw)
+		var recs []bench.Record
 		for k := int64(shard); k < 180; k += 2 { // 1 rps for 3 minutes
 			at := start.Add(time.Duration(k) * time.Second)
 			r := bench.Record{RunID: "golden", Transport: "sagemaker-stream", Step: 4, Worker: int(k % 4), Seq: int(k),
@@ -181,13 +199,10 @@ func TestReportGolden(t *testing.T) {
 			case k == 150:
 				r.Class, r.Worker, r.Status, r.TTFABMs, r.End = bench.ClassDropped, -1, 0, 0, at
 			}
-			w.Write(r)
+			recs = append(recs, r)
 		}
-		zw.Close()
 		f := filepath.Join(dir, fmt.Sprintf("golden-%d.jsonl.gz", shard))
-		if err := os.WriteFile(f, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeShardFile(t, f, recs, &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 180})
 		files = append(files, f)
 	}
 	inst := `{"run_id":"golden","trace":"sha256:abc","endpoint":"speech-espeak-ng","samples":[
