@@ -73,6 +73,9 @@ type Options struct {
 	// TimeScale divides the profile's durations: 100 runs it a hundred times faster. When zero,
 	// $SPEECH_EMULATOR_TIME_SCALE gives it, else 1. It scales nothing but the profile.
 	TimeScale float64
+	// Throttle sets the per-operation token buckets of the control plane (throttle.go). When nil,
+	// $SPEECH_EMULATOR_THROTTLE gives it (ParseThrottle), else DefaultRates: throttling is on by default.
+	Throttle *Throttle
 }
 
 // DefaultReadTimeout bounds reading one request, headers and body: a client that sends part of a request and
@@ -110,6 +113,8 @@ type Emulator struct {
 
 	// requests counts the requests ServeHTTP received, health checks included (Requests).
 	requests atomic.Int64
+	// limiter throttles the control-plane operations (Options.Throttle).
+	limiter *limiter
 }
 
 // Requests is the number of HTTP requests the emulator has received, of every kind (AWS calls, invocations,
@@ -135,6 +140,9 @@ func Open(opts Options) (*Emulator, error) {
 		opts.ReadTimeout = DefaultReadTimeout
 	}
 	if err := profileFromEnv(&opts); err != nil {
+		return nil, err
+	}
+	if err := throttleFromEnv(&opts); err != nil {
 		return nil, err
 	}
 	// The state directory holds the access key: a new one is its owner's only.
@@ -183,6 +191,7 @@ func Open(opts Options) (*Emulator, error) {
 		logs:     logs,
 		metrics:  newMetricStore(opts.MetricPeriod),
 		done:     make(chan struct{}),
+		limiter:  newLimiter(opts.Throttle),
 	}
 	e.info = Info{PID: os.Getpid(), URL: e.URL(), Instance: randomToken(26), StateDir: dir}
 	e.server = &http.Server{
@@ -354,6 +363,10 @@ func (s service) serve(e *Emulator, w http.ResponseWriter, r *http.Request, op s
 	o, ok := s.ops[op]
 	if !ok {
 		s.proto.writeError(w, errorf("UnknownOperationException", http.StatusBadRequest, "the emulator does not implement %s.%s", s.name, op))
+		return
+	}
+	if !e.limiter.allow(op) {
+		s.proto.writeError(w, throttled(s.name))
 		return
 	}
 	s.proto.serve(e, w, r, modelChecked(s.name, op, o))

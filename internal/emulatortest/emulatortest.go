@@ -107,6 +107,17 @@ func StateDir(dir string) Option { return func(o *emulator.Options) { o.StateDir
 // ContainerBin makes the emulator's instances run bin; "" (the default) leaves them unable to start.
 func ContainerBin(bin string) Option { return func(o *emulator.Options) { o.ContainerBin = bin } }
 
+// Throttle gives the emulator's control plane the buckets of setting (emulator.ParseThrottle's syntax, e.g.
+// "DescribeEndpoint=1/1"); Start turns throttling off otherwise.
+func Throttle(t testing.TB, setting string) Option {
+	t.Helper()
+	th, err := emulator.ParseThrottle(setting)
+	if err != nil {
+		t.Fatalf("throttle setting: %v", err)
+	}
+	return func(o *emulator.Options) { o.Throttle = th }
+}
+
 // Container makes the emulator's instances run ContainerBinary(t).
 func Container(t testing.TB) Option {
 	t.Helper()
@@ -132,6 +143,11 @@ func Start(t testing.TB, opts ...Option) *Emulator {
 	}
 	if o.TimeScale == 0 {
 		o.TimeScale = 1
+	}
+	// Likewise throttling: on by default in the emulator, off in tests unless a test sets its buckets
+	// (Throttle), so that tests polling every 100 ms are not slowed by the SDK's retries.
+	if o.Throttle == nil {
+		o.Throttle = &emulator.Throttle{Off: true}
 	}
 	if o.StateDir == "" {
 		o.StateDir = t.TempDir()
