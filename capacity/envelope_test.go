@@ -1,0 +1,354 @@
+package capacity
+
+import (
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/simulate"
+)
+
+func loadValid(t *testing.T) *Plan {
+	t.Helper()
+	p, err := LoadPlan(fixturePlan("valid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The envelope derived from the valid fixture's inputs: a diurnal day, the growth trace, one hover trace per
+// fleet size that can scale in (2 to 6), starting on that fleet, around n × scale_in_rps.
+func TestEnvelopeTraces(t *testing.T) {
+	p := loadValid(t)
+	in, d := p.Inputs, p.Derived
+	traces, err := envelopeTraces(in, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) != 2+d.MaxInstances-d.MinInstances {
+		t.Fatalf("%d traces, want 2 + %d hover", len(traces), d.MaxInstances-d.MinInstances)
+	}
+	if traces[0].kind != EnvelopeDiurnal || traces[0].trace.Duration != 24*time.Hour || traces[0].trace.Peak() < in.PeakRPS*0.9999 || traces[0].trace.Peak() > in.PeakRPS {
+		t.Errorf("first trace %s %s peak %g: want a diurnal day to the peak", traces[0].kind, traces[0].trace.Duration, traces[0].trace.Peak())
+	}
+	g := traces[1]
+	if g.kind != EnvelopeGrowth || g.trace.RateAt(0) < in.TroughRPS || g.trace.Peak() != in.PeakRPS {
+		t.Errorf("second trace %s from %g to %g", g.kind, g.trace.RateAt(0), g.trace.Peak())
+	}
+	for i, tr := range traces[2:] {
+		n := d.MinInstances + 1 + i
+		center := float64(n) * d.ScaleInRPS
+		if tr.kind != EnvelopeHover || tr.start != n {
+			t.Errorf("trace %d: %s starting on %d, want hover on %d", i+2, tr.kind, tr.start, n)
+		}
+		mean := tr.trace.Requests(0, 2*seconds(d.TPlanS)) / (2 * d.TPlanS)
+		if diff := mean/center - 1; diff > 0.01 || diff < -0.01 || tr.trace.Peak() > 1.1*center+1e-9 {
+			t.Errorf("hover %d: mean %g, peak %g: want ±10%% around %g", n, mean, tr.trace.Peak(), center)
+		}
+	}
+	// The recorded envelope is this one, simulated: every trace held.
+	if len(p.Envelope.Traces) != len(traces) || !p.Envelope.Holds() || p.Envelope.SimulatorVersion != simulate.Version {
+		t.Errorf("recorded envelope %+v", p.Envelope)
+	}
+}
+
+// A plan whose thresholds are edited upward no longer verifies (its derived values do not follow from its
+// inputs), and the gate says what the edited plan would do: it names the worst minute of the envelope as
+// written.
+func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
+	plan := validSet(t)
+	editPlan(t, plan, func(p *Plan) {
+		// Scale out only at a metric of 49.5, near the full shield's 50: the fleet reacts once the instances
+		// are saturated, too late for the SLO.
+		p.Derived.TargetValue = 49.5
+	})
+	p, err := LoadPlan(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := p.Verify()
+	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 39.4869") {
+		t.Fatalf("Verify() = %v, want the edited target named", errs)
+	}
+	env, err := SimulateAsWritten(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Holds() {
+		t.Fatal("the edited plan holds its envelope: the test's premise is that a late scale-out violates")
+	}
+	dec := Gate(fixtureDeployment(t), plan)
+	if dec.Enabled || len(dec.Reasons) != 2 {
+		t.Fatalf("reasons = %q, want two", dec.Reasons)
+	}
+	if !strings.Contains(dec.Reasons[0], "does not verify") || !strings.Contains(dec.Reasons[0], "derived.target_value is 49.5") {
+		t.Errorf("first reason %q", dec.Reasons[0])
+	}
+	for _, want := range []string{"as written, does not hold the SLO on its envelope", "violation minute(s), worst minute ", "p95 TTFAB", "(SLO 3000 ms)"} {
+		if !strings.Contains(dec.Reasons[1], want) {
+			t.Errorf("second reason lacks %q:\n%s", want, dec.Reasons[1])
+		}
+	}
+	// The unedited plan, simulated as written, holds: the gate's extra reason comes from the edit alone.
+	if env, err := SimulateAsWritten(loadValid(t)); err != nil || !env.Holds() {
+		t.Fatalf("the valid plan as written: %v, holds %v", err, env.Holds())
+	}
+}
+
+func errsText(errs []error) string {
+	var s []string
+	for _, e := range errs {
+		s = append(s, e.Error())
+	}
+	return strings.Join(s, "\n")
+}
+
+// A plan edited to scale in early (at 95% of the scale-out rate, after 3 × 10 s instead of T_plan) flaps on
+// the hover traces: the survivors land above the scale-out target and the fleet grows again within T_plan.
+// That fails scale_in_safety and the envelope, and the verdict is infeasible.
+func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
+	p := loadValid(t)
+	d := p.Derived
+	m := p.Inputs.Instance
+	d.ScaleInRPS = 0.95 * d.ScaleOutRPS
+	d.ScaleInThreshold = m.At(d.ScaleInRPS).Metric
+	d.ScaleInEvaluationPeriods = 3
+	p.Derived = d
+	env, err := SimulateAsWritten(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaps := 0
+	for _, tr := range env.Traces {
+		if tr.Kind == EnvelopeHover {
+			flaps += tr.Flaps
+			if tr.Flaps > 0 && (tr.Holds || !strings.Contains(tr.Worst, "followed by a scale-out")) {
+				t.Errorf("hover trace %q with %d flap(s): holds %v, worst %q", tr.Name, tr.Flaps, tr.Holds, tr.Worst)
+			}
+		}
+	}
+	if flaps == 0 {
+		t.Fatalf("no hover trace flapped: %+v", env.Traces)
+	}
+	fs := modelFindings(p.Inputs, d, env)
+	byName := map[string]Finding{}
+	for _, f := range fs {
+		byName[f.Name] = f
+	}
+	if f := byName[FindingScaleInSafety]; f.Status != StatusFail || !strings.Contains(f.Detail, strconv.Itoa(flaps)+" flap(s)") {
+		t.Errorf("scale_in_safety = %+v, want a fail counting %d flap(s)", f, flaps)
+	}
+	if f := byName[FindingEnvelope]; f.Status != StatusFail || !strings.Contains(f.Detail, "flap") {
+		t.Errorf("envelope = %+v, want a fail naming the flap", f)
+	}
+	if v := verdict(append(p.Findings[:3:3], fs...)); v != VerdictInfeasible {
+		t.Errorf("verdict %s with a flapping hover trace", v)
+	}
+}
+
+// flapping is a user trace that makes a two-instance fleet scale in and straight out again: 20 rps (two
+// instances), 10 rps for 400 s (each reads below the scale-in threshold for the whole T_plan window: one
+// goes), then 20 rps again (the survivor saturates and the fleet scales out within T_plan).
+func flapping() TraceInput {
+	return TraceInput{Name: "flapping.csv", DurationS: 2400, Points: [][2]float64{{0, 20}, {600, 10}, {1000, 20}}}
+}
+
+var flapCount = regexp.MustCompile(`(\d+) flap\(s\)`)
+
+// checkVerdictFollowsEnvelope fails when a plan is feasible beside an envelope trace that did not hold, or
+// beside any finding that counts a flap or a violation minute.
+func checkVerdictFollowsEnvelope(t *testing.T, name string, p *Plan) {
+	t.Helper()
+	if p.Envelope.Holds() != (failedNamed(p, FindingEnvelope) == false) {
+		t.Errorf("%s: envelope holds %v but the envelope finding failed %v", name, p.Envelope.Holds(), failedNamed(p, FindingEnvelope))
+	}
+	if !p.Feasible() {
+		return
+	}
+	if !p.Envelope.Holds() {
+		t.Errorf("%s: feasible, but the envelope does not hold", name)
+	}
+	for _, tr := range p.Envelope.Traces {
+		if tr.Flaps != 0 || tr.ViolationMinutes != 0 || !tr.Holds {
+			t.Errorf("%s: feasible beside trace %q with %d flap(s), %d violation minute(s)", name, tr.Name, tr.Flaps, tr.ViolationMinutes)
+		}
+	}
+	for _, f := range p.Findings {
+		for _, m := range flapCount.FindAllStringSubmatch(f.Detail, -1) {
+			if m[1] != "0" {
+				t.Errorf("%s: feasible beside finding %s that says %q", name, f.Name, m[0])
+			}
+		}
+	}
+}
+
+func failedNamed(p *Plan, name string) bool {
+	f, _ := p.Finding(name)
+	return f.Status == StatusFail
+}
+
+// The verdict is feasible only when every trace of the envelope holds: checked on the fixtures, on plans built
+// from the fixture's artifacts with several options, and on one whose user trace flaps.
+func TestFeasibleOnlyWhenEveryEnvelopeTraceHolds(t *testing.T) {
+	for _, c := range []string{"valid", "dry-run", "infeasible", "what-if", "fingerprint-mismatch"} {
+		p, err := LoadPlan(fixturePlan(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkVerdictFollowsEnvelope(t, c, p)
+	}
+	dir := filepath.Join("..", "testdata", "plans", "valid")
+	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kokoro(t)
+	build := func(edit func(*Options)) *Plan {
+		t.Helper()
+		o := DefaultOptions(m)
+		o.PeakRPS, o.TroughRPS = 80, 10
+		edit(&o)
+		p, err := FromArtifacts(m, ms, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flappy := build(func(o *Options) { o.Traces = []TraceInput{flapping()} })
+	user := flappy.Envelope.Traces[len(flappy.Envelope.Traces)-1]
+	if user.Kind != EnvelopeUser || user.Flaps == 0 || user.Holds {
+		t.Fatalf("user trace %+v: want a flap", user)
+	}
+	if flappy.Feasible() || !failedNamed(flappy, FindingEnvelope) {
+		t.Fatalf("a plan whose user trace flaps is %s; envelope finding failed %v", flappy.Verdict, failedNamed(flappy, FindingEnvelope))
+	}
+	// The survivor also saturates before its new instance serves: the trace violates as well as flaps.
+	if f, _ := flappy.Finding(FindingEnvelope); !strings.Contains(f.Detail, "user: "+strconv.Itoa(user.ViolationMinutes)+" violation min, "+strconv.Itoa(user.Flaps)+" flap(s)") ||
+		!strings.Contains(f.Detail, "user trace (flapping.csv): ") {
+		t.Errorf("envelope finding %q does not name the flap", f.Detail)
+	}
+	for name, p := range map[string]*Plan{
+		"flapping user trace": flappy,
+		"peak 200":            build(func(o *Options) { o.PeakRPS = 200 }),
+		"minimum 2":           build(func(o *Options) { o.MinInstances = 2 }),
+		"no margin":           build(func(o *Options) { o.ScaleInMargin = 0 }),
+		"surge 1.05":          build(func(o *Options) { o.SurgeRatio = 1.05 }),
+	} {
+		checkVerdictFollowsEnvelope(t, name, p)
+	}
+	// The check itself can fail: a plan that says feasible beside a flapping trace is caught.
+	forged := *flappy
+	forged.Verdict = VerdictFeasible
+	var sub testing.T
+	checkVerdictFollowsEnvelope(&sub, "forged", &forged)
+	if !sub.Failed() {
+		t.Error("a feasible verdict beside a flapping trace passed the check")
+	}
+	// And Verify refuses a plan whose envelope was edited to hide the flap.
+	hidden := *flappy
+	hidden.Envelope.Traces = append([]EnvelopeTrace(nil), flappy.Envelope.Traces...)
+	last := len(hidden.Envelope.Traces) - 1
+	hidden.Envelope.Traces[last].Flaps, hidden.Envelope.Traces[last].Holds = 0, true
+	if errs := hidden.Verify(); !strings.Contains(errsText(errs), "envelope.traces["+strconv.Itoa(last)+"].flaps is 0") {
+		t.Errorf("Verify() = %v, want the hidden flap named", errs)
+	}
+}
+
+// Search finds the cheapest configuration that passes for a plan that does not: the flapping user trace is
+// survived by a minimum fleet of two (which never scales in below the load's two instances).
+func TestSearchFindsAPassingConfiguration(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "plans", "valid")
+	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = 80, 10
+	o.Traces = []TraceInput{flapping()}
+	build := func(o Options) (*Plan, error) { return FromArtifacts(m, ms, o) }
+	// A narrower search space than tts-bench plan's (each try simulates a day): the same loops, a dozen tries.
+	surges, margins := searchSurges, searchMargins
+	searchSurges, searchMargins = []float64{1.2, 1.25}, []float64{0.1, 0.2}
+	t.Cleanup(func() { searchSurges, searchMargins = surges, margins })
+	p, err := build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Feasible() {
+		t.Fatal("the starting configuration is feasible: the test's premise is that it flaps")
+	}
+	c, tried, ok := Search(o, build)
+	if !ok {
+		t.Fatalf("nothing passed in %d configurations", tried)
+	}
+	t.Logf("found %s after %d tries: %g instance-hours on the diurnal day", c.Flags(), tried, c.InstanceHours)
+	if !c.Plan.Feasible() || tried < 2 {
+		t.Fatalf("candidate %s: verdict %s after %d tries", c.Flags(), c.Plan.Verdict, tried)
+	}
+	checkVerdictFollowsEnvelope(t, "search candidate", c.Plan)
+	if c.Options.MinInstances < 2 {
+		t.Errorf("candidate %s keeps a minimum of %d: the flapping trace needs 2", c.Flags(), c.Options.MinInstances)
+	}
+	if !strings.Contains(c.Flags(), "--min-instances "+strconv.Itoa(c.Options.MinInstances)) || !strings.Contains(c.Flags(), "--surge ") {
+		t.Errorf("flags %q", c.Flags())
+	}
+	diurnal := -1.0
+	for _, tr := range c.Plan.Envelope.Traces {
+		if tr.Kind == EnvelopeDiurnal {
+			diurnal = tr.InstanceHours
+		}
+	}
+	if diurnal != c.InstanceHours {
+		t.Errorf("candidate cost %g, its diurnal trace %g instance-hours", c.InstanceHours, diurnal)
+	}
+	// The user's trace goes with the candidate: it passes on the same envelope.
+	if len(c.Options.Traces) != 1 || c.Plan.Envelope.Traces[len(c.Plan.Envelope.Traces)-1].Kind != EnvelopeUser {
+		t.Errorf("candidate options %+v dropped the user's trace", c.Options)
+	}
+}
+
+// capacity.Compare runs the plan beside the oracle, the original's thresholds, target tracking on
+// invocations and a fixed fleet, all on the plan's instance model.
+func TestCompare(t *testing.T) {
+	p := loadValid(t)
+	tr, err := simulate.Generate(simulate.ShapeParams{Shape: simulate.ShapeDiurnal, PeakRPS: 80, TroughRPS: 10, Duration: 24 * time.Hour,
+		Step: time.Minute, Period: 24 * time.Hour, PeakAt: 14 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Compare(tr, Setup{Plan: p, PricePerHour: 1.408, AllowedMaxInstances: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, c := range rep.Comparison {
+		kinds = append(kinds, c.Kind)
+	}
+	if got := strings.Join(kinds, ","); got != "plan,oracle,original-thresholds,target-tracking-invocations,fixed-for-peak" {
+		t.Fatalf("kinds %s", got)
+	}
+	plan, oracle, fixed := rep.Comparison[0], rep.Comparison[1], rep.Comparison[4]
+	if !plan.MeetsSLO || plan.ViolationMinutes != 0 || !rep.Measured {
+		t.Errorf("plan %+v on the diurnal day its envelope holds", plan)
+	}
+	// The oracle is the limit: no fleet uses fewer instance-hours at zero violation minutes.
+	if !(rep.OracleRatio > 0 && rep.OracleRatio <= 1) || oracle.InstanceHours > plan.InstanceHours {
+		t.Errorf("oracle ratio %g (oracle %g, plan %g instance-hours)", rep.OracleRatio, oracle.InstanceHours, plan.InstanceHours)
+	}
+	// The fixed fleet: ceil(80 / 17.14) = 5 instances all day.
+	if fixed.MinInstances != 5 || fixed.InstanceHours != 120 {
+		t.Errorf("fixed fleet %+v, want 5 instances for 24 h", fixed)
+	}
+	approx(t, "plan cost", plan.Cost, plan.InstanceHours*1.408)
+	if rep.Cheapest < 0 || rep.Comparison[rep.Cheapest].Kind == KindOracle || !rep.Comparison[rep.Cheapest].MeetsSLO {
+		t.Errorf("cheapest %d", rep.Cheapest)
+	}
+	if _, err := Compare(tr, Setup{}); err == nil {
+		t.Error("Compare without a plan must fail")
+	}
+}
