@@ -47,7 +47,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 		tick      = time.Second // emulatortest's metric period
 		launch    = 4 * time.Second
 		terminate = 4 * time.Second
-		slack     = time.Second // the settle of an activity and the scheduling of one evaluation
+		slack     = 3 * time.Second // the settle of an activity and the scheduling of one evaluation on a loaded machine
 	)
 	profile, err := emulator.ParseProfile("provisioning=4@launch,termination=4@terminate")
 	if err != nil {

@@ -37,7 +37,7 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 		t.Errorf("UpdateEndpoint of a missing endpoint: %v, want ValidationException", err)
 	}
 
-	emulatortest.Version(t, r, name+"-v2", emulatortest.Env(map[string]string{"QUEUE_MAX_DEPTH": "16"}), emulatortest.StartupTimeout(20*time.Second))
+	emulatortest.Version(t, r, name+"-v2", emulatortest.Env(map[string]string{"QUEUE_MAX_DEPTH": "16"}), emulatortest.StartupTimeout(60*time.Second))
 	// Traffic keeps flowing during the swap: every stream started while Updating succeeds.
 	stop := make(chan struct{})
 	wait := load(ctx, r, name, 2, stop)
@@ -74,7 +74,7 @@ func TestUpdateEndpointBlueGreen(t *testing.T) {
 	checkWAV(t, audio)
 
 	// A config whose container cannot start: the update fails and rolls back.
-	emulatortest.Version(t, r, name+"-broken", emulatortest.Env(map[string]string{"ENGINE": "no-such-engine"}), emulatortest.StartupTimeout(20*time.Second))
+	emulatortest.Version(t, r, name+"-broken", emulatortest.Env(map[string]string{"ENGINE": "no-such-engine"}), emulatortest.StartupTimeout(60*time.Second))
 	if _, err := c.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name + "-broken")}); err != nil {
 		t.Fatalf("UpdateEndpoint to the broken config: %v", err)
 	}
