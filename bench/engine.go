@@ -239,7 +239,7 @@ func RunStep(ctx context.Context, cfg Config, c int) (StepResult, error) {
 				reqCancel()
 				r := record(ctx, cfg, c, i, seq, text, res, err, windowStart, stopStart, wallWS, wallWE)
 				results <- r
-				if r.Class == ClassOther && r.Status == 0 {
+				if NoAnswer(r.Class, r.Status, err) {
 					// No answer at all (refused, reset, unreachable): pause before the next send, or a dead
 					// server makes every worker a tight loop of records (150,000 in 8 s on loopback).
 					pauseUntil(hardCtx, stopStart, NoAnswerPause)

@@ -301,7 +301,7 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 	window := s.WindowEnd.Sub(s.WindowStart)
 	var ttfab, stall, lags []float64
 	var respSum float64
-	achieved := 0
+	achieved, noAnswer := 0, 0
 	for _, r := range recs {
 		if r.OK() && !r.End.Before(s.WindowStart) && r.End.Before(s.WindowEnd) {
 			achieved++
@@ -329,6 +329,9 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 			s.Errors++
 			if r.Class == ClassTimeout {
 				s.Timeouts++
+			}
+			if r.Class == ClassOther && r.Status == 0 {
+				noAnswer++
 			}
 		}
 	}
@@ -367,7 +370,16 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 		fail = append(fail, fmt.Sprintf("%d of %d requests got no audio (%d shed, %d timeouts, %d other errors): %.1f%%, above the %.0f%% a p%d SLO allows",
 			s.Errors+s.Shed, s.Requests, s.Shed, s.Timeouts, s.Errors-s.Timeouts, 100*s.ShedFraction, 100*allowed, j.SLOPercentile))
 	}
-	if s.OK < j.MinRequests {
+	s.MeetsSLO, s.FailReasons = len(fail) == 0, fail
+	// As in a closed-loop step (judge): the server's errors fail the step; no answer at all, too few samples
+	// or a client behind its schedule make it unusable.
+	if s.Requests > 0 && float64(noAnswer)/float64(s.Requests) > 1-float64(j.SLOPercentile)/100 {
+		unusable = append(unusable, fmt.Sprintf("no answer: %d of %d requests got no answer at all (refused, reset, unreachable): the measurement lost its connection to the endpoint", noAnswer, s.Requests))
+	}
+	switch {
+	case s.Requests < j.MinRequests:
+		unusable = append(unusable, fmt.Sprintf("too few requests: %d sent in the measure window, want at least %d: lengthen the measure window", s.Requests, j.MinRequests))
+	case s.OK < j.MinRequests && s.MeetsSLO:
 		unusable = append(unusable, fmt.Sprintf("too few requests: %d succeeded in the measure window, want at least %d: lengthen the measure window", s.OK, j.MinRequests))
 	}
 	if s.Dropped > 0 {
@@ -376,7 +388,6 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 	if s.LagP95Ms > ms(maxLag) {
 		unusable = append(unusable, fmt.Sprintf("client-bound: the client fell behind its arrival schedule: p95 send lag %.1f ms (max %.1f ms), above %.0f ms: run the client on a less loaded machine", s.LagP95Ms, s.LagMaxMs, ms(maxLag)))
 	}
-	s.MeetsSLO, s.FailReasons = len(fail) == 0, fail
 	s.Usable = len(unusable) == 0
 	if !s.Usable {
 		s.UnusableReason = strings.Join(unusable, "; ")

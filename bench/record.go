@@ -51,7 +51,9 @@ type Record struct {
 	StallMs float64 `json:"stall_ms"`
 	// Chunks are the audio arrivals: [ms after the first audio byte, audio bytes].
 	Chunks [][2]float64 `json:"chunks,omitempty"`
-	// Status is the container's HTTP status (200, 503, ...; 0 when no answer came).
+	// Status is the HTTP status of the answer: the container's (200, 503, ...), or, for an error SageMaker
+	// answered itself before reaching the model (ThrottlingException, ServiceUnavailable), SageMaker's; 0 when
+	// no answer came (refused, reset, unreachable, timed out).
 	Status int `json:"status"`
 	// Class is the outcome: ClassOK or an error class; Error the error's text.
 	Class string `json:"class"`
@@ -130,7 +132,8 @@ type Judge struct {
 	// StallBudget plus StallJitter bounds the p95 stall.
 	StallBudget time.Duration
 	StallJitter time.Duration
-	// MinRequests is the fewest successful measured requests a usable step has.
+	// MinRequests is the fewest measured requests a usable step has, and the fewest successful ones unless the
+	// server's errors already fail it.
 	MinRequests int
 	// MaxErrorRate is the largest share of failed measured requests (errors, timeouts, shed) a step may have.
 	MaxErrorRate float64
@@ -154,6 +157,9 @@ type StepResult struct {
 	Shed         int `json:"shed"`
 	Timeouts     int `json:"timeouts"`
 	StreamBroken int `json:"stream_broken"`
+	// NoAnswer counts the Errors that got no answer at all (class other, status 0: refused, reset,
+	// unreachable): they say the measurement lost its connection, not how the instance serves.
+	NoAnswer int `json:"no_answer"`
 	// Exact TTFAB percentiles (nearest rank) over the successful measured requests, and at the SLO's
 	// percentile.
 	TTFABP50Ms float64 `json:"ttfab_p50_ms"`
@@ -256,6 +262,10 @@ func summarizeStep(c int, recs []Record, j Judge) StepResult {
 				s.Timeouts++
 			case ClassStreamBroken:
 				s.StreamBroken++
+			case ClassOther:
+				if r.Status == 0 {
+					s.NoAnswer++
+				}
 			}
 		}
 	}
@@ -307,16 +317,26 @@ func judge(s *StepResult, j Judge) {
 	if lim := ms(j.StallBudget + j.StallJitter); s.OK > 0 && s.StallP95Ms > lim {
 		fail = append(fail, fmt.Sprintf("p95 stall %.1f ms is above the stall budget %.0f ms + jitter %.0f ms", s.StallP95Ms, ms(j.StallBudget), ms(j.StallJitter)))
 	}
+	// The server's errors (shed, 5xx, timeouts, broken streams) fail the step: they are how it serves at this
+	// concurrency (issue 23). Only requests that got no answer at all, too few samples or a client that could
+	// not hold the concurrency make it unusable.
 	if errRate > j.MaxErrorRate {
-		msg := fmt.Sprintf("%d of %d requests failed (%d shed, %d timeouts, %d broken streams, %d other): %.1f%%, above the %.1f%% bound",
-			failed, s.Requests, s.Shed, s.Timeouts, s.StreamBroken, s.Errors-s.Timeouts-s.StreamBroken, 100*errRate, 100*j.MaxErrorRate)
-		fail = append(fail, msg)
-		unusable = append(unusable, "errors: "+msg)
+		fail = append(fail, fmt.Sprintf("%d of %d requests failed (%d shed, %d timeouts, %d broken streams, %d other): %.1f%%, above the %.1f%% bound",
+			failed, s.Requests, s.Shed, s.Timeouts, s.StreamBroken, s.Errors-s.Timeouts-s.StreamBroken, 100*errRate, 100*j.MaxErrorRate))
 	}
-	if s.OK < j.MinRequests {
+	if s.Requests > 0 && float64(s.NoAnswer)/float64(s.Requests) > j.MaxErrorRate {
+		unusable = append(unusable, fmt.Sprintf("no answer: %d of %d requests got no answer at all (refused, reset, unreachable): the measurement lost its connection to the endpoint", s.NoAnswer, s.Requests))
+	}
+	switch {
+	case s.Requests < j.MinRequests:
+		unusable = append(unusable, fmt.Sprintf("too few requests: %d sent in the measure window, want at least %d: lengthen the measure window", s.Requests, j.MinRequests))
+	case s.OK < j.MinRequests && errRate <= j.MaxErrorRate:
 		unusable = append(unusable, fmt.Sprintf("too few requests: %d succeeded in the measure window, want at least %d: lengthen the measure window", s.OK, j.MinRequests))
 	}
-	if want := j.MinConcurrencyRatio * float64(s.Concurrency); s.InFlightMean < want {
+	// A client that held too few requests in flight is the bottleneck only when it was also slow to send the
+	// next one: answers shorter than the client's sub-millisecond turnaround (a server refusing at once) lower
+	// the mean in flight without any lag of the client's.
+	if want := j.MinConcurrencyRatio * float64(s.Concurrency); s.InFlightMean < want && s.LagMeanMs >= MinClientLagMs {
 		unusable = append(unusable, fmt.Sprintf("client-bound: the client held %.2f requests in flight on average, below %.2f (%.0f%% of %d); its scheduling lag was %.1f ms mean, %.1f ms max: run the client on a less loaded machine",
 			s.InFlightMean, want, 100*j.MinConcurrencyRatio, s.Concurrency, s.LagMeanMs, s.LagMaxMs))
 	}
@@ -326,6 +346,10 @@ func judge(s *StepResult, j Judge) {
 		s.UnusableReason = strings.Join(unusable, "; ")
 	}
 }
+
+// MinClientLagMs is the mean scheduling lag (end of a worker's request to its next send) below which a step
+// whose mean in flight fell short of its concurrency is not called client-bound (judge).
+const MinClientLagMs = 1.0
 
 // Percentile is the exact p-th percentile (nearest rank) of sorted values: the smallest value with at least
 // p% of the values at or below it; 0 for no values.

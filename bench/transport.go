@@ -265,5 +265,37 @@ func Classify(runCtx context.Context, err error) (class string, status int) {
 	case errors.Is(err, context.DeadlineExceeded):
 		return ClassTimeout, 0
 	}
+	if st, ok := serviceStatus(err); ok {
+		return ClassOther, st
+	}
 	return ClassOther, 0
+}
+
+// serviceStatus returns the HTTP status of an error SageMaker itself answered (ThrottlingException 400,
+// ServiceUnavailable 503, InternalFailure 500, ...: not the container's answer, which is a ModelError): the
+// request got an answer, from the service in front of the model.
+func serviceStatus(err error) (int, bool) {
+	var me *ModelError
+	if errors.As(err, &me) {
+		return 0, false
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() > 0 {
+		return re.HTTPStatusCode(), true
+	}
+	return 0, false
+}
+
+// NoAnswer reports whether a request failed with no answer from the service or the model (refused, reset,
+// unreachable), or with an answer SageMaker gave itself before reaching the model (throttling, unavailable):
+// the closed loop pauses NoAnswerPause after one.
+func NoAnswer(class string, status int, err error) bool {
+	if class != ClassOther {
+		return false
+	}
+	if status == 0 {
+		return true
+	}
+	_, ok := serviceStatus(err)
+	return ok
 }
