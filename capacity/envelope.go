@@ -136,7 +136,8 @@ type envelopeTrace struct {
 //   - growth: from trough up by s per T_plan to the peak, held 3 T_plan, back down at the same pace, held
 //     until the scale-in alarm has had its window twice;
 //   - hover: for each fleet size n from min+1 to max, load ±10% around the rate at which n instances scale in
-//     (n × scale_in_rps), a sine of period 2 T_plan for 8 T_plan, starting on n instances (the flap test);
+//     (n × scale_in_rps), a sine whose low half outlasts the scale-in alarm's window and T_plan (period
+//     4 × the longer of them) for three periods, starting on n instances (the flap test);
 //   - the user's traces.
 func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	var out []envelopeTrace
@@ -150,10 +151,12 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	step := max(time.Second, (tPlan / 60).Round(time.Second))
 	out = append(out, envelopeTrace{kind: EnvelopeGrowth, trace: simulate.Growth(in.TroughRPS, in.PeakRPS, in.SurgeRatio, tPlan,
 		3*tPlan+2*seconds(float64(d.ScaleInPeriodS*d.ScaleInEvaluationPeriods))+seconds(float64(d.ScaleInCooldownS)), step)})
+	window := seconds(float64(d.ScaleInPeriodS * d.ScaleInEvaluationPeriods))
+	period := 4 * max(tPlan, window)
 	for n := d.MinInstances + 1; n <= d.MaxInstances; n++ {
 		center := float64(n) * d.ScaleInRPS
 		out = append(out, envelopeTrace{kind: EnvelopeHover, start: n,
-			trace: simulate.Hover(fmt.Sprintf("hover ±10%% around %s rps, where %d instances scale in", FormatNumber(center), n), center, 0.1, 2*tPlan, 8*tPlan, step)})
+			trace: simulate.Hover(fmt.Sprintf("hover ±10%% around %s rps, where %d instances scale in", FormatNumber(center), n), center, 0.1, period, 3*period, step)})
 	}
 	for i, t := range in.Traces {
 		tr, err := t.trace()

@@ -17,7 +17,8 @@ const keepingUp = 0.95
 // instance completed in any step, open or closed loop. The metric is CloudWatch's 10-s Maximum where it was
 // read, else the client's 10-s peak in flight times the CloudWatch/client ratio. queueDepth is the shield the
 // plan deploys; slo is the objective (stallMs with the jitter allowance). Without a rate staircase it returns
-// the queueing approximation (loadmodel.Approximate) from the closed-loop capacity, marked NOT MEASURED.
+// the queueing approximation (loadmodel.Approximate) from the closed-loop capacity, marked NOT MEASURED. The
+// metric and in-flight columns are fitted non-decreasing in the rate (loadmodel.Model.Monotone).
 func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (loadmodel.Model, error) {
 	slo := loadmodel.SLO{TTFABMs: float64(q.SLOTTFABMs), Percentile: q.SLOPercentile, StallMs: stallMs}
 	capRPS := q.HighestThroughputRPS
@@ -59,7 +60,8 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	if used == 0 {
 		return loadmodel.Model{}, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
 	}
-	m.Basis = fmt.Sprintf("measured: %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps", used, len(q.RateSteps), q.RunID,
+	m = m.Monotone()
+	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps", used, len(q.RateSteps), q.RunID,
 		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS))
 	return m, m.Validate()
 }

@@ -303,3 +303,48 @@ func trimDot(s string) string {
 	}
 	return s
 }
+
+// Monotone returns the model with Metric and InFlight made non-decreasing in the rate by pool-adjacent-
+// violators (the least-squares non-decreasing fit): a 10-s Maximum measured over a few windows is noisy, and a
+// metric that falls as the rate rises would put the scale-out target below the metric of lower rates, so the
+// fleet would scale out from a rate it just scaled in at (a flap). TTFAB, stall and shed are left as measured.
+func (m Model) Monotone() Model {
+	out := m
+	out.Points = append([]Point(nil), m.Points...)
+	metric := make([]float64, len(out.Points))
+	inFlight := make([]float64, len(out.Points))
+	for i, p := range out.Points {
+		metric[i], inFlight[i] = p.Metric, p.InFlight
+	}
+	metric, inFlight = pav(metric), pav(inFlight)
+	for i := range out.Points {
+		out.Points[i].Metric, out.Points[i].InFlight = metric[i], inFlight[i]
+	}
+	return out
+}
+
+// pav is the pool-adjacent-violators fit of xs (equal weights): the closest non-decreasing sequence.
+func pav(xs []float64) []float64 {
+	type block struct {
+		sum float64
+		n   int
+	}
+	var bs []block
+	for _, x := range xs {
+		bs = append(bs, block{x, 1})
+		for len(bs) > 1 {
+			a, b := bs[len(bs)-2], bs[len(bs)-1]
+			if a.sum/float64(a.n) <= b.sum/float64(b.n) {
+				break
+			}
+			bs = append(bs[:len(bs)-2], block{a.sum + b.sum, a.n + b.n})
+		}
+	}
+	out := make([]float64, 0, len(xs))
+	for _, b := range bs {
+		for range b.n {
+			out = append(out, b.sum/float64(b.n))
+		}
+	}
+	return out
+}
