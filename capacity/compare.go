@@ -87,7 +87,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 		Model: p.Fingerprint.Model, InstanceType: p.Fingerprint.InstanceType, PricePerHour: s.PricePerHour,
 		SLOMs: p.Fingerprint.SLOTTFABMs, SLOPercentile: p.Fingerprint.SLOPercentile, Instance: inst.Basis, Cheapest: -1}
 	if !inst.Measured {
-		rep.Notes = append(rep.Notes, "the instance model is NOT MEASURED: "+inst.Basis)
+		rep.Notes = append(rep.Notes, "the instance model is "+inst.Basis) // Basis starts with "NOT MEASURED"
 	}
 	add := func(kind, note string, r simulate.Result) {
 		rep.Comparison = append(rep.Comparison, Summary{Kind: kind, Name: r.Name, MinInstances: r.MinInstances, MaxInstances: r.MaxInstances,
