@@ -109,13 +109,60 @@ func TestPlanWritesTheFixture(t *testing.T) {
 
 func TestPlanInfeasibleIsWrittenAndExitsOne(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "plan.json")
-	_, stderr, code := runCLI(t, measuredArgs(t, out, "--peak-rps", "200")...)
-	if code != exitcode.CodeCheckFailed || !strings.Contains(stderr, "plan is infeasible: peak_coverage, surge_survival failed") {
+	_, stderr, code := runCLI(t, measuredArgs(t, out, "--peak-rps", "200", "--no-search")...)
+	if code != exitcode.CodeCheckFailed || !strings.Contains(stderr, "plan is infeasible: peak_coverage, surge_survival, envelope failed") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	if strings.Contains(stderr, "searching") {
+		t.Fatalf("--no-search searched: %s", stderr)
 	}
 	p, err := capacity.LoadPlan(out)
 	if err != nil || p.Feasible() {
 		t.Fatalf("written plan: %v, feasible %v", err, p != nil && p.Feasible())
+	}
+}
+
+// --trace adds the user's trace to the envelope: one that makes the fleet scale in and straight out again
+// (two instances at 20 rps, 10 rps for 400 s, then 20 rps) flaps, and the plan is infeasible, naming it.
+func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "flapping.csv")
+	if err := os.WriteFile(csv, []byte("0,20\n600,10\n1000,20\n2400,20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan.json")
+	stdout, stderr, code := runCLI(t, measuredArgs(t, out, "--trace", csv, "--no-search")...)
+	if code != exitcode.CodeCheckFailed || !strings.Contains(stderr, "envelope failed") {
+		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, stdout)
+	}
+	if !regexp.MustCompile(`user: .*flapping\.csv\s+\d+\s+[1-9]\d*\s`).MatchString(stdout) {
+		t.Errorf("the envelope table does not show the user trace's flap:\n%s", stdout)
+	}
+	p, err := capacity.LoadPlan(out)
+	if err != nil || p.Feasible() || len(p.Inputs.Traces) != 1 || p.Inputs.Traces[0].Name != csv {
+		t.Fatalf("written plan: %v; want the infeasible plan recording the trace", err)
+	}
+	if errs := p.Verify(); len(errs) > 0 {
+		t.Fatalf("the written plan does not verify: %v", errs)
+	}
+	// A scale-in margin of 0.3 scales in below 13.71 × 1/2 × 0.7 = 4.8 rps per instance: the trace's 10 rps on
+	// two instances (5 each) no longer scales in, so nothing flaps and the plan holds.
+	if _, stderr, code = runCLI(t, measuredArgs(t, out, "--trace", csv, "--no-search", "--scale-in-margin", "0.3")...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if p, err = capacity.LoadPlan(out); err != nil || p.Inputs.ScaleInMargin != 0.3 || !p.Feasible() {
+		t.Fatalf("scale-in margin not recorded: %v", err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scale-in-margin", "0.9"}, "--scale-in-margin 0.9: want a share in [0, 0.9)"},
+		{[]string{"--trace", filepath.Join(dir, "none.csv")}, "--trace " + filepath.Join(dir, "none.csv")},
+	} {
+		if _, stderr, code := runCLI(t, measuredArgs(t, out, tc.args...)...); code != exitcode.CodeUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %s; want %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }
 
@@ -272,19 +319,21 @@ func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
 	}
 }
 
-// Issue 8: --surge 1.4999999999 printed surge 1.5 and a scale-in threshold of 0, and stayed feasible.
+// Issue 8: --surge 1.4999999999 printed surge 1.5 and a scale-in threshold of 0, and stayed feasible. The
+// surge is printed as given; the original's C_scale_min (1 − 2h)·Q_max collapses to 8e-09 and is shown for
+// comparison only; the deployed scale-in threshold is the instance model's metric at the scale-in rate, which
+// stays well above 0 (a threshold that rounds to 0 still fails scale_in_safety: capacity's
+// TestScaleInThresholdThatRoundsToZeroFails).
 func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10", "--surge", "1.4999999999")
-	if code != exitcode.CodeCheckFailed {
-		t.Fatalf("exit %d, want %d (infeasible)\n%s%s", code, exitcode.CodeCheckFailed, stdout, stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `scale-in threshold\s+8e-09\s`, `fail\s+scale_in_safety`, `renders \(three decimals\) as 0`, `VERDICT\s+infeasible`} {
+	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `safe_rps 26\.62 ÷ surge 1\.4999999999`, `original thresholds\s+20 / 8e-09\s`,
+		`scale_in_threshold\s+3\.59 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
 			t.Errorf("output does not match %q:\n%s", want, stdout)
 		}
-	}
-	if !strings.Contains(stderr, "scale_in_safety failed") {
-		t.Errorf("stderr lacks the failed finding:\n%s", stderr)
 	}
 }
 
