@@ -98,7 +98,7 @@ type Limits struct {
 
 // Fields are the keys a request body takes, spelled exactly so: keys are
 // case-sensitive and each may appear once.
-var Fields = []string{"text", "input", "voice", "speed", "format", "response_format", "sample_rate", "stream", "model", "instructions", "voices"}
+var Fields = []string{"text", "input", "voice", "speed", "format", "response_format", "sample_rate", "stream", "stream_format", "model", "instructions", "voices"}
 
 // PCMRates are the sample rates pcm and wav may be resampled to (besides
 // the engine's own).
@@ -127,7 +127,7 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	if rerr != nil {
 		return Request{}, rerr
 	}
-	var text, voice, format, model, instructions *string
+	var text, voice, format, model, instructions, streamFormat *string
 	var speed *float64
 	var sampleRate *int
 	var stream, voices *bool
@@ -137,7 +137,7 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	}{
 		{"text", "string", &text}, {"input", "string", &text}, {"voice", "string", &voice}, {"speed", "number", &speed},
 		{"format", "string", &format}, {"response_format", "string", &format}, {"sample_rate", "whole number", &sampleRate},
-		{"stream", "boolean", &stream}, {"model", "string", &model}, {"instructions", "string", &instructions},
+		{"stream", "boolean", &stream}, {"stream_format", "string", &streamFormat}, {"model", "string", &model}, {"instructions", "string", &instructions},
 		{"voices", "boolean", &voices},
 	} {
 		v, ok := vals[f.name]
@@ -191,6 +191,9 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	req := Request{Text: *text, Speed: 1, Stream: true}
 	if instructions != nil && *instructions != "" {
 		return Request{}, badRequest("instructions", "instructions are not supported: the engines cannot follow them (send an empty string or leave the field out)")
+	}
+	if streamFormat != nil && *streamFormat != "audio" {
+		return Request{}, badRequest("stream_format", "stream_format %q is not offered: the audio streams as raw bytes (\"audio\"); server-sent events (\"sse\") are not supported", *streamFormat)
 	}
 	if model != nil {
 		if rerr := checkChars("model", *model, false); rerr != nil {

@@ -403,6 +403,7 @@ func TestBadInput(t *testing.T) {
 		{"sample_rate fraction", `{"text":"hi","format":"pcm","sample_rate":8000.5}`, 400, "sample_rate", "whole number"},
 		{"stream not a boolean", `{"text":"hi","stream":"no"}`, 400, "stream", "boolean"},
 		{"voices false", `{"voices":false}`, 400, "voices", "must be true"},
+		{"stream_format sse", `{"input":"hi","stream_format":"sse"}`, 400, "stream_format", "not supported"},
 		{"voices with text", `{"voices":true,"text":"hi"}`, 400, "text", "no other field"},
 		{"mix on calibration", `{"text":"hi","voice":"calibration(2)+calibration(1)"}`, 400, "voice", "kokoro feature"},
 		{"empty text", `{"text":"   "}`, 400, "text", "empty"},
