@@ -128,6 +128,9 @@ type DriftOptions struct {
 	// measurement configuration; the SLO's first-audio target; the scheduler); nil skips the comparison.
 	// With it, scaling deployed over a container without a queue shield is an error of its own.
 	Container *ContainerExpectation
+	// TempDirs are where a killed run may have left hidden temporary files (LeftoverTempFiles): the
+	// model's artifacts directory; the journal directory is always looked in.
+	TempDirs []string
 }
 
 // Drift compares what is deployed on a variant (the endpoint and its state, the scalable target and its
@@ -162,6 +165,16 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return rep, fmt.Errorf("look for the journal %s: %w", path, err)
+	}
+	tmps, err := LeftoverTempFiles(append([]string{o.JournalDir}, o.TempDirs...)...)
+	if err != nil {
+		return rep, err
+	}
+	for _, f := range tmps {
+		add(SeverityWarn, FindingTempFileLeft, f.Path,
+			fmt.Sprintf("a hidden temporary file (%s, last written %s) that a killed qmax, replay or journal write left: it holds no result and no process has it open",
+				sizeText(f.Size), f.ModTime.UTC().Format("2006-01-02T15:04:05Z")),
+			thaw+" (removes it), or delete it")
 	}
 
 	d, err := cl.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.Endpoint)})
@@ -241,7 +254,13 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 				continue
 			}
 			v := strings.TrimPrefix(c.Name, "container ")
-			add(SeverityError, FindingEnvironmentMismatch, c.Subject, fmt.Sprintf("the container runs %s=%s, %s deploys %s", v, c.Deployed, want, c.Planned), fix)
+			// Without a plan only the shield disturbs a measurement (it sheds); another scheduler or
+			// first-audio target is measured as it runs, but is not what a deploy will run: a warning.
+			sev, why := SeverityError, ""
+			if o.Spec == nil && v != EnvQueueMaxDepth {
+				sev, why = SeverityWarn, ": a measurement now measures another configuration than the deploy runs"
+			}
+			add(sev, FindingEnvironmentMismatch, c.Subject, fmt.Sprintf("the container runs %s=%s, %s deploys %s%s", v, c.Deployed, want, c.Planned, why), fix)
 		}
 	}
 	alarms, err := cl.CloudWatch.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: capacity.AlarmNames(o.Endpoint), MaxRecords: aws.Int32(100)})

@@ -21,6 +21,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
@@ -148,11 +149,13 @@ func ReadJournal(path string) (*Journal, error) {
 	if j.Variant == "" {
 		problems = append(problems, "variant is empty")
 	}
-	if j.DesiredInstanceCount < 1 {
-		problems = append(problems, fmt.Sprintf("desired_instance_count is %d, want at least 1", j.DesiredInstanceCount))
+	// The counts are bounded as thaw's --desired is (models.MaxInstances): a journal is sent to the API as it
+	// stands, and an edited or corrupt one must not ask for a million instances.
+	if j.DesiredInstanceCount < 1 || j.DesiredInstanceCount > models.MaxInstances {
+		problems = append(problems, fmt.Sprintf("desired_instance_count is %d, want 1 to %d", j.DesiredInstanceCount, models.MaxInstances))
 	}
-	if j.TargetExisted && (j.MinCapacity < 0 || j.MaxCapacity < 1 || j.MinCapacity > j.MaxCapacity) {
-		problems = append(problems, fmt.Sprintf("min_capacity %d and max_capacity %d are not bounds (0 ≤ min ≤ max, max ≥ 1)", j.MinCapacity, j.MaxCapacity))
+	if j.TargetExisted && (j.MinCapacity < 0 || j.MaxCapacity < 1 || j.MinCapacity > j.MaxCapacity || j.MaxCapacity > models.MaxInstances) {
+		problems = append(problems, fmt.Sprintf("min_capacity %d and max_capacity %d are not bounds (0 ≤ min ≤ max, 1 ≤ max ≤ %d)", j.MinCapacity, j.MaxCapacity, models.MaxInstances))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("read journal %s: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, strings.Join(problems, "; "))
@@ -505,7 +508,15 @@ func restoreJournal(ctx context.Context, cl FreezeClients, j *Journal, wait Wait
 	var res RestoreResult
 	restoreSuspension := false
 	// An update in progress (the pin, or a scaling activity) must settle before the target or the count change.
-	if _, err := WaitInService(ctx, cl.SageMaker, j.Endpoint, wait); err != nil {
+	d0, err := WaitInService(ctx, cl.SageMaker, j.Endpoint, wait)
+	if err != nil {
+		return res, err
+	}
+	// The count before anything is restored: registering the journaled bounds may already bring the count
+	// back (Application Auto Scaling moves a count outside new bounds inside them at once), and that is a
+	// change thaw made too (ttotal's kill -9 left 2 instances under a target pinned at 2).
+	before, err := variantDesired(d0, j.Variant)
+	if err != nil {
 		return res, err
 	}
 	target, err := describeTarget(ctx, cl.AutoScaling, j.Endpoint, j.Variant)
@@ -529,17 +540,12 @@ func restoreJournal(ctx context.Context, cl FreezeClients, j *Journal, wait Wait
 	case target != nil:
 		res.Notes = append(res.Notes, fmt.Sprintf("a scalable target was registered for %s since the freeze (there was none before): left as it is", j.Endpoint))
 	}
-	d, err := WaitInService(ctx, cl.SageMaker, j.Endpoint, wait)
-	if err != nil {
-		return res, err
-	}
-	cur, err := variantDesired(d, j.Variant)
-	if err != nil {
-		return res, err
-	}
 	changed, err := setDesired(ctx, cl.SageMaker, j.Endpoint, j.Variant, j.DesiredInstanceCount, wait)
-	if changed {
-		res.Changes = append(res.Changes, fmt.Sprintf("instance count %d → %d", cur, j.DesiredInstanceCount))
+	switch {
+	case changed:
+		res.Changes = append(res.Changes, fmt.Sprintf("instance count %d → %d", before, j.DesiredInstanceCount))
+	case err == nil && before != j.DesiredInstanceCount:
+		res.Changes = append(res.Changes, fmt.Sprintf("instance count %d → %d (brought inside the restored bounds)", before, j.DesiredInstanceCount))
 	}
 	if err != nil {
 		return res, err

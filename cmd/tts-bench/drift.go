@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,7 +37,8 @@ Each finding has a severity and a remediation:
          policy or alarm mismatch, an alarm in ALARM, the endpoint missing or not InService, scaling
          without a queue shield (shield_missing), a container variable unlike the plan's
          (environment_mismatch)
-  warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's
+  warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's, a hidden
+         temporary file a killed run left (records or journal; in the plan's directory or --journal-dir)
   info   why no plan applies; the scale-in alarm in ALARM on an idle endpoint
 Exit codes: 0 no error-level finding, 1 at least one (or a failed AWS call), 2 a usage error.
 
@@ -189,7 +191,7 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: cl.sm, AutoScaling: cl.aas, CloudWatch: cl.cw}, cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
 		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
-		Container: &exp.container,
+		Container: &exp.container, TempDirs: []string{filepath.Dir(o.planPath)},
 	})
 	if err != nil {
 		return fmt.Errorf("drift %s on %s: %w", o.model.EndpointName(), awsenv.Where(o.env, cfg), err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -27,6 +28,9 @@ else from the catalog (scaling.min_instances, scaling.max_instances).
 --desired N then sets the instance count (within the target's bounds).
 
 Each step changes only what differs: a second thaw changes nothing and says so.
+Last, it removes the hidden temporary files a killed run left (qmax's or replay's records, a journal's
+temporary copy) in --journal-dir and the model's artifacts directory (beside --plan), unless a running
+process has them open.
 
 Examples:
   tts-bench thaw --model espeak-ng --local
@@ -143,7 +147,15 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("thaw on %s: %w", awsenv.Where(o.env, cfg), err)
 	}
-	return nil
+	dirs := []string{o.jdir}
+	if o.model != nil {
+		dirs = append(dirs, filepath.Dir(o.planPath))
+	}
+	removed, err := cloud.RemoveLeftoverTempFiles(dirs...)
+	for _, f := range removed {
+		fmt.Fprintf(o.stdout, "  removed the temporary file %s (%d bytes) a killed run left\n", f.Path, f.Size)
+	}
+	return err
 }
 
 // renderThaw says where the state came from, each change, each note, and "nothing changed" when nothing did.
