@@ -185,7 +185,7 @@ func TestInFlightMax(t *testing.T) {
 	at := func(s float64) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, int(s*1e9), time.UTC) }
 	recs := []Record{
 		{Sent: at(11), End: at(12)}, {Sent: at(11.5), End: at(13)}, {Sent: at(12.5), End: at(14)}, // peak 2 in [10,20)
-		{Sent: at(21), End: at(22)}, // peak 1 in [20,30)
+		{Sent: at(21), End: at(22)},                                                           // peak 1 in [20,30)
 		{Sent: at(31), End: at(32)}, {Sent: at(31), End: at(32)}, {Sent: at(31), End: at(32)}, // outside the whole slices
 	}
 	if got := InFlightMax(recs, ws, we, 10*time.Second); got != 1.5 {

@@ -166,6 +166,11 @@ type StepResult struct {
 	TTFABP95Ms float64 `json:"ttfab_p95_ms"`
 	TTFABP99Ms float64 `json:"ttfab_p99_ms"`
 	TTFABSLOMs float64 `json:"ttfab_slo_percentile_ms"`
+	// TTFABCILowMs and TTFABCIHighMs bound the CIConfidence interval of TTFABSLOMs (PercentileCI), when
+	// TTFABCIOK: too few successful requests give none.
+	TTFABCILowMs  float64 `json:"ttfab_ci_low_ms"`
+	TTFABCIHighMs float64 `json:"ttfab_ci_high_ms"`
+	TTFABCIOK     bool    `json:"ttfab_ci_ok"`
 	// StallP95Ms and StallMaxMs are the p95 and largest stall of the successful measured requests.
 	StallP95Ms float64 `json:"stall_p95_ms"`
 	StallMaxMs float64 `json:"stall_max_ms"`
@@ -197,7 +202,9 @@ type StepResult struct {
 }
 
 // Summarize folds records into one StepResult per step, in increasing concurrency. It is what the engine
-// reports at the end of each step, so a records file read back with ReadRecords gives the same numbers.
+// reports at the end of each step, so a records file read back with ReadRecords gives the same numbers. A step
+// measured twice (an inconclusive step re-measured with a longer window, issue 23) has records of two measure
+// windows: the later one is the step's.
 // Records of the rate staircase (RateStep set) are not closed-loop steps and are skipped (SummarizeRateSteps).
 func Summarize(records []Record, j Judge) []StepResult {
 	by := map[int][]Record{}
@@ -214,7 +221,24 @@ func Summarize(records []Record, j Judge) []StepResult {
 	sort.Ints(steps)
 	out := make([]StepResult, 0, len(steps))
 	for _, c := range steps {
-		out = append(out, summarizeStep(c, by[c], j))
+		out = append(out, summarizeStep(c, latestAttempt(by[c]), j))
+	}
+	return out
+}
+
+// latestAttempt keeps the records of the latest measure window among a step's records.
+func latestAttempt(recs []Record) []Record {
+	var last time.Time
+	for _, r := range recs {
+		if r.WindowStart.After(last) {
+			last = r.WindowStart
+		}
+	}
+	out := recs[:0:0]
+	for _, r := range recs {
+		if r.WindowStart.Equal(last) {
+			out = append(out, r)
+		}
 	}
 	return out
 }
@@ -227,7 +251,7 @@ func SummarizeStep(c int, records []Record, j Judge) StepResult {
 			mine = append(mine, r)
 		}
 	}
-	return summarizeStep(c, mine, j)
+	return summarizeStep(c, latestAttempt(mine), j)
 }
 
 func summarizeStep(c int, recs []Record, j Judge) StepResult {
@@ -279,6 +303,7 @@ func summarizeStep(c int, recs []Record, j Judge) StepResult {
 	sort.Float64s(resp)
 	s.TTFABP50Ms, s.TTFABP95Ms, s.TTFABP99Ms = Percentile(ttfab, 50), Percentile(ttfab, 95), Percentile(ttfab, 99)
 	s.TTFABSLOMs = Percentile(ttfab, float64(j.SLOPercentile))
+	s.TTFABCILowMs, s.TTFABCIHighMs, s.TTFABCIOK = PercentileCI(ttfab, float64(j.SLOPercentile))
 	s.StallP95Ms = Percentile(stall, 95)
 	if len(stall) > 0 {
 		s.StallMaxMs = stall[len(stall)-1]

@@ -103,6 +103,17 @@ type QMaxStep struct {
 	CloudWatchConcurrencyMax float64 `json:"cloudwatch_concurrency_max,omitempty"`
 	// CloudWatchRatio is CloudWatchConcurrencyMax ÷ ClientConcurrencyPeak; absent when unread.
 	CloudWatchRatio float64 `json:"cloudwatch_ratio,omitempty"`
+	// TTFABCILowMs and TTFABCIHighMs bound the distribution-free 95% confidence interval of the step's TTFAB at
+	// the SLO percentile, from order statistics of its successful requests; absent when too few succeeded for
+	// one.
+	TTFABCILowMs  float64 `json:"ttfab_ci_low_ms,omitempty"`
+	TTFABCIHighMs float64 `json:"ttfab_ci_high_ms,omitempty"`
+	// Remeasured is true when the step's first measurement was inconclusive (its interval held the SLO) and it
+	// was measured again with a measure window twice as long; the step's numbers are the second measurement's.
+	Remeasured bool `json:"remeasured,omitempty"`
+	// Inconclusive is true when the interval still held the SLO after the re-measure: the step is judged as
+	// measured, and flagged.
+	Inconclusive bool `json:"inconclusive,omitempty"`
 	// MeetsSLO is true when the TTFAB percentile met the SLO and the p95 stall stayed within the stall budget
 	// plus the jitter allowance, with errors and rejections counted against it.
 	MeetsSLO bool `json:"meets_slo"`
@@ -244,6 +255,15 @@ func (q *QMax) Verify() []error {
 		}
 		if !s.Usable && s.UnusableReason == "" {
 			add("%s.unusable_reason: is empty: say why the step is not usable", p)
+		}
+		if s.TTFABCILowMs != 0 || s.TTFABCIHighMs != 0 {
+			v, ok := s.ttfabAt(q.SLOPercentile)
+			if !inRange(s.TTFABCILowMs, 0, MaxLatencyMs) || !inRange(s.TTFABCIHighMs, 0, MaxLatencyMs) || s.TTFABCILowMs > s.TTFABCIHighMs || (ok && (v < s.TTFABCILowMs || v > s.TTFABCIHighMs)) {
+				add("%s: the confidence interval [%g, %g] ms is not an interval around the p%d TTFAB %g ms", p, s.TTFABCILowMs, s.TTFABCIHighMs, q.SLOPercentile, v)
+			}
+		}
+		if s.Inconclusive && !s.Remeasured {
+			add("%s.inconclusive: is true but the step was not remeasured: an inconclusive step is measured again once before it is judged", p)
 		}
 	}
 	errs = append(errs, q.verifyRateSteps()...)

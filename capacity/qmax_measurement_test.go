@@ -17,4 +17,16 @@ func TestQMaxMeasurementFields(t *testing.T) {
 	if errs := q.Verify(); len(errs) != 1 || !strings.Contains(errs[0].Error(), `retry_policy: is "standard"`) {
 		t.Errorf("retry_policy standard: %v, want one error naming retry_policy", errs)
 	}
+
+	q = testQMax(m)
+	v := q.Steps[1].TTFABP95Ms
+	q.Steps[1].TTFABCILowMs, q.Steps[1].TTFABCIHighMs, q.Steps[1].Remeasured, q.Steps[1].Inconclusive = v-10, v+10, true, true
+	if errs := q.Verify(); len(errs) > 0 {
+		t.Fatalf("a flagged step with its interval: %v", errs)
+	}
+	q.Steps[1].TTFABCILowMs, q.Steps[1].Remeasured = v+1, false
+	errs := q.Verify()
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "is not an interval around the p95") || !strings.Contains(errs[1].Error(), "steps[1].inconclusive: is true but the step was not remeasured") {
+		t.Errorf("an interval beside its p95 and an inconclusive step never remeasured: %v", errs)
+	}
 }

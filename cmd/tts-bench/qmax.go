@@ -66,6 +66,10 @@ Examples:
   tts-bench qmax --model espeak-ng --local --ladder 1,2,4,8 --settle 2s --hold 10s --measure-window 6s
   tts-bench qmax --model kokoro-82m --transport http --url http://127.0.0.1:8080`
 
+// DefaultQMaxMinRequests is the fewest requests a usable step has in its measure window (issue 23): with 100,
+// the p95's distribution-free 95% interval runs from the 90th to the 100th order statistic.
+const DefaultQMaxMinRequests = 100
+
 // Flag names of qmax that other code refers to.
 const (
 	flagLadder = "ladder"
@@ -84,6 +88,7 @@ func qmaxCommand() *cli.Command {
 			&cli.DurationFlag{Name: "settle", Value: DefaultSettle, Usage: "per step: run this long before the hold starts (discarded)"},
 			&cli.DurationFlag{Name: "hold", Value: DefaultHold, Usage: "per step: hold the concurrency this long after settling"},
 			&cli.DurationFlag{Name: "measure-window", Value: DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
+			&cli.IntFlag{Name: "min-requests", Value: DefaultQMaxMinRequests, Usage: "per step: the fewest requests in the measure window for a usable step (and a 95% interval of its p95)"},
 			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one request, send to end of stream (a timeout counts against the step)"},
 			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB bound in milliseconds (default: the catalog's slo.ttfab_ms)"},
 			&cli.IntFlag{Name: "stall-budget-ms", Usage: "p95 stall bound in milliseconds, before the jitter allowance of " + bench.DefaultStallJitter.String() + " (default: the catalog's slo.stall_budget_ms)"},
@@ -127,6 +132,7 @@ type qmaxOpts struct {
 	ladder                     string
 	ladderSet                  bool
 	maxConcurrency             int
+	minRequests                int
 	settle, hold, window       time.Duration
 	requestTimeout             time.Duration
 	sloMs, stallBudgetMs       *int
@@ -158,7 +164,7 @@ type qmaxOpts struct {
 func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 	o := &qmaxOpts{
 		args: c.Args().Slice(), modelID: c.String("model"), ladder: c.String(flagLadder), ladderSet: c.IsSet(flagLadder),
-		maxConcurrency: c.Int("max-concurrency"), settle: c.Duration("settle"), hold: c.Duration("hold"),
+		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"), settle: c.Duration("settle"), hold: c.Duration("hold"),
 		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
 		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
 		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"),
@@ -233,6 +239,9 @@ func (o *qmaxOpts) Validate() error {
 			}
 			bad("%s %s: want %s up to %s, as a Go duration such as 30s or 4m", d.flag, d.v, lo, maxStepDuration)
 		}
+	}
+	if o.minRequests < 1 || o.minRequests > capacity.MaxCount {
+		bad("--min-requests %d: want 1 to %d (default %d: a step's p95 then has a 95%% interval bounded by order statistics)", o.minRequests, capacity.MaxCount, DefaultQMaxMinRequests)
 	}
 	if o.window > 0 && o.hold > 0 && o.window > o.hold {
 		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.window, o.hold)
@@ -380,6 +389,7 @@ func (o *qmaxOpts) engineConfig(runID string) bench.Config {
 	cfg.RequestTimeout, cfg.Grace = o.requestTimeout, o.requestTimeout
 	cfg.SLO, cfg.SLOPercentile = o.slo, o.model.SLO.Percentile
 	cfg.StallBudget = o.stallBudget
+	cfg.MinRequests = o.minRequests
 	cfg.Corpus, cfg.RunID, cfg.Seed = o.corpus, runID, o.seed
 	return cfg
 }

@@ -78,7 +78,7 @@ func (o *qmaxOpts) rateWindows() (settle, hold, window time.Duration) {
 
 // qmaxStepOf is the artifact's step of a closed-loop step (CloudWatch fields set by artifact).
 func qmaxStepOf(s bench.StepResult) capacity.QMaxStep {
-	return capacity.QMaxStep{
+	st := capacity.QMaxStep{
 		Concurrency: s.Concurrency, OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed,
 		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms,
 		StallP95Ms: s.StallP95Ms, StallBudgetMs: s.StallBudgetMs, StallJitterMs: s.StallJitterMs,
@@ -86,6 +86,10 @@ func qmaxStepOf(s bench.StepResult) capacity.QMaxStep {
 		ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
 		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
 	}
+	if s.TTFABCIOK {
+		st.TTFABCILowMs, st.TTFABCIHighMs = s.TTFABCILowMs, s.TTFABCIHighMs
+	}
+	return st
 }
 
 // highestThroughput is the highest completed-request rate (capacity.QMaxStep.Throughput) of the usable
@@ -223,6 +227,17 @@ func renderRateSteps(b *strings.Builder, q *capacity.QMax) {
 
 // ttfabAtPercentile is the rate step's TTFAB at the SLO percentile.
 func ttfabAtPercentile(s capacity.RateStep, p int) (float64, bool) {
+	switch p {
+	case 50:
+		return s.TTFABP50Ms, true
+	case 99:
+		return s.TTFABP99Ms, true
+	}
+	return s.TTFABP95Ms, p == 95
+}
+
+// stepTTFABAt is a closed-loop step's TTFAB at the SLO percentile.
+func stepTTFABAt(s capacity.QMaxStep, p int) (float64, bool) {
 	switch p {
 	case 50:
 		return s.TTFABP50Ms, true

@@ -39,7 +39,7 @@ func TestQMaxRateStaircase(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--ladder", "1,2,4", "--max-concurrency", "4", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
 		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
-		"--seed", "7", "--format", "json", "--container-dir", containerDir, "--output", out)
+		"--seed", "7", "--min-requests", "10", "--format", "json", "--container-dir", containerDir, "--output", out)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -96,7 +96,7 @@ func TestQMaxRateStaircase(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := bench.DefaultConfig()
-	cfg.SLO, cfg.StallBudget = 5*time.Second, 5*time.Second
+	cfg.SLO, cfg.StallBudget, cfg.MinRequests = 5*time.Second, 5*time.Second, 10
 	if closed := bench.Summarize(recs, cfg.Judge()); len(closed) != len(q.Steps) {
 		t.Errorf("the records hold %d closed-loop steps, the artifact %d", len(closed), len(q.Steps))
 	}
