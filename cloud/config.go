@@ -43,13 +43,14 @@ func LocalEnv(url string, creds LocalCredentials) [][2]string {
 }
 
 // LocalConfig is the SDK configuration for the emulator at url: the emulator's access key, region us-east-1,
-// every service's base endpoint at url, and the HTTP client of HTTPClient.
+// every service's base endpoint at url, the HTTP client of HTTPClient and the retryer of NewRetryer.
 func LocalConfig(url string, creds LocalCredentials) aws.Config {
 	return aws.Config{
 		Region:       LocalRegion,
 		Credentials:  credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(url),
 		HTTPClient:   HTTPClient(),
+		Retryer:      NewRetryer,
 	}
 }
 
@@ -69,6 +70,10 @@ func LoadConfig(ctx context.Context, optFns ...func(*config.LoadOptions) error) 
 		cfg.HTTPClient = pooled(bc)
 	}
 	cfg.HTTPClient = ownBodyClient{base: cfg.HTTPClient}
+	if cfg.Retryer == nil {
+		// Unless AWS_RETRY_MODE / AWS_MAX_ATTEMPTS or the shared config chose one (throttle.go).
+		cfg.Retryer = NewRetryer
+	}
 	return cfg, nil
 }
 

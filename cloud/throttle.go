@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
@@ -18,6 +19,36 @@ import (
 // the SDK's own retries would wait inside the call and hide when the answer was actually read), and when a read
 // is throttled it waits Backoff.Next instead of its interval, doubling up to a cap, recording every back-off.
 // The measurement records the back-offs, and marks what was observed right after them.
+
+// RetryMaxAttempts and RetryMaxBackoff are the retries of a throttled control-plane call the tools make through
+// LocalConfig or LoadConfig: up to 10 attempts with the SDK's exponential jittered back-off, at most 20 s
+// apart, instead of the SDK's default 3, which a burst of throttling (AWS's, or the emulator's default
+// buckets) exhausts. Any other retryable error keeps the SDK's 3 attempts (RetryOtherAttempts), so a dead
+// endpoint is still reported in seconds. The SDK's client-side retry quota is off: it would stop retrying
+// exactly when throttling lasts. Pollers make single attempts and back off themselves (Backoff).
+const (
+	RetryMaxAttempts   = 10
+	RetryOtherAttempts = 3
+	RetryMaxBackoff    = 20 * time.Second
+)
+
+// NewRetryer is the retryer of RetryMaxAttempts, RetryOtherAttempts and RetryMaxBackoff (aws.Config.Retryer).
+func NewRetryer() aws.Retryer {
+	return throttleRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts, o.MaxBackoff, o.RateLimiter = RetryMaxAttempts, RetryMaxBackoff, ratelimit.None
+	})}
+}
+
+// throttleRetryer stops retrying an error that is not a throttling error after RetryOtherAttempts attempts.
+type throttleRetryer struct{ *retry.Standard }
+
+// RetryDelay is the wait before the attempt after attempt; returning err ends the call with it.
+func (r throttleRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	if attempt >= RetryOtherAttempts && !IsThrottled(err) {
+		return 0, err
+	}
+	return r.Standard.RetryDelay(attempt, err)
+}
 
 // IsThrottled reports whether err is an AWS throttling error, by the SDK's own list of throttling codes
 // (ThrottlingException, Throttling, TooManyRequestsException, RequestLimitExceeded, ...).

@@ -46,3 +46,25 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("wait %s, want the 10 s interval", w)
 	}
 }
+
+// TestRetryer: a throttled call is retried up to RetryMaxAttempts; any other retryable error stops after
+// RetryOtherAttempts attempts, with that error.
+func TestRetryer(t *testing.T) {
+	r := NewRetryer()
+	throttle := &smithy.GenericAPIError{Code: "ThrottlingException"}
+	other := &smithy.GenericAPIError{Code: "InternalFailure"}
+	if r.MaxAttempts() != RetryMaxAttempts || !r.IsErrorRetryable(throttle) {
+		t.Fatalf("max attempts %d", r.MaxAttempts())
+	}
+	for attempt := 1; attempt < RetryMaxAttempts; attempt++ {
+		if d, err := r.RetryDelay(attempt, throttle); err != nil || d > RetryMaxBackoff {
+			t.Fatalf("throttled attempt %d: %s, %v", attempt, d, err)
+		}
+	}
+	if _, err := r.RetryDelay(RetryOtherAttempts-1, other); err != nil {
+		t.Errorf("attempt %d of another error: %v", RetryOtherAttempts-1, err)
+	}
+	if _, err := r.RetryDelay(RetryOtherAttempts, other); err != other {
+		t.Errorf("attempt %d of another error: %v, want the error itself", RetryOtherAttempts, err)
+	}
+}

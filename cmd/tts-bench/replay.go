@@ -26,6 +26,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
@@ -401,12 +402,14 @@ type instanceSample struct {
 	Desired int       `json:"desired"`
 }
 
-// instanceLog is the instance samples of one replay, written beside its records.
+// instanceLog is the instance samples of one replay, written beside its records, with the poller's back-offs
+// under throttling (a throttled DescribeEndpoint leaves a gap in the samples as long as its back-off).
 type instanceLog struct {
-	RunID    string           `json:"run_id"`
-	Trace    string           `json:"trace"`
-	Endpoint string           `json:"endpoint"`
-	Samples  []instanceSample `json:"samples"`
+	RunID    string               `json:"run_id"`
+	Trace    string               `json:"trace"`
+	Endpoint string               `json:"endpoint"`
+	Samples  []instanceSample     `json:"samples"`
+	Backoffs []cloud.BackoffEvent `json:"backoffs,omitempty"`
 }
 
 // instancesPath is where the instance samples of a records file live.
@@ -431,8 +434,10 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 		}
 		sm := sagemaker.NewFromConfig(awsCfg)
 		name := o.model.EndpointName()
-		poll = func(ctx context.Context) (instanceSample, error) { return describeInstances(ctx, sm, name) }
-		if _, err := poll(ctx); err != nil {
+		poll = func(ctx context.Context) (instanceSample, error) {
+			return describeInstances(ctx, sm, name, cloud.PollOnceSageMaker) // one attempt: the poller backs off itself
+		}
+		if _, err := describeInstances(ctx, sm, name); err != nil { // with the SDK's retries
 			return fmt.Errorf("replay: %w: deploy it first (speech-infra deploy %s)", err, o.model.ID)
 		}
 		cfg.Transport = &bench.SageMakerStream{Endpoint: name, NewClient: func() bench.StreamInvoker {
@@ -457,27 +462,32 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	var mu sync.Mutex
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var pollDone sync.WaitGroup
+	var backoff cloud.Backoff
 	if poll != nil {
 		pollDone.Add(1)
 		go func() {
 			defer pollDone.Done()
-			t := time.NewTicker(o.poll)
-			defer t.Stop()
 			for {
 				rctx, cancel := context.WithTimeout(pollCtx, o.poll)
 				s, err := poll(rctx)
 				cancel()
+				// A throttled read waits the back-off (recorded in the instance log), not the interval.
+				wait := backoff.Next("DescribeEndpoint", err, o.poll, time.Now())
 				if err == nil {
 					mu.Lock()
 					log.Samples = append(log.Samples, s)
 					mu.Unlock()
 				} else if pollCtx.Err() == nil {
-					fmt.Fprintf(o.stderr, "replay: read the instance count: %v\n", err)
+					if cloud.IsThrottled(err) {
+						fmt.Fprintf(o.stderr, "replay: reading the instance count was throttled: backing off %s\n", wait)
+					} else {
+						fmt.Fprintf(o.stderr, "replay: read the instance count: %v\n", err)
+					}
 				}
 				select {
 				case <-pollCtx.Done():
 					return
-				case <-t.C:
+				case <-time.After(wait):
 				}
 			}
 		}()
@@ -488,6 +498,10 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	res, runErr := bench.RunOpenLoop(ctx, cfg)
 	stopPoll()
 	pollDone.Wait()
+	log.Backoffs = backoff.Events()
+	if sum := backoff.Summary(); sum != "" {
+		fmt.Fprintf(o.stderr, "replay: throttled while reading the instance count: %s (recorded in %s)\n", sum, instancesPath(o.output))
+	}
 	if err := gz.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("replay: write the records: %w", err)
 	}
@@ -536,8 +550,8 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 }
 
 // describeInstances reads the endpoint's first variant's instance counts.
-func describeInstances(ctx context.Context, sm *sagemaker.Client, name string) (instanceSample, error) {
-	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
+func describeInstances(ctx context.Context, sm *sagemaker.Client, name string, optFns ...func(*sagemaker.Options)) (instanceSample, error) {
+	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}, optFns...)
 	if err != nil {
 		return instanceSample{}, fmt.Errorf("describe endpoint %s: %w", name, err)
 	}

@@ -65,6 +65,16 @@ type ttotalRun struct {
 	lastStatus  string
 	inService   bool
 	unknownLine map[string]bool
+
+	// backoff and logsOff are the pollers' back-offs under throttling (cloud.Backoff) of DescribeEndpoint and
+	// of the log reads; wait is how long the watch waits
+	// before its next poll, lastRead when DescribeEndpoint last answered, and late the stages a poll observed
+	// right after throttled ones, with what preceded it (written into their flags).
+	backoff  cloud.Backoff
+	logsOff  cloud.Backoff
+	wait     time.Duration
+	lastRead time.Time
+	late     map[string]string
 }
 
 // add records a stage observation once per stage name (AssembleTimeline keeps the first anyway; the probe
@@ -241,11 +251,10 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return fmt.Errorf("ttotal %s: raise the instance count of %s to %d: %w: no artifact written", o.model.ID, r.sess.endpoint, to, err)
 	}
 	fmt.Fprintf(o.stderr, "ttotal %s: desired instance count %d → %d; watching (poll every %s, at most %s)\n", o.model.ID, r.from, to, o.poll, o.maxWait)
+	r.lastRead = r.clock.now()
 
 	deadline := time.Now().Add(o.maxWait)
 	var lingerUntil time.Time
-	tick := time.NewTicker(o.poll)
-	defer tick.Stop()
 	var pollErr error
 	for {
 		if err := r.pollOnce(ctx, to); err != nil {
@@ -269,7 +278,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-time.After(r.wait): // o.poll, or the back-off after a throttled read
 		case <-r.probe.recovered:
 		}
 		if ctx.Err() != nil {
@@ -306,26 +315,51 @@ func (r *ttotalRun) warn(format string, args ...any) {
 func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	d, err := r.sess.sm.DescribeEndpoint(rctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(r.sess.endpoint)})
+	// One attempt per poll: a throttled read backs off here, recorded, instead of waiting inside the SDK,
+	// so that now is when this answer was read.
+	d, err := r.sess.sm.DescribeEndpoint(rctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(r.sess.endpoint)}, cloud.PollOnceSageMaker)
 	now := r.clock.now()
+	r.wait = r.backoff.Next("DescribeEndpoint", err, r.o.poll, now)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		r.warn("DescribeEndpoint %s: %v (retrying at the next poll)", r.sess.endpoint, err)
+		if cloud.IsThrottled(err) {
+			r.warn("DescribeEndpoint %s throttled: backing off %s", r.sess.endpoint, r.wait)
+		} else {
+			r.warn("DescribeEndpoint %s: %v (retrying at the next poll)", r.sess.endpoint, err)
+		}
 	} else {
+		note := ""
+		if n, waited := r.backoff.Succeeded(); n > 0 {
+			note = fmt.Sprintf("throttled: observed after %d throttled DescribeEndpoint read(s) and %.1f s of back-off; reached between %s and %s",
+				n, waited.Seconds(), r.lastRead.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+		}
+		r.lastRead = now
+		// observe records a stage this read shows, marked when the read came right after throttled ones.
+		observe := func(stage string) {
+			if note != "" && !r.has(stage) {
+				r.mu.Lock()
+				if r.late == nil {
+					r.late = map[string]string{}
+				}
+				r.late[stage] = note
+				r.mu.Unlock()
+			}
+			r.add(stage, now, capacity.SourceClient)
+		}
 		if v, ok := variantOf(d); ok {
 			status := ""
 			for _, s := range v.VariantStatus {
 				status = string(s.Status) // the newest is the last
 			}
 			if status != "" && status != r.lastStatus {
-				r.add(status, now, capacity.SourceClient)
+				observe(status)
 			}
 			r.lastStatus = status
 			if !r.inService && d.EndpointStatus == smtypes.EndpointStatusInService && aws.ToInt32(v.CurrentInstanceCount) >= to {
 				r.inService = true
-				r.add(capacity.StageInService, now, capacity.SourceClient)
+				observe(capacity.StageInService)
 				r.probe.startJudging(now)
 			}
 		}
@@ -333,8 +367,16 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 			return fmt.Errorf("the endpoint %s failed while scaling out: %s", r.sess.endpoint, aws.ToString(d.FailureReason))
 		}
 	}
-	if err := r.readLogs(rctx); err != nil && ctx.Err() == nil {
-		r.warn("%v (retrying at the next poll)", err)
+	if err := r.readLogs(rctx); err == nil {
+		r.logsOff.Next("CloudWatchLogs", nil, 0, now) // a read that was not throttled resets its back-off
+	} else if ctx.Err() == nil {
+		if cloud.IsThrottled(err) {
+			// The log stages carry their own times; a throttled read only delays them. Back off all the same.
+			r.wait = max(r.wait, r.logsOff.Next("CloudWatchLogs", err, r.o.poll, r.clock.now()))
+			r.warn("%v: backing off %s", err, r.wait)
+		} else {
+			r.warn("%v (retrying at the next poll)", err)
+		}
 	}
 	return nil
 }
@@ -373,7 +415,7 @@ func (r *ttotalRun) readLogs(ctx context.Context) error {
 	for range 100 { // pages per poll; the rest waits for the next poll
 		out, err := r.sess.logs.GetLogEvents(ctx, &cloudwatchlogs.GetLogEventsInput{
 			LogGroupName: aws.String(r.logGroup()), LogStreamName: aws.String(r.stream), StartFromHead: aws.Bool(true), NextToken: r.logToken,
-		})
+		}, cloud.PollOnceLogs)
 		if err != nil {
 			return fmt.Errorf("read the log stream %s: %w", r.stream, err)
 		}
@@ -422,6 +464,19 @@ func (r *ttotalRun) write(to int32) error {
 		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType,
 		Transport: o.transport, QMaxSHA256: o.qmaxSHA256, RunID: r.runID, FromInstances: int(r.from), ToInstances: int(to),
 		Timeline: capacity.AssembleTimeline(events),
+	}
+	// A client stage observed right after throttled reads says so, with the window it was reached in.
+	r.mu.Lock()
+	for i := range t.Timeline {
+		if note, ok := r.late[t.Timeline[i].Stage]; ok {
+			t.Timeline[i].Flags = append(t.Timeline[i].Flags, note)
+		}
+	}
+	r.mu.Unlock()
+	for _, b := range []*cloud.Backoff{&r.backoff, &r.logsOff} {
+		if s := b.Summary(); s != "" {
+			fmt.Fprintf(o.stderr, "ttotal %s: throttled while watching: %s\n", o.model.ID, s)
+		}
 	}
 	t.MissingStages = capacity.MissingStages(t.Timeline)
 	if err := t.Reconcile(capacity.StageDesiredSet); err != nil {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+)
+
+// TestTTotalUnderThrottling (issue 24, item 3): with a low DescribeEndpoint bucket (1 a second, burst 1) and a
+// 200-ms poll, ttotal's DescribeEndpoint reads are throttled; it backs off (cloud.Backoff), finishes, and its
+// artifact marks each client stage observed right after throttled reads with the back-off and the window the
+// stage was reached in.
+func TestTTotalUnderThrottling(t *testing.T) {
+	p, err := emulator.BuiltinProfile(emulator.ProfileKokoroG5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := emulatortest.Start(t, emulatortest.Container(t), emulatortest.Throttle(t, "DescribeEndpoint=1/1,GetLogEvents=1/1"),
+		func(o *emulator.Options) { o.Profile, o.TimeScale = p, 50 })
+	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService())
+	dir := t.TempDir()
+	qpath := writeQMaxArtifact(t, dir, capacity.TransportSageMakerStream)
+	out := filepath.Join(dir, "ttotal.json")
+	stdout, stderr, code := runCLI(t, "ttotal", "--qmax", qpath, "--warmup", "1s", "--window", "2s", "--min-samples", "5",
+		"--probe-concurrency", "4", "--max-wait", "90s", "--request-timeout", "10s", "--poll-interval", "200ms", "--container-dir", containerDir,
+		"--output", out, "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"))
+	if code != 0 {
+		t.Fatalf("ttotal under throttling: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "throttled: backing off") && !strings.Contains(stderr, "throttled while watching") {
+		t.Fatalf("ttotal was never throttled (the case proves nothing):\n%s", stderr)
+	}
+	tt, err := capacity.LoadTTotal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := tt.Verify(); len(errs) > 0 || len(tt.MissingStages) > 0 {
+		t.Fatalf("the artifact: %v, missing %v", errs, tt.MissingStages)
+	}
+	marked := 0
+	for _, s := range tt.Timeline {
+		for _, f := range s.Flags {
+			if strings.HasPrefix(f, "throttled: observed after ") && strings.Contains(f, "reached between ") {
+				marked++
+				if s.Source != capacity.SourceClient {
+					t.Errorf("stage %s (%s) is marked throttled, but only client observations depend on the poll: %s", s.Stage, s.Source, f)
+				}
+			}
+		}
+	}
+	if marked == 0 {
+		t.Errorf("no client stage records the back-off before it, on a run throttled at 1 read a second polled every 200 ms:\n%+v\nstderr:\n%s", tt.Timeline, stderr)
+	}
+}
+
+// TestReplayUnderThrottling (issue 24, item 3): replay's instance-count poller reads DescribeEndpoint every
+// --poll; with a bucket of one read every 4 s it is throttled, backs off (a doubling wait, never shorter than the
+// poll), finishes, and the instance log beside the records lists every back-off.
+func TestReplayUnderThrottling(t *testing.T) {
+	e := emulatortest.Start(t, emulatortest.Container(t), emulatortest.Throttle(t, "DescribeEndpoint=0.25/1"))
+	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService())
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "trace.csv")
+	if err := os.WriteFile(csv, []byte("timestamp,rps\n0,2\n8,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "replay.jsonl.gz")
+	stdout, stderr, code := runCLI(t, "replay", "--local", "--state-dir", e.StateDir, "--model", "espeak-ng", "--trace", csv,
+		"--request-timeout", "20s", "--poll", "1s", "--bucket", "2s", "--output", out)
+	if code != 0 && code != 1 {
+		t.Fatalf("replay under throttling: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var log instanceLog
+	data, err := os.ReadFile(instancesPath(out))
+	if err != nil || json.Unmarshal(data, &log) != nil {
+		t.Fatalf("instance log: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if len(log.Backoffs) == 0 || len(log.Samples) == 0 || !strings.Contains(stderr, "throttled while reading the instance count") {
+		t.Fatalf("instance log: %d samples, back-offs %+v; want samples and the recorded back-offs\nstderr:\n%s", len(log.Samples), log.Backoffs, stderr)
+	}
+	for _, b := range log.Backoffs {
+		if b.Operation != "DescribeEndpoint" || b.WaitS < 1 || b.At.IsZero() {
+			t.Errorf("back-off %+v: want DescribeEndpoint, at least the 1-s poll, and when", b)
+		}
+	}
+	for i := 1; i < len(log.Samples); i++ {
+		if log.Samples[i].At.Before(log.Samples[i-1].At) {
+			t.Errorf("sample %d goes back in time", i)
+		}
+	}
+}
