@@ -41,11 +41,10 @@ const (
 	cleanupTimeout = 2 * time.Minute
 )
 
-// qmaxArgs is the short staircase: four closed-loop steps of 7 s to past Q_max (61 ms a request: p95 TTFAB
-// reaches the 3-s SLO near 49 in flight), then the rate staircase: four open-loop steps of 12 s, each window
-// long enough for a 10-s ConcurrentRequestsPerModel datapoint.
-var qmaxArgs = []string{"--ladder", "1,16,40,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "6s", "--measure-window", "5s",
-	"--rate-fractions", "0.3,0.6,0.85,1.05", "--rate-settle", "2s", "--rate-hold", "10s", "--rate-measure-window", "10s"}
+// qmaxArgs is the short staircase: three closed-loop steps of 7 s (61 ms a request), then the rate staircase:
+// three open-loop steps of 12 s, each window long enough for a 10-s ConcurrentRequestsPerModel datapoint.
+var qmaxArgs = []string{"--ladder", "1,32,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "6s", "--measure-window", "5s",
+	"--rate-fractions", "0.4,0.75,1.05", "--rate-settle", "2s", "--rate-hold", "10s", "--rate-measure-window", "10s"}
 
 // ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
 var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
@@ -371,8 +370,8 @@ func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, 
 	low = p.Derived.ScaleInRPS / 3
 	window := time.Duration(p.Derived.ScaleInEvaluationPeriods*p.Derived.ScaleInPeriodS) * time.Second
 	at = 10 * time.Second
-	surgeFor = time.Duration(p.Derived.TPlanS*float64(time.Second)) + 30*time.Second
-	total = at + surgeFor + window + 40*time.Second
+	surgeFor = time.Duration(p.Derived.TPlanS*float64(time.Second)) + 20*time.Second
+	total = at + surgeFor + window + 25*time.Second
 	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(hi), (at + surgeFor).Seconds(), num(low), total.Seconds(), num(low))
 	return csv, at, surgeFor, total, lo, hi, low
 }
