@@ -343,8 +343,9 @@ func (w WaitOptions) resolved() WaitOptions {
 }
 
 // WaitInService waits with the SDK's EndpointInServiceWaiter until the endpoint is InService. It fails at
-// once when the endpoint is Failed (the error names its FailureReason) or DescribeEndpoint fails, and after
-// wait.Timeout with the last status seen. The last description is returned with an error when there is one.
+// once when the endpoint is Failed (the error names its FailureReason) or DescribeEndpoint fails (a throttled
+// DescribeEndpoint is asked again after the waiter's back-off), and after wait.Timeout with the last status
+// seen. The last description is returned with an error when there is one.
 func WaitInService(ctx context.Context, api sagemaker.DescribeEndpointAPIClient, name string, wait WaitOptions) (*sagemaker.DescribeEndpointOutput, error) {
 	wait = wait.resolved()
 	var (
@@ -356,6 +357,11 @@ func WaitInService(ctx context.Context, api sagemaker.DescribeEndpointAPIClient,
 			if wctx.Err() != nil && ctx.Err() == nil {
 				// The waiter's own deadline cut the call short: a timeout, reported below.
 				return false, err
+			}
+			if IsThrottled(err) && ctx.Err() == nil {
+				// Throttled (after the client's own retries): the waiter backs off, up to MaxDelay, and asks
+				// again; the endpoint's status is what decides (throttle.go).
+				return true, nil
 			}
 			decided = true
 			return false, fmt.Errorf("describe endpoint %s: %w", name, err)
