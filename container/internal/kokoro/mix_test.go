@@ -1,11 +1,15 @@
 package kokoro
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/speech-infra/speech-infra/container/internal/engine"
+	"github.com/speech-infra/speech-infra/container/internal/espeak"
 )
 
 // realMixVoices reads af_bella and af_sky from kokoro-js's package (as the
@@ -87,5 +91,57 @@ func TestParseMixRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseMix(%q) = %v, want an error mentioning %q", spec, err, want)
 		}
+	}
+}
+
+// The engine speaks a mix with the mixed style: on the stand-in model the
+// first token's loudness follows mean(style row n), so the audio of
+// "af_heart(2)+am_adam(1)" fits the mixed row and not either voice's.
+func TestEngineSpeaksAMix(t *testing.T) {
+	dir := realVoiceDir(t)
+	espeakReady(t)
+	e, err := Load(Config{ModelDir: dir, LibPath: ortLib(t), Provider: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const text, mix = "Hello there, friend.", "af_heart(2)+am_adam(1)"
+	if err := e.CheckVoice(mix); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.CheckVoice("af_heart(2)+nobody(1)"); err == nil || !strings.Contains(err.Error(), "nobody") {
+		t.Errorf("CheckVoice of an unknown part: %v", err)
+	}
+	ps, err := G2P(text, LangForVoice(mix), espeak.Phonemes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(e.Tokenizer().Encode(ps))
+	var pcm []int16
+	if err := e.Synthesize(context.Background(), engine.Segment{Text: text, Voice: mix, Speed: 1}, func(s []int16) error {
+		pcm = append(pcm, s...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	misfit := func(style []float32) float64 {
+		var sum float64
+		for _, x := range style {
+			sum += float64(x)
+		}
+		amp := 0.1 + 0.3/(1+math.Exp(-sum/StyleDim))
+		worst := 0.0
+		for k := 0; k < 240; k++ {
+			want := amp * math.Sin(2*math.Pi*110*float64(k)/24000) * math.MaxInt16
+			worst = max(worst, math.Abs(float64(pcm[k])-want))
+		}
+		return worst
+	}
+	mixed := Mix([]MixPart{{"af_heart", 2}, {"am_adam", 1}}, e.voices)
+	if m := misfit(mixed.Style(n)); m > 2 {
+		t.Errorf("the mix's audio does not fit the mixed style row %d (off by %.1f)", n, m)
+	}
+	if misfit(e.voices["af_heart"].Style(n)) <= 2 && misfit(e.voices["am_adam"].Style(n)) <= 2 {
+		t.Errorf("the check cannot tell the mix from its voices")
 	}
 }
