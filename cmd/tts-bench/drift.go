@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,7 +72,7 @@ type expectation struct {
 // or the catalog's).
 func expect(m models.Model, planPath, containerDir string, local bool) expectation {
 	e := expectation{model: m, planPath: planPath, container: cloud.ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
-	digest, err := capacity.SourceDigest(containerDir)
+	digest, files, err := capacity.SourceDigestFiles(containerDir)
 	if err != nil {
 		digest = ""
 		e.reasons = append(e.reasons, fmt.Sprintf("the container source digest is unavailable (%v): no plan can match it; give --container-dir", err))
@@ -88,6 +89,10 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 		return e
 	}
 	e.reasons = append(e.reasons, dec.Reasons...)
+	// A container digest unlike the plan's may come from an untracked file the image build copies: say so.
+	if note := files.UntrackedNote(); note != "" && slices.ContainsFunc(dec.Reasons, func(r string) bool { return strings.Contains(r, "container digest") }) {
+		e.reasons = append(e.reasons, note)
+	}
 	return e
 }
 

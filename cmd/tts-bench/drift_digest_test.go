@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/models"
+)
+
+// issue 27: a file left inside container/ changed the container digest and the gate refused the plan without
+// saying why. A go build output (untracked, not copied by the image build) no longer changes the digest; an
+// untracked file the image build copies does, and drift's reasons name it as untracked.
+func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	dir := filepath.Join(repo, "container")
+	if err := os.CopyFS(dir, os.DirFS(containerDir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "x"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	digest, err := capacity.SourceDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := t.TempDir()
+	writeEspeakPlan(t, art, digest)
+	planPath := filepath.Join(art, capacity.PlanFile)
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Get("espeak-ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp := expect(m, planPath, dir, true); exp.spec == nil {
+		t.Fatalf("the clean tree's plan is refused: %v", exp.reasons)
+	}
+	// go build -o container/speech-container: the plan still applies.
+	if err := os.WriteFile(filepath.Join(dir, "speech-container"), []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if exp := expect(m, planPath, dir, true); exp.spec == nil {
+		t.Fatalf("a go build output in container/ made the gate refuse: %v", exp.reasons)
+	}
+	// An untracked source file the image build copies: refused, and said so.
+	if err := os.WriteFile(filepath.Join(dir, "scratch.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := expect(m, planPath, dir, true)
+	if exp.spec != nil || !strings.Contains(strings.Join(exp.reasons, "\n"), "does not track but the image build copies (scratch.go)") {
+		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.spec != nil, exp.reasons)
+	}
+}
