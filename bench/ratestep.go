@@ -272,13 +272,11 @@ func SummarizeRateSteps(records []Record, j Judge, maxLag time.Duration) []RateS
 		maxLag = DefaultMaxRateLag
 	}
 	by := map[int][]Record{}
-	ids := map[int]RateStepID{}
 	for _, r := range records {
 		if r.RateStep == nil {
 			continue
 		}
 		by[r.RateStep.Index] = append(by[r.RateStep.Index], r)
-		ids[r.RateStep.Index] = *r.RateStep
 	}
 	idx := make([]int, 0, len(by))
 	for i := range by {
@@ -287,8 +285,8 @@ func SummarizeRateSteps(records []Record, j Judge, maxLag time.Duration) []RateS
 	sort.Ints(idx)
 	out := make([]RateStepResult, 0, len(idx))
 	for _, i := range idx {
-		rs := by[i]
-		out = append(out, summarizeRateStep(ids[i], rs[0].Step, rs, j, maxLag))
+		rs := latestAttempt(by[i]) // a rate step measured again (a resumed run's) is its later window
+		out = append(out, summarizeRateStep(*rs[0].RateStep, rs[0].Step, rs, j, maxLag))
 	}
 	return out
 }

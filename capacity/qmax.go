@@ -52,6 +52,14 @@ type QMax struct {
 	RecordsFile string `json:"records_file"`
 	// RecordsSHA256 is the digest of RecordsFile, "sha256:<hex>".
 	RecordsSHA256 string `json:"records_sha256"`
+	// Complete is false in the partial artifact an interrupted run writes (SIGINT, SIGTERM, a lost connection):
+	// its steps are the finished ones, tts-bench qmax --resume finishes it, and nothing may plan from it (Verify
+	// refuses it; VerifyPartial checks the rest). A run that ended writes true; absent means complete (artifacts
+	// from before the field).
+	Complete *bool `json:"complete,omitempty"`
+	// Settings are what the run measured with: --resume continues a partial artifact only with the same.
+	// Absent in artifacts from before the field.
+	Settings *QMaxSettings `json:"settings,omitempty"`
 	// RetryPolicy is how the measuring client retried a failed request: RetryPolicyNone, one attempt per request
 	// (the SDK retryer off over sagemaker-stream; http never retries), so a throttled or 5xx answer is an error
 	// record, never a slower success. Empty in artifacts measured before it was recorded.
@@ -64,6 +72,34 @@ type QMax struct {
 	// falls back to the documented queueing approximation, marked NOT MEASURED.
 	RateSteps []RateStep `json:"rate_steps,omitempty"`
 }
+
+// QMaxSettings are the settings of a qmax run that its numbers depend on (tts-bench qmax's flags).
+type QMaxSettings struct {
+	// Ladder is the staircase given, MaxConcurrency its extension's bound, Refine whether it bisects.
+	Ladder         []int `json:"ladder"`
+	MaxConcurrency int   `json:"max_concurrency"`
+	Refine         bool  `json:"refine"`
+	// SettleS, HoldS, MeasureWindowS and RequestTimeoutS are a closed-loop step's windows, in seconds.
+	SettleS         float64 `json:"settle_s"`
+	HoldS           float64 `json:"hold_s"`
+	MeasureWindowS  float64 `json:"measure_window_s"`
+	RequestTimeoutS float64 `json:"request_timeout_s"`
+	// StallBudgetMs is the stall budget the steps were judged against; MinRequests the fewest requests of a
+	// usable step.
+	StallBudgetMs float64 `json:"stall_budget_ms"`
+	MinRequests   int     `json:"min_requests"`
+	// RateFractions, RateSettleS, RateHoldS and RateMeasureWindowS are the rate staircase's.
+	RateFractions      []float64 `json:"rate_fractions,omitempty"`
+	RateSettleS        float64   `json:"rate_settle_s"`
+	RateHoldS          float64   `json:"rate_hold_s"`
+	RateMeasureWindowS float64   `json:"rate_measure_window_s"`
+	// Seed seeds the request texts and the Poisson arrivals; Corpus is the digest of the request texts.
+	Seed   uint64 `json:"seed"`
+	Corpus string `json:"corpus"`
+}
+
+// IsComplete reports whether the artifact is of a run that ended (Complete absent or true).
+func (q *QMax) IsComplete() bool { return q.Complete == nil || *q.Complete }
 
 // RetryPolicyNone is the retry policy of a qmax measured with one attempt per request (QMax.RetryPolicy).
 const RetryPolicyNone = "none"
@@ -157,8 +193,27 @@ func LoadQMax(path string) (*QMax, error) {
 // ParseQMax strictly decodes a qmax artifact; source names it in errors.
 func ParseQMax(source string, data []byte) (*QMax, error) { return parse[QMax](source, data) }
 
-// Verify returns every semantic problem of the artifact, each naming the field and, where it helps, the fix.
+// Verify returns every semantic problem of the artifact, each naming the field and, where it helps, the fix. A
+// partial artifact (Complete false) is refused: nothing may plan from an interrupted measurement.
 func (q *QMax) Verify() []error {
+	errs := q.verify(false)
+	if !q.IsComplete() {
+		errs = append(errs, fmt.Errorf("complete: is false: this is the partial artifact of an interrupted qmax run (%d finished step(s)): finish it with tts-bench qmax --resume before planning from it", len(q.Steps)))
+	}
+	return errs
+}
+
+// VerifyPartial returns every semantic problem of a partial artifact (Complete false): what Verify checks,
+// except that no step need have met the SLO yet.
+func (q *QMax) VerifyPartial() []error {
+	errs := q.verify(true)
+	if q.IsComplete() {
+		errs = append(errs, fmt.Errorf("complete: is not false: a partial artifact says so"))
+	}
+	return errs
+}
+
+func (q *QMax) verify(partial bool) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if q.SchemaVersion != SchemaVersion {
@@ -285,7 +340,7 @@ func (q *QMax) Verify() []error {
 	if q.QMax != highestPass {
 		add("q_max: is %d but the staircase gives %d", q.QMax, highestPass)
 	}
-	if q.QMax < 1 && highestPass < 1 {
+	if q.QMax < 1 && highestPass < 1 && !partial {
 		add("q_max: is %d: no step met the SLO, so no concurrency is safe on this instance type: lower the load per instance, relax the SLO or choose a larger instance", q.QMax)
 	}
 	return errs

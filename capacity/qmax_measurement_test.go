@@ -29,4 +29,26 @@ func TestQMaxMeasurementFields(t *testing.T) {
 	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "is not an interval around the p95") || !strings.Contains(errs[1].Error(), "steps[1].inconclusive: is true but the step was not remeasured") {
 		t.Errorf("an interval beside its p95 and an inconclusive step never remeasured: %v", errs)
 	}
+
+	// A partial artifact (complete: false): Verify refuses it, so nothing plans from it; VerifyPartial checks
+	// the rest and lets it have no passing step yet.
+	q = testQMax(m)
+	f, tr := false, true
+	q.Complete = &f
+	if errs := q.Verify(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "complete: is false") {
+		t.Errorf("Verify of a partial artifact: %v, want one error naming complete", errs)
+	}
+	if errs := q.VerifyPartial(); len(errs) > 0 {
+		t.Errorf("VerifyPartial: %v", errs)
+	}
+	q.Steps = q.Steps[5:] // only the failing step finished
+	q.QMax, q.BracketHighestPass, q.BracketLowestFail = 0, 0, 50
+	if errs := q.VerifyPartial(); len(errs) > 0 {
+		t.Errorf("VerifyPartial with no passing step yet: %v", errs)
+	}
+	q = testQMax(m)
+	q.Complete = &tr
+	if errs := q.Verify(); len(errs) > 0 || q.VerifyPartial() == nil {
+		t.Errorf("complete: true: Verify %v; VerifyPartial must refuse it", errs)
+	}
 }

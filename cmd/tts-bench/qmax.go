@@ -61,6 +61,11 @@ Outputs, each written atomically: --output (qmax.json), the raw records beside i
 (<name>.records.jsonl.gz, one JSON line per request) and the staircase chart (<name>.svg).
 --dry-run makes no AWS call: it prints the ladder, the estimated duration and every control-plane action.
 
+SIGINT, SIGTERM or a lost connection (a step whose requests get no answer at all) write the finished steps
+as a partial artifact, "complete": false, which tts-bench plan refuses; the same command with --resume
+continues it from the last finished step when the endpoint, the container digest and the flags match (it
+refuses, naming each difference, when they do not), appending to the records.
+
 Examples:
   tts-bench qmax --model espeak-ng --local --dry-run
   tts-bench qmax --model espeak-ng --local --ladder 1,2,4,8 --settle 2s --hold 10s --measure-window 6s
@@ -97,6 +102,7 @@ func qmaxCommand() *cli.Command {
 			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded English corpus)"},
 			&cli.BoolFlag{Name: "refine", Usage: "bisect between the highest passing and the lowest failing step"},
 			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the ladder, the estimated duration and every control-plane action"},
 			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
 			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
@@ -138,6 +144,7 @@ type qmaxOpts struct {
 	sloMs, stallBudgetMs       *int
 	transport, url, corpusPath string
 	refine, force, dryRun      bool
+	resume                     bool
 	output, containerDir       string
 	journalDir                 string
 	rateFractionsFlag          string
@@ -167,7 +174,7 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"), settle: c.Duration("settle"), hold: c.Duration("hold"),
 		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
 		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
-		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"),
+		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"), resume: c.Bool("resume"),
 		output: c.String("output"), containerDir: c.String("container-dir"), journalDir: c.String("journal-dir"),
 		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
 		commandLine:       strings.Join(os.Args, " "),

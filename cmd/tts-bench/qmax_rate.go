@@ -119,6 +119,9 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 	r.highestRPS = h
 	settle, hold, window := o.rateWindows()
 	for i, f := range o.rateFractions {
+		if i < len(r.rateSteps) {
+			continue // a resumed run's finished rate step
+		}
 		id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
 		cfg := bench.RateStepConfig{
 			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.requestTimeout,

@@ -93,12 +93,26 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	}
 	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, remeasured: map[int]bool{}, inconclusive: map[int]bool{}, instanceType: models.LocalInstanceType}
 	r.cfg = o.engineConfig(r.runID)
+	var resume *resumeState
+	if o.resume {
+		st, err := o.loadResume(r.cfg.Judge())
+		if err != nil {
+			return exitcode.Usage(fmt.Errorf("qmax %s: %w", o.model.ID, err))
+		}
+		resume = st
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(o.recordsPath), "."+filepath.Base(o.recordsPath)+".*.tmp")
 	if err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: create the records file: %w: choose another --output", o.output, err))
 	}
 	r.records, r.recordsHash = tmp, sha256.New()
 	defer r.discardRecords()
+	if resume != nil {
+		if err := r.takeOver(resume, io.MultiWriter(tmp, r.recordsHash)); err != nil {
+			return exitcode.Usage(fmt.Errorf("--output %s: copy the partial run's records: %w", o.output, err))
+		}
+		fmt.Fprintf(o.stderr, "qmax %s: resuming run %s after %d finished step(s) and %d rate step(s)\n", o.model.ID, r.runID, len(r.steps), len(r.rateSteps))
+	}
 	r.gz = gzip.NewWriter(io.MultiWriter(tmp, r.recordsHash))
 	r.cfg.Records = r.gz
 
@@ -191,6 +205,22 @@ func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
 		err = r.rateStaircase(ctx)
 	}
 	r.view.Close()
+	if err != nil && (ctx.Err() != nil || errors.Is(err, errLostConnection)) {
+		why := "interrupted"
+		if ctx.Err() == nil {
+			why = "lost its connection"
+		} else {
+			err = ctx.Err()
+		}
+		if len(r.steps) == 0 {
+			return fmt.Errorf("qmax %s: %s before the first step finished: no artifact written: %w", o.model.ID, why, err)
+		}
+		if werr := r.write(true); werr != nil {
+			return fmt.Errorf("qmax %s: %s after %d step(s) and %d rate step(s): %w; the partial artifact could not be written: %w", o.model.ID, why, len(r.steps), len(r.rateSteps), err, werr)
+		}
+		return fmt.Errorf("qmax %s: %s after %d step(s) and %d rate step(s): wrote the partial artifact %s (complete: false; plan refuses it): run the same command with --resume to finish it: %w",
+			o.model.ID, why, len(r.steps), len(r.rateSteps), o.output, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("qmax %s: interrupted after %d step(s) and %d rate step(s): no artifact written: %w", o.model.ID, len(r.steps), len(r.rateSteps), ctx.Err())
@@ -198,8 +228,12 @@ func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
 		return fmt.Errorf("qmax %s: %w: no artifact written", o.model.ID, err)
 	}
 	r.awaitMetrics(ctx)
-	return r.write()
+	return r.write(false)
 }
+
+// errLostConnection stops the staircase when a step's requests got no answer at all: the endpoint (or the
+// network to it) went away, and the finished steps are kept as a partial artifact.
+var errLostConnection = errors.New("lost the connection to the endpoint")
 
 // staircase runs the ladder until the first failing step, then bisects the bracket when asked.
 func (r *qmaxRun) staircase(ctx context.Context) error {
@@ -209,9 +243,12 @@ func (r *qmaxRun) staircase(ctx context.Context) error {
 		if !ok {
 			break
 		}
-		s, err := r.step(ctx, c)
-		if err != nil {
-			return err
+		s, done := r.measured(c) // a resumed run's finished step
+		if !done {
+			var err error
+			if s, err = r.step(ctx, c); err != nil {
+				return err
+			}
 		}
 		if !s.MeetsSLO {
 			break
@@ -273,6 +310,10 @@ func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
 			r.warn(fmt.Sprintf("step at concurrency %d is still inconclusive after a second, longer measurement (95%% interval [%s, %s] ms around the SLO %s ms): judged as measured and flagged",
 				c, fmtMs(s.TTFABCILowMs), fmtMs(s.TTFABCIHighMs), fmtMs(float64(r.cfg.SLO/time.Millisecond))))
 		}
+	}
+	if s.Requests > 0 && float64(s.NoAnswer)/float64(s.Requests) > r.cfg.MaxErrorRate {
+		r.view.EndStep(fmt.Sprintf("stopped: %d of %d requests got no answer at all", s.NoAnswer, s.Requests))
+		return s, fmt.Errorf("step at concurrency %d: %w: %d of %d requests got no answer at all (refused, reset, unreachable)", c, errLostConnection, s.NoAnswer, s.Requests)
 	}
 	r.steps = append(r.steps, s)
 	r.readConcurrency(ctx, s, false)
@@ -450,13 +491,15 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 
 // write writes the records, the chart and the artifact, each atomically, the artifact last (it names the
 // records' digest). A run where no step met the SLO writes records and chart but no artifact: there is no
-// Q_max to plan from.
-func (r *qmaxRun) write() error {
+// Q_max to plan from. partial writes the finished steps of an interrupted run, complete: false.
+func (r *qmaxRun) write(partial bool) error {
 	o := r.o
 	if err := r.gz.Close(); err != nil {
 		return fmt.Errorf("qmax %s: compress the records: %w", o.model.ID, err)
 	}
 	q := r.artifact()
+	complete := !partial
+	q.Complete, q.Settings = &complete, o.settings()
 	q.RecordsFile, q.RecordsSHA256 = baseName(o.recordsPath), "sha256:"+hex.EncodeToString(r.recordsHash.Sum(nil))
 	if err := r.keepRecords(); err != nil {
 		return exitcode.Usage(fmt.Errorf("qmax %s: write the records: %w: choose another --output", o.model.ID, err))
@@ -470,6 +513,16 @@ func (r *qmaxRun) write() error {
 		return exitcode.Usage(fmt.Errorf("qmax %s: write the chart: %w: choose another --output", o.model.ID, err))
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: wrote the staircase chart to %s\n", o.model.ID, o.chartPath)
+	if partial {
+		if errs := q.VerifyPartial(); len(errs) > 0 {
+			return fmt.Errorf("the partial artifact does not verify: %w", errors.Join(errs...))
+		}
+		if err := capacity.WriteJSON(o.output, q); err != nil {
+			return fmt.Errorf("%w: choose another --output", err)
+		}
+		fmt.Fprintf(o.stderr, "qmax %s: wrote the partial artifact %s (%d finished step(s), complete: false)\n", o.model.ID, o.output, len(q.Steps))
+		return nil
+	}
 	if q.QMax < 1 {
 		return exitcode.CheckFailedf("qmax %s: no step met the SLO (p%d TTFAB ≤ %d ms, p95 stall ≤ %s): no artifact written: lower the first step of the ladder, relax the SLO or choose a larger instance",
 			o.model.ID, q.SLOPercentile, q.SLOTTFABMs, r.cfg.StallBudget+r.cfg.StallJitter)
