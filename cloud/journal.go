@@ -21,8 +21,8 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
+	"github.com/speech-infra/speech-infra/models"
 )
 
 // DefaultJournalDir is where the commands keep freeze journals: one file per endpoint, <dir>/<endpoint>.json

@@ -38,7 +38,7 @@ func TestAtInterpolates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		rps                                   float64
+		rps                                  float64
 		metric, inFlight, ttfab, stall, shed float64
 	}{
 		// Below the first step: metric and in flight fall linearly to 0, TTFAB and stall stay the first step's.

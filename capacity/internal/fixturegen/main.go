@@ -227,7 +227,7 @@ func kokoroRateSteps(m models.Model, highest float64) []capacity.RateStep {
 			Fraction: r.fraction, OfferedRPS: r.fraction * highest, ArrivalRPS: r.arrival, AchievedRPS: r.achieved,
 			InFlightMean: r.inFlight, InFlightMax10s: r.max10s, CloudWatchMax10s: r.max10s,
 			TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99, StallP95Ms: r.stall,
-			OKCount: int(math.Round(r.achieved * windowS)),
+			OKCount:  int(math.Round(r.achieved * windowS)),
 			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.stall <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
 		})
 	}
