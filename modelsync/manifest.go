@@ -60,6 +60,9 @@ func VerifyDir(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("verify %s: %s lists no files", dir, p)
 	}
 	for _, e := range m.Files {
+		if strings.IndexFunc(e.Path, isControl) >= 0 {
+			return nil, fmt.Errorf("verify %s: %s: path %q holds a control character: refusing a name that would be printed raw", dir, p, e.Path)
+		}
 		if e.Path == "" || !filepath.IsLocal(e.Path) {
 			return nil, fmt.Errorf("verify %s: %s: path %q must be relative to the model directory", dir, p, e.Path)
 		}

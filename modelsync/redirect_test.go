@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -225,5 +227,18 @@ func TestControlCharactersInHubNamesAreRefused(t *testing.T) {
 				t.Errorf("path %q printed raw: %q", p, l)
 			}
 		}
+	}
+}
+
+// A manifest's names come from the Hub too: VerifyDir refuses a control character in one, quoted.
+func TestVerifyDirRefusesControlCharacters(t *testing.T) {
+	dir := t.TempDir()
+	man := `{"repo":"acme/x","revision":"` + strings.Repeat("ab", 20) + `","files":[{"path":"a\u0000b.json","size":1,"sha256":"` + strings.Repeat("0", 64) + `"}]}`
+	if err := os.WriteFile(filepath.Join(dir, modelsync.ManifestName), []byte(man), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := modelsync.VerifyDir(dir)
+	if err == nil || !strings.Contains(err.Error(), `"a\x00b.json"`) || strings.Contains(err.Error(), "a\x00b") {
+		t.Fatalf("err = %v", err)
 	}
 }
