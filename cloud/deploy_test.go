@@ -483,11 +483,12 @@ func TestDeployEndpointErrors(t *testing.T) {
 				s.onUpdate = func(version string) {
 					s.running = version
 					s.DescribeEndpointFn = func(context.Context, *sagemaker.DescribeEndpointInput, ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error) {
-						return nil, boom
+						// Not a throttling error: a throttled DescribeEndpoint is asked again (TestWaitInServiceUnderThrottling).
+						return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform sagemaker:DescribeEndpoint"}
 					}
 				}
 			},
-			wantErr: []string{"describe endpoint speech-kokoro-82m", "Rate exceeded"}, wantCalls: []string{"CreateModel " + v, "CreateEndpointConfig " + v, "UpdateEndpoint " + v},
+			wantErr: []string{"describe endpoint speech-kokoro-82m", "not authorized"}, wantCalls: []string{"CreateModel " + v, "CreateEndpointConfig " + v, "UpdateEndpoint " + v},
 		},
 		{
 			name: "an existing endpoint that failed", current: &prev,
