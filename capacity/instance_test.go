@@ -1,0 +1,96 @@
+package capacity
+
+import (
+	"strings"
+	"testing"
+)
+
+// The instance model of the test staircase (testRates): the four steps that kept up are its points, the 100%
+// and 110% steps (22 and 22.5 completed of 25 and 27.5 arriving, under 95%) are left out, the capacity is
+// the most completed in any step (the closed-loop c = 50 step's 25 rps), and the metric is the client's 10-s
+// peak × the CloudWatch ratio where CloudWatch was not read.
+func TestInstanceModelFromRateSteps(t *testing.T) {
+	m := kokoro(t)
+	q := testQMax(m)
+	inst, err := q.InstanceModel(50, 50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21.25 rps), capacity 25 rps") {
+		t.Errorf("basis %q", inst.Basis)
+	}
+	if len(inst.Points) != 4 || inst.CapacityRPS != 25 || inst.QueueDepth != 50 || inst.CloudWatchRatio != 1 {
+		t.Fatalf("model %+v", inst)
+	}
+	for i, r := range testRates[:4] {
+		p := inst.Points[i]
+		if p.RPS != r.arrival || p.Metric != r.max10s || p.InFlight != r.inFlight || p.TTFABMs != r.p95 || p.StallMs != 30 {
+			t.Errorf("point %d = %+v, want the %g-rps step", i, p, r.arrival)
+		}
+	}
+	if inst.SLO.TTFABMs != 3000 || inst.SLO.Percentile != 95 || inst.SLO.StallMs != 50 {
+		t.Errorf("SLO %+v", inst.SLO)
+	}
+	approxTol(t, "safe rps", inst.SafeRPS(), testSafeRPS, 1e-4)
+
+	// The ratio scales the client's peak; a CloudWatch reading is taken as it is.
+	inst, _ = q.InstanceModel(50, 50, 0.5)
+	approx(t, "metric × ratio", inst.Points[2].Metric, 4)
+	q.RateSteps[2].CloudWatchMax10s = 5
+	inst, _ = q.InstanceModel(50, 50, 0.5)
+	approx(t, "CloudWatch metric", inst.Points[2].Metric, 5)
+	// A reading that dips as the rate rises is fitted non-decreasing: 9 at 17.5 rps before 7 at 21.25 pool to 8.
+	q.RateSteps[2].CloudWatchMax10s = 9
+	inst, _ = q.InstanceModel(50, 50, 0.5)
+	approx(t, "pooled metric", inst.Points[2].Metric, 8)
+	approx(t, "pooled metric", inst.Points[3].Metric, 8)
+}
+
+func TestInstanceModelLeavesOutStepsItCannotTrust(t *testing.T) {
+	m := kokoro(t)
+	for _, tt := range []struct {
+		name  string
+		edit  func(q *QMax)
+		rates []float64
+	}{
+		{"unusable", func(q *QMax) { q.RateSteps[1].Usable, q.RateSteps[1].UnusableReason = false, "client fell behind" }, []float64{7.5, 17.5, 21.25}},
+		{"shed beyond the percentile", func(q *QMax) { q.RateSteps[2].ShedFraction, q.RateSteps[2].RejectedCount = 0.06, 130 }, []float64{7.5, 12.5, 21.25}},
+		{"fell behind its arrivals", func(q *QMax) { q.RateSteps[3].AchievedRPS = 0.94 * q.RateSteps[3].ArrivalRPS }, []float64{7.5, 12.5, 17.5}},
+		{"no success", func(q *QMax) { q.RateSteps[0].OKCount = 0 }, []float64{12.5, 17.5, 21.25}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := testQMax(m)
+			tt.edit(q)
+			inst, err := q.InstanceModel(50, 50, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []float64
+			for _, p := range inst.Points {
+				got = append(got, p.RPS)
+			}
+			if len(got) != len(tt.rates) {
+				t.Fatalf("rates %v, want %v", got, tt.rates)
+			}
+			for i := range got {
+				if got[i] != tt.rates[i] {
+					t.Fatalf("rates %v, want %v", got, tt.rates)
+				}
+			}
+		})
+	}
+	q := testQMax(m)
+	for i := range q.RateSteps {
+		q.RateSteps[i].AchievedRPS = 0.5 * q.RateSteps[i].ArrivalRPS
+	}
+	if _, err := q.InstanceModel(50, 50, 1); err == nil || !strings.Contains(err.Error(), "no usable step that kept up") {
+		t.Errorf("err = %v, want no usable step", err)
+	}
+	// Without a rate staircase: the approximation from the closed-loop capacity, NOT MEASURED.
+	q = testQMax(m)
+	q.RateSteps, q.HighestThroughputRPS = nil, 0
+	inst, err := q.InstanceModel(50, 50, 1)
+	if err != nil || inst.Measured || !strings.HasPrefix(inst.Basis, "NOT MEASURED: the qmax artifact has no rate staircase") || inst.CapacityRPS != 25 {
+		t.Errorf("model %+v, %v", inst, err)
+	}
+}
