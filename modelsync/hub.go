@@ -49,7 +49,7 @@ func newHub(src Source, opts Options) (*hub, error) {
 	}
 	base, _ := url.Parse(strings.TrimRight(ep, "/"))
 	if src.Token != "" && base.Scheme == "http" && !isLoopback(base.Hostname()) {
-		return nil, fmt.Errorf("modelsync: the endpoint %s is plain http and not loopback: the Hugging Face token would cross the network unencrypted; use the https:// endpoint (a plain-http mirror is allowed only on localhost, 127.0.0.1 or ::1)", base.Redacted())
+		return nil, fmt.Errorf("modelsync: the endpoint %s is plain http and not loopback: %w; use the https:// endpoint (a plain-http mirror is allowed only on localhost, 127.0.0.1 or ::1)", base.Redacted(), ErrTokenOverHTTP)
 	}
 	c := src.HTTPClient
 	if c == nil {
@@ -124,6 +124,9 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
+
+// ErrTokenOverHTTP says a token was given with a plain-http endpoint that is not loopback: a usage error.
+var ErrTokenOverHTTP = errors.New("the Hugging Face token would cross the network unencrypted")
 
 // checkEndpoint refuses an endpoint that is not an absolute http(s) URL.
 func checkEndpoint(ep string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -150,7 +151,7 @@ func TestTheTokenNeverGoesOverPlainHTTPToANonLoopbackHost(t *testing.T) {
 	src := modelsync.Source{Endpoint: "http://mirror.test:" + port, Repo: "acme/gated", Revision: strings.Repeat("cd", 20),
 		Patterns: []string{"config.json"}, Token: redirToken, HTTPClient: client}
 	_, err := modelsync.Sync(context.Background(), src, modelsync.Dir{Root: t.TempDir()}, testOptions(t))
-	if err == nil || !strings.Contains(err.Error(), "plain http") || !strings.Contains(err.Error(), "https://") || strings.Contains(err.Error(), redirToken) {
+	if !errors.Is(err, modelsync.ErrTokenOverHTTP) || !strings.Contains(err.Error(), "plain http") || !strings.Contains(err.Error(), "https://") || strings.Contains(err.Error(), redirToken) {
 		t.Fatalf("err = %v: want a refusal naming plain http and the https fix", err)
 	}
 	if n := len(asked.get()); n != 0 {
