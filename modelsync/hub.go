@@ -98,7 +98,7 @@ func originOf(u *url.URL) origin {
 // A name that merely resolves to a loopback address does not count.
 func isLoopback(host string) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	if host == "localhost" {
 		return true
 	}
 	ip := net.ParseIP(host)
