@@ -41,10 +41,11 @@ const (
 	cleanupTimeout = 2 * time.Minute
 )
 
-// qmaxArgs is the short staircase: three closed-loop steps of 7 s (61 ms a request), then the rate staircase:
-// three open-loop steps of 12 s, each window long enough for a 10-s ConcurrentRequestsPerModel datapoint.
-var qmaxArgs = []string{"--ladder", "1,32,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "6s", "--measure-window", "5s",
-	"--rate-fractions", "0.4,0.75,1.05", "--rate-settle", "2s", "--rate-hold", "10s", "--rate-measure-window", "10s"}
+// qmaxArgs is the short staircase: three closed-loop steps of 10 s (61 ms a request: an 8-s window holds the
+// 100 requests a step needs), then the rate staircase: three open-loop steps of 14 s, each window long enough
+// for a 10-s ConcurrentRequestsPerModel datapoint and 100 requests at 0.6 of about 16 rps.
+var qmaxArgs = []string{"--ladder", "1,32,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
+	"--rate-fractions", "0.6,0.8,1.05", "--rate-settle", "2s", "--rate-hold", "12s", "--rate-measure-window", "12s"}
 
 // ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
 var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
