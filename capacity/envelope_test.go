@@ -108,16 +108,15 @@ func errsText(errs []error) string {
 	return strings.Join(s, "\n")
 }
 
-// A plan edited to scale in early (at 95% of the scale-out rate, after 3 × 10 s instead of T_plan) flaps on
-// the hover traces: the survivors land above the scale-out target and the fleet grows again within T_plan.
-// That fails scale_in_safety and the envelope, and the verdict is infeasible.
+// A plan whose scale-in threshold is edited up to the metric at 90% of the scale-out rate (its scale-in rate
+// and window as derived) flaps on the hover traces: the alarm fires well above the scale-in rate, instance after
+// instance goes, and the survivors saturate and scale out again within T_plan. That fails scale_in_safety (on
+// its flaps: the survivors-below-the-scale-out-rate rule, stated on the scale-in rate, still holds) and the
+// envelope, and the verdict is infeasible.
 func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 	p := loadValid(t)
 	d := p.Derived
-	m := p.Inputs.Instance
-	d.ScaleInRPS = 0.95 * d.ScaleOutRPS
-	d.ScaleInThreshold = m.At(d.ScaleInRPS).Metric
-	d.ScaleInEvaluationPeriods = 3
+	d.ScaleInThreshold = p.Inputs.Instance.At(0.9 * d.ScaleOutRPS).Metric
 	p.Derived = d
 	env, err := SimulateAsWritten(p)
 	if err != nil {
@@ -140,7 +139,7 @@ func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 	for _, f := range fs {
 		byName[f.Name] = f
 	}
-	if f := byName[FindingScaleInSafety]; f.Status != StatusFail || !strings.Contains(f.Detail, strconv.Itoa(flaps)+" flap(s)") {
+	if f := byName[FindingScaleInSafety]; f.Status != StatusFail || !strings.Contains(f.Detail, strconv.Itoa(flaps)+" flap(s)") || !strings.Contains(f.Detail, "; the fleet flaps: ") {
 		t.Errorf("scale_in_safety = %+v, want a fail counting %d flap(s)", f, flaps)
 	}
 	if f := byName[FindingEnvelope]; f.Status != StatusFail || !strings.Contains(f.Detail, "flap") {
