@@ -127,6 +127,9 @@ func JournalPath(dir, endpoint string) (string, error) {
 // back (or another run is measuring it now).
 var ErrJournalExists = errors.New("a freeze journal already exists")
 
+// ErrJournalInvalid says a journal does not parse or holds values no run writes (an input error).
+var ErrJournalInvalid = errors.New("not a valid freeze journal")
+
 // ReadJournal reads and checks the journal at path. A missing file is an error wrapping fs.ErrNotExist.
 func ReadJournal(path string) (*Journal, error) {
 	b, err := strictjson.ReadFile(path, maxJournalBytes)
@@ -135,7 +138,7 @@ func ReadJournal(path string) (*Journal, error) {
 	}
 	var j Journal
 	if problems := strictjson.Decode(b, &j, "not part of a journal", "a freeze journal"); len(problems) > 0 {
-		return nil, fmt.Errorf("read journal %s: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, strings.Join(problems, "; "))
+		return nil, fmt.Errorf("read journal %s: %w: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, ErrJournalInvalid, strings.Join(problems, "; "))
 	}
 	var problems []string
 	if j.SchemaVersion != JournalSchemaVersion {
@@ -158,7 +161,7 @@ func ReadJournal(path string) (*Journal, error) {
 		problems = append(problems, fmt.Sprintf("min_capacity %d and max_capacity %d are not bounds (0 ≤ min ≤ max, 1 ≤ max ≤ %d)", j.MinCapacity, j.MaxCapacity, models.MaxInstances))
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("read journal %s: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, strings.Join(problems, "; "))
+		return nil, fmt.Errorf("read journal %s: %w: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, ErrJournalInvalid, strings.Join(problems, "; "))
 	}
 	return &j, nil
 }

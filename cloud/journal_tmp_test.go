@@ -2,6 +2,7 @@ package cloud_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,7 @@ func TestThawRefusesAJournalsUnboundedCount(t *testing.T) {
 		}
 		w.calls = nil
 		_, err = cloud.Thaw(t.Context(), w.clients(), cloud.ThawOptions{JournalDir: dir, Endpoint: worldEndpoint, Variant: worldVariant, Wait: fast})
-		if err == nil || !strings.Contains(err.Error(), "100000") || !strings.Contains(err.Error(), "1000000") {
+		if !errors.Is(err, cloud.ErrJournalInvalid) || !strings.Contains(err.Error(), "100000") || !strings.Contains(err.Error(), "1000000") {
 			t.Fatalf("%s: thaw = %v, want a refusal naming the bound", edit[1], err)
 		}
 		for _, c := range w.calls {

@@ -144,6 +144,9 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	if rerr := renderThaw(o.stdout, o.endpoint, res); rerr != nil && err == nil {
 		err = fmt.Errorf("write the result: %w", rerr)
 	}
+	if errors.Is(err, cloud.ErrJournalInvalid) {
+		return exitcode.Usagef("thaw on %s: %w", awsenv.Where(o.env, cfg), err)
+	}
 	if err != nil {
 		return fmt.Errorf("thaw on %s: %w", awsenv.Where(o.env, cfg), err)
 	}
