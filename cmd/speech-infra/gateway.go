@@ -139,6 +139,7 @@ func (o *gatewayOpts) Execute(ctx context.Context) error {
 	where := awsenv.Where(o.settings, cfg)
 	g := newGateway(gatewayConfig{
 		model: o.model.ID, endpoint: o.endpoint, where: where, key: o.key, maxStreams: o.maxStreams,
+		logf: func(format string, args ...any) { fmt.Fprintf(o.stderr, format+"\n", args...) },
 		newClient: func() speechInvoker {
 			// One client per stream in flight (a client is reused only after its stream ended): a client's
 			// event-stream decoder races when several streams are open on it (aws/smithy-go#714). No SDK

@@ -36,6 +36,8 @@ type gatewayConfig struct {
 	maxStreams int
 	// newClient makes a SageMaker Runtime client; the gateway keeps one per stream in flight.
 	newClient func() speechInvoker
+	// logf, when set, gets one line per failed request (the error as the client saw it, and its cause).
+	logf func(format string, args ...any)
 }
 
 // gatewayBodyTimeout bounds reading a request body.
@@ -89,6 +91,14 @@ type openAIError struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    *string `json:"code"`
+}
+
+// failf writes an OpenAI error and logs it with its cause.
+func (g *gateway) failf(w http.ResponseWriter, r *http.Request, cause error, status int, typ, code, param, format string, args ...any) {
+	if g.cfg.logf != nil {
+		g.cfg.logf("gateway: %s %s → %d %s: %v", r.Method, r.URL.Path, status, code, cause)
+	}
+	writeOpenAIError(w, status, typ, code, param, format, args...)
 }
 
 func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, format string, args ...any) {
@@ -249,16 +259,16 @@ func (g *gateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 		switch {
 		case status == http.StatusServiceUnavailable && ce.Error == "queue_saturated":
 			w.Header().Set("Retry-After", "1")
-			writeOpenAIError(w, http.StatusTooManyRequests, "rate_limit_error", "queue_saturated", "", "the endpoint %s is at its queue limit (the shield): retry shortly", g.cfg.endpoint)
+			g.failf(w, r, err, http.StatusTooManyRequests, "rate_limit_error", "queue_saturated", "", "the endpoint %s is at its queue limit (the shield): retry shortly", g.cfg.endpoint)
 		case status == http.StatusServiceUnavailable:
 			w.Header().Set("Retry-After", "1")
-			writeOpenAIError(w, http.StatusServiceUnavailable, "server_error", ce.Error, "", "the endpoint %s is not serving (%s): %s", g.cfg.endpoint, ce.Error, msg)
+			g.failf(w, r, err, http.StatusServiceUnavailable, "server_error", ce.Error, "", "the endpoint %s is not serving (%s): %s", g.cfg.endpoint, ce.Error, msg)
 		case status == http.StatusRequestEntityTooLarge:
-			writeOpenAIError(w, status, "invalid_request_error", ce.Error, "input", "%s", msg)
+			g.failf(w, r, err, status, "invalid_request_error", ce.Error, "input", "%s", msg)
 		case status >= 400 && status < 500:
-			writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", ce.Error, ce.Field, "%s", msg)
+			g.failf(w, r, err, http.StatusBadRequest, "invalid_request_error", ce.Error, ce.Field, "%s", msg)
 		default:
-			writeOpenAIError(w, http.StatusInternalServerError, "server_error", ce.Error, "", "the model container failed (%d): %s", status, msg)
+			g.failf(w, r, err, http.StatusInternalServerError, "server_error", ce.Error, "", "the model container failed (%d): %s", status, msg)
 		}
 		return
 	}
@@ -267,12 +277,12 @@ func (g *gateway) fail(w http.ResponseWriter, r *http.Request, err error) {
 		switch api.ErrorCode() {
 		case "ThrottlingException":
 			w.Header().Set("Retry-After", "1")
-			writeOpenAIError(w, http.StatusTooManyRequests, "rate_limit_error", "throttled", "", "SageMaker throttled the invocation of %s: %s", g.cfg.endpoint, api.ErrorMessage())
+			g.failf(w, r, err, http.StatusTooManyRequests, "rate_limit_error", "throttled", "", "SageMaker throttled the invocation of %s: %s", g.cfg.endpoint, api.ErrorMessage())
 			return
 		case "ValidationError", "ValidationException":
-			writeOpenAIError(w, http.StatusBadGateway, "server_error", "endpoint_unavailable", "", "the endpoint %s on %s refused the invocation: %s: deploy it (`speech-infra deploy %s`, with --local for the emulator) or name the right one with --endpoint", g.cfg.endpoint, g.cfg.where, api.ErrorMessage(), g.cfg.model)
+			g.failf(w, r, err, http.StatusBadGateway, "server_error", "endpoint_unavailable", "", "the endpoint %s on %s refused the invocation: %s: deploy it (`speech-infra deploy %s`, with --local for the emulator) or name the right one with --endpoint", g.cfg.endpoint, g.cfg.where, api.ErrorMessage(), g.cfg.model)
 			return
 		}
 	}
-	writeOpenAIError(w, http.StatusBadGateway, "server_error", "endpoint_unreachable", "", "the endpoint %s on %s could not be reached: %v: check that it is deployed and InService (`speech-infra local status` for the emulator) and that the gateway's --local/--region point where it runs", g.cfg.endpoint, g.cfg.where, err)
+	g.failf(w, r, err, http.StatusBadGateway, "server_error", "endpoint_unreachable", "", "the endpoint %s on %s could not be reached: %v: check that it is deployed and InService (`speech-infra local status` for the emulator) and that the gateway's --local/--region point where it runs", g.cfg.endpoint, g.cfg.where, err)
 }
