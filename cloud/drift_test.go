@@ -216,7 +216,7 @@ func TestValidateScaling(t *testing.T) {
 	}
 	d.policies[0].TargetTrackingScalingPolicyConfiguration.DisableScaleIn = aws.Bool(false)
 	d.policies[1].StepScalingPolicyConfiguration.Cooldown = aws.Int32(1)
-	d.alarms[0].Period = aws.Int32(10)
+	d.alarms[0].Period = aws.Int32(int32(spec.Alarms[0].PeriodS) + 50) // unlike the plan's, whatever it is
 	d.alarms[0].AlarmActions = nil
 	d.alarms[2].Threshold = aws.Float64(5)
 	checks, err = cloud.ValidateScaling(context.Background(), vc, spec)
