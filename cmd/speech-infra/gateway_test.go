@@ -183,7 +183,7 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 	e := emulatortest.Start(t, emulatortest.Container(t))
 	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService())
 	emulatortest.Endpoint(t, e, "speech-busy", emulatortest.InService(), emulatortest.Env(map[string]string{
-		"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "2500", "QUEUE_MAX_DEPTH": "1",
+		"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "4000", "QUEUE_MAX_DEPTH": "1",
 	}))
 	cat, err := models.Default()
 	if err != nil {
