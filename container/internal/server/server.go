@@ -417,6 +417,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	}
 	var buf []byte
+	var samples int64 // synthesized so far
 	for {
 		var c chunk
 		select {
@@ -449,6 +450,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			l.firstSample = true
 			l.queueWait = j.started.Sub(admitted)
 		}
+		samples += int64(len(c.samples))
 		buf, err = enc.Encode(buf[:0], c.samples)
 		if err == nil && c.end {
 			buf, err = enc.Finish(buf)
@@ -486,9 +488,10 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		if len(c.samples) > 0 {
 			l.stall = stall.add(time.Now(), len(c.samples))
 		}
-		n := len(c.samples)
+		meter, n := stall, len(c.samples)
 		if !req.Stream {
-			before, n = 0, int(stall.before) // the whole answer in one write
+			// The whole answer in one write, read at real time from now.
+			meter, before, n = stallMeter{rate: stall.rate, first: time.Now()}, 0, int(samples)
 		}
 		if len(buf) > 0 {
 			// Each write gets StallTimeout: a client that stops reading
@@ -496,7 +499,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			// ends the request (its slot, its queue place, its stream). A
 			// client further behind real time than ClientLagLimit is cut
 			// sooner.
-			lagCut := s.setStreamWriteDeadline(rc, stall, before, n)
+			lagCut := s.setStreamWriteDeadline(rc, meter, before, n)
 			n, err := w.Write(buf)
 			l.bytes += int64(n)
 			if err == nil {
