@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
 )
 
 // issue 27: a replay shard stopped with SIGINT halfway merged with exit 0, showing "offered rps 2" on a
@@ -132,4 +134,44 @@ func mustGunzip(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Records hidden after the end record (a second records member appended to a complete file) are refused.
+func TestReportRefusesDataAfterTheEndRecord(t *testing.T) {
+	dir := t.TempDir()
+	recs := goldenShardRecords(0)
+	good := filepath.Join(dir, "good.jsonl.gz")
+	writeShardFile(t, good, recs[:5], &shardEnd{Complete: true, Arrivals: 5, LastArrival: recs[4].Arrival.Index, StoppedAtS: 180})
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra bytes.Buffer
+	zw := gzip.NewWriter(&extra)
+	zw.Write([]byte("{}\n"))
+	zw.Close()
+	bad := filepath.Join(dir, "appended.jsonl.gz")
+	if err := os.WriteFile(bad, append(data, extra.Bytes()...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(t, "report", "--model", "espeak-ng", "--force", bad); code != 2 || !strings.Contains(stderr, "data follows the shard's end record") {
+		t.Fatalf("data after the end record: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "report", "--model", "espeak-ng", good); code == 2 {
+		t.Fatalf("the good file: exit %d\n%s", code, stderr)
+	}
+}
+
+// goldenShardRecords are 1 rps for 3 minutes of one shard of two, all served in 100 ms.
+func goldenShardRecords(shard int) []bench.Record {
+	start := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	var recs []bench.Record
+	for k := int64(shard); k < 180; k += 2 {
+		at := start.Add(time.Duration(k) * time.Second)
+		recs = append(recs, bench.Record{RunID: "g", Transport: "sagemaker-stream", Step: 4, Worker: int(k % 4), Seq: int(k),
+			Sent: at, End: at.Add(300 * time.Millisecond), WindowStart: start, WindowEnd: start.Add(3 * time.Minute), Measured: true,
+			TTFABMs: 100, ResponseMs: 300, Class: bench.ClassOK, Status: 200,
+			Arrival: &bench.Arrival{Index: k, Scheduled: at, Shard: shard, Shards: 1, Trace: "sha256:abc"}})
+	}
+	return recs
 }
