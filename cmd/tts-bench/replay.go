@@ -55,7 +55,9 @@ Per slice (--bucket, a minute by default) of scheduled time: offered rate, sent,
 instances (DescribeEndpoint every --poll: CurrentInstanceCount, largest in the slice, and the desired count),
 exact p95 TTFAB, shed rate (503 over sent) and errors. Records (one JSON line per arrival, the qmax format plus
 the arrival) are written gzipped to --output (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz),
-with the instance samples beside them (<output without .jsonl.gz>.instances.json).
+with the instance samples beside them (<output without .jsonl.gz>.instances.json). The file ends with the
+shard's end record: whether it sent its whole part of the trace, and up to which arrival (a run stopped by
+SIGINT or SIGTERM keeps its records and says it stopped early; tts-bench report refuses it without --force).
 
 Exit codes: 0 when every slice met the SLO, 1 when a slice did not (p95 TTFAB above the SLO, or more than 1%
 of its arrivals shed, dropped or failed), 2 for bad input.
