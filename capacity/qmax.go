@@ -144,6 +144,17 @@ type QMaxStep struct {
 	// one.
 	TTFABCILowMs  float64 `json:"ttfab_ci_low_ms,omitempty"`
 	TTFABCIHighMs float64 `json:"ttfab_ci_high_ms,omitempty"`
+	// ClientCPUCores is the measuring process's CPU time (rusage, user + system) over the step ÷ the step's wall
+	// time: 1 is one core busy throughout. Absent when not measured.
+	ClientCPUCores float64 `json:"client_cpu_cores,omitempty"`
+	// ClientLagP99Ms and ClientLagMaxMs are the measuring process's scheduling lag during the step: how late a
+	// probe goroutine woke from 10-ms sleeps. A client over its CPU or lag bound makes the step unusable.
+	ClientLagP99Ms float64 `json:"client_lag_p99_ms,omitempty"`
+	ClientLagMaxMs float64 `json:"client_lag_max_ms,omitempty"`
+	// LittlesLawRatio is achieved_rps × response_mean_ms ÷ client_concurrency_mean (1 when Little's law holds);
+	// LittlesLawMiss flags a step more than 10% off: its rate, response time and concurrency disagree.
+	LittlesLawRatio float64 `json:"littles_law_ratio,omitempty"`
+	LittlesLawMiss  bool    `json:"littles_law_miss,omitempty"`
 	// Remeasured is true when the step's first measurement was inconclusive (its interval held the SLO) and it
 	// was measured again with a measure window twice as long; the step's numbers are the second measurement's.
 	Remeasured bool `json:"remeasured,omitempty"`
@@ -315,6 +326,14 @@ func (q *QMax) verify(partial bool) []error {
 			v, ok := s.ttfabAt(q.SLOPercentile)
 			if !inRange(s.TTFABCILowMs, 0, MaxLatencyMs) || !inRange(s.TTFABCIHighMs, 0, MaxLatencyMs) || s.TTFABCILowMs > s.TTFABCIHighMs || (ok && (v < s.TTFABCILowMs || v > s.TTFABCIHighMs)) {
 				add("%s: the confidence interval [%g, %g] ms is not an interval around the p%d TTFAB %g ms", p, s.TTFABCILowMs, s.TTFABCIHighMs, q.SLOPercentile, v)
+			}
+		}
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"client_cpu_cores", s.ClientCPUCores}, {"client_lag_p99_ms", s.ClientLagP99Ms}, {"client_lag_max_ms", s.ClientLagMaxMs}, {"littles_law_ratio", s.LittlesLawRatio}} {
+			if !inRange(v.x, 0, MaxLatencyMs) {
+				add("%s.%s: is %g: want a number in [0, %d]", p, v.name, v.x, MaxLatencyMs)
 			}
 		}
 		if s.Inconclusive && !s.Remeasured {

@@ -94,6 +94,8 @@ func qmaxCommand() *cli.Command {
 			&cli.DurationFlag{Name: "hold", Value: DefaultHold, Usage: "per step: hold the concurrency this long after settling"},
 			&cli.DurationFlag{Name: "measure-window", Value: DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
 			&cli.IntFlag{Name: "min-requests", Value: DefaultQMaxMinRequests, Usage: "per step: the fewest requests in the measure window for a usable step (and a 95% interval of its p95)"},
+			&cli.Float64Flag{Name: "max-client-cpu", Value: DefaultMaxClientCPU, Usage: "per step: the share of one core the measuring process may use before the step is unusable (client-bound); 0 = no bound"},
+			&cli.DurationFlag{Name: "max-client-lag", Value: DefaultMaxClientLag, Usage: "per step: the p99 scheduling lag of the measuring process before the step is unusable (client-bound); 0 = no bound"},
 			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one request, send to end of stream (a timeout counts against the step)"},
 			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB bound in milliseconds (default: the catalog's slo.ttfab_ms)"},
 			&cli.IntFlag{Name: "stall-budget-ms", Usage: "p95 stall bound in milliseconds, before the jitter allowance of " + bench.DefaultStallJitter.String() + " (default: the catalog's slo.stall_budget_ms)"},
@@ -139,6 +141,8 @@ type qmaxOpts struct {
 	ladderSet                  bool
 	maxConcurrency             int
 	minRequests                int
+	maxClientCPU               float64
+	maxClientLag               time.Duration
 	settle, hold, window       time.Duration
 	requestTimeout             time.Duration
 	sloMs, stallBudgetMs       *int
@@ -171,7 +175,8 @@ type qmaxOpts struct {
 func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 	o := &qmaxOpts{
 		args: c.Args().Slice(), modelID: c.String("model"), ladder: c.String(flagLadder), ladderSet: c.IsSet(flagLadder),
-		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"), settle: c.Duration("settle"), hold: c.Duration("hold"),
+		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"),
+		maxClientCPU: c.Float64("max-client-cpu"), maxClientLag: c.Duration("max-client-lag"), settle: c.Duration("settle"), hold: c.Duration("hold"),
 		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
 		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
 		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"), resume: c.Bool("resume"),
@@ -249,6 +254,12 @@ func (o *qmaxOpts) Validate() error {
 	}
 	if o.minRequests < 1 || o.minRequests > capacity.MaxCount {
 		bad("--min-requests %d: want 1 to %d (default %d: a step's p95 then has a 95%% interval bounded by order statistics)", o.minRequests, capacity.MaxCount, DefaultQMaxMinRequests)
+	}
+	if !(o.maxClientCPU >= 0 && o.maxClientCPU <= 1024) {
+		bad("--max-client-cpu %g: want a share of a core from 0 (no bound) up", o.maxClientCPU)
+	}
+	if o.maxClientLag < 0 {
+		bad("--max-client-lag %s: want 0 (no bound) or a positive duration", o.maxClientLag)
 	}
 	if o.window > 0 && o.hold > 0 && o.window > o.hold {
 		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.window, o.hold)

@@ -33,7 +33,7 @@ func TestQMaxRemeasuresAnInconclusiveStep(t *testing.T) {
 	cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.slo, time.Second, 10
 	cfg.Transport, cfg.Corpus, cfg.RunID, cfg.Records = bench.NewHTTP(srv.URL), bench.DefaultCorpus(), "ci-test", &records
 	r := &qmaxRun{o: o, cfg: cfg, view: newLineView(&stderr, time.Hour), cwMax: map[int]float64{}, cwOuter: map[int]bool{},
-		remeasured: map[int]bool{}, inconclusive: map[int]bool{}}
+		remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}}
 	s, err := r.step(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)

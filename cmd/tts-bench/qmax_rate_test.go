@@ -16,6 +16,9 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
+// The end-to-end qmax tests run the emulator in the test process, so the process's CPU time and scheduling lag
+// are not the client's alone: they pass --max-client-cpu 0 --max-client-lag 0 (no bound).
+
 // calibrationEndpoint is the espeak-ng endpoint on the emulator with the calibration engine behind it: one
 // worker, 20 ms per segment as a wait, so one instance saturates at a rate the test machine's load does not
 // move, and a queue forms in front of its one slot.
@@ -39,7 +42,7 @@ func TestQMaxRateStaircase(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--ladder", "1,2,4", "--max-concurrency", "4", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
 		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
-		"--seed", "7", "--min-requests", "10", "--format", "json", "--container-dir", containerDir, "--output", out)
+		"--seed", "7", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--format", "json", "--container-dir", containerDir, "--output", out)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

@@ -145,11 +145,18 @@ func (r *qmaxRun) takeOver(st *resumeState, w io.Writer) error {
 	r.runID, r.started = q.RunID, q.StartedAt
 	r.cfg.RunID = q.RunID
 	r.steps, r.rateSteps, r.highestRPS = st.steps, st.rate, q.HighestThroughputRPS
+	for i, s := range q.Steps {
+		// Judgements the records do not hold (the client's own use) come from the artifact.
+		r.steps[i].Usable, r.steps[i].UnusableReason = s.Usable, s.UnusableReason
+	}
 	for _, s := range q.Steps {
 		if s.CloudWatchConcurrencyMax > 0 {
 			r.cwMax[s.Concurrency] = s.CloudWatchConcurrencyMax
 		}
 		r.remeasured[s.Concurrency], r.inconclusive[s.Concurrency] = s.Remeasured, s.Inconclusive
+		if s.ClientCPUCores > 0 || s.ClientLagMaxMs > 0 {
+			r.client[s.Concurrency] = clientUse{CPUCores: s.ClientCPUCores, LagP99Ms: s.ClientLagP99Ms, LagMaxMs: s.ClientLagMaxMs}
+		}
 	}
 	for i, s := range q.RateSteps {
 		if s.CloudWatchMax10s > 0 {

@@ -81,6 +81,10 @@ type qmaxRun struct {
 	cwRate     map[int]float64
 	// remeasured and inconclusive mark the steps measured twice, and those still inconclusive after that.
 	remeasured, inconclusive map[int]bool
+	// client is the measuring process's own use per step (this run's steps); littleWarned the steps whose
+	// Little's-law miss was already warned about.
+	client       map[int]clientUse
+	littleWarned map[int]bool
 }
 
 // Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
@@ -91,7 +95,7 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	if err := probeWritable(filepath.Dir(o.output)); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
 	}
-	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, remeasured: map[int]bool{}, inconclusive: map[int]bool{}, instanceType: models.LocalInstanceType}
+	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}, instanceType: models.LocalInstanceType}
 	r.cfg = o.engineConfig(r.runID)
 	var resume *resumeState
 	if o.resume {
@@ -287,7 +291,9 @@ func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
 	cfg := r.cfg
 	cfg.Observer = func(p bench.Progress) { r.view.Update(progressOf(p)) }
 	r.view.StartStep(len(r.steps)+1, c, cfg.Settle+cfg.Hold)
+	watch := watchClient()
 	s, err := bench.RunStep(ctx, cfg, c)
+	use := watch.Stop()
 	if err != nil {
 		r.view.EndStep("stopped: " + err.Error())
 		return s, err
@@ -300,7 +306,10 @@ func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
 			r.cfg.SLOPercentile, fmtMs(s.TTFABCILowMs), fmtMs(s.TTFABCIHighMs), fmtMs(float64(r.cfg.SLO/time.Millisecond)), 2*cfg.Measure))
 		cfg.Hold, cfg.Measure = cfg.Hold+cfg.Measure, 2*cfg.Measure
 		r.view.StartStep(len(r.steps)+1, c, cfg.Settle+cfg.Hold)
-		if s, err = bench.RunStep(ctx, cfg, c); err != nil {
+		watch = watchClient()
+		s, err = bench.RunStep(ctx, cfg, c)
+		use = watch.Stop()
+		if err != nil {
 			r.view.EndStep("stopped: " + err.Error())
 			return s, err
 		}
@@ -314,6 +323,11 @@ func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
 	if s.Requests > 0 && float64(s.NoAnswer)/float64(s.Requests) > r.cfg.MaxErrorRate {
 		r.view.EndStep(fmt.Sprintf("stopped: %d of %d requests got no answer at all", s.NoAnswer, s.Requests))
 		return s, fmt.Errorf("step at concurrency %d: %w: %d of %d requests got no answer at all (refused, reset, unreachable)", c, errLostConnection, s.NoAnswer, s.Requests)
+	}
+	r.client[c] = use
+	if why := r.o.judgeClient(use); why != "" {
+		s.Usable = false
+		s.UnusableReason = strings.TrimPrefix(strings.Join([]string{s.UnusableReason, why}, "; "), "; ")
 	}
 	r.steps = append(r.steps, s)
 	r.readConcurrency(ctx, s, false)
@@ -454,6 +468,17 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 	for i, s := range r.steps {
 		st := qmaxStepOf(s)
 		st.Remeasured, st.Inconclusive = r.remeasured[s.Concurrency], r.inconclusive[s.Concurrency]
+		if u, ok := r.client[s.Concurrency]; ok {
+			st.ClientCPUCores, st.ClientLagP99Ms, st.ClientLagMaxMs = u.CPUCores, u.LagP99Ms, u.LagMaxMs
+		}
+		if ratio, ok := littlesLaw(st); ratio > 0 {
+			st.LittlesLawRatio, st.LittlesLawMiss = ratio, !ok
+			if !ok && !r.littleWarned[s.Concurrency] {
+				r.littleWarned[s.Concurrency] = true
+				r.warn(fmt.Sprintf("step at concurrency %d misses Little's law: achieved %.3g rps × mean response %s ms = %.3g, against %.3g requests in flight on average (ratio %.2f, more than %.0f%% off): its rate, response time and concurrency disagree (errors, a window too short for the response time, or a client that stalled)",
+					s.Concurrency, st.AchievedRPS, fmtMs(st.ResponseMeanMs), st.AchievedRPS*st.ResponseMeanMs/1000, st.ClientConcurrencyMean, ratio, 100*littleTolerance))
+			}
+		}
 		if v, ok := r.cwMax[s.Concurrency]; ok {
 			st.CloudWatchConcurrencyMax = v
 			if s.InFlightPeak > 0 {

@@ -170,7 +170,7 @@ func TestQMaxEndToEnd(t *testing.T) {
 	}
 	stdout, stderr, code := runCLI(t, append([]string{"qmax", "--ladder", "1,2,4,8,16,32", "--max-concurrency", "32", "--settle", "1s", "--hold", "4s",
 		"--measure-window", "3s", "--request-timeout", "10s", "--slo-ms", strconv.Itoa(slo), "--stall-budget-ms", "250",
-		"--rate-fractions", "none", "--min-requests", "10", "--container-dir", containerDir, "--output", out}, common...)...)
+		"--rate-fractions", "none", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--container-dir", containerDir, "--output", out}, common...)...)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

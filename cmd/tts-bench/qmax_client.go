@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
+)
+
+// The client watches itself (issue 23, item 4): per step, the measuring process's CPU time (rusage, user +
+// system) as a share of one core over the step, and its scheduling lag: a probe goroutine asks to wake every
+// lagProbeInterval and records how late it woke. A client that used more than --max-client-cpu of a core or
+// whose p99 lag exceeded --max-client-lag measured itself, not the instance: the step is unusable and says
+// why. Little's law is checked on every step: achieved rate × mean response time against the time-averaged
+// requests in flight, within littleTolerance; a step that misses it is flagged.
+
+// Defaults of the client's own bounds.
+const (
+	// DefaultMaxClientCPU is the share of one core the measuring process may use during a step.
+	DefaultMaxClientCPU = 0.8
+	// DefaultMaxClientLag bounds the p99 of the probe's wake-up lag during a step.
+	DefaultMaxClientLag = 50 * time.Millisecond
+	// lagProbeInterval is how often the probe asks to wake.
+	lagProbeInterval = 10 * time.Millisecond
+	// littleTolerance is how far λ·W may be from the mean in flight, relatively.
+	littleTolerance = 0.10
+)
+
+// clientUse is what the process used during one step.
+type clientUse struct {
+	// CPUCores is CPU time ÷ wall time: 1 is one core busy for the whole step.
+	CPUCores float64
+	// LagP99Ms and LagMaxMs are the probe's wake-up lag.
+	LagP99Ms, LagMaxMs float64
+}
+
+// clientWatch measures clientUse from Start to Stop.
+type clientWatch struct {
+	start time.Time
+	cpu0  time.Duration
+	mu    sync.Mutex
+	lags  []float64
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func watchClient() *clientWatch {
+	w := &clientWatch{start: time.Now(), cpu0: processCPU(), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTimer(lagProbeInterval)
+		defer t.Stop()
+		asked := time.Now()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				lag := time.Since(asked) - lagProbeInterval
+				w.mu.Lock()
+				w.lags = append(w.lags, float64(max(lag, 0))/float64(time.Millisecond))
+				w.mu.Unlock()
+				asked = time.Now()
+				t.Reset(lagProbeInterval)
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends the watch and returns the use.
+func (w *clientWatch) Stop() clientUse {
+	close(w.stop)
+	<-w.done
+	var u clientUse
+	if wall := time.Since(w.start); wall > 0 {
+		u.CPUCores = float64(processCPU()-w.cpu0) / float64(wall)
+	}
+	w.mu.Lock()
+	lags := append([]float64(nil), w.lags...)
+	w.mu.Unlock()
+	sort.Float64s(lags)
+	if len(lags) > 0 {
+		u.LagP99Ms, u.LagMaxMs = bench.Percentile(lags, 99), lags[len(lags)-1]
+	}
+	return u
+}
+
+// judgeClient makes a step unusable when the client was the bottleneck, and returns the reason ("" if not).
+func (o *qmaxOpts) judgeClient(u clientUse) string {
+	var why []string
+	if o.maxClientCPU > 0 && u.CPUCores > o.maxClientCPU {
+		why = append(why, fmt.Sprintf("client-bound: the measuring process used %.2f of a core, above --max-client-cpu %.2f: run the client on a less loaded or larger machine", u.CPUCores, o.maxClientCPU))
+	}
+	if o.maxClientLag > 0 && u.LagP99Ms > float64(o.maxClientLag)/float64(time.Millisecond) {
+		why = append(why, fmt.Sprintf("client-bound: the measuring process's scheduling lag was %.1f ms p99 (%.1f ms max), above --max-client-lag %s: run the client on a less loaded machine", u.LagP99Ms, u.LagMaxMs, o.maxClientLag))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return strings.Join(why, "; ")
+}
+
+// littlesLaw returns λ·W ÷ L of a closed-loop step: the achieved rate times the mean response time over the
+// time-averaged requests in flight (1 when Little's law holds), and whether it is within littleTolerance.
+// A step with nothing in flight or no response time is not checked (ratio 0, ok).
+func littlesLaw(s capacity.QMaxStep) (float64, bool) {
+	if !(s.ClientConcurrencyMean > 0) || !(s.ResponseMeanMs > 0) || !(s.AchievedRPS > 0) {
+		return 0, true
+	}
+	r := s.AchievedRPS * s.ResponseMeanMs / 1000 / s.ClientConcurrencyMean
+	return r, math.Abs(r-1) <= littleTolerance
+}
