@@ -9,7 +9,7 @@
 # The programs take the container binary from SPEECH_CONTAINER_BIN, set here to the one container-build makes.
 
 # n:program, in BENCHMARKS.md's order.
-BENCH_ROWS := 1:loadengine 2:schedulers 3:overhead 4:emulatorpath 5:synth 6:growth 7:gateway
+BENCH_ROWS := 1:loadengine 2:schedulers 3:overhead 4:emulatorpath 5:synth 6:growth 7:cost 8:gateway
 BENCH_DIR := .cache/bench
 BENCH_PEERS_APT := wrk hey
 BENCH_ENV := SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container

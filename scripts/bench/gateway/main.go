@@ -1,12 +1,13 @@
-// Command gateway is benchmark row 7 (issue 25): what `speech-infra gateway` adds to the time to first audio
-// byte. One calibration container instance (a fixed 20 ms of waiting per segment, enough engine workers that
-// nothing queues) is deployed on an emulator running in this process, through the real SDK. The gateway runs
-// as its own process (`speech-infra gateway espeak-ng --local --endpoint …`, built from this repository), as on
-// an agent's host. The load engine then drives the same endpoint two ways, closed loop, in interleaved rounds
-// at C = 1, 10 and 50: directly with InvokeEndpointWithResponseStream (bench.SageMakerStream, one SDK client
-// per worker, as tts-bench does) and through the gateway's POST /v1/audio/speech (OpenAI's request, wav). The
-// row is the difference of the two TTFAB distributions' percentiles: the gateway's HTTP hop, its reading of
-// the request and its own InvokeEndpointWithResponseStream decoding and re-writing each payload part.
+// Command gateway is benchmark row 8 (issue 25): what `speech-infra gateway` adds to the time to first audio
+// byte (row 7 is issue 22's cost against the limit). One calibration container instance (a fixed 20 ms of
+// waiting per segment, enough engine workers that nothing queues) is deployed on an emulator running in this
+// process, through the real SDK. The gateway runs as its own process (`speech-infra gateway espeak-ng --local
+// --endpoint …`, built from this repository), as on an agent's host. The load engine then drives the same
+// endpoint two ways, closed loop, in interleaved rounds at C = 1, 10 and 50: directly with
+// InvokeEndpointWithResponseStream (bench.SageMakerStream, one SDK client per worker, as tts-bench does) and
+// through the gateway's POST /v1/audio/speech (OpenAI's request, wav). The row is the difference of the two
+// TTFAB distributions' percentiles: the gateway's HTTP hop, its reading of the request and its own
+// InvokeEndpointWithResponseStream decoding and re-writing each payload part.
 //
 //	go run ./scripts/bench/gateway [-smoke] [-out .cache/bench] [-duration 12s] [-segment-ms 20]
 package main
@@ -46,6 +47,12 @@ import (
 
 // text is the request: two segments, so the answer is a stream of several payload parts.
 const text = "Hello there. How are you today?"
+
+// rowN is this row's place in BENCHMARKS.md (row 7 is issue 22's cost against the limit); chartFile its chart.
+const (
+	rowN      = 8
+	chartFile = "8-gateway.svg"
+)
 
 // endpointName is the endpoint (and its model and config) deployed on the private emulator.
 const endpointName = "bench-gateway"
@@ -518,7 +525,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			[]string{c, "through the gateway (POST /v1/audio/speech)", strconv.Itoa(l.gwN), strconv.FormatFloat(l.gwRate, 'f', 0, 64), f3(l.gwP50), f3(l.gwP99), f3(l.gwResp50), f3(l.gwResp99)})
 		figures = append(figures, fmt.Sprintf("C=%d: p50 %+.2f ms, p99 %+.2f ms", l.c, l.addP50, l.addP99))
 	}
-	return row.Row{Schema: row.SchemaVersion, N: 7, Name: "gateway", Title: "The OpenAI gateway's added TTFAB", Smoke: o.smoke, Command: cmd,
+	return row.Row{Schema: row.SchemaVersion, N: rowN, Name: "gateway", Title: "The OpenAI gateway's added TTFAB", Smoke: o.smoke, Command: cmd,
 		Machine: row.CurrentMachine(), Date: started,
 		Summary: fmt.Sprintf("One calibration container instance (`ENGINE=calibration CALIBRATION_SEGMENT_MS=%d`, `ENGINE_WORKERS=%d`, `QUEUE_MAX_DEPTH=0`) on the local "+
 			"emulator, and `speech-infra gateway` in a process of its own in front of it. The load engine drives the endpoint two ways, closed loop at C = 1, 10 and 50 "+
@@ -529,7 +536,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; ")),
 		Goals:   []row.Goal{goal(levels, load)},
 		Tables:  []row.Table{added, detail},
-		Figures: []row.Figure{{File: "7-gateway.svg", Caption: "Added TTFAB p50 and p99 (through the gateway minus direct) against C, with the goal"}},
+		Figures: []row.Figure{{File: chartFile, Caption: "Added TTFAB p50 and p99 (through the gateway minus direct) against C, with the goal"}},
 		Notes: []string{
 			"Both paths go through the emulator and the same instance; the gateway path adds the gateway process between the client and the emulator. The emulator runs in the measuring process; the gateway is built from this repository (`go build ./cmd/speech-infra`) and run as `speech-infra gateway espeak-ng --local --endpoint bench-gateway`.",
 			fmt.Sprintf("The machine's load average (1, 5, 15 min): %s, on %d cores.", load, runtime.NumCPU()),
@@ -581,5 +588,5 @@ func writeCharts(dir string, levels []level) error {
 	}
 	ch := benchkit.Chart{Title: "What the gateway adds to TTFAB", X: "requests in flight (C)", Y: "added TTFAB (ms)", LogX: true,
 		Series: []benchkit.Series{{Name: "added p50", XY: a50}, {Name: "added p99", XY: a99}}, HLine: goalMs, HLineName: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs)}
-	return ch.WriteSVG(filepath.Join(dir, "7-gateway.svg"))
+	return ch.WriteSVG(filepath.Join(dir, chartFile))
 }
