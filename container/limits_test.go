@@ -513,3 +513,64 @@ func TestSlowReadersCannotHoldTheShield(t *testing.T) {
 		}
 	}
 }
+
+// vmRSS is the process's resident set in bytes (/proc/<pid>/status).
+func vmRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestMemoryReturnedAfterNonReaders is issue 27's minor item: with
+// QUEUE_MAX_DEPTH=0, never-reading clients with maximum texts left the
+// process at 1.68 GB after they had gone. They are cut at CLIENT_LAG_LIMIT
+// and, once nothing is in flight, the memory goes back to the system
+// within METRICS_INTERVAL.
+func TestMemoryReturnedAfterNonReaders(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "2", "QUEUE_MAX_DEPTH": "0",
+		"CLIENT_LAG_LIMIT": "1s", "METRICS_INTERVAL": "1s"})
+	p.waitLine(t, "STAGE ready")
+	base := vmRSS(t, p.cmd.Process.Pid)
+	// Maximum texts in long segments (commas, no full stops): much audio per segment.
+	long := strings.Repeat("a long clause of words that keeps going and going, ", 98)
+	body, _ := json.Marshal(map[string]string{"text": long[:4990]})
+	const clients = 150
+	for range clients {
+		c := dialSmallWindow(t, p.port)
+		if _, err := io.WriteString(c, rawPost(string(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peak := base
+	deadline := time.Now().Add(60 * time.Second)
+	for len(p.requestLogs()) < clients && time.Now().Before(deadline) {
+		peak = max(peak, vmRSS(t, p.cmd.Process.Pid))
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(p.requestLogs()); n < clients {
+		t.Fatalf("%d of %d non-readers ended within 60 s", n, clients)
+	}
+	var after int64
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if after = vmRSS(t, p.cmd.Process.Pid); after < base+(peak-base)/3 {
+			break
+		}
+	}
+	t.Logf("RSS: %d MB at start, %d MB at the peak with %d non-readers, %d MB after they were cut", base>>20, peak>>20, clients, after>>20)
+	if peak-base < 32<<20 {
+		t.Skipf("the burst grew RSS by only %d MB: nothing to return", (peak-base)>>20)
+	}
+	if after > base+(peak-base)/3 {
+		t.Errorf("RSS %d MB after the non-readers left (start %d MB, peak %d MB): memory not returned", after>>20, base>>20, peak>>20)
+	}
+}

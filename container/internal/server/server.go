@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -74,9 +76,12 @@ type Server struct {
 	draining atomic.Bool
 	// streams counts admitted requests still in their handler, including
 	// those that gave their gate place back and only drain to the client.
-	streams  atomic.Int64
-	seq      atomic.Uint64
-	idPrefix string
+	streams atomic.Int64
+	// heldAfterReturn is the heap held from the system after the last
+	// ReturnIdleMemory.
+	heldAfterReturn atomic.Uint64
+	seq             atomic.Uint64
+	idPrefix        string
 }
 
 // backend is what Attach fixes for every later request: the scheduler (and
@@ -639,7 +644,8 @@ func (s *Server) EmitMetrics() {
 // MetricsNamespace is the CloudWatch namespace of the container's metrics.
 const MetricsNamespace = "SpeechInfra/Container"
 
-// RunMetrics calls EmitMetrics every interval until ctx ends.
+// RunMetrics calls EmitMetrics every interval until ctx ends, and when no
+// request is in flight gives memory back to the system (ReturnIdleMemory).
 func (s *Server) RunMetrics(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -649,6 +655,37 @@ func (s *Server) RunMetrics(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.EmitMetrics()
+			s.ReturnIdleMemory()
 		}
 	}
+}
+
+// IdleMemoryToReturn is how much freed heap an idle server keeps before it
+// hands memory back to the system.
+const IdleMemoryToReturn = 16 << 20
+
+// ReturnIdleMemory runs a collection and returns freed memory to the system
+// when no request is in flight and more than IdleMemoryToReturn could be
+// returned. Without it the memory of a burst (1,000 non-reading clients
+// holding their buffered audio: 1.68 GB) stays with the process: nothing
+// allocates once the burst has gone, so no collection frees it until Go's
+// two-minute forced one, and the scavenger then returns it slowly. It
+// reports whether it returned memory.
+func (s *Server) ReturnIdleMemory() bool {
+	if s.streams.Load() > 0 {
+		return false
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	// The heap memory held from the system, against what it was after the
+	// last return (live data stays: a large live heap is not returned again
+	// and again).
+	held := m.HeapInuse + m.HeapIdle - m.HeapReleased
+	if held < s.heldAfterReturn.Load()+IdleMemoryToReturn {
+		return false
+	}
+	debug.FreeOSMemory()
+	runtime.ReadMemStats(&m)
+	s.heldAfterReturn.Store(m.HeapInuse + m.HeapIdle - m.HeapReleased)
+	return true
 }

@@ -852,3 +852,26 @@ func TestQueueWaitCountsFromAdmission(t *testing.T) {
 		t.Errorf("queue_wait_ms %v includes reading the body (%v); it counts from admission", rec.QueueWait, slow)
 	}
 }
+
+// ReturnIdleMemory gives a burst's memory back once nothing is in flight,
+// and not while a request is.
+func TestReturnIdleMemory(t *testing.T) {
+	s := New(defaultOptions(), io.Discard)
+	burst := make([][]byte, 0, 200)
+	for range 200 {
+		burst = append(burst, make([]byte, 1<<20))
+	}
+	burst[0][0] = 1
+	burst = nil
+	s.streams.Add(1)
+	if s.ReturnIdleMemory() {
+		t.Error("returned memory with a request in flight")
+	}
+	s.streams.Add(-1)
+	if !s.ReturnIdleMemory() {
+		t.Error("an idle server kept a 200 MB burst")
+	}
+	if s.ReturnIdleMemory() {
+		t.Error("returned again with nothing new to return")
+	}
+}
