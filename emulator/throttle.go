@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,6 +149,8 @@ func throttleFromEnv(opts *Options) error {
 
 // limiter holds the token buckets.
 type limiter struct {
+	// refused counts the calls answered with a throttling error (Emulator.Throttled).
+	refused atomic.Int64
 	mu      sync.Mutex
 	cfg     *Throttle
 	buckets map[string]*bucket
@@ -183,11 +186,15 @@ func (l *limiter) allow(op string) bool {
 	b.tokens = math.Min(float64(r.Burst), b.tokens+now.Sub(b.last).Seconds()*r.PerSecond)
 	b.last = now
 	if b.tokens < 1 {
+		l.refused.Add(1)
 		return false
 	}
 	b.tokens--
 	return true
 }
+
+// Throttled is how many control-plane calls the emulator has answered with a throttling error.
+func (e *Emulator) Throttled() int64 { return e.limiter.refused.Load() }
 
 // throttled is the answer to a call over its bucket: ThrottlingException, as SageMaker, Application Auto
 // Scaling and CloudWatch Logs name it, or Throttling, as CloudWatch's query protocol does; both are throttling

@@ -95,3 +95,34 @@ func TestReplayUnderThrottling(t *testing.T) {
 		}
 	}
 }
+
+// TestQMaxUnderThrottling (issue 24, item 3): qmax's preflight (DescribeEndpoint, DescribeEndpointConfig,
+// DescribeModel, drift's reads), its freeze and restore, and its per-step GetMetricData all go through the
+// tools' retryer (cloud.NewRetryer: a throttled call is retried up to 10 times with the SDK's back-off). With
+// every control-plane bucket at one call a second it still measures, writes a verified artifact and restores.
+func TestQMaxUnderThrottling(t *testing.T) {
+	e := emulatortest.Start(t, emulatortest.Container(t), emulatortest.Throttle(t, "*=1/1"))
+	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService())
+	dir := t.TempDir()
+	out := filepath.Join(dir, "qmax.json")
+	stdout, stderr, code := runCLI(t, "qmax", "--ladder", "1,2", "--max-concurrency", "2", "--settle", "1s", "--hold", "2s",
+		"--measure-window", "2s", "--request-timeout", "10s", "--slo-ms", "5000", "--stall-budget-ms", "5000",
+		"--rate-fractions", "none", "--min-requests", "1", "--container-dir", containerDir,
+		"--output", out, "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"))
+	if code != 0 && code != 1 {
+		t.Fatalf("qmax under throttling: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	q, err := capacity.LoadQMax(out)
+	if err != nil {
+		t.Fatalf("qmax under throttling wrote no artifact: %v\nstderr:\n%s", err, stderr)
+	}
+	if errs := q.Verify(); len(errs) > 0 {
+		t.Fatalf("the artifact does not verify: %v", errs)
+	}
+	if e.Throttled() == 0 {
+		t.Errorf("the emulator throttled no call: the case proves nothing")
+	}
+	if after := readScaling(t, e); after.Desired != 1 {
+		t.Errorf("after qmax the variant is %+v, want it restored to 1 instance", after)
+	}
+}
