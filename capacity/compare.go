@@ -60,7 +60,8 @@ type Report struct {
 	Plan simulate.Result `json:"plan"`
 	// Comparison lists every configuration's totals, the plan first.
 	Comparison []Summary `json:"comparison"`
-	// OracleRatio is oracle instance-hours ÷ plan instance-hours (1 is the physical limit).
+	// OracleRatio is oracle instance-hours ÷ plan instance-hours (1 is the physical limit); 0 when the plan did
+	// not hold on the trace, where the ratio would compare a failing fleet with the limit.
 	OracleRatio float64 `json:"oracle_ratio"`
 	// Cheapest is the index in Comparison of the cheapest configuration that meets the SLO (the oracle aside);
 	// -1 when none does.
@@ -122,7 +123,8 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),
 		simulate.Run(tr, simulate.Fleet{Name: fmt.Sprintf("fixed fleet of %d", n), Instance: inst, TTotalS: in.TTotalS, Fixed: n}))
 
-	if rep.Plan.InstanceHours > 0 {
+	// The ratio means something only at zero violation minutes (docs/design.md, "Cost against the limit").
+	if rep.Plan.InstanceHours > 0 && rep.Plan.Holds() {
 		rep.OracleRatio = oracle.InstanceHours / rep.Plan.InstanceHours
 	}
 	best := math.Inf(1)

@@ -257,13 +257,18 @@ var (
 )
 
 // Search looks for the cheapest configuration (fewest instance-hours on the diurnal trace) that makes the plan
-// feasible, over surge ratio, minimum fleet, scale-in margin and maximum fleet (the allowed maximum, or what
+// feasible, over surge ratio (never below the one given), minimum fleet, scale-in margin and maximum fleet (the allowed maximum, or what
 // the peak needs). build builds a plan from options (FromArtifacts or FromWhatIf with the same inputs). It
 // returns false when nothing in the search space passes.
 func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool) {
 	var best Candidate
 	found, tried := false, 0
 	for _, s := range searchSurges {
+		// Only more headroom than asked for: a smaller ratio would also make the envelope's growth gentler
+		// than the traffic the user said to expect.
+		if s < o.SurgeRatio {
+			continue
+		}
 		for extra := 0; extra < searchExtraMin; extra++ {
 			for _, mg := range searchMargins {
 				c := o

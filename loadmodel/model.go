@@ -185,8 +185,8 @@ func (m Model) At(rps float64) Point {
 		StallMs: lerp(a.StallMs, b.StallMs), Shed: lerp(a.Shed, b.Shed)}
 }
 
-// SafeRPS is the highest offered rate per instance whose state meets the SLO, found on the interpolated model
-// (to within a millionth of the capacity); 0 when not even the lowest rate meets it.
+// SafeRPS is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found on
+// the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it.
 func (m Model) SafeRPS() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
 	// Walk the breakpoints: the state is linear between them, so the first failing segment holds the boundary.
@@ -195,7 +195,9 @@ func (m Model) SafeRPS() float64 {
 	for _, p := range m.Points {
 		bps = append(bps, p.RPS)
 	}
-	bps = append(bps, m.CapacityRPS, m.CapacityRPS/(1-m.SLO.AllowedShed()))
+	// Never above the capacity: the percentile tolerates a few shed requests in a bad minute, but a plan that
+	// runs an instance past what it completes sheds by design.
+	bps = append(bps, m.CapacityRPS)
 	for _, r := range bps {
 		if !meets(r) {
 			return bisect(meets, lo, r, m.CapacityRPS*1e-6)

@@ -456,7 +456,7 @@ func writeSimulateTable(w io.Writer, rep capacity.Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if rep.OracleRatio > 0 {
+	if rep.OracleRatio > 0 && r.Holds() {
 		fmt.Fprintf(b, "\noracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)\n", simRound(rep.OracleRatio))
 	}
 	if rep.Cheapest >= 0 {

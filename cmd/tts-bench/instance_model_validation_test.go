@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/simulate"
+)
+
+// Tolerances of the instance model against a measurement on the emulator. The twin's one slot makes the rates
+// stable on a loaded machine; the 10-s peak in flight of a Poisson stream over a 12-s window is a handful of
+// samples, hence the absolute floors.
+const (
+	validationMetricRel, validationMetricAbs = 0.4, 2.0   // metric: within 40% or 2 requests
+	validationTTFABRel, validationTTFABAbs   = 0.5, 40.0  // p95 TTFAB: within 50% or 40 ms
+	validationScaleOutSlackS                 = 10.0 + 1.0 // one 10-s evaluation period, plus the 1-s DescribeEndpoint poll
+)
+
+// TestInstanceModelAgreesWithEmulator (issue 22, "check a model against a measurement"): the Kokoro twin (one
+// slot, 20 ms a segment, saturating) is measured by tts-bench qmax with its rate staircase; the instance model
+// built from that artifact predicts, at three other open-loop rates measured independently by a second qmax
+// run, the scaling metric (the 10-s peak in flight) and p95 TTFAB within the stated tolerances. Then the plan's
+// scaling is applied to the endpoint and a growth trace (×s per T_plan from below the scale-out rate) is both
+// replayed against it and simulated with the same plan: the first scale-out happens within one evaluation
+// period of each other.
+func TestInstanceModelAgreesWithEmulator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the instance model validation measures the emulator for about four minutes")
+	}
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Get("kokoro-82m-twin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := m.EndpointName()
+	e := emulatortest.Start(t, emulatortest.Container(t))
+	env := m.ContainerEnvironment("", 0)
+	emulatortest.Endpoint(t, e, name, emulatortest.InService(), emulatortest.Env(env))
+	dir := t.TempDir()
+	qmax := func(out string, fractions string) *capacity.QMax {
+		t.Helper()
+		stdout, stderr, code := runCLI(t, "qmax", "--model", m.ID, "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
+			"--ladder", "1,16", "--max-concurrency", "16", "--settle", "1s", "--hold", "9s", "--measure-window", "8s", "--request-timeout", "20s",
+			"--rate-fractions", fractions, "--rate-settle", "2s", "--rate-hold", "16s", "--rate-measure-window", "15s",
+			"--container-dir", containerDir, "--output", out)
+		if code != 0 {
+			t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		q, err := capacity.LoadQMax(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+
+	// 1. The model, from one measurement.
+	q := qmax(filepath.Join(dir, "qmax.json"), "0.35,0.6,0.75,0.9,1.05")
+	model, err := q.InstanceModel(m.QueueMaxDepth, float64(m.SLO.StallBudgetMs)+50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("model: %s", model.Basis)
+
+	// 2. Three other rates, measured independently, against the model's prediction.
+	check := qmax(filepath.Join(dir, "check.json"), "0.5,0.65,0.8")
+	compared := 0
+	for _, s := range check.RateSteps {
+		if !s.Usable || s.ArrivalRPS >= model.CapacityRPS {
+			t.Logf("rate %.2f rps: not compared (usable %v: %s; capacity %.2f)", s.ArrivalRPS, s.Usable, s.UnusableReason, model.CapacityRPS)
+			continue
+		}
+		compared++
+		p := model.At(s.ArrivalRPS)
+		t.Logf("rate %.2f rps: metric predicted %.2f, measured %.2f; p95 TTFAB predicted %.0f ms, measured %.0f ms", s.ArrivalRPS, p.Metric, s.InFlightMax10s, p.TTFABMs, s.TTFABP95Ms)
+		if d := math.Abs(p.Metric - s.InFlightMax10s); d > math.Max(validationMetricAbs, validationMetricRel*s.InFlightMax10s) {
+			t.Errorf("at %.2f rps the model predicts a metric of %.2f, the emulator measured %.2f: want within %.0f%% or %.0f", s.ArrivalRPS, p.Metric, s.InFlightMax10s, 100*validationMetricRel, validationMetricAbs)
+		}
+		if d := math.Abs(p.TTFABMs - s.TTFABP95Ms); d > math.Max(validationTTFABAbs, validationTTFABRel*s.TTFABP95Ms) {
+			t.Errorf("at %.2f rps the model predicts p95 TTFAB %.0f ms, the emulator measured %.0f ms: want within %.0f%% or %.0f ms", s.ArrivalRPS, p.TTFABMs, s.TTFABP95Ms, 100*validationTTFABRel, validationTTFABAbs)
+		}
+	}
+	if compared < 3 {
+		t.Fatalf("%d of 3 check rates were usable and below capacity: the comparison needs three", compared)
+	}
+
+	// 3. The plan from this model, its scaling on the endpoint, and a growth trace replayed and simulated.
+	tTotal := 2.0 // the emulator's instances start in about a second without a timing profile
+	p := planFrom(t, m, q, tTotal)
+	spec := capacity.ScalingSpecFor(name, models.VariantName, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl := e.NewClients()
+	if err := cloud.ApplyScaling(ctx, cl.AutoScaling, cl.CloudWatch, spec); err != nil {
+		t.Fatal(err)
+	}
+	d := p.Derived
+	tPlan := time.Duration(d.TPlanS * float64(time.Second))
+	trace := simulate.Growth(0.8*d.ScaleOutRPS, 1.6*d.ScaleOutRPS, p.Inputs.SurgeRatio, tPlan, 20*time.Second, time.Second)
+	trace.Duration = min(trace.Duration, 100*time.Second)
+	csv := filepath.Join(dir, "growth.csv")
+	body := "timestamp,rps\n"
+	for _, pt := range trace.Points {
+		if pt.At < trace.Duration {
+			body += fmt.Sprintf("%g,%g\n", pt.At.Seconds(), pt.RPS)
+		}
+	}
+	body += fmt.Sprintf("%g,%g\n", trace.Duration.Seconds(), trace.RateAt(trace.Duration-time.Second))
+	if err := os.WriteFile(csv, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := readTraceFile(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "replay.jsonl.gz")
+	stdout, stderr, code := runCLI(t, "replay", "--local", "--state-dir", e.StateDir, "--model", m.ID, "--trace", csv, "--max-workers", "256",
+		"--request-timeout", "20s", "--poll", "1s", "--bucket", "10s", "--output", out)
+	if code != 0 && code != 1 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	recs, err := readRecordsFile(out)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("replay records: %v", err)
+	}
+	var log instanceLog
+	data, err := os.ReadFile(instancesPath(out))
+	if err != nil || json.Unmarshal(data, &log) != nil {
+		t.Fatalf("instance samples: %v", err)
+	}
+	start := recs[0].WindowStart
+	replayedOut := -1.0
+	for _, s := range log.Samples {
+		if s.Desired > 1 {
+			replayedOut = s.At.Sub(start).Seconds()
+			break
+		}
+	}
+	fleet := capacity.PlanFleet("plan", p.Inputs, d, p.Fingerprint)
+	fleet.InitialInstances = 1
+	sim := simulate.Run(tr, fleet)
+	simOut := -1.0
+	for _, ev := range sim.Events {
+		if ev.To > ev.From {
+			simOut = ev.AtS
+			break
+		}
+	}
+	t.Logf("growth ×%g per T_plan %s from %.2f rps: first scale-out replayed at %.1f s, simulated at %.1f s", p.Inputs.SurgeRatio, tPlan, 0.8*d.ScaleOutRPS, replayedOut, simOut)
+	if replayedOut < 0 || simOut < 0 {
+		t.Fatalf("no scale-out (replayed %.1f s, simulated %.1f s): the growth trace must cross the scale-out rate", replayedOut, simOut)
+	}
+	if diff := math.Abs(replayedOut - simOut); diff > validationScaleOutSlackS {
+		t.Errorf("the first scale-out came at %.1f s replayed and %.1f s simulated: want within one 10-s evaluation period (and the 1-s poll)", replayedOut, simOut)
+	}
+}
+
+// planFrom builds the plan tts-bench plan builds for the twin from q and a T_total of tTotal seconds (the
+// emulator without a timing profile starts an instance in about a second; no ttotal run is needed to compare
+// scale-out times), with fleet 1 to 2 and a 30-s detection buffer.
+func planFrom(t *testing.T, m models.Model, q *capacity.QMax, tTotal float64) *capacity.Plan {
+	t.Helper()
+	data, err := capacity.MarshalArtifact(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := q.EndedAt
+	tt := &capacity.TTotal{
+		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: q.Endpoint, InstanceType: q.InstanceType,
+		Transport: q.Transport, QMaxSHA256: capacity.DigestBytes(data), RunID: "validation", FromInstances: 1, ToInstances: 2,
+		Timeline: []capacity.Stage{{Stage: "desired_count_set", At: t0, Source: "control-plane"}, {Stage: "first_success", At: t0.Add(time.Duration(tTotal * float64(time.Second))), Source: "client"}},
+		Durations:  []capacity.StageDuration{{From: "desired_count_set", To: "first_success", DurationS: tTotal}},
+		ClockStart: "desired_count_set", TTotalS: tTotal, DominantStage: "first_success", MissingStages: []string{},
+		PlatformS: tTotal, PlatformShare: 1,
+	}
+	ttData, err := capacity.MarshalArtifact(tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := capacity.Measurement{QMax: q, QMaxFile: capacity.QMaxFile, QMaxSHA256: capacity.DigestBytes(data),
+		TTotal: tt, TTotalFile: capacity.TTotalFile, TTotalSHA256: capacity.DigestBytes(ttData)}
+	o := capacity.DefaultOptions(m)
+	o.MaxInstances, o.DetectionBufferS = 2, 30
+	model, err := q.InstanceModel(m.QueueMaxDepth, float64(m.SLO.StallBudgetMs)+50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.PeakRPS = 1.5 * model.SafeRPS() / o.SurgeRatio
+	p, err := capacity.FromArtifacts(m, ms, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
