@@ -1,6 +1,9 @@
 package emulator_test
 
 import (
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,20 +45,29 @@ import (
 // Against the emulator before issue 24 this fails: the second scale-out came within one tick of the first
 // EndTime (the cooldown had run out during the update), and a scale-in was Successful 12 ms after it started.
 func TestConformanceCooldownFromCompletion(t *testing.T) {
+	// The cooldown is 2 s (instances take 4 s to launch and to terminate) unless
+	// SPEECH_CONFORMANCE_COOLDOWN_S says otherwise: SPEECH_CONFORMANCE_COOLDOWN_S=30 runs the issue's case, a
+	// 30-s cooldown with 32-s updates (about three minutes).
+	cooldown := 2 * time.Second
+	if v := os.Getenv("SPEECH_CONFORMANCE_COOLDOWN_S"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SPEECH_CONFORMANCE_COOLDOWN_S=%q: want whole seconds", v)
+		}
+		cooldown = time.Duration(n) * time.Second
+	}
 	const (
-		cooldown  = 2 * time.Second
-		tick      = time.Second // emulatortest's metric period
-		launch    = 4 * time.Second
-		terminate = 4 * time.Second
-		slack     = 3 * time.Second // the settle of an activity and the scheduling of one evaluation on a loaded machine
+		tick  = time.Second     // emulatortest's metric period
+		slack = 3 * time.Second // the settle of an activity and the scheduling of one evaluation on a loaded machine
 	)
-	profile, err := emulator.ParseProfile("provisioning=4@launch,termination=4@terminate")
+	launch, terminate := cooldown+2*time.Second, cooldown+2*time.Second
+	profile, err := emulator.ParseProfile(fmt.Sprintf("provisioning=%g@launch,termination=%g@terminate", launch.Seconds(), terminate.Seconds()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := emulatortest.Start(t, emulatortest.Container(t), func(o *emulator.Options) { o.Profile = profile })
 	c := r.Clients
-	ctx := ctxFor(t, 150*time.Second)
+	ctx := ctxFor(t, 150*time.Second+8*(launch+cooldown))
 	const name = "speech-conf-cooldown"
 	emulatortest.Endpoint(t, r, name, emulatortest.InService())
 	res := emulator.ResourceIDOf(name, "AllTraffic")
@@ -124,7 +136,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	alarm("cd-high", policy("cd-out", aastypes.StepAdjustment{MetricIntervalLowerBound: aws.Float64(0), ScalingAdjustment: aws.Int32(1)}),
 		cwtypes.ComparisonOperatorGreaterThanThreshold, 5)
 	stop := inject(r, name, 8)
-	eventually(t, 60*time.Second, "two scale-outs completed", func() bool { return len(done()) >= 2 })
+	eventually(t, 60*time.Second+3*(launch+cooldown), "two scale-outs completed", func() bool { return len(done()) >= 2 })
 	stop()
 	if _, err := c.CloudWatch.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{"cd-high"}}); err != nil {
 		t.Fatalf("DeleteAlarms: %v", err)
@@ -142,7 +154,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	alarm("cd-low", policy("cd-in", aastypes.StepAdjustment{MetricIntervalUpperBound: aws.Float64(0), ScalingAdjustment: aws.Int32(-1)}),
 		cwtypes.ComparisonOperatorLessThanThreshold, 1)
 	var terminating, sawThree time.Time
-	eventually(t, 30*time.Second, "the scale-in's termination shown", func() bool {
+	eventually(t, 30*time.Second+launch, "the scale-in's termination shown", func() bool {
 		d := describe()
 		v := d.ProductionVariants[0]
 		if aws.ToInt32(v.DesiredInstanceCount) != 2 {
@@ -159,7 +171,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 		}
 		return false
 	})
-	eventually(t, 30*time.Second, "CurrentInstanceCount 2 after the termination", func() bool {
+	eventually(t, 30*time.Second+terminate, "CurrentInstanceCount 2 after the termination", func() bool {
 		d := describe()
 		n := aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount)
 		if n == 3 {
@@ -170,7 +182,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	if sawThree.Sub(terminating) < terminate/2 {
 		t.Errorf("CurrentInstanceCount fell %s after the termination showed, want about the %s termination phase", sawThree.Sub(terminating), terminate)
 	}
-	eventually(t, 60*time.Second, "two scale-ins completed", func() bool { return len(done()) >= 4 })
+	eventually(t, 60*time.Second+3*(terminate+cooldown), "two scale-ins completed", func() bool { return len(done()) >= 4 })
 	ins := done()[2:]
 	checkGap("scale-in", ins[0], ins[1], terminate)
 	if msg := aws.ToString(ins[0].StatusMessage); msg == "" {
