@@ -42,10 +42,11 @@ const (
 )
 
 // qmaxArgs is the short staircase: three closed-loop steps of 10 s (61 ms a request: an 8-s window holds the
-// 100 requests a step needs), then the rate staircase: three open-loop steps of 14 s, each window long enough
-// for a 10-s ConcurrentRequestsPerModel datapoint and 100 requests at 0.6 of about 16 rps.
+// 100 requests a step needs), then the rate staircase: four open-loop steps of 14 s, each window long enough
+// for a 10-s ConcurrentRequestsPerModel datapoint and 100 requests at 0.6 of about 16 rps; three of them near
+// the knee, where the scale-out target sits and the metric rises fastest.
 var qmaxArgs = []string{"--ladder", "1,32,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
-	"--rate-fractions", "0.6,0.8,1.05", "--rate-settle", "2s", "--rate-hold", "12s", "--rate-measure-window", "12s"}
+	"--rate-fractions", "0.6,0.8,0.9,1.0", "--rate-settle", "2s", "--rate-hold", "12s", "--rate-measure-window", "12s"}
 
 // ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
 var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
@@ -359,21 +360,26 @@ func (d *demo) validate(ctx context.Context) error {
 	return err
 }
 
-// surgeTrace is the demo's surge inside the plan's envelope: one instance at 90% of the scale-out rate, then
-// load grows by the surge ratio at once (inside "growth by s within T_plan"), which puts the instance above
-// the scale-out target but within the SLO until the second instance serves; then load falls to a third of
-// what one instance carries at the scale-in rate, long enough for the scale-in alarm's window (at least
-// T_plan) and its evaluation.
+// surgeTrace is the demo's surge inside the plan's envelope (growth by at most s per T_plan): one instance at
+// 90% of the scale-out rate, then load grows by the surge ratio at once, which puts it above the scale-out
+// target but within the SLO, and by the ratio once more a T_plan later (by then the second instance serves;
+// if the first step's metric hovered near the target, this one makes the alarm fire). Then load falls to a
+// third of what one instance carries at the scale-in rate, long enough for the scale-in alarm's window (at
+// least T_plan) and its evaluation.
 func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, hi, low float64) {
 	p := d.p
+	s := p.Inputs.SurgeRatio
 	lo = 0.9 * p.Derived.ScaleOutRPS
-	hi = lo * p.Inputs.SurgeRatio
+	mid := lo * s
+	hi = mid * s
 	low = p.Derived.ScaleInRPS / 3
 	window := time.Duration(p.Derived.ScaleInEvaluationPeriods*p.Derived.ScaleInPeriodS) * time.Second
+	tPlan := time.Duration(p.Derived.TPlanS * float64(time.Second)).Round(time.Second)
 	at = 10 * time.Second
-	surgeFor = time.Duration(p.Derived.TPlanS*float64(time.Second)) + 20*time.Second
+	surgeFor = 2*tPlan + 10*time.Second
 	total = at + surgeFor + window + 25*time.Second
-	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(hi), (at + surgeFor).Seconds(), num(low), total.Seconds(), num(low))
+	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(mid), (at + tPlan).Seconds(), num(hi),
+		(at + surgeFor).Seconds(), num(low), total.Seconds(), num(low))
 	return csv, at, surgeFor, total, lo, hi, low
 }
 
@@ -386,7 +392,7 @@ func (d *demo) surge(ctx context.Context) error {
 		return err
 	}
 	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeLowRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), roundTo(low), surgeFor.Seconds()
-	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g to %s rps for %s, then %s rps until %s.\n"+
+	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g twice, a T_plan apart, to %s rps, for %s in all, then %s rps until %s.\n"+
 		"The autoscaler sees ConcurrentRequestsPerModel above the target for 3 datapoints of 10 s and adds an instance; one\n"+
 		"instance carries the surge within the SLO until it serves. After the fall the scale-in alarm waits its window\n"+
 		"(%d x %d s, at least T_plan) and removes one. The trace is in %s.\n",
