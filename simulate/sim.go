@@ -93,6 +93,9 @@ type Minute struct {
 	// Serving and Starting are the instance counts at the end of the row.
 	Serving  int `json:"serving"`
 	Starting int `json:"starting"`
+	// StartingWhileViolating is the most instances starting in a second of the row whose requests violated
+	// (0 when none did): the worst row's reason is told from it, not from the row's end.
+	StartingWhileViolating int `json:"starting_while_violating"`
 	// LoadPerInstanceRPS is the mean offered rate per serving instance.
 	LoadPerInstanceRPS float64 `json:"load_per_instance_rps"`
 	// Metric is the highest scaling-metric value (per-instance concurrency as the alarm sees it) in the row.
@@ -386,6 +389,9 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 		cur.Offered += arrivals
 		cur.Shed += shed
 		cur.Violating += violating
+		if violating > 0 {
+			cur.StartingWhileViolating = max(cur.StartingWhileViolating, len(starting))
+		}
 		cur.Metric = math.Max(cur.Metric, st.Metric)
 		cur.Concurrency = math.Max(cur.Concurrency, st.InFlight)
 		cur.TTFABMs = math.Max(cur.TTFABMs, st.TTFABMs)
@@ -517,8 +523,8 @@ func worst(ms []Minute, f Fleet) *Worst {
 		why += "; within the SLO"
 	case f.Scaling == nil:
 		why += fmt.Sprintf("; the fixed fleet of %d cannot carry it", f.Fixed)
-	case m.Starting > 0:
-		why += fmt.Sprintf("; %d instance(s) still starting (T_total %s s after the scale-out)", m.Starting, loadmodel.Format(f.TTotalS))
+	case m.StartingWhileViolating > 0:
+		why += fmt.Sprintf("; %d instance(s) still starting (T_total %s s after the scale-out)", m.StartingWhileViolating, loadmodel.Format(f.TTotalS))
 	case m.Serving >= f.Scaling.MaxInstances:
 		why += fmt.Sprintf("; the fleet is at its maximum of %d instance(s)", f.Scaling.MaxInstances)
 	default:

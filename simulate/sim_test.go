@@ -317,3 +317,23 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// A minute that violated while instances were starting, and whose instances were serving by its end, is
+// explained by the start-up, not by the fleet's maximum (the reason is told from the violating seconds).
+func TestWorstMinuteWhileStartingThatEndedInTheMinute(t *testing.T) {
+	// 30 rps from the start on one instance with a fleet maximum of 3: the decision comes at 30 s (1 → 3), the
+	// new instances serve at 30 + 20 = 50 s, inside minute 0, which ends with 3 serving, the maximum.
+	sc := scaling(30)
+	sc.MaxInstances = 3
+	r := Run(constant(30, 2*time.Minute), Fleet{Name: "plan", Instance: saturating(), TTotalS: 20, Scaling: sc, InitialInstances: 1})
+	if r.Worst == nil || r.Worst.Minute != 0 {
+		t.Fatalf("worst %+v: want minute 0", r.Worst)
+	}
+	m := r.Minutes[0]
+	if m.Serving != 3 || m.Starting != 0 || m.StartingWhileViolating != 2 {
+		t.Fatalf("minute 0: %+v: want 3 serving at its end and 2 starting while it violated", m)
+	}
+	if !contains(r.Worst.Why, "2 instance(s) still starting") || contains(r.Worst.Why, "at its maximum") {
+		t.Errorf("worst %q: want the start-up named, not the maximum", r.Worst.Why)
+	}
+}
