@@ -20,6 +20,7 @@ var (
 	reThresholds = regexp.MustCompile(`^scale out above (\d+(?:\.\d+)?) rps per instance \(metric (\d+(?:\.\d+)?)\), scale in below (\d+(?:\.\d+)?) rps \(metric (\d+(?:\.\d+)?)\); fleet (\d+) to (\d+) instances`)
 	reVerdict    = regexp.MustCompile(`^(\w+): (\d+) of (\d+) envelope traces failed in simulation`)
 	reSurge      = regexp.MustCompile(`^(\w+): .*the autoscaler went from (\d+) to (\d+) instances, the new instance served (\d+) s after the surge began, and back to (\d+) \((\d+) scale-in\(s\), (\d+) flap\(s\)\); (\d+) of (\d+) 10-s slices violated after the first T_plan \((\d+) within it\); (\d+) requests sent, (\d+) shed`)
+	reDay        = regexp.MustCompile(`^(\w+): the plan simulated on a day from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?) rps: (\d+) violation minute\(s\), (\d+) flap\(s\)`)
 	reSim        = regexp.MustCompile(`^(\w+): the same trace simulated with the plan: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+) scale-out\(s\), (\d+) scale-in\(s\)`)
 )
 
@@ -103,6 +104,15 @@ func checkSummary(r io.Reader) []error {
 		}
 		if sent <= 0 || shed > sent {
 			fail("surge", "%g sent, %g shed: want requests sent and no more shed than sent", sent, shed)
+		}
+	}
+	if v := get("diurnal", reDay); v != nil {
+		verdict, viol, flaps := v[0], v[3], v[4]
+		if verdict == heldValue && (viol > 0 || flaps > 0) {
+			fail("diurnal", "says held, but the numbers beside it say %g violation minutes and %g flaps", viol, flaps)
+		}
+		if verdict != heldValue {
+			fail("diurnal", "the plan does not hold on a day from its trough to its peak")
 		}
 	}
 	if v := get("simulation", reSim); v != nil {

@@ -19,6 +19,7 @@ func saneSummary() summary {
 		Verdict: "feasible", EnvelopeTraces: 4, Validated: true,
 		SurgeFromRPS: 11.2, SurgeToRPS: 14, SurgeLowRPS: 1.9, SurgeSeconds: 67,
 		InstancesBefore: 1, InstancesMax: 2, InstancesEnd: 1, ServingAfterS: 41, ScaleIns: 1, Slices: 15, Sent: 1800, Shed: 0,
+		DayHeld: true, DayTroughRPS: 5.7, DayPeakRPS: 38, DayInstanceHours: 53.54, DayOracleRatio: 0.86,
 		SimHeld: true, SimScaleOuts: 1, SimScaleIns: 1, SimMaxInstances: 2,
 		Artifacts: "/repo/.demo/artifacts/kokoro-82m-twin", Charts: []string{"qmax.svg", "ttotal.svg"},
 		Cleanup: "endpoint destroyed, emulator stopped, nothing left running",
@@ -70,6 +71,7 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 		"replay violated":         {func(s *summary) { s.ViolatingSlices = 6 }, `"surge"`},
 		"replay flapped":          {func(s *summary) { s.Flaps = 1 }, `"surge"`},
 		"no scale-in":             {func(s *summary) { s.ScaleIns, s.InstancesEnd = 0, 2 }, `"surge"`},
+		"day failed":              {func(s *summary) { s.DayHeld, s.DayViolationMinutes = false, 12 }, `"diurnal"`},
 		"simulation failed":       {func(s *summary) { s.SimHeld, s.SimViolationMinutes = false, 3 }, `"simulation"`},
 		"simulation no scale-out": {func(s *summary) { s.SimScaleOuts = 0 }, `"simulation"`},
 		"p95 above SLO":           {func(s *summary) { s.QMaxP95Ms = 1200 }, `"Q_max"`},
@@ -100,6 +102,7 @@ func TestCheckRefusesClaimsTheNumbersContradict(t *testing.T) {
 		"surge held over violating slices": {"0 of 15 10-s slices violated after", "6 of 15 10-s slices violated after", "says held, but the numbers"},
 		"surge held over a flap":           {"1 scale-in(s), 0 flap(s))", "1 scale-in(s), 1 flap(s))", "says held, but the numbers"},
 		"simulation held over violations":  {"held: the same trace simulated with the plan: 0 violation", "held: the same trace simulated with the plan: 32 violation", "says held, but the numbers"},
+		"day held over violations":         {"held: the plan simulated on a day from 5.7 to 38 rps: 0 violation", "held: the plan simulated on a day from 5.7 to 38 rps: 188 violation", "says held, but the numbers"},
 		"feasible over a failed envelope":  {"feasible: 0 of 4 envelope", "feasible: 2 of 4 envelope", `"verdict"`},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -346,6 +346,20 @@ func (d *demo) planStep(ctx context.Context) error {
 		}
 	}
 	d.sum.EnvelopeTraces = len(p.Envelope.Traces)
+	// The plan on a day of traffic from its trough to its peak, through the same simulator, beside the oracle.
+	fmt.Fprintln(d.out, "The plan on a diurnal day from the trough to the peak (tts-bench simulate), beside the oracle and the original's thresholds:")
+	out, code, err := d.run(ctx, []int{0, 1}, "tts-bench", "simulate", "--plan", d.plan, "--trace", "diurnal", "--peak-rps", num(p.Inputs.PeakRPS),
+		"--trough-rps", num(p.Inputs.TroughRPS), "--format", "json", "--output", filepath.Join(d.art, "simulate-diurnal.svg"))
+	if err != nil {
+		return err
+	}
+	var rep capacity.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		return fmt.Errorf("read tts-bench simulate's JSON: %w", err)
+	}
+	d.sum.DayHeld = rep.Plan.Holds() && code == 0
+	d.sum.DayViolationMinutes, d.sum.DayFlaps, d.sum.DayInstanceHours, d.sum.DayOracleRatio = rep.Plan.ViolationMinutes, len(rep.Plan.Flaps), rep.Plan.InstanceHours, rep.OracleRatio
+	d.sum.DayTroughRPS, d.sum.DayPeakRPS = p.Inputs.TroughRPS, p.Inputs.PeakRPS
 	return nil
 }
 

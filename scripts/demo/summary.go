@@ -47,6 +47,13 @@ type summary struct {
 	Slices, ViolatingSlices               int
 	EarlyViolatingSlices                  int
 	Sent, Shed                            int
+	// Day*: the plan on a diurnal day from its trough to its peak (tts-bench simulate), and oracle ÷ plan
+	// instance-hours there.
+	DayHeld                       bool
+	DayViolationMinutes, DayFlaps int
+	DayInstanceHours              float64
+	DayOracleRatio                float64
+	DayTroughRPS, DayPeakRPS      float64
 	// Sim*: the same trace through tts-bench simulate.
 	SimHeld                                        bool
 	SimViolationMinutes, SimFlaps, SimMaxInstances int
@@ -78,6 +85,8 @@ func (s summary) write(w io.Writer) {
 		{"thresholds", fmt.Sprintf("scale out above %s rps per instance (metric %s), scale in below %s rps (metric %s); fleet %d to %d instances; T_plan %.0f s",
 			num(s.ScaleOutRPS), num(s.TargetValue), num(s.ScaleInRPS), num(s.ScaleInThreshold), s.MinInstances, s.MaxInstances, s.TPlanS)},
 		{"verdict", fmt.Sprintf("%s: %d of %d envelope traces failed in simulation (the second deploy passed the gate and created the scaling policy; %s)", s.Verdict, s.EnvelopeFailed, s.EnvelopeTraces, validated)},
+		{"diurnal", fmt.Sprintf("%s: the plan simulated on a day from %s to %s rps: %d violation minute(s), %d flap(s), %s instance-hours; oracle ÷ plan instance-hours %s",
+			heldWord(s.DayHeld), num(s.DayTroughRPS), num(s.DayPeakRPS), s.DayViolationMinutes, s.DayFlaps, num(s.DayInstanceHours), num(s.DayOracleRatio))},
 		{"surge", fmt.Sprintf("%s: %s to %s rps for %.0f s, then %s rps: the autoscaler went from %d to %d instances, %s, and back to %d (%d scale-in(s), %d flap(s)); %d of %d 10-s slices violated after the first T_plan (%d within it); %d requests sent, %d shed by the queue shield",
 			replayVerdict(s), num(s.SurgeFromRPS), num(s.SurgeToRPS), s.SurgeSeconds, num(s.SurgeLowRPS), s.InstancesBefore, s.InstancesMax, serving, s.InstancesEnd, s.ScaleIns, s.Flaps,
 			s.ViolatingSlices, s.Slices, s.EarlyViolatingSlices, s.Sent, s.Shed)},
