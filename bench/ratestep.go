@@ -159,8 +159,9 @@ type RateStepResult struct {
 	// Workers is the step's pool of workers.
 	Workers int `json:"workers"`
 	// Requests counts the requests sent in the window; OK, Errors (timeouts and broken streams among them) and
-	// Shed (503s) split them. Dropped counts the window's arrivals that found no free worker (never sent).
-	Requests, OK, Errors, Shed, Timeouts, Dropped int
+	// Shed (503s) split them. Dropped counts the window's arrivals that found no free worker (never sent);
+	// NoAnswer the Errors that got no answer at all (refused, reset, unreachable).
+	Requests, OK, Errors, Shed, Timeouts, Dropped, NoAnswer int
 	// ArrivalRPS is Requests ÷ the window; AchievedRPS the successful requests that ended in the window ÷ the
 	// window.
 	ArrivalRPS  float64 `json:"arrival_rps"`
@@ -299,7 +300,7 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 	window := s.WindowEnd.Sub(s.WindowStart)
 	var ttfab, stall, lags []float64
 	var respSum float64
-	achieved, noAnswer := 0, 0
+	achieved := 0
 	for _, r := range recs {
 		if r.OK() && !r.End.Before(s.WindowStart) && r.End.Before(s.WindowEnd) {
 			achieved++
@@ -329,7 +330,7 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 				s.Timeouts++
 			}
 			if r.Class == ClassOther && r.Status == 0 {
-				noAnswer++
+				s.NoAnswer++
 			}
 		}
 	}
@@ -371,8 +372,8 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 	s.MeetsSLO, s.FailReasons = len(fail) == 0, fail
 	// As in a closed-loop step (judge): the server's errors fail the step; no answer at all, too few samples
 	// or a client behind its schedule make it unusable.
-	if s.Requests > 0 && float64(noAnswer)/float64(s.Requests) > 1-float64(j.SLOPercentile)/100 {
-		unusable = append(unusable, fmt.Sprintf("no answer: %d of %d requests got no answer at all (refused, reset, unreachable): the measurement lost its connection to the endpoint", noAnswer, s.Requests))
+	if s.LostConnection(j) {
+		unusable = append(unusable, fmt.Sprintf("no answer: %d of %d requests got no answer at all (refused, reset, unreachable): the measurement lost its connection to the endpoint", s.NoAnswer, s.Requests))
 	}
 	switch {
 	case s.Requests < j.MinRequests:
@@ -417,4 +418,10 @@ func InFlightMax(recs []Record, ws, we time.Time, slice time.Duration) float64 {
 		return float64(peak)
 	}
 	return sum / float64(n)
+}
+
+// LostConnection reports whether more of the step's requests got no answer at all than its SLO allows to
+// fail: the measurement lost its connection to the endpoint.
+func (s RateStepResult) LostConnection(j Judge) bool {
+	return s.Requests > 0 && float64(s.NoAnswer)/float64(s.Requests) > 1-float64(j.SLOPercentile)/100
 }

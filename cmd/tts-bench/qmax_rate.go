@@ -130,10 +130,20 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 			Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
 		}
 		r.view.StartRateStep(i+1, f, id.OfferedRPS, settle+hold)
+		watch := watchClient()
 		s, err := bench.RunRateStep(ctx, cfg)
+		use := watch.Stop()
 		if err != nil {
 			r.view.EndStep("stopped: " + err.Error())
 			return err
+		}
+		if s.LostConnection(cfg.Judge) {
+			r.view.EndStep(fmt.Sprintf("stopped: %d of %d requests got no answer at all", s.NoAnswer, s.Requests))
+			return fmt.Errorf("rate step %d: %w: %d of %d requests got no answer at all (refused, reset, unreachable)", i+1, errLostConnection, s.NoAnswer, s.Requests)
+		}
+		if why := o.judgeClient(use); why != "" {
+			s.Usable = false
+			s.UnusableReason = strings.TrimPrefix(strings.Join([]string{s.UnusableReason, why}, "; "), "; ")
 		}
 		r.rateSteps = append(r.rateSteps, s)
 		r.readRateConcurrency(ctx, s)

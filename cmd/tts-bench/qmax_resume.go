@@ -149,6 +149,9 @@ func (r *qmaxRun) takeOver(st *resumeState, w io.Writer) error {
 		// Judgements the records do not hold (the client's own use) come from the artifact.
 		r.steps[i].Usable, r.steps[i].UnusableReason = s.Usable, s.UnusableReason
 	}
+	for i, s := range q.RateSteps {
+		r.rateSteps[i].Usable, r.rateSteps[i].UnusableReason = s.Usable, s.UnusableReason
+	}
 	for _, s := range q.Steps {
 		if s.CloudWatchConcurrencyMax > 0 {
 			r.cwMax[s.Concurrency] = s.CloudWatchConcurrencyMax
