@@ -282,7 +282,10 @@ func qmax(ctx context.Context, ttsBench, url, ladder string, maxC int, hold time
 	defer cancel()
 	res, err := harness.Run(rctx, "", nil, ttsBench, "qmax", "--model", "espeak-ng", "--transport", "http", "--url", url, "--ladder", ladder,
 		"--max-concurrency", strconv.Itoa(maxC), "--settle", "0s", "--hold", hold.String(), "--measure-window", hold.String(),
-		"--slo-ms", "60000", "--stall-budget-ms", "60000", "--output", out)
+		"--slo-ms", "60000", "--stall-budget-ms", "60000", "--output", out,
+		// The closed-loop ladder's cost, as before issues 22/23 (no rate staircase, the old 30-request floor, no
+		// client CPU/lag bounds).
+		"--rate-fractions", "none", "--min-requests", "30", "--max-client-cpu", "0", "--max-client-lag", "0")
 	if werr := atomicfile.WriteFile(filepath.Join(dir, "qmax.log"), append(res.Stdout, res.Stderr...), 0o644); werr != nil {
 		return qmaxCost{}, werr
 	}

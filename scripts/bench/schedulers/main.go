@@ -410,7 +410,10 @@ func measure(ctx context.Context, o options, e Engine, s Scheduler, sz size) (re
 	defer c.Stop()
 	args := []string{"qmax", "--model", "espeak-ng", "--transport", "http", "--url", c.URL, "--corpus", corpusPath,
 		"--ladder", sz.ladder, "--max-concurrency", strconv.Itoa(sz.maxConcurrency),
-		"--settle", sz.settle, "--hold", sz.hold, "--measure-window", sz.window, "--output", out}
+		"--settle", sz.settle, "--hold", sz.hold, "--measure-window", sz.window, "--output", out,
+		// This row compares closed-loop Q_max as it was measured before issues 22/23 added the rate staircase, the
+		// 100-request floor and the client's own CPU/lag bounds to qmax: keep its runs as they were.
+		"--rate-fractions", "none", "--min-requests", "30", "--max-client-cpu", "0", "--max-client-lag", "0"}
 	if sz.refine {
 		args = append(args, "--refine")
 	}
