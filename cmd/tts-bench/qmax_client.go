@@ -39,7 +39,7 @@ type clientUse struct {
 	LagP99Ms, LagMaxMs float64
 }
 
-// clientWatch measures clientUse from Start to Stop.
+// clientWatch measures clientUse from watchClient to Stop.
 type clientWatch struct {
 	start time.Time
 	cpu0  time.Duration
@@ -49,6 +49,7 @@ type clientWatch struct {
 	done  chan struct{}
 }
 
+// watchClient starts watching the process: its CPU time from now, and the lag probe.
 func watchClient() *clientWatch {
 	w := &clientWatch{start: time.Now(), cpu0: processCPU(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -91,7 +92,7 @@ func (w *clientWatch) Stop() clientUse {
 	return u
 }
 
-// judgeClient makes a step unusable when the client was the bottleneck, and returns the reason ("" if not).
+// judgeClient says why a step is unusable when the client was its bottleneck ("" when it was not).
 func (o *qmaxOpts) judgeClient(u clientUse) string {
 	var why []string
 	if o.maxClientCPU > 0 && u.CPUCores > o.maxClientCPU {
