@@ -211,11 +211,23 @@ func TestSynthRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 		}
 	}
 
+	// Issue 22: the valid fixture with its scale-out target edited above anything the metric reaches (the queue
+	// shield holds at most 50 in flight): as written, the fleet never scales out. The gate re-runs the envelope
+	// and names the worst minute.
+	edited := filepath.Join(tmp, "edited")
+	copyTree(t, filepath.Join(tmp, "fx", "valid"), edited)
+	editJSON(t, filepath.Join(edited, "plan.json"), func(p map[string]any) {
+		p["derived"].(map[string]any)["target_value"] = 60.0
+	})
+
 	for _, tc := range []struct {
 		name, plan string
 		accept     bool
 		wants      []string
 	}{
+		{"scale-out target edited to violate", filepath.Join(edited, "plan.json"), false, []string{
+			"derived.target_value is 60", "as written, does not hold the SLO on its envelope", "worst minute",
+		}},
 		{"valid fixture", validPlan, true, nil},
 		{"what-if plan dressed as measured", whatIf, false, []string{
 			"qmax artifact " + filepath.Join(tmp, "what-if", "qmax-live.json") + " is missing",
