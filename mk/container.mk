@@ -19,7 +19,11 @@ DEPS_EXTRA += deps-container
 BUILD_EXTRA += container-build
 TEST_EXTRA += container-test
 
-.PHONY: deps-container container-build container-test container-bench container-testdata
+.PHONY: container-apt-packages deps-container container-build container-test container-bench container-testdata
+
+# The package list, for installers outside make (the GitHub workflow installs them with sudo).
+container-apt-packages:
+	@echo $(CONTAINER_APT_PACKAGES)
 
 deps-container: ## install the container's system packages and ONNX Runtime (only what is missing)
 	@bash scripts/apt-install-missing.sh $(CONTAINER_APT_PACKAGES)
