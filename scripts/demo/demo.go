@@ -392,8 +392,10 @@ func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, 
 	at = 10 * time.Second
 	surgeFor = 2*tPlan + 10*time.Second
 	total = at + surgeFor + window + 25*time.Second
-	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(mid), (at + tPlan).Seconds(), num(hi),
-		(at + surgeFor).Seconds(), num(low), total.Seconds(), num(low))
+	// A CSV trace lasts one step past its last row (simulate.ParseCSV): the last two rows a second apart end it
+	// a second after total.
+	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(mid), (at + tPlan).Seconds(), num(hi),
+		(at + surgeFor).Seconds(), num(low), (total - time.Second).Seconds(), num(low), total.Seconds(), num(low))
 	return csv, at, surgeFor, total, lo, hi, low
 }
 
