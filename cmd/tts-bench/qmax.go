@@ -95,7 +95,7 @@ func qmaxCommand() *cli.Command {
 			&cli.DurationFlag{Name: "measure-window", Value: DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
 			&cli.IntFlag{Name: "min-requests", Value: DefaultQMaxMinRequests, Usage: "per step: the fewest requests in the measure window for a usable step (and a 95% interval of its p95)"},
 			&cli.Float64Flag{Name: "max-client-cpu", Value: DefaultMaxClientCPU, Usage: "per step: the share of one core the measuring process may use before the step is unusable (client-bound); 0 = no bound"},
-			&cli.DurationFlag{Name: "max-client-lag", Value: DefaultMaxClientLag, Usage: "per step: the p99 scheduling lag of the measuring process before the step is unusable (client-bound); 0 = no bound"},
+			&cli.DurationFlag{Name: "max-client-lag", Usage: "per step: the p99 scheduling lag of the measuring process before the step is unusable (client-bound); 0 = no bound (default: 5% of the SLO, at least " + DefaultMaxClientLag.String() + ")"},
 			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one request, send to end of stream (a timeout counts against the step)"},
 			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB bound in milliseconds (default: the catalog's slo.ttfab_ms)"},
 			&cli.IntFlag{Name: "stall-budget-ms", Usage: "p95 stall bound in milliseconds, before the jitter allowance of " + bench.DefaultStallJitter.String() + " (default: the catalog's slo.stall_budget_ms)"},
@@ -143,6 +143,7 @@ type qmaxOpts struct {
 	minRequests                int
 	maxClientCPU               float64
 	maxClientLag               time.Duration
+	maxClientLagSet            bool
 	settle, hold, window       time.Duration
 	requestTimeout             time.Duration
 	sloMs, stallBudgetMs       *int
@@ -176,7 +177,7 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 	o := &qmaxOpts{
 		args: c.Args().Slice(), modelID: c.String("model"), ladder: c.String(flagLadder), ladderSet: c.IsSet(flagLadder),
 		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"),
-		maxClientCPU: c.Float64("max-client-cpu"), maxClientLag: c.Duration("max-client-lag"), settle: c.Duration("settle"), hold: c.Duration("hold"),
+		maxClientCPU: c.Float64("max-client-cpu"), maxClientLag: c.Duration("max-client-lag"), maxClientLagSet: c.IsSet("max-client-lag"), settle: c.Duration("settle"), hold: c.Duration("hold"),
 		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
 		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
 		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"), resume: c.Bool("resume"),
@@ -305,6 +306,11 @@ func (o *qmaxOpts) Validate() error {
 			bad("--stall-budget-ms %d: want 0 to %d milliseconds", *o.stallBudgetMs, models.MaxSLOMs)
 		}
 		o.stallBudget = time.Duration(*o.stallBudgetMs) * time.Millisecond
+	}
+
+	if !o.maxClientLagSet {
+		// A lag of the client's adds to the TTFAB it measures: bound it to a twentieth of the SLO.
+		o.maxClientLag = max(DefaultMaxClientLag, o.slo/20)
 	}
 
 	// The transport.
@@ -450,6 +456,14 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 	row("SLO", "p%d TTFAB ≤ %s and p95 stall ≤ %s + %s jitter, at most %.0f%% failed requests", cfg.SLOPercentile, cfg.SLO, cfg.StallBudget, cfg.StallJitter, 100*cfg.MaxErrorRate)
 	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", joinInts(o.lad.steps), o.lad.extension, o.lad.max)
 	row("per step", "settle %s, hold %s (judged on the last %s), then up to %s for requests in flight", cfg.Settle, cfg.Hold, cfg.Measure, cfg.Grace)
+	bound := func(on bool, format string, args ...any) string {
+		if !on {
+			return "no bound"
+		}
+		return fmt.Sprintf(format, args...)
+	}
+	row("trusted when", "at least %d requests in the window (a 95%% interval of the p%d from order statistics; an interval holding the SLO is measured once more with a doubled window); the client's CPU %s, its p99 scheduling lag %s; one attempt per request (no retry)",
+		cfg.MinRequests, cfg.SLOPercentile, bound(o.maxClientCPU > 0, "≤ %.2f of a core", o.maxClientCPU), bound(o.maxClientLag > 0, "≤ %s", o.maxClientLag))
 	per := cfg.Settle + cfg.Hold
 	n, worst := len(o.lad.steps), len(o.lad.worstCase())
 	row("estimate", "%s for the %d ladder steps (%s each, up to %s with requests in flight)", time.Duration(n)*per, n, per, cfg.StepDuration())

@@ -23,7 +23,8 @@ import (
 const (
 	// DefaultMaxClientCPU is the share of one core the measuring process may use during a step.
 	DefaultMaxClientCPU = 0.8
-	// DefaultMaxClientLag bounds the p99 of the probe's wake-up lag during a step.
+	// DefaultMaxClientLag is the least bound on the p99 of the probe's wake-up lag during a step; the default
+	// is a twentieth of the SLO when that is more (a client's lag adds to the TTFAB it measures).
 	DefaultMaxClientLag = 50 * time.Millisecond
 	// lagProbeInterval is how often the probe asks to wake.
 	lagProbeInterval = 10 * time.Millisecond
