@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	}
 	const (
 		tick  = time.Second     // emulatortest's metric period
-		slack = 3 * time.Second // the settle of an activity and the scheduling of one evaluation on a loaded machine
+		slack = 2 * time.Second // the settle of an activity and the scheduling of one evaluation on a loaded machine
 	)
 	launch, terminate := cooldown+2*time.Second, cooldown+2*time.Second
 	profile, err := emulator.ParseProfile(fmt.Sprintf("provisioning=%g@launch,termination=%g@terminate", launch.Seconds(), terminate.Seconds()))
@@ -87,10 +88,14 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 		}
 		return aws.ToString(out.PolicyARN)
 	}
+	// The alarms read an injected series of their own (one more dimension): the emulator's sampler rewrites the
+	// endpoint's own ConcurrentRequestsPerModel series with the instances' peaks as each period goes, which
+	// would clear a high alarm at random moments and delay the decision this case times.
 	alarm := func(alarmName, arn string, op cwtypes.ComparisonOperator, threshold float64) {
 		if _, err := c.CloudWatch.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
 			AlarmName: aws.String(alarmName), AlarmActions: []string{arn}, Namespace: aws.String(emulator.NamespaceSageMaker),
-			MetricName: aws.String("ConcurrentRequestsPerModel"), Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(name)}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}},
+			MetricName: aws.String("ConcurrentRequestsPerModel"), Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(name)},
+				{Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}, {Name: aws.String("Injected"), Value: aws.String("cooldown")}},
 			Statistic: cwtypes.StatisticMaximum, Period: aws.Int32(1), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(threshold), ComparisonOperator: op,
 		}); err != nil {
 			t.Fatalf("PutMetricAlarm %s: %v", alarmName, err)
@@ -135,7 +140,24 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	// Scale-out 1 → 2 → 3 with a +1 step on a breach of 3.
 	alarm("cd-high", policy("cd-out", aastypes.StepAdjustment{MetricIntervalLowerBound: aws.Float64(0), ScalingAdjustment: aws.Int32(1)}),
 		cwtypes.ComparisonOperatorGreaterThanThreshold, 5)
-	stop := inject(r, name, 8)
+	inject := func(v float64) (stop func()) {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r.AddIsolatedMetric(emulator.NamespaceSageMaker, "ConcurrentRequestsPerModel", name, "AllTraffic", "cooldown", time.Now(), v)
+				select {
+				case <-done:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+		return func() { close(done); wg.Wait() }
+	}
+	stop := inject(8)
 	eventually(t, 60*time.Second+3*(launch+cooldown), "two scale-outs completed", func() bool { return len(done()) >= 2 })
 	stop()
 	if _, err := c.CloudWatch.DeleteAlarms(ctx, &cloudwatch.DeleteAlarmsInput{AlarmNames: []string{"cd-high"}}); err != nil {
@@ -151,6 +173,8 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	// Scale-in 3 → 2 → 1 with a -1 step on an idle metric. While the first one's instance terminates the
 	// endpoint is Updating, VariantStatus Updating says "Terminating 1 instance(s).", and CurrentInstanceCount
 	// is still 3; it is 2 only after the termination phase.
+	stop = inject(0)
+	defer stop()
 	alarm("cd-low", policy("cd-in", aastypes.StepAdjustment{MetricIntervalUpperBound: aws.Float64(0), ScalingAdjustment: aws.Int32(-1)}),
 		cwtypes.ComparisonOperatorLessThanThreshold, 1)
 	var terminating, sawThree time.Time

@@ -87,3 +87,10 @@ func (e *Emulator) CloseUnrun() {
 func (e *Emulator) AppendLog(group, stream string, t time.Time, msg string) {
 	e.logs.append(group, stream, t, msg)
 }
+
+// AddIsolatedMetric records one datapoint of a metric of the endpoint's variant under one more dimension,
+// Injected=<tag>: a series the emulator's own sampler never rewrites (it rewrites the two-dimension
+// ConcurrentRequestsPerModel series as its period goes), so an alarm on it sees exactly what a test injects.
+func (e *Emulator) AddIsolatedMetric(ns, metric, endpoint, variant, tag string, t time.Time, v float64) {
+	e.metrics.add(ns, metric, append(endpointDims(endpoint, variant), dimension{Name: "Injected", Value: tag}), t, v)
+}
