@@ -58,7 +58,8 @@ shed. It relates an offered rate to the scaling metric, which a closed-loop curv
 that saturates. --rate-fractions none skips it.
 
 Outputs, each written atomically: --output (qmax.json), the raw records beside it
-(<name>.records.jsonl.gz, one JSON line per request) and the staircase chart (<name>.svg).
+(<name>.records.jsonl.gz, one JSON line per request), the staircase chart (<name>.svg) and, with a rate
+staircase, its chart (<name>.rate.svg: requests in flight against the offered rate).
 --dry-run makes no AWS call: it prints the ladder, the estimated duration and every control-plane action.
 
 SIGINT, SIGTERM or a lost connection (a step whose requests get no answer at all) write the finished steps
@@ -168,6 +169,7 @@ type qmaxOpts struct {
 	slo, stallBudget       time.Duration
 	corpus                 *bench.Corpus
 	recordsPath, chartPath string
+	rateChartPath          string
 	containerDigest        string
 	rateFractions          []float64
 }
@@ -368,11 +370,11 @@ func (o *qmaxOpts) resolveOutputs() []error {
 		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.output)}
 	}
 	stem := strings.TrimSuffix(o.output, ".json")
-	o.recordsPath, o.chartPath = stem+".records.jsonl.gz", stem+".svg"
+	o.recordsPath, o.chartPath, o.rateChartPath = stem+".records.jsonl.gz", stem+".svg", stem+".rate.svg"
 	if !plainFileName.MatchString(filepath.Base(o.recordsPath)) {
 		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.output, filepath.Base(o.recordsPath)))
 	}
-	for _, p := range []string{o.output, o.recordsPath, o.chartPath} {
+	for _, p := range []string{o.output, o.recordsPath, o.chartPath, o.rateChartPath} {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
 		}
@@ -486,7 +488,11 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 	} else {
 		row("rate steps", "none (--%s none): the artifact has no rate staircase", flagRateFractions)
 	}
-	row("outputs", "%s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath)
+	if len(o.rateFractions) > 0 {
+		row("outputs", "%s, %s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath, o.rateChartPath)
+	} else {
+		row("outputs", "%s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath)
+	}
 	b.WriteString("\nControl-plane actions, in order:\n")
 	var acts []string
 	act := func(format string, args ...any) { acts = append(acts, fmt.Sprintf(format, args...)) }

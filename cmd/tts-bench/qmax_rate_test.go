@@ -115,6 +115,13 @@ func TestQMaxRateStaircase(t *testing.T) {
 		}
 	}
 
+	svg, err := os.ReadFile(filepath.Join(dir, "qmax.rate.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := svgText(t, svg); !strings.Contains(text, "offered rate (requests/s, open loop)") || !strings.Contains(text, "highest closed-loop throughput") {
+		t.Errorf("the rate chart lacks its axis or the throughput line: %q", text)
+	}
 	var table strings.Builder
 	if err := renderQMaxSummary(&table, q); err != nil {
 		t.Fatal(err)

@@ -538,6 +538,16 @@ func (r *qmaxRun) write(partial bool) error {
 		return exitcode.Usage(fmt.Errorf("qmax %s: write the chart: %w: choose another --output", o.model.ID, err))
 	}
 	fmt.Fprintf(o.stderr, "qmax %s: wrote the staircase chart to %s\n", o.model.ID, o.chartPath)
+	if len(q.RateSteps) > 0 {
+		svg, err := renderRateChartSVG(q)
+		if err != nil {
+			return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+		}
+		if err := capacity.WriteFileAtomic(o.rateChartPath, svg); err != nil {
+			return exitcode.Usage(fmt.Errorf("qmax %s: write the rate chart: %w: choose another --output", o.model.ID, err))
+		}
+		fmt.Fprintf(o.stderr, "qmax %s: wrote the rate staircase chart to %s\n", o.model.ID, o.rateChartPath)
+	}
 	if partial {
 		if errs := q.VerifyPartial(); len(errs) > 0 {
 			return fmt.Errorf("the partial artifact does not verify: %w", errors.Join(errs...))

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/speech-infra/speech-infra/capacity"
+)
+
+// renderRateChartSVG draws the rate staircase (issue 22) as SVG: per offered rate, the requests in flight as
+// the client counted them (time-averaged, and the mean of the 10-s peaks the scaling alarm's Maximum sees) and
+// as CloudWatch published them, with the highest closed-loop throughput as a vertical line and the steps that
+// missed the SLO crossed. It shows where in-flight stops rising gently and jumps: the knee a saturating
+// instance has.
+func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
+	if len(q.RateSteps) == 0 {
+		return nil, errors.New("draw the rate chart: the artifact has no rate steps")
+	}
+	var mean, max10, cw, failed plotter.XYs
+	maxY, maxX := 1.0, q.HighestThroughputRPS
+	for _, s := range q.RateSteps {
+		x := finite(s.OfferedRPS)
+		mean = append(mean, plotter.XY{X: x, Y: finite(s.InFlightMean)})
+		max10 = append(max10, plotter.XY{X: x, Y: finite(s.InFlightMax10s)})
+		if s.CloudWatchMax10s > 0 {
+			cw = append(cw, plotter.XY{X: x, Y: finite(s.CloudWatchMax10s)})
+		}
+		if !s.MeetsSLO {
+			failed = append(failed, plotter.XY{X: x, Y: finite(s.InFlightMax10s)})
+		}
+		maxY = math.Max(maxY, math.Max(finite(s.InFlightMax10s), finite(s.CloudWatchMax10s)))
+		maxX = math.Max(maxX, x)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Rate staircase of %s on %s (%s, Poisson arrivals)", q.Model, q.InstanceType, q.Transport)
+	p.X.Label.Text = "offered rate (requests/s, open loop)"
+	p.Y.Label.Text = "requests in flight"
+	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max, p.Y.Max = maxX*1.08, maxY*1.2
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	for _, series := range []struct {
+		name  string
+		xys   plotter.XYs
+		color color.Color
+		shape draw.GlyphDrawer
+	}{
+		{"in flight, time-averaged (client)", mean, colorTTFAB, draw.CircleGlyph{}},
+		{"in flight, mean of 10-s peaks (client)", max10, colorStall, draw.SquareGlyph{}},
+		{"ConcurrentRequestsPerModel, mean of 10-s Maximum (CloudWatch)", cw, colorQMax, draw.TriangleGlyph{}},
+	} {
+		if len(series.xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(series.xys)
+		if err != nil {
+			return nil, fmt.Errorf("draw the rate chart: %s: %w", series.name, err)
+		}
+		line.Color, points.Color, points.Shape = series.color, series.color, series.shape
+		p.Add(line, points)
+		p.Legend.Add(series.name, line, points)
+	}
+	if len(failed) > 0 {
+		cross, err := plotter.NewScatter(failed)
+		if err != nil {
+			return nil, fmt.Errorf("draw the rate chart: failing steps: %w", err)
+		}
+		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, colorSLO, vg.Points(5)
+		p.Add(cross)
+		p.Legend.Add("step missed the SLO", cross)
+	}
+	if q.HighestThroughputRPS > 0 {
+		v, err := plotter.NewLine(plotter.XYs{{X: q.HighestThroughputRPS, Y: 0}, {X: q.HighestThroughputRPS, Y: p.Y.Max}})
+		if err != nil {
+			return nil, fmt.Errorf("draw the rate chart: highest throughput: %w", err)
+		}
+		v.Color, v.Width, v.Dashes = colorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(v)
+		p.Legend.Add(fmt.Sprintf("highest closed-loop throughput %.3g rps", q.HighestThroughputRPS), v)
+	}
+	wt, err := p.WriterTo(chartWidth, chartHeight, "svg")
+	if err != nil {
+		return nil, fmt.Errorf("draw the rate chart: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("draw the rate chart: %w", err)
+	}
+	return buf.Bytes(), nil
+}
