@@ -263,9 +263,15 @@ func judge(pr profile, keys []string, isSmoke bool) []row.Goal {
 // whyCostly says where a reactive plan's extra instance-hours come from, in the plan's own numbers.
 func whyCostly(pr profile) string {
 	d := pr.plan.Derived
-	return fmt.Sprintf("the oracle runs every instance at the safe rate (%s rps) and adds one the instant the rate needs it; the plan scales out at %s rps per instance (safe ÷ surge ratio %s, the headroom that absorbs growth during T_plan %s s), scales in only below %s rps per instance after a window of %d × %d s, and keeps at least %d instance(s)",
+	held := ""
+	if n := d.MaxInstances; n > d.MinInstances && d.SafeRPS > 0 {
+		below := float64(n) * d.ScaleInRPS
+		held = fmt.Sprintf(" (one threshold for every fleet size, set so that scaling in from %d to %d cannot push the survivors past the scale-out rate: %d instances stay until the rate falls below %s rps, where the oracle runs %d)",
+			d.MinInstances+1, d.MinInstances, n, capacity.FormatNumber(below), max(1, int(math.Ceil(below/d.SafeRPS-1e-9))))
+	}
+	return fmt.Sprintf("the oracle runs every instance at the safe rate (%s rps) and adds one the instant the rate needs it; the plan scales out at %s rps per instance (safe ÷ surge ratio %s, the headroom that absorbs growth during T_plan %s s), scales in only below %s rps per instance after a window of %d × %d s%s, and keeps at least %d instance(s)",
 		capacity.FormatNumber(d.SafeRPS), capacity.FormatNumber(d.ScaleOutRPS), capacity.FormatNumber(pr.plan.Inputs.SurgeRatio), capacity.FormatNumber(d.TPlanS),
-		capacity.FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, d.MinInstances)
+		capacity.FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, held, d.MinInstances)
 }
 
 // shortName is a configuration's label in the charts.
@@ -318,7 +324,7 @@ func (res result) row(sz size, isSmoke bool) row.Row {
 			fmt.Sprintf("%d–%d", d.MinInstances, d.MaxInstances), capacity.FormatNumber(d.CScaleMax) + "/" + capacity.FormatNumber(d.CScaleMin) + " (Q_max " + strconv.Itoa(p.Inputs.QMax) + ")"})
 	}
 	rw.Tables = append(rw.Tables, plans)
-	goals := row.Table{Title: "The goals, trace by trace (oracle ÷ plan instance-hours counts only at zero violation minutes)", Columns: []string{"profile", "trace", "plan violation minutes", "plan flaps", "plan instance-hours", "oracle instance-hours", "oracle ÷ plan", "both goals"}}
+	goals := row.Table{Title: "The goals, trace by trace (oracle ÷ plan instance-hours counts only at zero violation minutes)", Columns: []string{"profile", "trace", "plan violation minutes", "plan flaps", "plan instance-hours", "oracle instance-hours", "oracle ÷ plan", "both goals", "cheapest that holds (oracle aside)"}}
 	for _, pr := range res.profiles {
 		for i, rep := range pr.reports {
 			plan, _ := summary(rep, capacity.KindPlan)
@@ -328,7 +334,12 @@ func (res result) row(sz size, isSmoke bool) row.Row {
 			if err != nil {
 				rs = "-"
 			}
-			goals.Rows = append(goals.Rows, []string{pr.label, res.traceKeys[i], strconv.Itoa(plan.ViolationMinutes), strconv.Itoa(plan.Flaps), f2(plan.InstanceHours), f2(oracle.InstanceHours), rs, map[bool]string{true: "met", false: "missed"}[ok]})
+			cheapest := "none"
+			if rep.Cheapest >= 0 && rep.Cheapest < len(rep.Comparison) {
+				c := rep.Comparison[rep.Cheapest]
+				cheapest = fmt.Sprintf("%s (%s instance-hours)", c.Name, f2(c.InstanceHours))
+			}
+			goals.Rows = append(goals.Rows, []string{pr.label, res.traceKeys[i], strconv.Itoa(plan.ViolationMinutes), strconv.Itoa(plan.Flaps), f2(plan.InstanceHours), f2(oracle.InstanceHours), rs, map[bool]string{true: "met", false: "missed"}[ok], cheapest})
 		}
 	}
 	rw.Tables = append(rw.Tables, goals)

@@ -150,8 +150,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	work := filepath.Join(*dir, strconv.Itoa(rowN)+"-"+rowName)
-	if err := os.RemoveAll(work); err != nil {
-		return fmt.Errorf("wipe %s: %w", work, err)
+	if *twinDir == "" { // a re-analysis keeps the measurement's directory and its log
+		if err := os.RemoveAll(work); err != nil {
+			return fmt.Errorf("wipe %s: %w", work, err)
+		}
 	}
 
 	// The twin: a real measurement on the emulator (or an earlier one's artifacts, with -twin).
@@ -166,7 +168,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 				return err
 			}
 		}
-		tw = twinRun{qmax: filepath.Join(art, capacity.QMaxFile), ttotal: filepath.Join(art, capacity.TTotalFile)}
+		tw = twinRun{qmax: filepath.Join(art, capacity.QMaxFile), ttotal: filepath.Join(art, capacity.TTotalFile), log: filepath.Join(*twinDir, "..", "..", "commands.log")}
 	} else {
 		fmt.Fprintf(stderr, "bench cost: measuring the twin (%s) on the local emulator, start-up profile %s at time scale %g\n", twinModel, emulatorProfile, sz.timeScale)
 		if tw, err = measureTwin(ctx, root, *containerBin, filepath.Join(work, "twin"), sz, stderr); err != nil {
@@ -204,6 +206,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		rw.Notes = append(rw.Notes, fmt.Sprintf("The twin's measurement (qmax run %s, ttotal run %s: artifacts, raw records, charts and the commands' log), both plans and every comparison as JSON are under .cache/bench/%d-%s/. tts-bench qmax took %s, ttotal %s.",
 			ms.QMax.RunID, ms.TTotal.RunID, rowN, rowName, tw.qmaxWall.Round(time.Second), tw.ttotalWall.Round(time.Second)))
 	}
+	if w := toolWarnings(tw.log); len(w) > 0 {
+		rw.Notes = append(rw.Notes, "What tts-bench warned about while measuring the twin: "+strings.Join(w, " · "))
+	}
 	figs, err := res.charts(*dir)
 	if err != nil {
 		return err
@@ -223,7 +228,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 
 // twinRun is where the twin's measurement went.
 type twinRun struct {
-	qmax, ttotal         string
+	qmax, ttotal, log    string
 	qmaxWall, ttotalWall time.Duration
 }
 
@@ -252,6 +257,7 @@ func measureTwin(ctx context.Context, root, containerBin, dir string, sz size, s
 	env := []string{"SPEECH_EMULATOR_PROFILE=" + emulatorProfile, "SPEECH_EMULATOR_TIME_SCALE=" + strconv.FormatFloat(sz.timeScale, 'g', -1, 64),
 		"SPEECH_INFRA_STATE_DIR=" + state, "SPEECH_INFRA_PORT=" + strconv.Itoa(port), "SPEECH_CONTAINER_BIN=" + containerBin}
 	logf := filepath.Join(dir, "commands.log")
+	tw.log = logf
 	step := func(ctx context.Context, name string, args ...string) (time.Duration, error) {
 		fmt.Fprintf(stderr, "bench cost: $ %s %s\n", filepath.Base(name), strings.Join(args, " "))
 		res, err := runLogged(ctx, root, env, logf, name, args...)
@@ -328,4 +334,24 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// toolWarnings are the distinct "warning:" lines of the measurement's log (tts-bench's own caveats about its
+// steps), without their command prefix; none when the log is missing.
+func toolWarnings(logf string) []string {
+	data, err := os.ReadFile(logf)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		_, w, ok := strings.Cut(line, "warning: ")
+		if !ok || seen[w] {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	return out
 }
