@@ -25,7 +25,13 @@ type Setup struct {
 	PricePerHour float64
 	// AllowedMaxInstances is the catalog's fleet maximum, for the configurations that do not come from the plan.
 	AllowedMaxInstances int
+	// Cancel, when set and returning true, stops the comparison (checked every simulated hour): Compare then
+	// returns ErrCanceled.
+	Cancel simulate.Cancel
 }
+
+// ErrCanceled is Compare's error when Setup.Cancel stopped it.
+var ErrCanceled = errors.New("the simulation was stopped before it finished")
 
 // Summary is one configuration's totals in the comparison.
 type Summary struct {
@@ -90,6 +96,15 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	if !inst.Measured {
 		rep.Notes = append(rep.Notes, "the instance model is "+inst.Basis) // Basis starts with "NOT MEASURED"
 	}
+	canceled := false
+	run := func(tr simulate.Trace, f simulate.Fleet) simulate.Result {
+		if canceled {
+			return simulate.Result{}
+		}
+		r, ok := simulate.RunCancelable(tr, f, s.Cancel)
+		canceled = canceled || !ok
+		return r
+	}
 	add := func(kind, note string, r simulate.Result) {
 		rep.Comparison = append(rep.Comparison, Summary{Kind: kind, Name: r.Name, MinInstances: r.MinInstances, MaxInstances: r.MaxInstances,
 			ViolationMinutes: r.ViolationMinutes, Flaps: len(r.Flaps), Shed: r.Shed, InstanceHours: r.InstanceHours, Cost: r.InstanceHours * s.PricePerHour,
@@ -97,7 +112,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	}
 	planFleet := PlanFleet(fmt.Sprintf("plan (s %s)", exact(in.SurgeRatio)), in, d, p.Fingerprint)
 	planFleet.PricePerHour = s.PricePerHour
-	rep.Plan = simulate.Run(tr, planFleet)
+	rep.Plan = run(tr, planFleet)
 	add(KindPlan, fmt.Sprintf("scale out at metric %s (%s rps per instance), in below %s (%s rps) over %d × %d s", FormatNumber(d.TargetValue), FormatNumber(d.ScaleOutRPS),
 		FormatNumber(d.ScaleInThreshold), FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS), rep.Plan)
 
@@ -110,18 +125,21 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: 5,
 				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}}
 	if cMax > 0 {
-		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over 5 × 60 s, fleet 1 to %d", allowed), simulate.Run(tr, orig))
+		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over 5 × 60 s, fleet 1 to %d", allowed), run(tr, orig))
 	}
 
 	target := 0.7 * inst.CapacityRPS * 60
 	inv := simulate.Fleet{Name: "target tracking on InvocationsPerInstance", Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
 		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target,
 			ScaleOutCooldownS: 300, ScaleInCooldownS: 300, TargetScaleIn: true}}
-	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (70%% of the measured maximum %s rps), cooldowns 300 s", FormatNumber(target), FormatNumber(inst.CapacityRPS)), simulate.Run(tr, inv))
+	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (70%% of the measured maximum %s rps), cooldowns 300 s", FormatNumber(target), FormatNumber(inst.CapacityRPS)), run(tr, inv))
 
 	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))
 	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),
-		simulate.Run(tr, simulate.Fleet{Name: fmt.Sprintf("fixed fleet of %d", n), Instance: inst, TTotalS: in.TTotalS, Fixed: n}))
+		run(tr, simulate.Fleet{Name: fmt.Sprintf("fixed fleet of %d", n), Instance: inst, TTotalS: in.TTotalS, Fixed: n}))
+	if canceled || (s.Cancel != nil && s.Cancel()) {
+		return Report{}, ErrCanceled
+	}
 
 	// The ratio means something only at zero violation minutes (docs/design.md, "Cost against the limit").
 	if rep.Plan.InstanceHours > 0 && rep.Plan.Holds() {

@@ -9,8 +9,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -264,7 +266,24 @@ func (o *simulateOpts) Execute() error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
+	// SIGINT or SIGTERM stops the simulation between simulated hours; nothing is printed or written then.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var got os.Signal
+	setup.Cancel = func() bool {
+		if got == nil {
+			select {
+			case got = <-sigs:
+			default:
+			}
+		}
+		return got != nil
+	}
 	rep, err := capacity.Compare(o.tr, setup)
+	if errors.Is(err, capacity.ErrCanceled) {
+		return exitcode.Interrupted(fmt.Errorf("simulate: stopped by %v before it finished: nothing written", got), got == syscall.SIGTERM)
+	}
 	if err != nil {
 		return exitcode.Usage(err)
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // espeakPlan is a feasible espeak-ng plan (fleet 3 to 4) derived by tts-bench plan (--peak-rps 450
@@ -138,6 +140,41 @@ func TestSimulateInputErrors(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q lacks %q", stderr, w)
 				}
+			}
+		})
+	}
+}
+
+// SIGINT and SIGTERM stop a long simulation (a month at 1-s steps, five fleets: seconds of work) between
+// simulated hours: exit 130 or 143, nothing printed, no chart written (issue 27 item 7).
+func TestSimulateStopsOnSignals(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			chart := filepath.Join(t.TempDir(), "chart.svg")
+			cmd, out := startCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "500", "--trough-rps", "20",
+				"--duration", "744h", "--step", "1m", "--output", chart)
+			time.Sleep(300 * time.Millisecond)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("still running 20 s after %v:\n%s", c.sig, out)
+			}
+			if got := cmd.ProcessState.ExitCode(); got != c.code {
+				t.Errorf("exit %d after %v, want %d:\n%s", got, c.sig, c.code, out)
+			}
+			if strings.Contains(out.String(), "TOTALS") || !strings.Contains(out.String(), "nothing written") {
+				t.Errorf("output after %v:\n%s\nwant no report and a line saying nothing was written", c.sig, out)
+			}
+			if _, err := os.Stat(chart); err == nil {
+				t.Errorf("the chart %s was written after %v", chart, c.sig)
 			}
 		})
 	}

@@ -61,6 +61,25 @@ func CheckFailed(err error) error {
 // CheckFailedf is CheckFailed(fmt.Errorf(format, args...)).
 func CheckFailedf(format string, args ...any) error { return CheckFailed(fmt.Errorf(format, args...)) }
 
+// CodeInterrupted and CodeTerminated are the shell's codes for a process ended by SIGINT (128 + 2) and
+// SIGTERM (128 + 15): a command that stops early on a signal, writing nothing, exits with them.
+const (
+	CodeInterrupted = 130
+	CodeTerminated  = 143
+)
+
+// Interrupted marks err as the end of a run stopped by SIGINT (terminated false) or SIGTERM (true).
+func Interrupted(err error, terminated bool) error {
+	if err == nil {
+		return nil
+	}
+	code := CodeInterrupted
+	if terminated {
+		code = CodeTerminated
+	}
+	return &marked{code: code, err: err}
+}
+
 // Code maps err to the process exit code: 0 for nil, the code of the outermost mark, or 1 for an unmarked error.
 func Code(err error) int {
 	if err == nil {
