@@ -50,10 +50,11 @@ build-cmds:
 
 test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
 
-# -race on every package; the tests run the container built once by container-build (SPEECH_CONTAINER_BIN,
+# -race on every package, each package within 40 minutes (cmd/tts-bench holds the end-to-end measurement and
+# validation tests on the emulator: more than go test's default 10); the tests run the container built once by container-build (SPEECH_CONTAINER_BIN,
 # read by internal/emulatortest) instead of building it in each test process.
 test-go: deps container-build
-	SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race ./...
+	SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m ./...
 
 synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)
