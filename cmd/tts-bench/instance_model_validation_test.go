@@ -63,6 +63,9 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 		stdout, stderr, code := runCLI(t, "qmax", "--model", m.ID, "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 			"--ladder", "1,16", "--max-concurrency", "16", "--settle", "1s", "--hold", "9s", "--measure-window", "8s", "--request-timeout", "20s",
 			"--rate-fractions", fractions, "--rate-settle", "2s", "--rate-hold", "16s", "--rate-measure-window", "15s",
+			// Under the race detector the measuring process itself is slow: its own CPU and lag bounds would mark
+			// the steps client-bound. The twin's compute is a wait on the emulator, not this process's CPU.
+			"--max-client-cpu", "0", "--max-client-lag", "0",
 			"--container-dir", containerDir, "--output", out)
 		if code != 0 {
 			t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -75,7 +78,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	}
 
 	// 1. The model, from one measurement.
-	q := qmax(filepath.Join(dir, "qmax.json"), "0.35,0.6,0.75,0.9,1.05")
+	q := qmax(filepath.Join(dir, "qmax.json"), "0.45,0.6,0.75,0.9,1.05")
 	model, err := q.InstanceModel(m.QueueMaxDepth, float64(m.SLO.StallBudgetMs)+50, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +86,14 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	t.Logf("model: %s", model.Basis)
 
 	// 2. Three other rates, measured independently, against the model's prediction.
-	check := qmax(filepath.Join(dir, "check.json"), "0.45,0.6,0.75")
+	check := qmax(filepath.Join(dir, "check.json"), "0.52,0.67,0.82")
 	compared := 0
 	for _, s := range check.RateSteps {
-		if !s.Usable || s.ArrivalRPS >= model.CapacityRPS {
-			t.Logf("rate %.2f rps: not compared (usable %v: %s; capacity %.2f)", s.ArrivalRPS, s.Usable, s.UnusableReason, model.CapacityRPS)
+		// Only between the model's own measured points: below the first the model extrapolates linearly to 0,
+		// beyond the last it assumes a full shield.
+		lo, hi := model.Points[0].RPS, model.Points[len(model.Points)-1].RPS
+		if !s.Usable || s.ArrivalRPS < lo || s.ArrivalRPS > hi {
+			t.Logf("rate %.2f rps: not compared (usable %v %s; the model's measured range %.2f to %.2f rps)", s.ArrivalRPS, s.Usable, s.UnusableReason, lo, hi)
 			continue
 		}
 		compared++
@@ -101,7 +107,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 		}
 	}
 	if compared < 3 {
-		t.Fatalf("%d of 3 check rates were usable and below capacity: the comparison needs three", compared)
+		t.Fatalf("%d of 3 check rates were usable and inside the model's measured range: the comparison needs three", compared)
 	}
 
 	// 3. The plan from this model, its scaling on the endpoint, and a growth trace replayed and simulated.

@@ -462,6 +462,9 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 
 	log := instanceLog{RunID: o.runID, Trace: o.traceDigest, Endpoint: o.model.EndpointName()}
 	var mu sync.Mutex
+	// The poller and the load's progress both write to stderr: one lock keeps their lines whole (the race
+	// detector caught the poller's back-off line racing the start line).
+	stderr := &lockedWriter{w: o.stderr}
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var pollDone sync.WaitGroup
 	var backoff cloud.Backoff
@@ -481,9 +484,9 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 					mu.Unlock()
 				} else if pollCtx.Err() == nil {
 					if cloud.IsThrottled(err) {
-						fmt.Fprintf(o.stderr, "replay: reading the instance count was throttled: backing off %s\n", wait)
+						fmt.Fprintf(stderr, "replay: reading the instance count was throttled: backing off %s\n", wait)
 					} else {
-						fmt.Fprintf(o.stderr, "replay: read the instance count: %v\n", err)
+						fmt.Fprintf(stderr, "replay: read the instance count: %v\n", err)
 					}
 				}
 				select {
@@ -494,9 +497,9 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 			}
 		}()
 	}
-	fmt.Fprintf(o.stderr, "replay %s: %s (%s, %s), shard %d/%d, open loop, up to %d workers, run %s\n",
+	fmt.Fprintf(stderr, "replay %s: %s (%s, %s), shard %d/%d, open loop, up to %d workers, run %s\n",
 		o.model.ID, o.trace.Name, o.trace.Duration, o.traceDigest[:19], o.shard, o.shards, o.maxWorkers, o.runID)
-	cfg.Observer = replayProgress(o.stderr)
+	cfg.Observer = replayProgress(stderr)
 	res, runErr := bench.RunOpenLoop(ctx, cfg)
 	stopPoll()
 	pollDone.Wait()
@@ -576,4 +579,16 @@ func replayProgress(w io.Writer) func(bench.OpenLoopProgress) {
 		fmt.Fprintf(w, "replay: %s of %s: %d arrivals, %d sent, %d dropped, %d in flight, %d ok, %d shed, %d failed\n",
 			p.Elapsed.Truncate(time.Second), p.Duration, p.Scheduled, p.Sent, p.Dropped, p.InFlight, p.OK, p.Shed, p.Failed)
 	}
+}
+
+// lockedWriter serializes writes from several goroutines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -102,6 +102,7 @@ func simulateCommand() *cli.Command {
 				return err
 			}
 			o := newSimulateOpts(c, cat)
+			o.ctx = c.Context
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -113,6 +114,8 @@ func simulateCommand() *cli.Command {
 // simulateOpts is one tts-bench simulate: the command line, the catalog and writers, and what Validate
 // resolves.
 type simulateOpts struct {
+	// ctx ends on SIGINT or SIGTERM (its cause names the signal).
+	ctx       context.Context
 	args      []string
 	modelID   string
 	modelSet  bool
@@ -266,23 +269,15 @@ func (o *simulateOpts) Execute() error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	// SIGINT or SIGTERM stops the simulation between simulated hours; nothing is printed or written then.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var got os.Signal
-	setup.Cancel = func() bool {
-		if got == nil {
-			select {
-			case got = <-sigs:
-			default:
-			}
-		}
-		return got != nil
-	}
+	// SIGINT or SIGTERM (main's signal context) stops the simulation between simulated hours; nothing is
+	// printed or written then.
+	ctx := o.ctx
+	setup.Cancel = func() bool { return ctx.Err() != nil }
 	rep, err := capacity.Compare(o.tr, setup)
 	if errors.Is(err, capacity.ErrCanceled) {
-		return exitcode.Interrupted(fmt.Errorf("simulate: stopped by %v before it finished: nothing written", got), got == syscall.SIGTERM)
+		cause := context.Cause(ctx)
+		return exitcode.Interrupted(fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", cause),
+			cause != nil && strings.Contains(cause.Error(), syscall.SIGTERM.String()))
 	}
 	if err != nil {
 		return exitcode.Usage(err)

@@ -156,7 +156,8 @@ func TestSimulateStopsOnSignals(t *testing.T) {
 			chart := filepath.Join(t.TempDir(), "chart.svg")
 			cmd, out := startCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "500", "--trough-rps", "20",
 				"--duration", "744h", "--step", "1m", "--output", chart)
-			time.Sleep(300 * time.Millisecond)
+			// About 4 s of work without the race detector, far more with it: a second in, it is running.
+			time.Sleep(time.Second)
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -165,6 +166,8 @@ func TestSimulateStopsOnSignals(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				<-done
 				t.Fatalf("still running 20 s after %v:\n%s", c.sig, out)
 			}
 			if got := cmd.ProcessState.ExitCode(); got != c.code {
