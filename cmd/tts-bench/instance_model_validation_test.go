@@ -86,7 +86,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	t.Logf("model: %s", model.Basis)
 
 	// 2. Three other rates, measured independently, against the model's prediction.
-	check := qmax(filepath.Join(dir, "check.json"), "0.52,0.67,0.82")
+	check := qmax(filepath.Join(dir, "check.json"), "0.5,0.6,0.7")
 	compared := 0
 	for _, s := range check.RateSteps {
 		// Only between the model's own measured points: below the first the model extrapolates linearly to 0,

@@ -60,7 +60,9 @@ func profiled(t *testing.T, scale float64) *emulatortest.Emulator {
 }
 
 func TestTTotalEndToEnd(t *testing.T) {
-	e := profiled(t, 50)
+	// At time scale 20 ActivatingTraffic lasts about 3 s: at 50 it lasted 1.3 s, and a 1-s DescribeEndpoint
+	// poll slowed by the race detector on a busy machine missed it in a clean-clone CI run.
+	e := profiled(t, 20)
 	dir := t.TempDir()
 	jdir := filepath.Join(dir, "journals")
 	qpath := writeQMaxArtifact(t, dir, capacity.TransportSageMakerStream)
