@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -323,6 +322,3 @@ func worstMinuteText(e Envelope) string {
 	}
 	return fmt.Sprintf("%s trace (%s): %d flap(s): %s", t.Kind, t.Name, t.Flaps, t.Worst)
 }
-
-// instanceFormat keeps loadmodel's format the one number format.
-var _ = loadmodel.Format

@@ -186,5 +186,3 @@ func invocationTimeout(in Inputs, d Derived) Finding {
 	}
 	return f
 }
-
-func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }

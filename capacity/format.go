@@ -3,7 +3,8 @@ package capacity
 import (
 	"math"
 	"strconv"
-	"strings"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
 // FormatNumber formats a derived number for humans, as the plan's findings print it and as tts-bench plan's
@@ -15,25 +16,7 @@ import (
 // The values that are not numbers in that sense print as what they mean in prose: +Inf as "∞" (the
 // per-instance concurrency of a load the measured throughput curve never reaches: requests queue without
 // bound), -Inf as "-∞", and NaN as "NaN", never as a number it is not. Negative zero prints as "0".
-func FormatNumber(x float64) string {
-	switch {
-	case math.IsInf(x, 1):
-		return "∞"
-	case math.IsInf(x, -1):
-		return "-∞"
-	case math.IsNaN(x):
-		return "NaN"
-	}
-	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
-		return strconv.FormatFloat(x, 'g', 3, 64)
-	}
-	s := strconv.FormatFloat(x, 'f', 2, 64)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
-}
+func FormatNumber(x float64) string { return loadmodel.Format(x) }
 
 // exact formats a number a user gave in its shortest exact form: a surge of 1.4999999999 prints as
 // 1.4999999999, not as the 1.5 it must stay below. Infinities and NaN print as FormatNumber prints them.

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // MetricWindowS is the period of the datapoints the scaling alarms evaluate: the 10-s high-resolution
@@ -274,8 +276,10 @@ func Approximate(a Approximation) (Model, error) {
 	return m, m.Validate()
 }
 
-// Format formats a number for humans as the plan and the simulator print it: up to two decimals without
-// trailing zeros, three significant digits in exponent form below 0.01 or from 1e9; ∞, -∞ and NaN as such.
+// Format formats a number for humans, as the plan, its findings and the simulator print it, so that a number
+// reads the same everywhere (capacity.FormatNumber is this): up to two decimals and no trailing zeros; three
+// significant digits in exponent form below 0.01 or from 1e9 (so 8e-09 does not print as 0); +Inf as "∞",
+// -Inf as "-∞", NaN as "NaN"; negative zero as "0".
 func Format(x float64) string {
 	switch {
 	case math.IsInf(x, 1):
@@ -286,22 +290,12 @@ func Format(x float64) string {
 		return "NaN"
 	}
 	if a := math.Abs(x); a != 0 && (a < 0.01 || a >= 1e9) {
-		return fmt.Sprintf("%.3g", x)
+		return strconv.FormatFloat(x, 'g', 3, 64)
 	}
-	s := fmt.Sprintf("%.2f", x)
-	for len(s) > 0 && s[len(s)-1] == '0' {
-		s = s[:len(s)-1]
-	}
-	s = trimDot(s)
+	s := strconv.FormatFloat(x, 'f', 2, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	if s == "-0" {
 		return "0"
-	}
-	return s
-}
-
-func trimDot(s string) string {
-	if len(s) > 0 && s[len(s)-1] == '.' {
-		return s[:len(s)-1]
 	}
 	return s
 }
