@@ -11,11 +11,19 @@ import (
 
 // Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
 // to the rules that moves any result changes it.
-const Version = "fleet-sim/2 (1-s fleet steps, 10-s alarm ticks, loadmodel steady states, autoscale.Decide, cooldown from completion)"
+const Version = "fleet-sim/3 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states, autoscale.Decide, cooldown from completion)"
 
 // Tick is the autoscaler's clock: the period of the high-resolution ConcurrentRequestsPerModel metric. Alarms
 // are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps.
 const Tick = 10 * time.Second
+
+// EvaluationLag is how long after a period closes its datapoint is evaluated: the worst case, one Tick.
+// CloudWatch evaluates a high-resolution alarm every 10 seconds, at a phase of its own, not on the period's
+// boundary; the emulator likewise evaluates on its own 10-s ticker, 0 to 10 s after the period closes
+// (emulator/autoscaling.go, scaleLoop). Measured against the emulator (issue 22), a simulator that evaluated on the
+// boundary scaled out 15-27 s before the replay did: a plan whose detection buffer only covered the three
+// datapoints looked safe here and was late there. Taking the whole tick keeps the simulator on the late side.
+const EvaluationLag = Tick
 
 // substep is the step of the fleet model.
 const substep = time.Second
@@ -344,6 +352,8 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	cur := Minute{}
 	instSeconds := 0.0
 	tickMetric, tickInvocations := 0.0, 0.0
+	// The datapoints of the period that closed one tick ago (EvaluationLag), fed to the alarms now.
+	lagMetric, lagInvocations, lagged := 0.0, 0.0, false
 	lastScaleIn := math.Inf(-1)
 	flush := func(m int, length float64) {
 		cur.Minute = m
@@ -404,13 +414,16 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 
 		end := t + substep
 		if f.Scaling != nil && end%Tick == 0 {
-			for _, a := range alarms {
-				if a.invocations {
-					a.add(tickInvocations)
-				} else {
-					a.add(tickMetric)
+			if lagged {
+				for _, a := range alarms {
+					if a.invocations {
+						a.add(lagInvocations)
+					} else {
+						a.add(lagMetric)
+					}
 				}
 			}
+			lagMetric, lagInvocations, lagged = tickMetric, tickInvocations, true
 			tickMetric, tickInvocations = 0, 0
 			if len(starting) == 0 {
 				want, ev, changed := decide(epoch.Add(end), serving, lo, hi, pols, alarms)

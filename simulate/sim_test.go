@@ -87,10 +87,11 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 		t.Fatal("no scaling event")
 	}
 	out := r.Events[0]
-	// 30 rps on one instance reads metric 30 at once; the high alarm needs 3 breaching 10-s datapoints (610,
-	// 620, 630 s): the decision comes at 630 s, ceil(1 × 30 / 12) = 3 instances.
-	if out.AtS != 630 || out.From != 1 || out.To != 3 || out.Policy != "target-tracking" {
-		t.Errorf("first event %+v: want 1 → 3 by target tracking at 630 s", out)
+	// 30 rps on one instance reads metric 30 at once; the high alarm needs 3 breaching 10-s datapoints (the
+	// periods closing at 610, 620, 630 s), each evaluated one tick after it closes (EvaluationLag): the decision
+	// comes at 640 s, ceil(1 × 30 / 12) = 3 instances.
+	if out.AtS != 640 || out.From != 1 || out.To != 3 || out.Policy != "target-tracking" {
+		t.Errorf("first event %+v: want 1 → 3 by target tracking at 640 s", out)
 	}
 	// The added instances serve T_total (120 s) after the decision, not before.
 	approx(t, "serving at", out.ServingAtS, out.AtS+120)
@@ -105,7 +106,7 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 		t.Errorf("peak %d instances after %d scale-outs, want 4 after 2: %+v", r.PeakInstances, r.ScaleOuts, r.Events)
 	}
 	// Scale-in: after the load drops at 1800 s the 1-min datapoints from 1860 s on are below 3; the fifth,
-	// at 2100 s, puts the alarm in ALARM. Each further scale-in waits for the 300 s scale-in cooldown.
+	// closing at 2100 s and evaluated at 2110 s, puts the alarm in ALARM. Each further scale-in waits for the 300 s scale-in cooldown.
 	var ins []Event
 	for _, e := range r.Events {
 		if e.To < e.From {
@@ -115,8 +116,8 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 	if len(ins) < 2 {
 		t.Fatalf("scale-ins %+v: want several", ins)
 	}
-	if ins[0].AtS != 2100 || ins[0].Policy != "step-scale-in" || ins[0].To != ins[0].From-1 {
-		t.Errorf("first scale-in %+v: want one instance fewer by the step policy at 2100 s", ins[0])
+	if ins[0].AtS != 2110 || ins[0].Policy != "step-scale-in" || ins[0].To != ins[0].From-1 {
+		t.Errorf("first scale-in %+v: want one instance fewer by the step policy at 2110 s", ins[0])
 	}
 	for i := 1; i < len(ins); i++ {
 		if ins[i].AtS-ins[i-1].AtS < 300 {
@@ -134,9 +135,9 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 }
 
 // Issue 24: the scale-out cooldown counts from the end of the scale-out activity (its instances serving),
-// not from the decision. With a 300 s cooldown the first scale-out (decided at 630 s) serves at 750 s; within
+// not from the decision. With a 300 s cooldown the first scale-out (decided at 640 s) serves at 760 s; within
 // the cooldown a policy measures from the capacity before it (1 × 14/12 → 2, not larger than 3), so the second
-// scale-out comes at 750 + 300 = 1050 s, not at 630 + 300 = 930 s.
+// scale-out comes at 760 + 300 = 1060 s, not at 640 + 300 = 940 s.
 func TestCooldownCountsFromTheScaleOutEnd(t *testing.T) {
 	r := Run(steps, Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: scaling(300)})
 	var outs []Event
@@ -149,14 +150,14 @@ func TestCooldownCountsFromTheScaleOutEnd(t *testing.T) {
 		t.Fatalf("scale-outs %+v: want two", outs)
 	}
 	first, second := outs[0], outs[1]
-	if first.AtS != 630 || first.ServingAtS != 750 {
-		t.Fatalf("first scale-out %+v: want decided at 630 s, serving at 750 s", first)
+	if first.AtS != 640 || first.ServingAtS != 760 {
+		t.Fatalf("first scale-out %+v: want decided at 640 s, serving at 760 s", first)
 	}
 	if second.AtS < first.ServingAtS+300 {
 		t.Errorf("second scale-out at %g s, before the cooldown from the first's end (%g s)", second.AtS, first.ServingAtS+300)
 	}
-	if second.AtS != 1050 || second.From != 3 || second.To != 4 {
-		t.Errorf("second scale-out %+v: want 3 → 4 at the first tick after 1050 s", second)
+	if second.AtS != 1060 || second.From != 3 || second.To != 4 {
+		t.Errorf("second scale-out %+v: want 3 → 4 at the first tick after 1060 s", second)
 	}
 	// No decision while instances start: nothing between a scale-out and its instances serving.
 	for _, e := range r.Events {
@@ -168,7 +169,8 @@ func TestCooldownCountsFromTheScaleOutEnd(t *testing.T) {
 
 // A scale-in followed by a scale-out within the flap window is a flap, and the fleet does not hold. Here the
 // scale-in threshold (9) sits above the metric the survivor reads: 2 instances at 6 rps each read 8.44, so
-// one goes after 3 × 10 s; the survivor at 12 rps reads 26.8 > 12 and scales out 30 s later.
+// one goes after 3 × 10 s and the evaluation lag (at 40 s, the period [30 s, 40 s) still had two); the
+// survivor at 12 rps reads 26.8 > 12 from the period [40 s, 50 s), evaluated at 60, 70 and 80 s: scale-out at 80 s.
 func TestFlapIsCounted(t *testing.T) {
 	sc := &Scaling{MinInstances: 1, MaxInstances: 4, Metric: MetricConcurrency, TargetValue: 12, ScaleOutCooldownS: 30,
 		StepScaleIn: &StepScaleIn{Threshold: 9, PeriodS: 10, EvaluationPeriods: 3, CooldownS: 60, Adjustment: -1}}
@@ -178,8 +180,8 @@ func TestFlapIsCounted(t *testing.T) {
 		t.Fatalf("events %+v: want a flap", r.Events)
 	}
 	fl := r.Flaps[0]
-	if fl.ScaleInAtS != 30 || fl.ScaleOutAtS != 60 {
-		t.Errorf("flap %+v: want scale-in at 30 s, scale-out at 60 s", fl)
+	if fl.ScaleInAtS != 40 || fl.ScaleOutAtS != 80 {
+		t.Errorf("flap %+v: want scale-in at 40 s, scale-out at 80 s", fl)
 	}
 	// Outside the window it is no flap.
 	f.FlapWindowS = 20
@@ -193,8 +195,8 @@ func TestTargetTrackingOnInvocations(t *testing.T) {
 	// high alarm sums 1-min datapoints and needs 3 of them.
 	sc := &Scaling{MinInstances: 1, MaxInstances: 10, Metric: MetricInvocations, TargetValue: 420, ScaleOutCooldownS: 60, ScaleInCooldownS: 300, TargetScaleIn: true}
 	r := Run(constant(30, 30*time.Minute), Fleet{Name: "inv", Instance: saturating(), TTotalS: 60, Scaling: sc, InitialInstances: 1})
-	if len(r.Events) == 0 || r.Events[0].AtS != 180 {
-		t.Fatalf("events %+v: want the first scale-out after three 1-min datapoints, at 180 s", r.Events)
+	if len(r.Events) == 0 || r.Events[0].AtS != 190 {
+		t.Fatalf("events %+v: want the first scale-out after three 1-min datapoints and the evaluation lag, at 190 s", r.Events)
 	}
 	// ceil(1 × 1800 / 420) = 5; 30 rps on 5 is 360 a minute each, below the target.
 	if e := r.Events[0]; e.To != 5 {
@@ -321,11 +323,12 @@ func BenchmarkRun(b *testing.B) {
 // A minute that violated while instances were starting, and whose instances were serving by its end, is
 // explained by the start-up, not by the fleet's maximum (the reason is told from the violating seconds).
 func TestWorstMinuteWhileStartingThatEndedInTheMinute(t *testing.T) {
-	// 30 rps from the start on one instance with a fleet maximum of 3: the decision comes at 30 s (1 → 3), the
-	// new instances serve at 30 + 20 = 50 s, inside minute 0, which ends with 3 serving, the maximum.
+	// 30 rps from the start on one instance with a fleet maximum of 3: the decision comes at 40 s (1 → 3, three
+	// datapoints and the evaluation lag), the new instances serve at 40 + 15 = 55 s, inside minute 0, which ends
+	// with 3 serving, the maximum.
 	sc := scaling(30)
 	sc.MaxInstances = 3
-	r := Run(constant(30, 2*time.Minute), Fleet{Name: "plan", Instance: saturating(), TTotalS: 20, Scaling: sc, InitialInstances: 1})
+	r := Run(constant(30, 2*time.Minute), Fleet{Name: "plan", Instance: saturating(), TTotalS: 15, Scaling: sc, InitialInstances: 1})
 	if r.Worst == nil || r.Worst.Minute != 0 {
 		t.Fatalf("worst %+v: want minute 0", r.Worst)
 	}

@@ -18,8 +18,10 @@ import (
 )
 
 // Tolerances of the instance model against a measurement on the emulator. The twin's one slot makes the rates
-// stable on a loaded machine; the 10-s peak in flight of a Poisson stream over a 12-s window is a handful of
-// samples, hence the absolute floors.
+// stable on a loaded machine. The metric is the mean of the 10-s peaks in flight of a Poisson stream, one peak
+// per 10-s slice of the wall-clock grid inside the measure window: a 31-s window holds two or three slices (a
+// clean-clone CI run with 15-s windows, one slice, measured 10 at 10.7 rps and 6 at 11.8 rps: one peak alone scatters by ±40%), hence also the
+// absolute floors.
 const (
 	validationMetricRel, validationMetricAbs = 0.4, 2.0  // metric: within 40% or 2 requests
 	validationTTFABRel, validationTTFABAbs   = 0.5, 40.0 // p95 TTFAB: within 50% or 40 ms
@@ -62,7 +64,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 		t.Helper()
 		stdout, stderr, code := runCLI(t, "qmax", "--model", m.ID, "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 			"--ladder", "1,16", "--max-concurrency", "16", "--settle", "1s", "--hold", "9s", "--measure-window", "8s", "--request-timeout", "20s",
-			"--rate-fractions", fractions, "--rate-settle", "2s", "--rate-hold", "16s", "--rate-measure-window", "15s",
+			"--rate-fractions", fractions, "--rate-settle", "2s", "--rate-hold", "32s", "--rate-measure-window", "31s",
 			// Under the race detector the measuring process itself is slow: its own CPU and lag bounds would mark
 			// the steps client-bound. The twin's compute is a wait on the emulator, not this process's CPU.
 			"--max-client-cpu", "0", "--max-client-lag", "0",
