@@ -123,6 +123,11 @@ func (o *cacheOpts) Execute(ctx context.Context) error {
 		if errors.As(err, &mm) {
 			return exitcode.CheckFailed(fmt.Errorf("cache %s: %w", o.model.ID, err))
 		}
+		if errors.Is(err, modelsync.ErrTokenOverHTTP) {
+			// --hf-endpoint names a plain-http origin that is not loopback while a token is set: the user's
+			// flags are wrong, nothing was sent (issue 27).
+			return exitcode.Usage(fmt.Errorf("cache %s: --hf-endpoint: %w", o.model.ID, err))
+		}
 		return fmt.Errorf("cache %s: %w", o.model.ID, err)
 	}
 	if !res.Done {

@@ -139,6 +139,7 @@ func TestCacheRefusesACorruptFile(t *testing.T) {
 func TestCacheErrors(t *testing.T) {
 	srv, _ := kokoroHub(t, "")
 	t.Setenv("SPEECH_INFRA_TEST_EMPTY_TOKEN", "")
+	t.Setenv("SPEECH_INFRA_TEST_TOKEN", "hf_secret_not_to_be_sent")
 	cases := []struct {
 		name string
 		args []string
@@ -152,6 +153,8 @@ func TestCacheErrors(t *testing.T) {
 		{"a token instead of a variable name", []string{"kokoro-82m", "--to", t.TempDir(), "--token-env", "hf_abc-123"}, exitcode.CodeUsage,
 			[]string{"is not an environment variable name"}},
 		{"unknown model", []string{"kokoro-83m", "--to", t.TempDir()}, exitcode.CodeUsage, []string{`unknown model "kokoro-83m"`}},
+		{"a token over plain http to a host that is not loopback", []string{"kokoro-82m", "--to", t.TempDir(), "--hf-endpoint", "http://hub.example.test", "--token-env", "SPEECH_INFRA_TEST_TOKEN"}, exitcode.CodeUsage,
+			[]string{"--hf-endpoint", "plain http", "https://"}},
 		{"no such repository on the mirror", []string{"kokoro-82m", "--to", t.TempDir(), "--hf-endpoint", srv.URL + "/elsewhere"}, exitcode.CodeCheckFailed,
 			[]string{"404", "RepoNotFound", "check source.repo"}},
 	}
