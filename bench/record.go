@@ -196,6 +196,10 @@ type StepResult struct {
 	// rate (errors, timeouts and shed over measured requests) ≤ MaxErrorRate. FailReasons says what failed.
 	MeetsSLO    bool     `json:"meets_slo"`
 	FailReasons []string `json:"fail_reasons,omitempty"`
+	// MeetsTTFABSLO is the step's verdict by TTFAB alone (the original proof of value's definition of Q_max):
+	// MeetsSLO without the stall bound, errors still counted against the step. It differs from MeetsSLO only
+	// when the p95 stall alone failed the step.
+	MeetsTTFABSLO bool `json:"meets_ttfab_slo"`
 	// Usable is false when the step cannot be trusted; UnusableReason says why.
 	Usable         bool   `json:"usable"`
 	UnusableReason string `json:"unusable_reason,omitempty"`
@@ -339,7 +343,9 @@ func judge(s *StepResult, j Judge) {
 	} else if s.TTFABSLOMs > ms(j.SLO) {
 		fail = append(fail, fmt.Sprintf("p%d TTFAB %.1f ms is above the SLO %.0f ms", j.SLOPercentile, s.TTFABSLOMs, ms(j.SLO)))
 	}
+	stallFailed := false
 	if lim := ms(j.StallBudget + j.StallJitter); s.OK > 0 && s.StallP95Ms > lim {
+		stallFailed = true
 		fail = append(fail, fmt.Sprintf("p95 stall %.1f ms is above the stall budget %.0f ms + jitter %.0f ms", s.StallP95Ms, ms(j.StallBudget), ms(j.StallJitter)))
 	}
 	// The server's errors (shed, 5xx, timeouts, broken streams) fail the step: they are how it serves at this
@@ -366,6 +372,7 @@ func judge(s *StepResult, j Judge) {
 			s.InFlightMean, want, 100*j.MinConcurrencyRatio, s.Concurrency, s.LagMeanMs, s.LagMaxMs))
 	}
 	s.MeetsSLO, s.FailReasons = len(fail) == 0, fail
+	s.MeetsTTFABSLO = len(fail) == 0 || (stallFailed && len(fail) == 1)
 	s.Usable = len(unusable) == 0
 	if !s.Usable {
 		s.UnusableReason = strings.Join(unusable, "; ")

@@ -110,6 +110,11 @@ func (p *Plan) recordQMax(q *QMax) {
 	fp, in := &p.Fingerprint, &p.Inputs
 	fp.ModelRevision, fp.InstanceType, fp.ContainerDigest, fp.Transport = q.ModelRevision, q.InstanceType, q.ContainerDigest, q.Transport
 	in.QMax = q.QMax
+	in.QMaxTTFABOnly, in.QMaxTTFABOnlyLowerBound = nil, false
+	if q.QMaxTTFABOnly != nil && q.BracketTTFABOnlyLowestFail != nil {
+		v := *q.QMaxTTFABOnly
+		in.QMaxTTFABOnly, in.QMaxTTFABOnlyLowerBound = &v, *q.BracketTTFABOnlyLowestFail == 0
+	}
 	in.Throughput = q.throughputCurve()
 	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
 	in.CloudWatchRatio = q.cloudWatchRatio(cMax)

@@ -78,8 +78,14 @@ type Inputs struct {
 	TTotalSHA256 string `json:"ttotal_sha256,omitempty"`
 	// DryRun is true when either artifact came from a dry run.
 	DryRun bool `json:"dry_run"`
-	// QMax is Q_max, concurrent requests per instance.
+	// QMax is Q_max, concurrent requests per instance, by TTFAB and stall (QMax.QMax): the Q_max planned with.
 	QMax int `json:"q_max"`
+	// QMaxTTFABOnly is the qmax artifact's Q_max by TTFAB alone (QMax.QMaxTTFABOnly, the original's
+	// definition), recorded beside QMax for comparison only: nothing is planned with it. QMaxTTFABOnlyLowerBound
+	// is true when no step failed by TTFAB alone. Absent when the artifact did not record it (not "the same as
+	// q_max"), and in what-if plans.
+	QMaxTTFABOnly           *int `json:"q_max_ttfab_only,omitempty"`
+	QMaxTTFABOnlyLowerBound bool `json:"q_max_ttfab_only_lower_bound,omitempty"`
 	// TTotalS is T_total in seconds.
 	TTotalS float64 `json:"t_total_s"`
 	// Throughput is the per-instance throughput curve from the staircase (closed loop), by concurrency.
@@ -255,6 +261,12 @@ func verifyInputs(in Inputs) []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if in.QMax < 1 || in.QMax > MaxConcurrency {
 		add("q_max: is %d: want 1 to %d concurrent requests", in.QMax, MaxConcurrency)
+	}
+	if v := in.QMaxTTFABOnly; v != nil && (*v < in.QMax || *v > MaxConcurrency) {
+		add("q_max_ttfab_only: is %d: want %d (q_max: every step passing TTFAB and stall passes TTFAB) to %d concurrent requests", *v, in.QMax, MaxConcurrency)
+	}
+	if in.QMaxTTFABOnly == nil && in.QMaxTTFABOnlyLowerBound {
+		add("q_max_ttfab_only_lower_bound: is true but q_max_ttfab_only is absent")
 	}
 	if !positiveUpTo(in.TTotalS, MaxTTotalS) {
 		add("t_total_s: is %g: want a number of seconds in (0, %d]", in.TTotalS, MaxTTotalS)

@@ -38,12 +38,22 @@ type QMax struct {
 	DryRun bool `json:"dry_run"`
 	// Steps are the staircase steps, one per concurrency.
 	Steps []QMaxStep `json:"steps"`
-	// QMax is the highest passing concurrency below the lowest failing one.
+	// QMax is the highest passing concurrency below the lowest failing one, a step passing when its TTFAB
+	// percentile met the SLO and its p95 stall the stall budget (+ jitter): the Q_max the plan uses.
 	QMax int `json:"q_max"`
 	// BracketHighestPass is the concurrency of the highest passing step below the lowest failing one (= QMax).
 	BracketHighestPass int `json:"bracket_highest_pass"`
 	// BracketLowestFail is the lowest failing concurrency; 0 when no step failed (QMax is then a lower bound).
 	BracketLowestFail int `json:"bracket_lowest_fail"`
+	// QMaxTTFABOnly is Q_max by TTFAB alone, the original proof of value's definition: the highest concurrency
+	// below the lowest failing one when a step passes on its TTFAB percentile (and errors) and its stall is
+	// not judged (QMaxStep.MeetsTTFABSLO). It is at least QMax, shown beside it for comparison; the plan does
+	// not use it. The staircase stops at the first step failing TTFAB and stall, so unless a step failed by
+	// TTFAB alone (BracketTTFABOnlyLowestFail 0) it is a lower bound. Both are absent (not recorded, which
+	// does not mean "the same as q_max") in artifacts measured before the steps recorded their TTFAB verdict.
+	QMaxTTFABOnly *int `json:"q_max_ttfab_only,omitempty"`
+	// BracketTTFABOnlyLowestFail is the lowest concurrency failing by TTFAB alone; 0 when none did.
+	BracketTTFABOnlyLowestFail *int `json:"bracket_ttfab_only_lowest_fail,omitempty"`
 	// ServiceTimeMeanMs is the mean full-response time at concurrency 1 (uncontended).
 	ServiceTimeMeanMs float64 `json:"service_time_mean_ms"`
 	// ServiceTimeP95Ms is the p95 full-response time at concurrency 1.
@@ -164,6 +174,10 @@ type QMaxStep struct {
 	// MeetsSLO is true when the TTFAB percentile met the SLO and the p95 stall stayed within the stall budget
 	// plus the jitter allowance, with errors and rejections counted against it.
 	MeetsSLO bool `json:"meets_slo"`
+	// MeetsTTFABSLO is the step's verdict by TTFAB alone (the original's definition): MeetsSLO without the
+	// stall bound. It differs from MeetsSLO only on a step the stall alone failed. Absent (not recorded) in
+	// artifacts measured before it was.
+	MeetsTTFABSLO *bool `json:"meets_ttfab_slo,omitempty"`
 	// Usable is false when the step cannot be trusted (too few samples, metric deviation, ...).
 	Usable bool `json:"usable"`
 	// UnusableReason says why Usable is false.
@@ -319,6 +333,19 @@ func (q *QMax) verify(partial bool) []error {
 		if s.MeetsSLO && s.OKCount == 0 {
 			add("%s.meets_slo: is true but no request succeeded", p)
 		}
+		if m := s.MeetsTTFABSLO; m != nil {
+			v, _ := s.ttfabAt(q.SLOPercentile)
+			switch {
+			case s.MeetsSLO && !*m:
+				add("%s.meets_ttfab_slo: is false but meets_slo is true: a step that meets TTFAB and stall meets TTFAB", p)
+			case *m && s.OKCount == 0:
+				add("%s.meets_ttfab_slo: is true but no request succeeded", p)
+			case *m && v > float64(q.SLOTTFABMs):
+				add("%s.meets_ttfab_slo: is true but the p%d TTFAB %g ms exceeds the SLO %d ms", p, q.SLOPercentile, v, q.SLOTTFABMs)
+			case *m && !s.MeetsSLO && s.StallP95Ms <= s.StallBudgetMs+s.StallJitterMs:
+				add("%s.meets_ttfab_slo: is true and meets_slo false, but the p95 stall %g ms is within the stall budget %g ms + jitter %g ms: only the stall separates the two verdicts", p, s.StallP95Ms, s.StallBudgetMs, s.StallJitterMs)
+			}
+		}
 		if !s.Usable && s.UnusableReason == "" {
 			add("%s.unusable_reason: is empty: say why the step is not usable", p)
 		}
@@ -341,15 +368,9 @@ func (q *QMax) verify(partial bool) []error {
 		}
 	}
 	errs = append(errs, q.verifyRateSteps()...)
-	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop").
-	lowestFail, highestPass := 0, 0
-	for _, s := range q.sortedSteps() {
-		if !s.MeetsSLO {
-			lowestFail = s.Concurrency
-			break
-		}
-		highestPass = s.Concurrency
-	}
+	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop"), by
+	// TTFAB and stall, and by TTFAB alone where the steps recorded it.
+	highestPass, lowestFail := q.BracketWithStall()
 	if q.BracketLowestFail != lowestFail {
 		add("bracket_lowest_fail: is %d but the lowest failing step is at concurrency %d (0 = none)", q.BracketLowestFail, lowestFail)
 	}
@@ -359,10 +380,99 @@ func (q *QMax) verify(partial bool) []error {
 	if q.QMax != highestPass {
 		add("q_max: is %d but the staircase gives %d", q.QMax, highestPass)
 	}
+	errs = append(errs, q.verifyTTFABOnly()...)
 	if q.QMax < 1 && highestPass < 1 && !partial {
 		add("q_max: is %d: no step met the SLO, so no concurrency is safe on this instance type: lower the load per instance, relax the SLO or choose a larger instance", q.QMax)
 	}
 	return errs
+}
+
+// verifyTTFABOnly checks Q_max by TTFAB alone against the steps' TTFAB verdicts: recorded on every step or on
+// none, and then q_max_ttfab_only and its bracket present exactly when the steps record them.
+func (q *QMax) verifyTTFABOnly() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	recorded := 0
+	for _, s := range q.Steps {
+		if s.MeetsTTFABSLO != nil {
+			recorded++
+		}
+	}
+	if recorded > 0 && recorded < len(q.Steps) {
+		add("steps: %d of %d steps record meets_ttfab_slo: a run records it on every step or on none", recorded, len(q.Steps))
+		return errs
+	}
+	hp, lf, ok := q.BracketTTFABOnly()
+	switch {
+	case !ok && (q.QMaxTTFABOnly != nil || q.BracketTTFABOnlyLowestFail != nil):
+		add("q_max_ttfab_only: is set but the steps do not record meets_ttfab_slo, so Q_max by TTFAB alone was not measured")
+	case ok && (q.QMaxTTFABOnly == nil || q.BracketTTFABOnlyLowestFail == nil):
+		add("q_max_ttfab_only: is absent but the steps record meets_ttfab_slo: want q_max_ttfab_only %d and bracket_ttfab_only_lowest_fail %d", hp, lf)
+	case ok:
+		if *q.QMaxTTFABOnly != hp {
+			add("q_max_ttfab_only: is %d but the staircase by TTFAB alone gives %d", *q.QMaxTTFABOnly, hp)
+		}
+		if *q.BracketTTFABOnlyLowestFail != lf {
+			add("bracket_ttfab_only_lowest_fail: is %d but the lowest step failing by TTFAB alone is at concurrency %d (0 = none)", *q.BracketTTFABOnlyLowestFail, lf)
+		}
+	}
+	return errs
+}
+
+// Bracket returns the highest passing concurrency below the lowest failing one, and the lowest failing one (0
+// when none failed), from steps measured in any order (DESIGN.md, "Closed loop"). It is the one rule behind
+// Q_max: the qmax command's staircase and artifact, and Verify, all bracket through it.
+func Bracket(passed map[int]bool) (highestPass, lowestFail int) {
+	cs := make([]int, 0, len(passed))
+	for c := range passed {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	for _, c := range cs {
+		if !passed[c] {
+			return highestPass, c
+		}
+		highestPass = c
+	}
+	return highestPass, 0
+}
+
+// BracketWithStall is the bracket of the steps by their verdict on TTFAB and stall (MeetsSLO): the Q_max the
+// plan uses.
+func (q *QMax) BracketWithStall() (highestPass, lowestFail int) {
+	passed := map[int]bool{}
+	for _, s := range q.Steps {
+		passed[s.Concurrency] = s.MeetsSLO
+	}
+	return Bracket(passed)
+}
+
+// BracketTTFABOnly is the bracket of the steps by their verdict on TTFAB alone (MeetsTTFABSLO); ok is false
+// when some step does not record that verdict (an artifact from before it was recorded).
+func (q *QMax) BracketTTFABOnly() (highestPass, lowestFail int, ok bool) {
+	passed := map[int]bool{}
+	for _, s := range q.Steps {
+		if s.MeetsTTFABSLO == nil {
+			return 0, 0, false
+		}
+		passed[s.Concurrency] = *s.MeetsTTFABSLO
+	}
+	if len(passed) == 0 {
+		return 0, 0, false
+	}
+	highestPass, lowestFail = Bracket(passed)
+	return highestPass, lowestFail, true
+}
+
+// SetQMax sets Q_max and its bracket both ways from the steps (BracketWithStall, BracketTTFABOnly): what the
+// qmax command writes, and what Verify checks.
+func (q *QMax) SetQMax() {
+	q.BracketHighestPass, q.BracketLowestFail = q.BracketWithStall()
+	q.QMax = q.BracketHighestPass
+	q.QMaxTTFABOnly, q.BracketTTFABOnlyLowestFail = nil, nil
+	if hp, lf, ok := q.BracketTTFABOnly(); ok {
+		q.QMaxTTFABOnly, q.BracketTTFABOnlyLowestFail = &hp, &lf
+	}
 }
 
 // verifyRunTimes checks that a run's times are set, UTC and in order.

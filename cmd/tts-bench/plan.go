@@ -356,7 +356,17 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 		row("ttotal artifact", in.TTotalFile, shortDigest(in.TTotalSHA256))
 		row("container", shortDigest(fp.ContainerDigest), "revision "+fp.ModelRevision)
 	}
-	row("Q_max", strconv.Itoa(in.QMax), "concurrent requests per instance within the SLO")
+	row("Q_max", strconv.Itoa(in.QMax), "concurrent requests per instance within the SLO, by TTFAB and stall: planned with")
+	if p.Measured {
+		v, note := "not recorded", "by TTFAB alone, the original's definition: the qmax artifact predates it"
+		if in.QMaxTTFABOnly != nil {
+			v, note = strconv.Itoa(*in.QMaxTTFABOnly), "by TTFAB alone, the original's definition (stall not judged): for comparison only, not planned with"
+			if in.QMaxTTFABOnlyLowerBound {
+				v = "≥ " + v
+			}
+		}
+		row("Q_max TTFAB only", v, note)
+	}
 	row("T_total", capacity.FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
 	row("surge ratio s", fmtFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
 	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))

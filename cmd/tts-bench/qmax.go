@@ -32,11 +32,15 @@ when its p95 TTFAB ≤ --slo-ms AND its p95 stall ≤ the stall budget (+ jitter
 The stall is measured for every request, beyond TTFAB: the longest time by which an audio byte arrived
 after a real-time player, started at the first audio byte, would have needed it. A scheduler that serves
 first chunks first keeps TTFAB low while continuations starve; the stall shows it. Nothing else in the
-field measures this.
+field measures this. The stall budget is a player buffer of that many milliseconds: a player that holds back
+that much audio before it starts playing never runs dry on a response within it.
 
 The ladder (default 1,5,10,20,30,40,50,60) runs in order and stops at the first failing step; while every
 step passes it goes on by +10 up to --max-concurrency. Q_max is the highest passing step below the lowest
-failing one; --refine bisects between them.
+failing one; --refine bisects between them. The summary and the artifact also give Q_max by p95 TTFAB alone
+(the original's definition, q_max_ttfab_only: the stall not judged), for comparison only: tts-bench plan plans
+with the Q_max by TTFAB and stall. The ladder stops at the first step failing TTFAB and stall, so Q_max by
+TTFAB alone is a lower bound unless some step failed it.
 
 Before measuring (sagemaker-stream), against the endpoint speech-<model>:
   drift must be clean (refused with the findings unless --force); the endpoint must be InService; the

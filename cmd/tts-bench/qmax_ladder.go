@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -90,23 +89,6 @@ func bisect(pass, fail int) (int, bool) {
 		return 0, false
 	}
 	return pass + (fail-pass)/2, true
-}
-
-// bracket returns the highest passing concurrency below the lowest failing one, and the lowest failing one
-// (0 when none failed), from steps measured in any order (DESIGN.md, "Closed loop").
-func bracket(passed map[int]bool) (highestPass, lowestFail int) {
-	cs := make([]int, 0, len(passed))
-	for c := range passed {
-		cs = append(cs, c)
-	}
-	sort.Ints(cs)
-	for _, c := range cs {
-		if !passed[c] {
-			return highestPass, c
-		}
-		highestPass = c
-	}
-	return highestPass, 0
 }
 
 // refineSteps is the most bisection steps --refine can add between a pass p and a fail f.

@@ -263,7 +263,7 @@ func (r *qmaxRun) staircase(ctx context.Context) error {
 		return nil
 	}
 	for {
-		hp, lf := bracket(r.passed())
+		hp, lf := capacity.Bracket(r.passed())
 		if lf == 0 {
 			return nil
 		}
@@ -468,6 +468,8 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 	for i, s := range r.steps {
 		st := qmaxStepOf(s)
 		st.Remeasured, st.Inconclusive = r.remeasured[s.Concurrency], r.inconclusive[s.Concurrency]
+		ttfabOnly := s.MeetsTTFABSLO // the step's verdict by TTFAB alone: Q_max both ways (issue 23)
+		st.MeetsTTFABSLO = &ttfabOnly
 		if u, ok := r.client[s.Concurrency]; ok {
 			st.ClientCPUCores, st.ClientLagP99Ms, st.ClientLagMaxMs = u.CPUCores, u.LagP99Ms, u.LagMaxMs
 		}
@@ -503,8 +505,7 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 			r.warn(fmt.Sprintf("the uncontended service time is taken at concurrency %d, the lowest measured: put 1 in the ladder for the real one", lowest.Concurrency))
 		}
 	}
-	q.BracketHighestPass, q.BracketLowestFail = bracket(r.passed())
-	q.QMax = q.BracketHighestPass
+	q.SetQMax()
 	if len(r.rateSteps) > 0 {
 		q.HighestThroughputRPS = r.highestRPS
 		for _, s := range r.rateSteps {
@@ -579,7 +580,7 @@ func (r *qmaxRun) write(partial bool) error {
 	if err != nil {
 		return fmt.Errorf("print the summary: %w", err)
 	}
-	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d)\n", o.model.ID, o.output, q.QMax)
+	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d by TTFAB and stall; by TTFAB alone %s)\n", o.model.ID, o.output, q.QMax, ttfabOnlyQMax(q))
 	return nil
 }
 
@@ -633,18 +634,22 @@ func chartOf(q *capacity.QMax, steps []bench.StepResult, cfg bench.Config) stair
 // renderQMaxSummary prints the staircase and Q_max for humans (stdout).
 func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Q_max of %s on %s over %s: %d", q.Model, q.InstanceType, q.Transport, q.QMax)
+	fmt.Fprintf(&b, "Q_max of %s on %s over %s: %d by p%d TTFAB and p95 stall, the one the plan uses", q.Model, q.InstanceType, q.Transport, q.QMax, q.SLOPercentile)
 	if q.BracketLowestFail > 0 {
 		fmt.Fprintf(&b, " (passes at %d, fails at %d)\n", q.BracketHighestPass, q.BracketLowestFail)
 	} else {
 		fmt.Fprintf(&b, " (a lower bound: no step failed)\n")
 	}
-	fmt.Fprintf(&b, "SLO p%d TTFAB ≤ %d ms; uncontended service time %s ms mean, %s ms p95\n", q.SLOPercentile, q.SLOTTFABMs, fmtMs(q.ServiceTimeMeanMs), fmtMs(q.ServiceTimeP95Ms))
-	fmt.Fprintf(&b, "%-7s %-5s %13s %15s %13s %13s %8s %8s %8s %9s %s\n", "C (req)", "pass", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "95% CI ms", "p95 stall ms", "resp mean ms", "rps", "ok", "failed", "cw/client", "usable")
+	fmt.Fprintf(&b, "Q_max by p%d TTFAB alone (the original's definition, for comparison only): %s\n", q.SLOPercentile, ttfabOnlyQMax(q))
+	fmt.Fprintf(&b, "SLO p%d TTFAB ≤ %d ms%s; uncontended service time %s ms mean, %s ms p95\n", q.SLOPercentile, q.SLOTTFABMs, stallSLO(q), fmtMs(q.ServiceTimeMeanMs), fmtMs(q.ServiceTimeP95Ms))
+	fmt.Fprintf(&b, "%-7s %-5s %-5s %13s %15s %13s %13s %8s %8s %8s %9s %s\n", "C (req)", "pass", "ttfab", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "95% CI ms", "p95 stall ms", "resp mean ms", "rps", "ok", "failed", "cw/client", "usable")
 	for _, s := range q.Steps {
-		pass, usable, cw := "no", "yes", "-"
+		pass, ttfab, usable, cw := "no", "-", "yes", "-"
 		if s.MeetsSLO {
 			pass = "yes"
+		}
+		if s.MeetsTTFABSLO != nil {
+			ttfab = map[bool]string{true: "yes", false: "no"}[*s.MeetsTTFABSLO]
 		}
 		if !s.Usable {
 			usable = "no: " + s.UnusableReason
@@ -663,15 +668,46 @@ func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
 			pass += "*"
 		}
 		v, _ := stepTTFABAt(s, q.SLOPercentile)
-		fmt.Fprintf(&b, "%-7d %-5s %13s %15s %13s %13s %8.2f %8d %8d %9s %s\n", s.Concurrency, pass, fmtMs(v), ci, fmtMs(s.StallP95Ms),
+		fmt.Fprintf(&b, "%-7d %-5s %-5s %13s %15s %13s %13s %8.2f %8d %8d %9s %s\n", s.Concurrency, pass, ttfab, fmtMs(v), ci, fmtMs(s.StallP95Ms),
 			fmtMs(s.ResponseMeanMs), s.AchievedRPS, s.OKCount, s.ErrorCount+s.RejectedCount, cw, usable)
 	}
+	b.WriteString("pass: met the TTFAB SLO and the stall budget (+ jitter), errors counted against it (the plan's Q_max); ttfab: met the\n")
+	b.WriteString("TTFAB SLO alone, errors counted, stall not judged (the original's Q_max; - = not recorded)\n")
 	b.WriteString("95% CI: distribution-free interval of the TTFAB percentile (order statistics); * re-measured with a longer window because\n")
 	b.WriteString("the first interval held the SLO; ? still inconclusive after that (judged as measured)\n")
 	b.WriteString("cw/client: the Maximum of ConcurrentRequestsPerModel CloudWatch saw in the window ÷ the client's peak in flight (- = unread)\n")
 	renderRateSteps(&b, q)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ttfabOnlyQMax says Q_max by TTFAB alone, with its bracket, or that the artifact did not record it.
+func ttfabOnlyQMax(q *capacity.QMax) string {
+	if q.QMaxTTFABOnly == nil || q.BracketTTFABOnlyLowestFail == nil {
+		return "not recorded (the artifact predates the steps' TTFAB-alone verdict)"
+	}
+	v, lf := *q.QMaxTTFABOnly, *q.BracketTTFABOnlyLowestFail
+	same := ""
+	if v == q.QMax {
+		same = "; the same as by TTFAB and stall"
+	}
+	if lf > 0 {
+		return fmt.Sprintf("%d (passes at %d, fails at %d%s)", v, v, lf, same)
+	}
+	why := "no step failed"
+	if q.BracketLowestFail > 0 {
+		why = fmt.Sprintf("no step failed by TTFAB alone; the staircase stopped at %d, the first step failing TTFAB and stall", q.BracketLowestFail)
+	}
+	return fmt.Sprintf("%d (a lower bound: %s%s)", v, why, same)
+}
+
+// stallSLO is the stall half of the SLO line: the budget as a player buffer, and the jitter allowance.
+func stallSLO(q *capacity.QMax) string {
+	if len(q.Steps) == 0 {
+		return ""
+	}
+	s := q.Steps[0]
+	return fmt.Sprintf(" and p95 stall ≤ %s ms budget (a player buffer of %s ms) + %s ms jitter", fmtMs(s.StallBudgetMs), fmtMs(s.StallBudgetMs), fmtMs(s.StallJitterMs))
 }
 
 func baseName(p string) string {

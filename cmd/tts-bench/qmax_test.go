@@ -73,9 +73,9 @@ func TestLadder(t *testing.T) {
 		// A pass above the lowest failure does not move Q_max (DESIGN.md: below the first failing one).
 		{map[int]bool{1: true, 2: false, 4: true}, 1, 2, 0, false},
 	} {
-		hp, lf := bracket(tt.passed)
+		hp, lf := capacity.Bracket(tt.passed)
 		if hp != tt.hp || lf != tt.lf {
-			t.Errorf("bracket(%v) = %d, %d; want %d, %d", tt.passed, hp, lf, tt.hp, tt.lf)
+			t.Errorf("capacity.Bracket(%v) = %d, %d; want %d, %d", tt.passed, hp, lf, tt.hp, tt.lf)
 		}
 		if lf == 0 {
 			continue
