@@ -181,7 +181,7 @@ func TestSimulatorAgreesWithReplay(t *testing.T) {
 	}
 	// The replayed time is read from DescribeEndpoint polled every second (--poll 1s): it is known to within one
 	// poll. The emulator evaluates a period at its own next tick, up to one period after the period ends (the
-	// tick's phase is arbitrary); the simulator at the period's end.
+	// tick's phase is arbitrary); the simulator one whole period after (simulate.EvaluationLag, the worst case).
 	if d := math.Abs(replayedOut - simOut); d > 4*period+1 {
 		t.Errorf("scale-out times differ by %.1f s, more than 3 evaluation periods, the emulator's evaluation phase (one period) and the 1-s poll (%.0f s)", d, 4*period+1)
 	}
