@@ -36,7 +36,7 @@ func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
 	golden(t, "simulate-espeak-spike.txt", stdout)
 	for _, want := range []string{"SCALING", "TOTALS", "COMPARISON", "RESULT", "fleet: plan (s 1.25), 3 to 4 instances",
 		// 150 rps on 3 instances, 50 each; the spike puts 186.67 on each, above the 152.8 one completes.
-		"SLO-violation minutes  5 of 90", "560 rps offered to 3 serving instance(s) (186.67 rps each; one instance completes at most 152.8 rps)",
+		"SLO-violation minutes  6 of 90", "560 rps offered to 3 serving instance(s) (186.67 rps each; one instance completes at most 152.8 rps)",
 		"1 instance(s) still starting (T_total 280.8 s after the scale-out)", "3 → 4",
 		// The comparison: the oracle, the original's thresholds (12/8), target tracking on invocations and a
 		// fixed fleet of ceil(560 / 152.8) = 4, which alone holds (the cheapest that meets the SLO).
