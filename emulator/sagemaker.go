@@ -83,6 +83,9 @@ var sagemakerOps = map[string]operation{
 	"ListEndpoints":                      (*Emulator).listEndpoints,
 	"UpdateEndpoint":                     (*Emulator).updateEndpoint,
 	"UpdateEndpointWeightsAndCapacities": (*Emulator).updateWeightsAndCapacities,
+	"AddTags":                            (*Emulator).addTags,
+	"ListTags":                           (*Emulator).listTags,
+	"DeleteTags":                         (*Emulator).deleteTags,
 }
 
 func (e *Emulator) createModel(dec decoder) (any, *apiError) {

@@ -54,6 +54,14 @@ type modelRec struct {
 	Container        containerDef `json:"container"`
 	ExecutionRoleArn string       `json:"execution_role_arn,omitempty"`
 	Created          time.Time    `json:"created"`
+	// Tags are the model's tags (AddTags, ListTags, DeleteTags), in the order their keys were first added.
+	Tags []tagRec `json:"tags,omitempty"`
+}
+
+// tagRec is one SageMaker tag.
+type tagRec struct {
+	Key   string `json:"Key"`
+	Value string `json:"Value"`
 }
 
 type variantRec struct {
@@ -71,6 +79,8 @@ type endpointConfigRec struct {
 	Arn      string       `json:"arn"`
 	Variants []variantRec `json:"variants"`
 	Created  time.Time    `json:"created"`
+	// Tags are the endpoint config's tags.
+	Tags []tagRec `json:"tags,omitempty"`
 }
 
 type endpointRec struct {
@@ -99,6 +109,8 @@ type endpointRec struct {
 	// VariantStatus is the variant's deployment stage that DescribeEndpoint shows in
 	// ProductionVariants[].VariantStatus (Creating, Updating, ActivatingTraffic); nil when none is in progress.
 	VariantStatus *variantStatus `json:"variant_status,omitempty"`
+	// Tags are the endpoint's tags (AddTags, ListTags, DeleteTags), in the order their keys were first added.
+	Tags []tagRec `json:"tags,omitempty"`
 }
 
 // Variant statuses, as SageMaker's ProductionVariantStatus names them.

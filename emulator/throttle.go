@@ -35,6 +35,7 @@ var DefaultRates = map[string]Rate{
 	"DescribeEndpoint": {5, 10}, "DescribeEndpointConfig": {5, 10}, "DescribeModel": {5, 10}, "ListEndpoints": {5, 10},
 	"CreateModel": {1, 5}, "DeleteModel": {1, 5}, "CreateEndpointConfig": {1, 5}, "DeleteEndpointConfig": {1, 5},
 	"CreateEndpoint": {1, 5}, "DeleteEndpoint": {1, 5}, "UpdateEndpoint": {1, 5}, "UpdateEndpointWeightsAndCapacities": {1, 5},
+	"ListTags": {5, 10}, "AddTags": {1, 5}, "DeleteTags": {1, 5},
 	// Application Auto Scaling.
 	"DescribeScalableTargets": {5, 10}, "DescribeScalingPolicies": {5, 10}, "DescribeScalingActivities": {5, 10},
 	"RegisterScalableTarget": {1, 5}, "DeregisterScalableTarget": {1, 5}, "PutScalingPolicy": {1, 5}, "DeleteScalingPolicy": {1, 5},

@@ -35,7 +35,7 @@ var services = []struct {
 }{
 	{"SageMaker", "sagemaker", "2017-07-24", []string{"CreateModel", "DescribeModel", "DeleteModel", "CreateEndpointConfig",
 		"DescribeEndpointConfig", "DeleteEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "DeleteEndpoint", "ListEndpoints",
-		"UpdateEndpoint", "UpdateEndpointWeightsAndCapacities"}},
+		"UpdateEndpoint", "UpdateEndpointWeightsAndCapacities", "AddTags", "ListTags", "DeleteTags"}},
 	{"AnyScaleFrontendService", "application-autoscaling", "2016-02-06", []string{"RegisterScalableTarget", "DescribeScalableTargets",
 		"DeregisterScalableTarget", "PutScalingPolicy", "DescribeScalingPolicies", "DeleteScalingPolicy", "DescribeScalingActivities"}},
 	{"GraniteServiceVersion20100801", "cloudwatch", "2010-08-01", []string{"PutMetricAlarm", "DescribeAlarms", "DeleteAlarms",
