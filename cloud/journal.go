@@ -263,6 +263,8 @@ func syncDir(dir string) error {
 type FreezeEndpointAPI interface {
 	DescribeEndpoint(ctx context.Context, in *sagemaker.DescribeEndpointInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error)
 	UpdateEndpointWeightsAndCapacities(ctx context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, optFns ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error)
+	// MarkerAPI reads, writes and removes the measurement marker (ListTags, AddTags, DeleteTags).
+	MarkerAPI
 }
 
 // FreezeScalingAPI is the part of the Application Auto Scaling client Freeze and Restore use.
@@ -294,6 +296,14 @@ type FreezeOptions struct {
 	Command string
 	// Wait bounds each wait for the endpoint to be InService.
 	Wait WaitOptions
+	// Owner is the marker's user@host (empty: CurrentOwner).
+	Owner string
+	// Duration is the run's planned duration bound: the marker expires MarkerMargin after it (0:
+	// DefaultMarkerDuration).
+	Duration time.Duration
+	// OverrideExpired lets the freeze replace another run's expired marker (--force). A live marker and
+	// suspended scaling are refused all the same.
+	OverrideExpired bool
 }
 
 // Validate reports every problem of the options at once.
@@ -308,6 +318,15 @@ func (o FreezeOptions) Validate() error {
 	if o.Instances < 1 {
 		errs = append(errs, fmt.Errorf("instances to pin: %d: give at least 1", o.Instances))
 	}
+	if !markerFieldRE.MatchString(o.RunID) {
+		errs = append(errs, fmt.Errorf("run id %q: want 1 to %d letters, digits or _ . : / = + - @ (it goes into the endpoint's marker tag)", o.RunID, maxMarkerField))
+	}
+	if o.Owner != "" && !markerFieldRE.MatchString(o.Owner) {
+		errs = append(errs, fmt.Errorf("owner %q: want 1 to %d letters, digits or _ . : / = + - @", o.Owner, maxMarkerField))
+	}
+	if o.Duration < 0 {
+		errs = append(errs, fmt.Errorf("planned duration %s: negative", o.Duration))
+	}
 	if err := o.Wait.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -320,6 +339,10 @@ type Frozen struct {
 	Journal *Journal
 	// Path is the journal file.
 	Path string
+	// Marker is the measurement marker the freeze wrote on the endpoint.
+	Marker Marker
+	// Overridden is another run's expired marker the freeze replaced (OverrideExpired), nil when none.
+	Overridden *FoundMarker
 }
 
 // Freeze records the variant's scaling state in a journal and then holds the variant still for a
@@ -327,16 +350,23 @@ type Frozen struct {
 //
 //  1. it refuses when a journal for the endpoint exists (ErrJournalExists: run tts-bench thaw), or the
 //     endpoint is not InService;
-//  2. it reads the desired instance count and the scalable target (bounds, SuspendedState) and writes the
-//     journal (atomically, exclusively) before changing anything;
-//  3. with a target: RegisterScalableTarget with every kind of scaling suspended and the bounds pinned to
+//  2. it reads the endpoint's measurement marker (ListTags) and refuses (ErrEndpointInUse) another run's
+//     marker, live, unreadable, or expired without OverrideExpired;
+//  3. it reads the desired instance count and the scalable target (bounds, SuspendedState) and refuses
+//     (ErrEndpointInUse) a target whose dynamic scaling is suspended unless the endpoint carries this run's
+//     marker: another measurement froze it, and a journal of that state would restore it frozen;
+//  4. it writes the journal (atomically, exclusively) before changing anything, then the marker (AddTags:
+//     run id, owner, pid, start, expiry = now + Duration + MarkerMargin) and reads it back: a run that lost a
+//     race for the tag stops there;
+//  5. with a target: RegisterScalableTarget with every kind of scaling suspended and the bounds pinned to
 //     Instances (so that nothing, not even the bounds, moves the count);
-//  4. UpdateEndpointWeightsAndCapacities to Instances when the count differs, then waits for InService
-//     (SDK waiter, bounded by Wait).
+//  6. UpdateEndpointWeightsAndCapacities to Instances when the count differs, then waits for InService
+//     (SDK waiter, bounded by Wait); last it reads the marker once more and gives up (restoring) when it is
+//     no longer this run's.
 //
-// A failure after the journal is written is followed by Restore; when that fails too, the journal stays
-// for tts-bench thaw and both errors are returned. The caller restores with Restore at the end, on error and
-// on SIGINT / SIGTERM.
+// A failure after the journal is written is followed by Restore (which removes this run's marker); when that
+// fails too, the journal stays for tts-bench thaw and both errors are returned. The caller restores with
+// Restore at the end, on error and on SIGINT / SIGTERM.
 func Freeze(ctx context.Context, cl FreezeClients, o FreezeOptions) (*Frozen, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -357,9 +387,26 @@ func Freeze(ctx context.Context, cl FreezeClients, o FreezeOptions) (*Frozen, er
 	if err != nil {
 		return nil, fmt.Errorf("freeze %s: %w", o.Endpoint, err)
 	}
+	arn := aws.ToString(d.EndpointArn)
+	found, err := ReadMarker(ctx, cl.SageMaker, arn)
+	if err != nil {
+		return nil, fmt.Errorf("freeze %s: %w", o.Endpoint, err)
+	}
+	overridden, err := markerCheck(found, o, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	target, err := describeTarget(ctx, cl.AutoScaling, o.Endpoint, o.Variant)
 	if err != nil {
 		return nil, fmt.Errorf("freeze %s: %w", o.Endpoint, err)
+	}
+	if target != nil && !found.Of(o.RunID) {
+		if s := suspensionOf(target.SuspendedState); s.DynamicIn || s.DynamicOut {
+			return nil, fmt.Errorf("freeze %s: %w: the scaling of %s is already suspended (%s, capacity %d–%d) and the endpoint carries no marker of this run: "+
+				"another measurement (from another journal directory or machine) or an interrupted one froze it; a measurement now would measure under its pin, and its restore would put back a frozen state. "+
+				"Run tts-bench thaw --endpoint %s where that run's journal is (elsewhere with --force: it unsuspends scaling and removes any marker), then run again. --force does not override this",
+				o.Endpoint, ErrEndpointInUse, aws.ToString(target.ResourceId), s, aws.ToInt32(target.MinCapacity), aws.ToInt32(target.MaxCapacity), o.Endpoint)
+		}
 	}
 	pid := o.PID
 	if pid == 0 {
@@ -378,15 +425,67 @@ func Freeze(ctx context.Context, cl FreezeClients, o FreezeOptions) (*Frozen, er
 		}
 		return nil, fmt.Errorf("freeze %s: %w", o.Endpoint, err)
 	}
-	fr := &Frozen{Journal: j, Path: path}
-	if err := pin(ctx, cl, o, target != nil); err != nil {
-		err = fmt.Errorf("freeze %s: %w", o.Endpoint, err)
-		if _, rerr := Restore(ctx, cl, fr.Path, o.Wait); rerr != nil {
-			return nil, errors.Join(err, fmt.Errorf("put %s back after the failed freeze: %w: the journal %s stays: run tts-bench thaw --endpoint %s", o.Endpoint, rerr, path, o.Endpoint))
-		}
-		return nil, err
+	fr := &Frozen{Journal: j, Path: path, Overridden: overridden}
+	owner := o.Owner
+	if owner == "" {
+		owner = CurrentOwner()
 	}
-	return fr, nil
+	dur := o.Duration
+	if dur == 0 {
+		dur = DefaultMarkerDuration
+	}
+	start := time.Now().UTC().Truncate(time.Second)
+	fr.Marker = Marker{RunID: o.RunID, Owner: owner, PID: pid, Started: start, Expires: start.Add(dur + MarkerMargin)}
+	if err := claimMarker(ctx, cl.SageMaker, arn, fr.Marker, o); err != nil {
+		// Nothing of the endpoint has changed but, perhaps, the tag: the journal goes, and the marker with it
+		// when it is this run's.
+		_, _, merr := clearMarker(ctx, cl.SageMaker, arn, o.RunID, false)
+		return nil, errors.Join(err, merr, removeJournal(path))
+	}
+	err = pin(ctx, cl, o, target != nil)
+	if err == nil {
+		// The last check: a run that wrote its marker over this one's while this one pinned raced it. Both
+		// stop (that run finds the pin and refuses); this one puts the endpoint back.
+		f, rerr := ReadMarker(ctx, cl.SageMaker, arn)
+		switch {
+		case rerr != nil:
+			err = rerr
+		case !f.Of(o.RunID):
+			what := "no marker"
+			if f != nil {
+				what = f.Describe(time.Now())
+			}
+			err = fmt.Errorf("%w: the marker of this run was replaced while it froze the endpoint (now %s): two measurements raced; this one puts the endpoint back and stops", ErrEndpointInUse, what)
+		}
+	}
+	if err == nil {
+		return fr, nil
+	}
+	err = fmt.Errorf("freeze %s: %w", o.Endpoint, err)
+	if _, rerr := Restore(ctx, cl, fr.Path, o.Wait); rerr != nil {
+		return nil, errors.Join(err, fmt.Errorf("put %s back after the failed freeze: %w: the journal %s stays: run tts-bench thaw --endpoint %s", o.Endpoint, rerr, path, o.Endpoint))
+	}
+	return nil, err
+}
+
+// claimMarker writes the run's marker and reads it back: when another run's marker is there instead, the two
+// raced for the endpoint and this one stops.
+func claimMarker(ctx context.Context, api MarkerAPI, arn string, m Marker, o FreezeOptions) error {
+	if err := writeMarker(ctx, api, arn, m); err != nil {
+		return fmt.Errorf("freeze %s: %w", o.Endpoint, err)
+	}
+	f, err := ReadMarker(ctx, api, arn)
+	if err != nil {
+		return fmt.Errorf("freeze %s: %w", o.Endpoint, err)
+	}
+	if !f.Of(o.RunID) {
+		what := "no marker"
+		if f != nil {
+			what = f.Describe(time.Now())
+		}
+		return fmt.Errorf("freeze %s: %w: the marker this run wrote was replaced at once (now %s): another measurement is starting on the endpoint", o.Endpoint, ErrEndpointInUse, what)
+	}
+	return nil
 }
 
 // pin suspends the target's scaling with its bounds at o.Instances (when there is a target) and sets the
@@ -490,13 +589,19 @@ type RestoreResult struct {
 // they were (when a target existed), and sets the desired instance count as it was. Each step changes only
 // what differs, so a second Restore (or one after a crash half-way) is safe; the journal is deleted only once
 // everything is back. A target registered since the freeze (there was none before) is left alone and named
-// in the result's Notes.
+// in the result's Notes. Last, before the journal goes, it removes the endpoint's measurement marker when it is
+// the journal's run's (another run's is left, and named in the Notes).
 func Restore(ctx context.Context, cl FreezeClients, path string, wait WaitOptions) (RestoreResult, error) {
+	return restoreFrom(ctx, cl, path, wait, false)
+}
+
+// restoreFrom is Restore; forceMarker removes the endpoint's marker whoever's it is.
+func restoreFrom(ctx context.Context, cl FreezeClients, path string, wait WaitOptions, forceMarker bool) (RestoreResult, error) {
 	j, err := ReadJournal(path)
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	res, err := restoreJournal(ctx, cl, j, wait)
+	res, err := restoreJournal(ctx, cl, j, wait, forceMarker)
 	if err != nil {
 		return res, fmt.Errorf("restore %s from %s: %w: the journal stays; run tts-bench thaw --endpoint %s again", j.Endpoint, path, err, j.Endpoint)
 	}
@@ -507,7 +612,7 @@ func Restore(ctx context.Context, cl FreezeClients, path string, wait WaitOption
 	return res, nil
 }
 
-func restoreJournal(ctx context.Context, cl FreezeClients, j *Journal, wait WaitOptions) (RestoreResult, error) {
+func restoreJournal(ctx context.Context, cl FreezeClients, j *Journal, wait WaitOptions, forceMarker bool) (RestoreResult, error) {
 	var res RestoreResult
 	restoreSuspension := false
 	// An update in progress (the pin, or a scaling activity) must settle before the target or the count change.
@@ -558,7 +663,14 @@ func restoreJournal(ctx context.Context, cl FreezeClients, j *Journal, wait Wait
 			return res, err
 		}
 	}
-	return res, nil
+	change, note, err := clearMarker(ctx, cl.SageMaker, aws.ToString(d0.EndpointArn), j.RunID, forceMarker)
+	if change != "" {
+		res.Changes = append(res.Changes, change)
+	}
+	if note != "" {
+		res.Notes = append(res.Notes, note)
+	}
+	return res, err
 }
 
 // allSuspended suspends every kind of scaling.
@@ -613,6 +725,10 @@ type ThawOptions struct {
 	Desired *int32
 	// Wait bounds each wait for the endpoint to be InService.
 	Wait WaitOptions
+	// Force removes another run's measurement marker, and thaws without a journal an endpoint that carries
+	// one (live or expired). Without it thaw removes only the marker of the journal's run, and refuses to
+	// thaw, without a journal, an endpoint another run has marked (it would unsuspend that run's pin).
+	Force bool
 }
 
 // Validate reports every problem of the options at once.
@@ -667,14 +783,33 @@ func Thaw(ctx context.Context, cl FreezeClients, o ThawOptions) (ThawResult, err
 			return res, fmt.Errorf("thaw %s: the journal %s froze variant %s, not %s: thaw that variant", o.Endpoint, path, j.Variant, o.Variant)
 		}
 		res.Journal = j
-		r, err := Restore(ctx, cl, path, o.Wait)
+		r, err := restoreFrom(ctx, cl, path, o.Wait, o.Force)
 		res.RestoreResult = r
 		if err != nil {
 			return res, err
 		}
 	case errors.Is(statErr, fs.ErrNotExist):
-		if _, err := WaitInService(ctx, cl.SageMaker, o.Endpoint, o.Wait); err != nil {
+		d, err := WaitInService(ctx, cl.SageMaker, o.Endpoint, o.Wait)
+		if err != nil {
 			return res, fmt.Errorf("thaw %s: %w", o.Endpoint, err)
+		}
+		// Without a journal no marker is this thaw's own: another run's (live or expired) is refused, before
+		// anything changes, unless Force; with Force it is removed.
+		arn := aws.ToString(d.EndpointArn)
+		found, err := ReadMarker(ctx, cl.SageMaker, arn)
+		if err != nil {
+			return res, fmt.Errorf("thaw %s: %w", o.Endpoint, err)
+		}
+		if found != nil && !o.Force {
+			return res, fmt.Errorf("thaw %s: %w: no journal at %s, and the endpoint carries the measurement marker of %s: thawing now would unsuspend that run's pin under it. "+
+				"Run tts-bench thaw --endpoint %s where that run's journal is (its --journal-dir on its machine), or, if that run is gone, add --force (removes the marker and thaws)",
+				o.Endpoint, ErrEndpointInUse, path, found.Describe(time.Now()), o.Endpoint)
+		}
+		if found != nil {
+			if err := deleteMarker(ctx, cl.SageMaker, arn); err != nil {
+				return res, fmt.Errorf("thaw %s: %w", o.Endpoint, err)
+			}
+			res.Changes = append(res.Changes, "removed the measurement marker of another run (--force): "+found.Describe(time.Now()))
 		}
 		target, err := describeTarget(ctx, cl.AutoScaling, o.Endpoint, o.Variant)
 		if err != nil {

@@ -21,7 +21,8 @@ import (
 )
 
 // Against the emulator with real container instances: Freeze pins a two-instance variant with a target
-// (1–3, scale-in suspended by hand) to one instance with every kind of scaling suspended; the journal is left
+// (1–3, scheduled scaling suspended by hand: a dynamic suspension is another measurement's pin, which Freeze
+// refuses) to one instance with every kind of scaling suspended; the journal is left
 // as a kill -9 would leave it; Restore (in a "new process": only the journal file is shared) puts back exactly
 // two instances, the bounds and the hand-made suspension, and deletes the journal. ReadConcurrency reads the
 // router's ConcurrentRequestsPerModel while streams are open.
@@ -31,10 +32,10 @@ func TestFreezeRestoreEmulator(t *testing.T) {
 	emulatortest.Endpoint(t, e, name, emulatortest.Instances(2), emulatortest.InService())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	before := cloud.Suspension{DynamicIn: true}
+	before := cloud.Suspension{Scheduled: true}
 	if _, err := e.AutoScaling.RegisterScalableTarget(ctx, &applicationautoscaling.RegisterScalableTargetInput{
 		ServiceNamespace: "sagemaker", ResourceId: aws.String("endpoint/" + name + "/variant/AllTraffic"), ScalableDimension: "sagemaker:variant:DesiredInstanceCount",
-		MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(3), SuspendedState: &aastypes.SuspendedState{DynamicScalingInSuspended: aws.Bool(true)},
+		MinCapacity: aws.Int32(1), MaxCapacity: aws.Int32(3), SuspendedState: &aastypes.SuspendedState{ScheduledScalingSuspended: aws.Bool(true)},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,10 +37,39 @@ type world struct {
 	calls    []string
 	// failUpdate and failRegister make those calls fail.
 	failUpdate, failRegister error
+	// tags are the endpoint's tags (ListTags, AddTags, DeleteTags on worldArn).
+	tags map[string]string
 }
 
+const worldArn = "arn:aws:sagemaker:us-east-1:000000000000:endpoint/" + worldEndpoint
+
 func newWorld(desired int32, target *aastypes.ScalableTarget) *world {
-	w := &world{status: smtypes.EndpointStatusInService, desired: desired, target: target}
+	w := &world{status: smtypes.EndpointStatusInService, desired: desired, target: target, tags: map[string]string{}}
+	w.sm.ListTagsFn = func(_ context.Context, in *sagemaker.ListTagsInput, _ ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error) {
+		w.calls = append(w.calls, "ListTags")
+		if aws.ToString(in.ResourceArn) != worldArn {
+			return nil, errors.New("ListTags: wrong ARN " + aws.ToString(in.ResourceArn))
+		}
+		out := &sagemaker.ListTagsOutput{}
+		for k, v := range w.tags {
+			out.Tags = append(out.Tags, smtypes.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		return out, nil
+	}
+	w.sm.AddTagsFn = func(_ context.Context, in *sagemaker.AddTagsInput, _ ...func(*sagemaker.Options)) (*sagemaker.AddTagsOutput, error) {
+		w.calls = append(w.calls, "AddTags")
+		for _, t := range in.Tags {
+			w.tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+		return &sagemaker.AddTagsOutput{}, nil
+	}
+	w.sm.DeleteTagsFn = func(_ context.Context, in *sagemaker.DeleteTagsInput, _ ...func(*sagemaker.Options)) (*sagemaker.DeleteTagsOutput, error) {
+		w.calls = append(w.calls, "DeleteTags")
+		for _, k := range in.TagKeys {
+			delete(w.tags, k)
+		}
+		return &sagemaker.DeleteTagsOutput{}, nil
+	}
 	w.sm.DescribeEndpointFn = func(_ context.Context, in *sagemaker.DescribeEndpointInput, _ ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error) {
 		w.calls = append(w.calls, "DescribeEndpoint")
 		status := w.status
@@ -48,7 +77,7 @@ func newWorld(desired int32, target *aastypes.ScalableTarget) *world {
 			w.updating--
 			status = smtypes.EndpointStatusUpdating
 		}
-		return &sagemaker.DescribeEndpointOutput{EndpointName: in.EndpointName, EndpointStatus: status,
+		return &sagemaker.DescribeEndpointOutput{EndpointName: in.EndpointName, EndpointArn: aws.String(worldArn), EndpointStatus: status,
 			ProductionVariants: []smtypes.ProductionVariantSummary{{VariantName: aws.String(worldVariant), DesiredInstanceCount: aws.Int32(w.desired), CurrentInstanceCount: aws.Int32(w.desired)}}}, nil
 	}
 	w.sm.UpdateEndpointWeightsAndCapacitiesFn = func(_ context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, _ ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error) {
@@ -121,8 +150,9 @@ func TestFreezeRestoreWithTarget(t *testing.T) {
 	if err != nil || *onDisk != *j {
 		t.Fatalf("journal on disk = %+v, %v; want %+v", onDisk, err, j)
 	}
-	// The journal was written before the first change: the first write call comes after the reads only.
-	if got := strings.Join(w.calls[:2], ","); got != "DescribeEndpoint,DescribeScalableTargets" {
+	// The journal was written before the first change: the first write call (the marker) comes after the reads
+	// only.
+	if got := strings.Join(w.calls[:4], ","); got != "DescribeEndpoint,ListTags,DescribeScalableTargets,AddTags" {
 		t.Fatalf("first calls = %s", got)
 	}
 	if w.desired != 1 || aws.ToInt32(w.target.MinCapacity) != 1 || aws.ToInt32(w.target.MaxCapacity) != 1 || w.suspension() != (cloud.Suspension{DynamicIn: true, DynamicOut: true, Scheduled: true}) {
@@ -145,8 +175,11 @@ func TestFreezeRestoreWithTarget(t *testing.T) {
 	if w.desired != 3 || aws.ToInt32(w.target.MinCapacity) != 2 || aws.ToInt32(w.target.MaxCapacity) != 5 || w.suspension() != before {
 		t.Fatalf("after restore: desired %d, target %+v", w.desired, w.target)
 	}
-	if !res.JournalRemoved || len(res.Changes) != 4 {
-		t.Fatalf("restore result = %+v; want 4 changes (min, max, suspension, count) and the journal removed", res)
+	if !res.JournalRemoved || len(res.Changes) != 5 || !strings.HasPrefix(res.Changes[4], "removed the measurement marker of this run (run run-1 by ") {
+		t.Fatalf("restore result = %+v; want 5 changes (min, max, suspension, count, marker) and the journal removed", res)
+	}
+	if len(w.tags) != 0 {
+		t.Fatalf("tags after restore = %v, want none", w.tags)
 	}
 	if _, err := os.Stat(fr.Path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("journal still there: %v", err)
@@ -182,7 +215,7 @@ func TestFreezeRestoreWithoutTarget(t *testing.T) {
 		t.Fatalf("journal %+v, desired %d, target %v", fr.Journal, w.desired, w.target)
 	}
 	res, err := cloud.Restore(t.Context(), w.clients(), fr.Path, fast)
-	if err != nil || w.desired != 2 || len(res.Changes) != 1 || res.Changes[0] != "instance count 1 → 2" {
+	if err != nil || w.desired != 2 || len(res.Changes) != 2 || res.Changes[0] != "instance count 1 → 2" {
 		t.Fatalf("restore = %+v, %v, desired %d", res, err, w.desired)
 	}
 	for _, c := range w.calls {

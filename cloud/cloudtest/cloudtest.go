@@ -48,11 +48,42 @@ type SageMaker struct {
 	ListEndpointsFn func(ctx context.Context, in *sagemaker.ListEndpointsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.ListEndpointsOutput, error)
 	// UpdateEndpointWeightsAndCapacitiesFn answers UpdateEndpointWeightsAndCapacities.
 	UpdateEndpointWeightsAndCapacitiesFn func(ctx context.Context, in *sagemaker.UpdateEndpointWeightsAndCapacitiesInput, optFns ...func(*sagemaker.Options)) (*sagemaker.UpdateEndpointWeightsAndCapacitiesOutput, error)
+	// ListTagsFn answers ListTags.
+	ListTagsFn func(ctx context.Context, in *sagemaker.ListTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error)
+	// AddTagsFn answers AddTags.
+	AddTagsFn func(ctx context.Context, in *sagemaker.AddTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.AddTagsOutput, error)
+	// DeleteTagsFn answers DeleteTags.
+	DeleteTagsFn func(ctx context.Context, in *sagemaker.DeleteTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteTagsOutput, error)
+}
+
+// ListTags calls ListTagsFn.
+func (d *SageMaker) ListTags(ctx context.Context, in *sagemaker.ListTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error) {
+	if d.ListTagsFn == nil {
+		return nil, unexpected("SageMaker.ListTags")
+	}
+	return d.ListTagsFn(ctx, in, optFns...)
+}
+
+// AddTags calls AddTagsFn.
+func (d *SageMaker) AddTags(ctx context.Context, in *sagemaker.AddTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.AddTagsOutput, error) {
+	if d.AddTagsFn == nil {
+		return nil, unexpected("SageMaker.AddTags")
+	}
+	return d.AddTagsFn(ctx, in, optFns...)
+}
+
+// DeleteTags calls DeleteTagsFn.
+func (d *SageMaker) DeleteTags(ctx context.Context, in *sagemaker.DeleteTagsInput, optFns ...func(*sagemaker.Options)) (*sagemaker.DeleteTagsOutput, error) {
+	if d.DeleteTagsFn == nil {
+		return nil, unexpected("SageMaker.DeleteTags")
+	}
+	return d.DeleteTagsFn(ctx, in, optFns...)
 }
 
 var (
 	_ cloud.EndpointAPI       = (*SageMaker)(nil)
 	_ cloud.FreezeEndpointAPI = (*SageMaker)(nil)
+	_ cloud.MarkerAPI         = (*SageMaker)(nil)
 )
 
 // UpdateEndpointWeightsAndCapacities calls UpdateEndpointWeightsAndCapacitiesFn.

@@ -45,9 +45,15 @@ TTFAB alone is a lower bound unless some step failed it.
 Before measuring (sagemaker-stream), against the endpoint speech-<model>:
   drift must be clean (refused with the findings unless --force); the endpoint must be InService; the
   container's QUEUE_MAX_DEPTH must not reject the ladder (deploy in measurement configuration,
-  QUEUE_MAX_DEPTH=0, i.e. without a plan); then a journal is written (.state/journals/<endpoint>.json),
-  dynamic scaling suspended and the variant pinned to one instance. At the end, on error, on SIGINT and
-  on SIGTERM the journaled state is restored and the journal removed; after kill -9 run tts-bench thaw.
+  QUEUE_MAX_DEPTH=0, i.e. without a plan); the endpoint must carry no other run's measurement marker (the
+  tag speech-infra:measurement: run id, owner user@host, pid, start and expiry, which every machine sees)
+  and its dynamic scaling must not be suspended: both mean another measurement (another --journal-dir or
+  another machine) holds it, and are refused (exit 1) naming that run; --force overrides an EXPIRED marker
+  only, never a live one nor suspended scaling. Then a journal is written (.state/journals/<endpoint>.json),
+  the endpoint marked as this run's (expiring 30 min after the run's longest planned duration), dynamic
+  scaling suspended and the variant pinned to one instance. At the end, on error, on SIGINT and on SIGTERM
+  the journaled state is restored, this run's marker and the journal removed; after kill -9 run tts-bench
+  thaw (on the same machine and --journal-dir; elsewhere, or for another run's marker, tts-bench thaw --force).
 Before measuring (http): the container at --url must answer GET /ping with 200 within 5 s.
 Per step ConcurrentRequestsPerModel (Maximum, 10 s) is read and its ratio to the client's concurrency
 recorded; a disagreement is warned about.
@@ -108,7 +114,7 @@ func qmaxCommand() *cli.Command {
 			&cli.StringFlag{Name: "url", Usage: "with --transport http: the container's base URL, e.g. http://127.0.0.1:8080"},
 			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded English corpus)"},
 			&cli.BoolFlag{Name: "refine", Usage: "bisect between the highest passing and the lowest failing step"},
-			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors"},
+			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors, or over another run's EXPIRED measurement marker (never a live one)"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the ladder, the estimated duration and every control-plane action"},
 			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
@@ -435,6 +441,27 @@ func qmaxDriftOptions(o *qmaxOpts) cloud.DriftOptions {
 	}
 }
 
+// durationBound is the longest the run can take by its plan: every step of the worst-case ladder and of
+// --refine, each measured twice (a doubled window), and every rate step twice with its request timeout. The
+// measurement marker expires cloud.MarkerMargin after it.
+func (o *qmaxOpts) durationBound() time.Duration {
+	cfg := o.engineConfig("bound")
+	steps, prev := len(o.lad.worstCase()), 0
+	if o.refine {
+		most := 0
+		for _, c := range o.lad.worstCase() {
+			most, prev = max(most, refineSteps(prev, c)), c
+		}
+		steps += most
+	}
+	d := time.Duration(steps) * 2 * cfg.StepDuration()
+	if n := len(o.rateFractions); n > 0 {
+		rs, rh, _ := o.rateWindows()
+		d += time.Duration(n) * 2 * (rs + rh + cfg.RequestTimeout)
+	}
+	return d
+}
+
 // printPlan prints what a run would do, without doing any of it: the ladder, the estimated duration and
 // every control-plane action (--dry-run).
 func (o *qmaxOpts) printPlan(w io.Writer) error {
@@ -508,7 +535,9 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.journalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.force])
 		act("DescribeEndpoint %s: refuse unless InService", ep)
 		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.lad.worstCase()[worst-1])
+		act("ListTags on the endpoint's ARN: refuse another run's %s marker (an expired one only%s), and refuse dynamic scaling already suspended without this run's marker", cloud.MarkerTagKey, map[bool]string{true: " is overridden: --force", false: " with --force"}[o.force])
 		act("DescribeEndpoint and DescribeScalableTargets %s, then write the journal %s (desired instance count, min/max capacity, SuspendedState) before any change", rid, journal)
+		act("AddTags %s=run=<run id> owner=<user@host> pid=<pid> start=<now> expires=<now + %s> on the endpoint, then ListTags to check it is this run's", cloud.MarkerTagKey, o.durationBound()+cloud.MarkerMargin)
 		act("RegisterScalableTarget %s with MinCapacity=MaxCapacity=1 and dynamic scale-in, scale-out and scheduled scaling suspended (only when a target is registered)", rid)
 		act("UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=1 (only when it is not 1), then wait for InService (SDK waiter)", ep, models.VariantName)
 		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
@@ -516,7 +545,7 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		if len(o.rateFractions) > 0 {
 			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker), then GetMetricData as above", ep)
 		}
-		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", ep)
+		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then DeleteTags %s when the marker is this run's, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", cloud.MarkerTagKey, ep)
 	}
 	for i, a := range acts {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, a)

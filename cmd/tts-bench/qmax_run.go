@@ -145,7 +145,7 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 	}
 
 	fmt.Fprintf(o.stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.model.ID, o.endpoint(), models.VariantName)
-	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, 1)
+	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, 1, o.durationBound(), o.force)
 	if err != nil {
 		return err
 	}

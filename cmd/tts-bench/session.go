@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -74,7 +75,13 @@ func (s *session) streamTransport() bench.Transport {
 // checkDrift runs drift and refuses (exit 1) on an error-level finding unless force, when it warns. why
 // says what the findings would spoil, e.g. "a measurement now would not measure one pinned, undisturbed
 // instance".
+//
+// First it refuses an endpoint another run has marked (cloud.CheckMarker): drift alone would say only that
+// scaling is suspended, not which run holds the endpoint; force passes an expired marker only.
 func (s *session) checkDrift(ctx context.Context, o cloud.DriftOptions, force bool, why string) error {
+	if err := s.checkMarker(ctx, force); err != nil {
+		return err
+	}
 	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: s.sm, AutoScaling: s.aas, CloudWatch: s.cw}, o)
 	if err != nil {
 		return fmt.Errorf("%s: check drift: %w", s.prefix(), err)
@@ -96,16 +103,42 @@ func (s *session) checkDrift(ctx context.Context, o cloud.DriftOptions, force bo
 	return nil
 }
 
-// freeze writes the journal, suspends dynamic scaling and pins the variant to instances (cloud.Freeze).
+// checkMarker refuses (exit 1) an endpoint that carries another run's measurement marker, naming the run, its
+// owner, start and expiry; force passes an expired one (Freeze then replaces it, with a warning). An endpoint
+// that cannot be described is left to drift and the preflight to report.
+func (s *session) checkMarker(ctx context.Context, force bool) error {
+	d, err := s.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(s.endpoint)})
+	if err != nil {
+		return nil
+	}
+	found, err := cloud.ReadMarker(ctx, s.sm, aws.ToString(d.EndpointArn))
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.prefix(), err)
+	}
+	if err := cloud.CheckMarker(found, s.endpoint, force, time.Now()); err != nil {
+		return exitcode.CheckFailed(fmt.Errorf("%s: %w", s.prefix(), err))
+	}
+	return nil
+}
+
+// freeze writes the journal, marks the endpoint as this run's (the speech-infra:measurement tag, expiring
+// bound plus cloud.MarkerMargin from now), suspends dynamic scaling and pins the variant to instances
+// (cloud.Freeze). It refuses (exit 1) an endpoint another run has marked or whose scaling is already
+// suspended; force (--force) overrides an expired marker only, with a warning.
 // When freezing fails after the journal was written, Freeze puts the endpoint back itself, but on ctx: after
 // SIGINT or SIGTERM that restore cannot run. So any journal of this run that is left is restored here, on a
 // context of its own.
-func (s *session) freeze(ctx context.Context, runID, commandLine string, instances int32) (*cloud.Frozen, error) {
+func (s *session) freeze(ctx context.Context, runID, commandLine string, instances int32, bound time.Duration, force bool) (*cloud.Frozen, error) {
 	frozen, err := cloud.Freeze(ctx, s.freezeClients(), cloud.FreezeOptions{
 		JournalDir: s.journalDir, Endpoint: s.endpoint, Variant: s.variant, Instances: instances,
-		RunID: runID, Command: commandLine,
+		RunID: runID, Command: commandLine, Duration: bound, OverrideExpired: force,
 	})
 	if err == nil {
+		if o := frozen.Overridden; o != nil {
+			fmt.Fprintf(s.stderr, "%s: warning: --force: replaced the expired measurement marker of %s\n", s.prefix(), o.Describe(time.Now()))
+		}
+		fmt.Fprintf(s.stderr, "%s: marked %s as run %s's (tag %s, owner %s, expires %s)\n", s.prefix(), s.endpoint, runID,
+			cloud.MarkerTagKey, frozen.Marker.Owner, frozen.Marker.Expires.Format(time.RFC3339))
 		return frozen, nil
 	}
 	err = fmt.Errorf("%s: %w", s.prefix(), err)

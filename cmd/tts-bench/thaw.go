@@ -27,6 +27,13 @@ Without a journal it unsuspends the target and sets its bounds from the plan (wh
 else from the catalog (scaling.min_instances, scaling.max_instances).
 --desired N then sets the instance count (within the target's bounds).
 
+The measurement marker (the endpoint tag speech-infra:measurement, which qmax and ttotal write before they
+freeze and remove when they restore): with a journal, thaw removes the marker when it is the journal's run's
+and says so; another run's marker is left and named. Without a journal no marker is thaw's own: an endpoint
+that carries one (live or expired) is refused (exit 1), naming the run, its owner, start and expiry, since
+thawing would unsuspend that run's pin under it. --force removes any marker (and says whose it was), with or
+without a journal: use it when the run that owns the marker is gone (kill -9 on a lost machine).
+
 Each step changes only what differs: a second thaw changes nothing and says so.
 Last, it removes the hidden temporary files a killed run left (qmax's or replay's records, a journal's
 temporary copy) in --journal-dir and the model's artifacts directory (beside --plan), unless a running
@@ -34,13 +41,15 @@ process has them open.
 
 Examples:
   tts-bench thaw --model espeak-ng --local
-  tts-bench thaw --endpoint speech-kokoro-82m --region us-east-1 --desired 2`
+  tts-bench thaw --endpoint speech-kokoro-82m --region us-east-1 --desired 2
+  tts-bench thaw --endpoint speech-kokoro-82m --region us-east-1 --force   # the marking run is gone`
 
 // thawOpts is a thaw command line.
 type thawOpts struct {
 	args                                            []string
 	endpoint, modelID, planPath, containerDir, jdir string
 	desired                                         *int32
+	force                                           bool
 	env                                             awsenv.Settings
 	stdout, stderr                                  io.Writer
 
@@ -51,17 +60,18 @@ func thawCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "thaw",
 		Usage:       "restore an endpoint an interrupted run left frozen: from its journal, else from the plan or catalog",
-		UsageText:   "tts-bench thaw (--endpoint NAME | --model ID) [--desired N] [--local | --region R --profile P]",
+		UsageText:   "tts-bench thaw (--endpoint NAME | --model ID) [--desired N] [--force] [--local | --region R --profile P]",
 		Description: thawDescription,
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "endpoint", Usage: "endpoint name (instead of --model)"},
-			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"}),
+			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"},
+			&cli.BoolFlag{Name: "force", Usage: "remove any run's measurement marker, and thaw without a journal an endpoint another run has marked"}),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench thaw --help", err)
 		},
 		Action: func(c *cli.Context) error {
 			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: c.String("model"), planPath: c.String("plan"),
-				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), force: c.Bool("force"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
 			var errs []error
 			if c.IsSet("desired") {
 				n := c.Int("desired")
@@ -139,7 +149,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	}
 	cl := newClients(cfg)
 	res, err := cloud.Thaw(ctx, cloud.FreezeClients{SageMaker: cl.sm, AutoScaling: cl.aas}, cloud.ThawOptions{
-		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired,
+		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
 	if rerr := renderThaw(o.stdout, o.endpoint, res); rerr != nil && err == nil {
 		err = fmt.Errorf("write the result: %w", rerr)

@@ -114,7 +114,7 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.stderr, "ttotal %s: writing the journal, suspending dynamic scaling and pinning %s/%s at %d instance(s)\n", o.model.ID, ep, models.VariantName, r.from)
-	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, r.from)
+	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, r.from, o.warmup+o.maxWait, o.force)
 	if err != nil {
 		return err
 	}
