@@ -75,6 +75,11 @@ func FuzzGateArtifactSet(f *testing.F) {
 		}
 		orig[name] = data
 	}
+	// The qmax artifact's raw records sit beside the set, unbroken (the records check has its own tests).
+	records, err := os.ReadFile(filepath.Join(src, fixtureRecordsFile))
+	if err != nil {
+		f.Fatal(err)
+	}
 	origPlan, err := ParsePlan("valid", orig[PlanFile])
 	if err != nil {
 		f.Fatal(err)
@@ -103,6 +108,9 @@ func FuzzGateArtifactSet(f *testing.F) {
 			if err := os.WriteFile(filepath.Join(dir, n), orig[n], 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fixtureRecordsFile), records, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		path := filepath.Join(dir, name)
 		data := orig[name]

@@ -57,8 +57,8 @@ func (d Decision) QueueMaxDepth() int {
 // the artifacts it names are beside it, match the digests it records and rebuild it exactly (see
 // checkArtifacts), and its fingerprint matches the deployment (model, revision, instance type, container
 // digest, SLO, and transport when given). Every reason that applies is reported, not only the first. The plan
-// and the artifacts are read with size limits (MaxPlanBytes, MaxQMaxBytes, MaxTTotalBytes), and only when
-// they are regular files.
+// and the artifacts are read with size limits (MaxPlanBytes, MaxQMaxBytes, MaxTTotalBytes, MaxRecordsBytes),
+// and only when they are regular files.
 func Gate(d Deployment, planPath string) Decision {
 	id := d.Model.ID
 	dec := Decision{Explicit: d.AutoscalingOverride != nil && *d.AutoscalingOverride}
@@ -125,7 +125,8 @@ func Gate(d Deployment, planPath string) Decision {
 // checkArtifacts requires the artifacts a measured plan names beside it, and that the plan follows from them.
 // Absent is not fine: a measured plan is accepted only with both files present in the plan's directory under
 // the plain names it records (inputs.qmax_file, inputs.ttotal_file), each a regular file within its size
-// limit, with the digest the plan records, of the right kind, verifying on its own; then what the plan
+// limit, with the digest the plan records, of the right kind, verifying on its own, the qmax artifact's figures
+// being what its raw records beside it give (QMax.CheckRecords); then what the plan
 // records as measured (the fingerprint's measured half, Q_max, the throughput curve, the CloudWatch ratio,
 // T_total, the dry-run flag) must be what those artifacts give, and the whole plan must be what tts-bench plan
 // builds from them with the plan's own planning options and the deployment's catalog entry (when rebuild is
@@ -195,6 +196,10 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 	}
 	if len(reasons) > 0 {
 		return reasons
+	}
+	// The qmax artifact's figures, folded again from the raw records beside it (issue 27).
+	if errs := q.CheckRecords(dir); len(errs) > 0 {
+		return []string{RecordsRefusal(qa.path, errs)}
 	}
 	for _, c := range []struct {
 		a   *artifactFile

@@ -132,7 +132,7 @@ func validSet(t *testing.T) string {
 	t.Helper()
 	src := filepath.Join("..", "testdata", "plans", "valid")
 	dir := t.TempDir()
-	for _, f := range []string{PlanFile, QMaxFile, TTotalFile} {
+	for _, f := range []string{PlanFile, QMaxFile, TTotalFile, fixtureRecordsFile} {
 		copyFile(t, filepath.Join(src, f), filepath.Join(dir, f))
 	}
 	return filepath.Join(dir, PlanFile)
@@ -387,7 +387,10 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 		mutate func(*Plan)
 		reason string
 	}{
-		{"q_max raised", func(p *Plan) { p.Inputs.QMax = 41 }, "inputs.q_max 41 but qmax artifact"},
+		{"q_max raised", func(p *Plan) {
+			raised := 41
+			p.Inputs.QMax, p.Inputs.QMaxTTFABOnly = raised, &raised // by TTFAB alone at least as high
+		}, "inputs.q_max 41 but qmax artifact"},
 		{"throughput raised", func(p *Plan) {
 			for i := range p.Inputs.Throughput {
 				p.Inputs.Throughput[i].RPS *= 2
@@ -402,6 +405,7 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 			dir := t.TempDir()
 			copyFile(t, filepath.Join(src, QMaxFile), filepath.Join(dir, QMaxFile))
 			copyFile(t, filepath.Join(src, TTotalFile), filepath.Join(dir, TTotalFile))
+			copyFile(t, filepath.Join(src, fixtureRecordsFile), filepath.Join(dir, fixtureRecordsFile))
 			p, err := LoadPlan(filepath.Join(src, PlanFile))
 			if err != nil {
 				t.Fatal(err)

@@ -198,7 +198,7 @@ func TestPlanDefaultPaths(t *testing.T) {
 	if err := os.MkdirAll(art, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"qmax.json", "ttotal.json"} {
+	for _, f := range []string{"qmax.json", "ttotal.json", "qmax.records.jsonl.gz"} {
 		data, err := os.ReadFile(filepath.Join(fixtures, "valid", f))
 		if err != nil {
 			t.Fatal(err)

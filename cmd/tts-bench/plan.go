@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -270,6 +271,10 @@ func (o *planOpts) Execute() error {
 		ms, err := capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath)
 		if err != nil {
 			return exitcode.Usage(err)
+		}
+		// The qmax artifact's figures, folded again from the raw records beside it, as the gate does (issue 27).
+		if errs := ms.QMax.CheckRecords(filepath.Dir(o.qmaxPath)); len(errs) > 0 {
+			return exitcode.Usage(errors.New(capacity.RecordsRefusal(o.qmaxPath, errs)))
 		}
 		build = func(opts capacity.Options) (*capacity.Plan, error) { return capacity.FromArtifacts(o.model, ms, opts) }
 	}

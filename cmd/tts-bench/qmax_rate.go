@@ -76,21 +76,9 @@ func (o *qmaxOpts) rateWindows() (settle, hold, window time.Duration) {
 	return settle, hold, window
 }
 
-// qmaxStepOf is the artifact's step of a closed-loop step (CloudWatch fields set by artifact).
-func qmaxStepOf(s bench.StepResult) capacity.QMaxStep {
-	st := capacity.QMaxStep{
-		Concurrency: s.Concurrency, OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed,
-		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms,
-		StallP95Ms: s.StallP95Ms, StallBudgetMs: s.StallBudgetMs, StallJitterMs: s.StallJitterMs,
-		ResponseMeanMs: s.ResponseMeanMs, AchievedRPS: s.AchievedRPS,
-		ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
-		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
-	}
-	if s.TTFABCIOK {
-		st.TTFABCILowMs, st.TTFABCIHighMs = s.TTFABCILowMs, s.TTFABCIHighMs
-	}
-	return st
-}
+// qmaxStepOf is the artifact's step of a closed-loop step (CloudWatch fields set by artifact): capacity.StepOf,
+// the mapping the gate checks the artifact against its records with.
+func qmaxStepOf(s bench.StepResult) capacity.QMaxStep { return capacity.StepOf(s) }
 
 // highestThroughput is the highest completed-request rate (capacity.QMaxStep.Throughput) of the usable
 // closed-loop steps that completed requests; 0 when there is none.
@@ -200,15 +188,9 @@ func rateWindowHasPeriod(s bench.RateStepResult) bool {
 	return !s.WindowEnd.IsZero() && s.WindowEnd.Truncate(p).After(ceilTime(s.WindowStart, p))
 }
 
-// rateStepOf is the artifact's rate step.
+// rateStepOf is the artifact's rate step (capacity.RateStepOf, the mapping the gate checks it with).
 func (r *qmaxRun) rateStepOf(s bench.RateStepResult) capacity.RateStep {
-	return capacity.RateStep{
-		Fraction: s.ID.Fraction, OfferedRPS: s.ID.OfferedRPS, ArrivalRPS: s.ArrivalRPS, AchievedRPS: s.AchievedRPS,
-		InFlightMean: s.InFlightMean, InFlightMax10s: s.InFlightMax10s, CloudWatchMax10s: r.cwRate[s.ID.Index],
-		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms, StallP95Ms: s.StallP95Ms,
-		OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed, ShedFraction: s.ShedFraction,
-		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
-	}
+	return capacity.RateStepOf(s, r.cwRate[s.ID.Index])
 }
 
 // renderRateSteps prints the rate staircase as a second table, units in every header.

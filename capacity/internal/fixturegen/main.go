@@ -25,7 +25,9 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/capacity/capacitytest"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -86,17 +88,28 @@ func Generate(dir string) error {
 	var valid *capacity.Plan
 	for _, c := range Cases {
 		caseDir := filepath.Join(dir, c.Name)
-		q := kokoroQMax(m, start, ContainerDigest)
+		digest, runID := ContainerDigest, "qmax-20250602T090000Z"
+		switch c.Name {
+		case "dry-run":
+			runID = "qmax-20250602T090000Z-dry"
+		case "fingerprint-mismatch":
+			digest = OtherContainerDigest
+		}
+		q, records, err := kokoroQMax(m, start, digest, runID)
+		if err != nil {
+			return fmt.Errorf("fixture %s: %w", c.Name, err)
+		}
 		t := kokoroTTotal(m, start.Add(2*time.Hour))
 		o := opts
 		switch c.Name {
 		case "dry-run":
 			q.DryRun, t.DryRun = true, true
-			q.RunID, t.RunID = "qmax-20250602T090000Z-dry", "ttotal-20250602T110000Z-dry"
+			t.RunID = "ttotal-20250602T110000Z-dry"
 		case "infeasible":
 			o.PeakRPS = 200
-		case "fingerprint-mismatch":
-			q.ContainerDigest = OtherContainerDigest
+		}
+		if err := capacity.WriteFileAtomic(filepath.Join(caseDir, q.RecordsFile), records); err != nil {
+			return err
 		}
 		p, err := writeCase(caseDir, m, q, t, o)
 		if err != nil {
@@ -158,77 +171,83 @@ func writeCase(dir string, m models.Model, q *capacity.QMax, t *capacity.TTotal,
 	return p, capacity.WriteJSON(filepath.Join(dir, capacity.PlanFile), p)
 }
 
-// kokoroQMax is a plausible staircase for Kokoro-82M on one A10G: batching keeps the full-response time
-// nearly flat up to 40 concurrent requests, then the GPU saturates and TTFAB p95 passes the 3 s SLO.
-func kokoroQMax(m models.Model, start time.Time, digest string) *capacity.QMax {
+// fixtureWindow is every step's measure window: 100 s makes every two-decimal rate a whole number of requests.
+const fixtureWindow = 100 * time.Second
+
+// kokoroQMax is a plausible staircase for Kokoro-82M on one A10G, with its raw records (gzip-compressed JSON
+// lines, the file the artifact names): batching keeps the full-response time nearly flat up to 40 concurrent
+// requests, then the GPU saturates and TTFAB p95 passes the 3 s SLO. The records are synthesized to give the
+// rows below (capacitytest.Records), and the steps are folded from them as tts-bench qmax folds them.
+func kokoroQMax(m models.Model, start time.Time, digest, runID string) (*capacity.QMax, []byte, error) {
 	type row struct {
 		c                  int
 		p50, p95, p99, rms float64
-		ok                 int
 	}
 	rows := []row{
-		{1, 390, 420, 450, 2000, 90},
-		{5, 430, 520, 560, 2020, 445},
-		{10, 560, 700, 760, 2050, 878},
-		{20, 870, 1150, 1240, 2120, 1698},
-		{30, 1450, 1800, 1950, 2200, 2454},
-		{40, 2100, 2750, 2980, 2260, 3186},
-		{50, 3350, 4600, 5200, 3300, 2727},
+		{1, 390, 420, 450, 2000},
+		{5, 430, 520, 560, 2020},
+		{10, 560, 700, 760, 2050},
+		{20, 870, 1150, 1240, 2120},
+		{30, 1450, 1800, 1950, 2200},
+		{40, 2100, 2750, 2980, 2260},
+		{50, 3350, 4600, 5200, 3300},
 	}
+	fractions := []float64{0.3, 0.5, 0.7, 0.85, 1.0, 1.1}
 	q := &capacity.QMax{
 		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
 		ModelRevision: m.Revision(), ContainerDigest: digest, Transport: capacity.TransportSageMakerStream,
 		SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile,
-		RunID: "qmax-20250602T090000Z", StartedAt: start, EndedAt: start.Add(58*time.Minute + 12*time.Second),
-		QMax: 40, BracketHighestPass: 40, BracketLowestFail: 50,
-		ServiceTimeMeanMs: 2000, ServiceTimeP95Ms: 2150,
-		RecordsFile: "qmax-records.jsonl", RecordsSHA256: fakeDigest("qmax-20250602T090000Z records"),
+		RunID: runID, StartedAt: start, EndedAt: start.Add(58*time.Minute + 12*time.Second),
+		RecordsFile: "qmax.records.jsonl.gz", RetryPolicy: capacity.RetryPolicyNone,
+		Settings: &capacity.QMaxSettings{
+			Ladder: []int{1, 5, 10, 20, 30, 40, 50}, MaxConcurrency: 50,
+			SettleS: 30, HoldS: fixtureWindow.Seconds(), MeasureWindowS: fixtureWindow.Seconds(), RequestTimeoutS: 60,
+			StallBudgetMs: float64(m.SLO.StallBudgetMs), MinRequests: 40,
+			RateFractions: fractions, RateSettleS: 30, RateHoldS: fixtureWindow.Seconds(), RateMeasureWindowS: fixtureWindow.Seconds(),
+			Seed: 1, Corpus: fakeDigest("speech-infra fixture corpus"),
+		},
 	}
 	for _, r := range rows {
-		rps := math.Round(float64(r.c)/(r.rms/1000)*100) / 100
 		q.Steps = append(q.Steps, capacity.QMaxStep{
-			Concurrency: r.c, OKCount: r.ok, TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99,
-			ResponseMeanMs: r.rms, AchievedRPS: rps,
-			ClientConcurrencyMean: float64(r.c) - 0.02*float64(r.c), ClientConcurrencyPeak: r.c,
-			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1,
-			StallP95Ms: math.Round(r.p95/60*10) / 10, StallBudgetMs: float64(m.SLO.StallBudgetMs), StallJitterMs: 50,
-			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.p95/60 <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
+			Concurrency: r.c, AchievedRPS: math.Round(float64(r.c)/(r.rms/1000)*100) / 100,
+			TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99, StallP95Ms: math.Round(r.p95/60*10) / 10,
+			StallBudgetMs: float64(m.SLO.StallBudgetMs), StallJitterMs: float64(bench.DefaultStallJitter / time.Millisecond),
+			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1, Usable: true,
 		})
 	}
-	q.HighestThroughputRPS = q.Steps[5].AchievedRPS // c = 40: 17.7 rps
-	q.RateSteps = kokoroRateSteps(m, q.HighestThroughputRPS)
-	return q
+	q.RateSteps = kokoroRateSteps(fractions)
+	records, err := capacitytest.Records(q, fixtureWindow)
+	if err != nil {
+		return nil, nil, err
+	}
+	return q, records, nil
 }
 
-// kokoroRateSteps is the open-loop rate staircase that follows the closed-loop one, at qmax's default
-// fractions of the highest closed-loop throughput. A batching GPU holds each request about 2 s, so the
-// requests in flight are the arrival rate × the response time (Little's law) and their 10-s peak sits a few
-// standard deviations above that; TTFAB follows the closed-loop step at the same concurrency. At 100% and
-// 110% of the highest throughput the instance no longer keeps up (it completes less than 95% of the
-// arrivals) and the unbounded measurement queue grows: those steps fail the SLO and the instance model
-// leaves them out. The model (queue shield 50) meets the 3 s SLO up to about 17.1 rps per instance.
-func kokoroRateSteps(m models.Model, highest float64) []capacity.RateStep {
+// kokoroRateSteps is the open-loop rate staircase that follows the closed-loop one, at qmax's default fractions
+// of the highest closed-loop throughput (c = 40: 17.7 rps), with the CloudWatch 10-s maxima read for each step.
+// A batching GPU holds each request about 2 s, so the requests in flight are the arrival rate × the response
+// time (Little's law); TTFAB follows the closed-loop step at the same concurrency. At 100% and 110% of the
+// highest throughput the instance no longer keeps up (it completes less than 95% of the arrivals) and the
+// unbounded measurement queue grows: those steps fail the SLO and the instance model leaves them out. The
+// model (queue shield 50) meets the 3 s SLO up to about 17.1 rps per instance.
+func kokoroRateSteps(fractions []float64) []capacity.RateStep {
 	type row struct {
-		fraction, arrival, achieved, inFlight, max10s float64
-		p50, p95, p99, stall                          float64
+		arrival, achieved, inFlight, max10s float64
+		p50, p95, p99, stall                float64
 	}
 	rows := []row{
-		{0.3, 5.29, 5.29, 10.7, 17, 560, 700, 760, 12},
-		{0.5, 8.87, 8.86, 18.3, 27, 850, 1130, 1220, 19},
-		{0.7, 12.41, 12.38, 26.4, 36, 1380, 1750, 1900, 29},
-		{0.85, 15.02, 14.97, 33.2, 43, 1700, 2250, 2480, 38},
-		{1.0, 17.68, 16.1, 71.5, 96, 4800, 7900, 9100, 130},
-		{1.1, 19.49, 16.3, 160, 210, 11800, 17500, 19400, 260},
+		{5.29, 5.29, 10.7, 17, 560, 700, 760, 12},
+		{8.87, 8.86, 18.3, 27, 850, 1130, 1220, 19},
+		{12.41, 12.38, 26.4, 36, 1380, 1750, 1900, 29},
+		{15.02, 14.97, 33.2, 43, 1700, 2250, 2480, 38},
+		{17.68, 16.1, 71.5, 96, 4800, 7900, 9100, 130},
+		{19.49, 16.3, 160, 210, 11800, 17500, 19400, 260},
 	}
-	const windowS = 120
 	var out []capacity.RateStep
-	for _, r := range rows {
+	for i, r := range rows {
 		out = append(out, capacity.RateStep{
-			Fraction: r.fraction, OfferedRPS: r.fraction * highest, ArrivalRPS: r.arrival, AchievedRPS: r.achieved,
-			InFlightMean: r.inFlight, InFlightMax10s: r.max10s, CloudWatchMax10s: r.max10s,
-			TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99, StallP95Ms: r.stall,
-			OKCount:  int(math.Round(r.achieved * windowS)),
-			MeetsSLO: r.p95 <= float64(m.SLO.TTFABMs) && r.stall <= float64(m.SLO.StallBudgetMs)+50, Usable: true,
+			Fraction: fractions[i], ArrivalRPS: r.arrival, AchievedRPS: r.achieved, InFlightMean: r.inFlight, CloudWatchMax10s: r.max10s,
+			TTFABP50Ms: r.p50, TTFABP95Ms: r.p95, TTFABP99Ms: r.p99, StallP95Ms: r.stall, Usable: true,
 		})
 	}
 	return out
