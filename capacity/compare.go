@@ -25,6 +25,9 @@ type Setup struct {
 	PricePerHour float64
 	// AllowedMaxInstances is the catalog's fleet maximum, for the configurations that do not come from the plan.
 	AllowedMaxInstances int
+	// InitialInstances, when above 0, is how many instances serve at the trace's start in the fleets that
+	// scale (each within its own bounds); 0 starts each where target tracking would have left it.
+	InitialInstances int
 	// Cancel, when set and returning true, stops the comparison (checked every simulated hour): Compare then
 	// returns ErrCanceled.
 	Cancel simulate.Cancel
@@ -112,6 +115,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	}
 	planFleet := PlanFleet(fmt.Sprintf("plan (s %s)", exact(in.SurgeRatio)), in, d, p.Fingerprint)
 	planFleet.PricePerHour = s.PricePerHour
+	planFleet.InitialInstances = s.InitialInstances
 	rep.Plan = run(tr, planFleet)
 	add(KindPlan, fmt.Sprintf("scale out at metric %s (%s rps per instance), in below %s (%s rps) over %d × %d s", FormatNumber(d.TargetValue), FormatNumber(d.ScaleOutRPS),
 		FormatNumber(d.ScaleInThreshold), FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS), rep.Plan)
@@ -123,7 +127,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	orig := simulate.Fleet{Name: fmt.Sprintf("original thresholds %s/%s", FormatNumber(cMax), FormatNumber(cMin)), Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
 		Scaling: &simulate.Scaling{MinInstances: 1, MaxInstances: allowed, Metric: simulate.MetricConcurrency, TargetValue: cMax * in.CloudWatchRatio,
 			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: 5,
-				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}}
+				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}, InitialInstances: s.InitialInstances}
 	if cMax > 0 {
 		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over 5 × 60 s, fleet 1 to %d", allowed), run(tr, orig))
 	}
@@ -131,7 +135,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	target := 0.7 * inst.CapacityRPS * 60
 	inv := simulate.Fleet{Name: "target tracking on InvocationsPerInstance", Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
 		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target,
-			ScaleOutCooldownS: 300, ScaleInCooldownS: 300, TargetScaleIn: true}}
+			ScaleOutCooldownS: 300, ScaleInCooldownS: 300, TargetScaleIn: true}, InitialInstances: s.InitialInstances}
 	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (70%% of the measured maximum %s rps), cooldowns 300 s", FormatNumber(target), FormatNumber(inst.CapacityRPS)), run(tr, inv))
 
 	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))

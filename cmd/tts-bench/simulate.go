@@ -89,6 +89,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "peak-at", Value: d.PeakAt, Usage: "diurnal: when the rate peaks, since the start"},
 			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
+			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
 			&cli.Float64Flag{Name: "price-per-hour", Usage: "US dollars per instance-hour (default: the catalog's price_per_hour_usd)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
 			&cli.StringFlag{Name: "output", Usage: "where to write the SVG timeline (default simulate-<model>.svg in the current directory)"},
@@ -126,6 +127,7 @@ type simulateOpts struct {
 	shape     simulate.ShapeParams
 	atSet     bool
 	price     *float64
+	initial   *int
 	format    string
 	output    string
 	catalog   models.Catalog
@@ -167,6 +169,10 @@ func newSimulateOpts(c *cli.Context, cat models.Catalog) *simulateOpts {
 	if c.IsSet("price-per-hour") {
 		v := c.Float64("price-per-hour")
 		o.price = &v
+	}
+	if c.IsSet("initial-instances") {
+		v := c.Int("initial-instances")
+		o.initial = &v
 	}
 	return o
 }
@@ -217,6 +223,9 @@ func (o *simulateOpts) Validate() error {
 	}
 	if o.price == nil && err == nil && m.PricePerHourUSD == nil {
 		bad("the catalog has no price_per_hour_usd for %s (%s): add it to %s or pass --price-per-hour", m.ID, m.InstanceType, m.File())
+	}
+	if o.initial != nil && !(*o.initial >= 1 && *o.initial <= capacity.MaxInstances) {
+		bad("--initial-instances %d: want 1 to %d instances serving at the trace's start (the plan's fleet range bounds it further)", *o.initial, capacity.MaxInstances)
 	}
 	errs = append(errs, o.loadTrace()...)
 	return exitcode.Usage(errors.Join(errs...))
@@ -360,6 +369,12 @@ func (o *simulateOpts) setup() (capacity.Setup, error) {
 		s.Plan = p
 	}
 	s.AllowedMaxInstances = m.Scaling.MaxInstances
+	if o.initial != nil {
+		if d := s.Plan.Derived; *o.initial < d.MinInstances || *o.initial > d.MaxInstances {
+			return s, exitcode.Usagef("--initial-instances %d is outside the plan's fleet range %d to %d", *o.initial, d.MinInstances, d.MaxInstances)
+		}
+		s.InitialInstances = *o.initial
+	}
 	if o.price != nil {
 		s.PricePerHour = *o.price
 	} else if m.PricePerHourUSD != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,5 +181,50 @@ func TestSimulateStopsOnSignals(t *testing.T) {
 				t.Errorf("the chart %s was written after %v", chart, c.sig)
 			}
 		})
+	}
+}
+
+// --initial-instances starts the scaling fleets with the endpoint's count (the demo compares a replay that
+// started on one instance with the simulation of the same trace); outside the plan's fleet range, or not a
+// count, it is a usage error naming the flag.
+func TestSimulateInitialInstances(t *testing.T) {
+	dir := t.TempDir()
+	args := func(extra ...string) []string {
+		return append([]string{"simulate", "--plan", espeakPlan, "--trace", "step", "--trough-rps", "150", "--peak-rps", "200",
+			"--duration", "20m", "--format", "json", "--output", filepath.Join(dir, "chart.svg")}, extra...)
+	}
+	first := func(stdout string) int {
+		t.Helper()
+		var rep struct {
+			Plan struct {
+				Minutes []struct {
+					Serving int `json:"serving"`
+				} `json:"minutes"`
+			} `json:"plan"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Plan.Minutes) == 0 {
+			t.Fatalf("json: %v\n%s", err, stdout)
+		}
+		return rep.Plan.Minutes[0].Serving
+	}
+	// 150 rps: three instances keep each below the scale-out target (the plan's minimum is 3 anyway).
+	stdout, stderr, code := runCLI(t, args()...)
+	if code > 1 || first(stdout) != 3 {
+		t.Fatalf("default: exit %d, first minute serving %d, want 3\n%s", code, first(stdout), stderr)
+	}
+	stdout, stderr, code = runCLI(t, args("--initial-instances", "4")...)
+	if code > 1 || first(stdout) != 4 {
+		t.Fatalf("--initial-instances 4: exit %d, first minute serving %d\n%s", code, first(stdout), stderr)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"2", "--initial-instances 2 is outside the plan's fleet range 3 to 4"},
+		{"0", "--initial-instances 0: want 1 to"},
+		{"-1", "--initial-instances -1: want 1 to"},
+		{"many", "initial-instances"},
+	} {
+		_, stderr, code := runCLI(t, args("--initial-instances", tc.value)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--initial-instances %s: exit %d, stderr %q, want exit 2 naming %q", tc.value, code, stderr, tc.want)
+		}
 	}
 }

@@ -424,8 +424,9 @@ func (d *demo) surge(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintln(d.out, "The same trace through the simulator (the plan's scaling, autoscale.Decide, the instance model):")
+	// The simulation starts where the replay started: with the instances the endpoint had then.
 	simOut, code, err := d.run(ctx, []int{0, 1}, "tts-bench", "simulate", "--plan", d.plan, "--trace", tracePath, "--format", "json",
-		"--output", filepath.Join(d.art, "simulate-surge.svg"))
+		"--initial-instances", strconv.Itoa(d.sum.InstancesBefore), "--output", filepath.Join(d.art, "simulate-surge.svg"))
 	if err != nil {
 		return err
 	}
