@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -50,6 +51,7 @@ const (
 	FindingNoPlan             = "no_plan"
 	FindingAlarmMismatch      = "alarm_mismatch"
 	FindingCountOutsideBounds = "count_outside_bounds"
+	FindingMeasurementMarker  = "measurement_marker"
 )
 
 // Finding is one difference between what is deployed and what should be.
@@ -197,6 +199,24 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 				fix = "fix the cause, then " + deploy
 			}
 			add(SeverityError, FindingEndpointNotReady, o.Endpoint, detail, fix)
+		}
+		// The measurement marker: a run holds the endpoint (or one ended without removing its marker). Read
+		// when the client can (the SDK's can; a double without tags and ARN is skipped).
+		if api, ok := cl.SageMaker.(MarkerAPI); ok && aws.ToString(d.EndpointArn) != "" {
+			f, err := ReadMarker(ctx, api, aws.ToString(d.EndpointArn))
+			if err != nil {
+				return rep, err
+			}
+			if f != nil {
+				now := time.Now()
+				detail, fix := "the endpoint carries the measurement marker of "+f.Describe(now)+": that run is measuring it now",
+					"wait for that run to end (its restore removes the marker), or run "+thaw+" where its journal is; if it is gone, "+thaw+" --force"
+				if f.Marker == nil || f.Marker.Expired(now) {
+					detail = "the endpoint carries the measurement marker of " + f.Describe(now) + ": that run ended without removing it, or overran its bound"
+					fix = "make sure it is not running, then " + thaw + " where its journal is, or " + thaw + " --force from any machine (qmax and ttotal --force override an expired marker)"
+				}
+				add(SeverityError, FindingMeasurementMarker, o.Endpoint, detail, fix)
+			}
 		}
 		config = aws.ToString(d.EndpointConfigName)
 		if n, err := variantDesired(d, o.Variant); err != nil {

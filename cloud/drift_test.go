@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -27,6 +28,8 @@ type deployed struct {
 	target   *aastypes.ScalableTarget
 	policies []aastypes.ScalingPolicy
 	alarms   []cwtypes.MetricAlarm
+	// marker is the endpoint's measurement marker tag ("" none; read only when the endpoint has an ARN).
+	marker string
 }
 
 func (d *deployed) clients() cloud.DriftClients {
@@ -36,6 +39,13 @@ func (d *deployed) clients() cloud.DriftClients {
 		}
 		return d.endpoint, nil
 	}}
+	sm.ListTagsFn = func(context.Context, *sagemaker.ListTagsInput, ...func(*sagemaker.Options)) (*sagemaker.ListTagsOutput, error) {
+		out := &sagemaker.ListTagsOutput{}
+		if d.marker != "" {
+			out.Tags = []smtypes.Tag{{Key: aws.String(cloud.MarkerTagKey), Value: aws.String(d.marker)}}
+		}
+		return out, nil
+	}
 	aas := &cloudtest.AutoScaling{
 		DescribeScalableTargetsFn: func(context.Context, *applicationautoscaling.DescribeScalableTargetsInput, ...func(*applicationautoscaling.Options)) (*applicationautoscaling.DescribeScalableTargetsOutput, error) {
 			if d.target == nil {
@@ -139,6 +149,15 @@ func TestDriftFindings(t *testing.T) {
 			d.target.SuspendedState.DynamicScalingInSuspended = aws.Bool(true)
 		}, "error:scaling_suspended"},
 		{"journal", true, func(_ *testing.T, _ *deployed, dir string) { writeJournal(dir) }, "error:journal_present"},
+		// Another run's measurement marker, live or expired (issue 27): a run holds the endpoint.
+		{"measurement marker", true, func(_ *testing.T, d *deployed, _ string) {
+			d.endpoint.EndpointArn = aws.String(worldArn)
+			d.marker = cloud.Marker{RunID: "qmax-other", Owner: "bob@elsewhere", PID: 7, Started: time.Now().Add(-time.Minute), Expires: time.Now().Add(time.Hour)}.Value()
+		}, "error:measurement_marker"},
+		{"expired measurement marker", true, func(_ *testing.T, d *deployed, _ string) {
+			d.endpoint.EndpointArn = aws.String(worldArn)
+			d.marker = cloud.Marker{RunID: "qmax-other", Owner: "bob@elsewhere", PID: 7, Started: time.Now().Add(-2 * time.Hour), Expires: time.Now().Add(-time.Hour)}.Value()
+		}, "error:measurement_marker"},
 		{"unreadable journal", true, func(t *testing.T, _ *deployed, dir string) {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)

@@ -27,8 +27,9 @@ const driftDescription = `drift compares what is deployed for a model with what 
 
 Deployed: the endpoint and its variant (status, desired instance count), the container environment it
 runs (QUEUE_MAX_DEPTH, FIRST_AUDIO_TARGET_MS, SCHEDULER: read from the endpoint config's model), the
-scalable target and its SuspendedState, the scaling policies, the alarms and their states, and the freeze
-journals of interrupted runs (--journal-dir, default .state/journals/<endpoint>.json).
+scalable target and its SuspendedState, the scaling policies, the alarms and their states, the freeze
+journals of interrupted runs (--journal-dir, default .state/journals/<endpoint>.json), and the measurement
+marker a running qmax or ttotal puts on the endpoint (the tag speech-infra:measurement), from any machine.
 Should be: the plan (--plan, default artifacts/<model>/plan.json) when it passes the same gate the deploy
 uses, with the plan's queue shield (QUEUE_MAX_DEPTH = its queue_max_depth); otherwise the measurement
 configuration of the catalog: QUEUE_MAX_DEPTH=0, no target, no policies, no alarms.
@@ -37,7 +38,7 @@ Each finding has a severity and a remediation:
   error  suspended scaling, a journal present, an orphaned target or policy, a missing target, a capacity,
          policy or alarm mismatch, an alarm in ALARM, the endpoint missing or not InService, scaling
          without a queue shield (shield_missing), a container variable unlike the plan's
-         (environment_mismatch)
+         (environment_mismatch), another run's measurement marker, live or expired (measurement_marker)
   warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's, a hidden
          temporary file a killed run left (records or journal; in the plan's directory or --journal-dir)
   info   why no plan applies; the scale-in alarm in ALARM on an idle endpoint

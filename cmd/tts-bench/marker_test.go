@@ -80,6 +80,12 @@ func TestQMaxRefusesAnotherRunsMarker(t *testing.T) {
 		t.Fatalf("the first run's marker = %q (%v)", value, err)
 	}
 
+	// drift, from any directory, names the run that holds the endpoint.
+	stdout, stderr, code := runCLI(t, "drift", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", jdirB, "--container-dir", containerDir)
+	if code != 1 || !strings.Contains(stdout, cloud.FindingMeasurementMarker) || !strings.Contains(stdout, "run qmax-first by alice@machine-a") {
+		t.Fatalf("drift of the marked endpoint: exit %d, want 1 with %s naming the run\n%s%s", code, cloud.FindingMeasurementMarker, stdout, stderr)
+	}
+
 	for _, force := range []bool{false, true} {
 		var extra []string
 		if force {
@@ -103,7 +109,7 @@ func TestQMaxRefusesAnotherRunsMarker(t *testing.T) {
 		}
 	}
 
-	stdout, stderr, code := runCLI(t, "thaw", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", jdirA, "--container-dir", containerDir)
+	stdout, stderr, code = runCLI(t, "thaw", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", jdirA, "--container-dir", containerDir)
 	if code != 0 || !strings.Contains(stdout, "removed the measurement marker of this run (run qmax-first by alice@machine-a") {
 		t.Fatalf("thaw of the first run: exit %d\n%s%s", code, stdout, stderr)
 	}
