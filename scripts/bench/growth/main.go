@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/capacity/capacitytest"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
@@ -56,6 +58,7 @@ type size struct {
 	ladderLens   []int
 	concurrency  []int
 	curveLens    []int
+	traceLens    []int
 	instances    []int
 	planRepeats  int
 	emulatorReqs int
@@ -64,8 +67,8 @@ type size struct {
 var (
 	// The curve lengths stop at 256: a qmax artifact holds at most 256 steps (capacity's bound on artifact
 	// fields, issue 8), and a longer one is refused before plan runs.
-	full  = size{hold: 5 * time.Second, ladderLens: []int{1, 2, 4, 8, 16}, concurrency: []int{1, 10, 100, 1000}, curveLens: []int{2, 10, 50, 100, 256}, instances: []int{1, 4, 16}, planRepeats: 5, emulatorReqs: 32}
-	smoke = size{hold: time.Second, ladderLens: []int{1, 2}, concurrency: []int{1, 10}, curveLens: []int{2, 10}, instances: []int{1}, planRepeats: 1, emulatorReqs: 2}
+	full  = size{hold: 5 * time.Second, ladderLens: []int{1, 2, 4, 8, 16}, concurrency: []int{1, 10, 100, 1000}, curveLens: []int{2, 10, 50, 100, 256}, traceLens: []int{2000, 20000, 50000, 200000}, instances: []int{1, 4, 16}, planRepeats: 5, emulatorReqs: 32}
+	smoke = size{hold: time.Second, ladderLens: []int{1, 2}, concurrency: []int{1, 10}, curveLens: []int{2, 10}, traceLens: []int{2000, 20000}, instances: []int{1}, planRepeats: 1, emulatorReqs: 2}
 )
 
 func main() {
@@ -130,6 +133,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Summary: "Wall time and peak resident memory (the kernel's rusage maximum RSS, what `/usr/bin/time -v` prints) of `tts-bench qmax --transport http` " +
 			"against the real container with the zero-compute calibration engine (CALIBRATION_SEGMENT_MS=0), so what grows is the client's own cost: " +
 			"steps of settle 0 s and hold " + sz.hold.String() + "; of `tts-bench plan` against the number of steps of the qmax artifact's throughput curve; " +
+			"(the records check, the derivation and the envelope's simulation; --no-search: the synthetic curves are infeasible, and the search for a passing configuration, about 90 plans, would be what grows); " +
+			"of `tts-bench simulate` (the plan and its four comparison fleets) against the trace's length in 1-s rows (at most 200 000, the documented bound); " +
 			"and of the local emulator process (instances counted apart) against the instance count.",
 		Notes: []string{"A shared, noisy machine: other work ran beside these measurements; wall times move between runs."},
 	}
@@ -194,7 +199,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		var rss int64
 		for i := 0; i < sz.planRepeats; i++ {
 			res, err := harness.Run(ctx, root, nil, ttsBench, "plan", "--model", "kokoro-82m", "--qmax", qpath, "--ttotal", filepath.Join(fixtures, "valid", "ttotal.json"),
-				"--peak-rps", "80", "--format", "json", "--output", filepath.Join(work, "curve-"+strconv.Itoa(n), "plan.json"))
+				"--peak-rps", "80", "--no-search", "--format", "json", "--output", filepath.Join(work, "curve-"+strconv.Itoa(n), "plan.json"))
 			if err != nil && !(errors.Is(err, harness.ErrExit) && res.ExitCode == 1) { // 1: an infeasible plan is still a plan
 				return fmt.Errorf("plan with a %d-step curve: %w", n, err)
 			}
@@ -203,6 +208,30 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "bench growth: plan %d steps: %.3f s\n", n, harness.Median(walls))
 		planT.Rows = append(planT.Rows, []string{strconv.Itoa(n), strconv.FormatFloat(harness.Median(walls), 'f', 3, 64), harness.MiB(rss)})
 		planWall = append(planWall, harness.Point{X: float64(n), Y: harness.Median(walls)})
+	}
+
+	// simulate against the trace's length (issue 27: it was quadratic; the gate runs the simulator at every synth).
+	simT := row.Table{Title: "tts-bench simulate against the trace's length (1-s rows)", Columns: []string{"rows", "wall (s, median of " + strconv.Itoa(sz.planRepeats) + ")", "µs per row", "peak RSS (MiB)"}}
+	var simWall []harness.Point
+	for _, n := range sz.traceLens {
+		csv := filepath.Join(work, "trace-"+strconv.Itoa(n)+".csv")
+		if err := writeTrace(csv, n); err != nil {
+			return err
+		}
+		var walls []float64
+		var rss int64
+		for i := 0; i < sz.planRepeats; i++ {
+			res, err := harness.Run(ctx, root, nil, ttsBench, "simulate", "--plan", filepath.Join(fixtures, "valid", "plan.json"), "--trace", csv,
+				"--format", "json", "--output", filepath.Join(work, "trace-"+strconv.Itoa(n)+".svg"))
+			if err != nil && !(errors.Is(err, harness.ErrExit) && res.ExitCode == 1) { // 1: the plan did not hold on the trace, still a run
+				return fmt.Errorf("simulate on %d rows: %w", n, err)
+			}
+			walls, rss = append(walls, res.Wall.Seconds()), max(rss, res.MaxRSSBytes)
+		}
+		w := harness.Median(walls)
+		fmt.Fprintf(stderr, "bench growth: simulate %d rows: %.3f s\n", n, w)
+		simT.Rows = append(simT.Rows, []string{strconv.Itoa(n), strconv.FormatFloat(w, 'f', 3, 64), f1(w / float64(n) * 1e6), harness.MiB(rss)})
+		simWall = append(simWall, harness.Point{X: float64(n), Y: w})
 	}
 
 	// The emulator against the instance count.
@@ -218,7 +247,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		emuRSS = append(emuRSS, harness.Point{X: float64(n), Y: float64(m.rss) / (1 << 20)})
 		instRSS = append(instRSS, harness.Point{X: float64(n), Y: float64(m.children) / (1 << 20)})
 	}
-	rw.Tables = []row.Table{ladderT, concT, planT, emuT}
+	rw.Tables = []row.Table{ladderT, concT, planT, simT, emuT}
 
 	g := row.Goal{Text: "records stream to disk, not accumulate in memory (qmax's memory does not grow with the ladder's length)"}
 	if len(ladderRSS) >= 2 {
@@ -235,6 +264,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	rw.Goals = append(rw.Goals, g)
+	rw.Goals = append(rw.Goals, linearGoal(simWall, *isSmoke))
 	rw.Fixed = append(rw.Fixed, "cmd/tts-bench/qmax_run.go: the gzipped records stream to a temporary file beside --output (digested while written, renamed into place at the end, removed on error) instead of a memory buffer holding the whole run")
 	if rss1000 > 0 {
 		rw.Notes = append(rw.Notes, fmt.Sprintf("At C=1000 a step of %s kept %d records: peak RSS %s MiB. Exact percentiles keep every record of the step in memory, about %.1f KiB each with the Go heap's headroom; a step's memory is bounded by its length × its request rate, so a long hold at a high rate is what costs memory.",
@@ -247,6 +277,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		{"ladder", "qmax's peak RSS and wall time against the ladder's length", harness.Chart{Title: "tts-bench qmax against the ladder's length", XLabel: "steps in the ladder", YLabel: "MiB / s", Series: []harness.Series{{Name: "peak RSS (MiB)", Points: ladderRSS}, {Name: "wall (s)", Points: ladderWall}}}},
 		{"concurrency", "qmax's peak RSS against the concurrency of one step", harness.Chart{Title: "tts-bench qmax against the concurrency", XLabel: "C (requests in flight)", YLabel: "peak RSS (MiB)", LogX: true, Series: []harness.Series{{Name: "peak RSS", Points: concRSS}}}},
 		{"plan", "tts-bench plan's wall time against the curve's length", harness.Chart{Title: "tts-bench plan against the throughput curve's length", XLabel: "steps in the curve", YLabel: "wall (s)", LogX: true, Series: []harness.Series{{Name: "plan", Points: planWall}}}},
+		{"simulate", "tts-bench simulate's wall time against the trace's length", harness.Chart{Title: "tts-bench simulate against the trace's length", XLabel: "rows in the trace (1 s each)", YLabel: "wall (s)", LogX: true, Series: []harness.Series{{Name: "simulate", Points: simWall}}}},
 		{"emulator", "the emulator's RSS and its instances' against the instance count", harness.Chart{Title: "the local emulator against the instance count", XLabel: "instances", YLabel: "RSS (MiB)", Series: []harness.Series{{Name: "emulator process", Points: emuRSS}, {Name: "instances (sum)", Points: instRSS}}}},
 	}
 	for _, c := range charts {
@@ -263,6 +294,45 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "bench growth: wrote %s\n", p)
 	return nil
+}
+
+// linearGoal judges simulate's growth: linear when the time per row at the longest trace is at most twice the
+// time per row at 20 000 rows (below that the process's start-up dominates). Quadratic growth, as before issue
+// 27's fix (20 000 rows 4 s, 200 000 about 710 s), would make it about ten times.
+func linearGoal(pts []harness.Point, smoke bool) row.Goal {
+	g := row.Goal{Text: "tts-bench simulate runs in time linear in the trace's length (time per row at the longest trace at most 2× that at 20 000 rows)"}
+	var ref, last harness.Point
+	for _, p := range pts {
+		if p.X == 20000 {
+			ref = p
+		}
+		last = p
+	}
+	if ref.X == 0 || last.X <= ref.X || ref.Y <= 0 {
+		g.Verdict, g.Why = row.NotMeasured, "no trace longer than 20 000 rows was run"
+		if smoke {
+			g.Why = "smoke run: too small to judge; run `make bench`"
+		}
+		return g
+	}
+	ratio := (last.Y / last.X) / (ref.Y / ref.X)
+	g.Measured = fmt.Sprintf("%.3f s at %d rows, %.3f s at %d: time per row ×%.2f", ref.Y, int(ref.X), last.Y, int(last.X), ratio)
+	if ratio <= 2 {
+		g.Verdict, g.Why = row.Met, "simulate walks the trace with a forward cursor (simulate.cursor) and steps the fleet once a second: each point is read once"
+	} else {
+		g.Verdict, g.Why = row.Missed, "time per row grows with the trace's length: something is worse than linear"
+	}
+	return g
+}
+
+// writeTrace writes a trace of n 1-s rows to path: a slow sine between 5 and 35 rps.
+func writeTrace(path string, n int) error {
+	var b strings.Builder
+	b.WriteString("timestamp,rps\n")
+	for i := range n {
+		fmt.Fprintf(&b, "%d,%.3f\n", i, 20+15*math.Sin(float64(i)/600))
+	}
+	return atomicfile.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 type qmaxCost struct {
@@ -327,7 +397,8 @@ func writeCurve(from, to string, n int) error {
 		s.Concurrency = c
 		s.TTFABP50Ms, s.TTFABP95Ms, s.TTFABP99Ms = base.TTFABP50Ms+frac*(slo-base.TTFABP95Ms)*0.9, base.TTFABP95Ms+frac*(slo-base.TTFABP95Ms), base.TTFABP99Ms+frac*(slo-base.TTFABP95Ms)*1.1
 		s.ResponseMeanMs = base.ResponseMeanMs * (1 + frac)
-		s.AchievedRPS = float64(c) / (s.ResponseMeanMs / 1000)
+		// Rounded: capacitytest synthesizes records whose count over the window gives the rate exactly.
+		s.AchievedRPS = math.Round(float64(c)/(s.ResponseMeanMs/1000)*100) / 100
 		s.ClientConcurrencyMean, s.ClientConcurrencyPeak = float64(c)*0.98, c
 		if s.CloudWatchRatio > 0 {
 			s.CloudWatchConcurrencyMax, s.CloudWatchRatio = float64(c), 1
@@ -336,14 +407,25 @@ func writeCurve(from, to string, n int) error {
 		if !s.MeetsSLO {
 			s.TTFABP95Ms, s.TTFABP99Ms = slo*1.2, slo*1.3
 		}
+		// The last step fails by TTFAB itself, so both definitions of Q_max agree.
+		meets := s.MeetsSLO
+		s.MeetsTTFABSLO = &meets
 		steps[i] = s
 	}
-	q.Steps, q.QMax, q.BracketHighestPass, q.BracketLowestFail = steps, n-1, n-1, n
+	q.Steps = steps
+	q.SetQMax()
 	if n == 1 {
 		return errors.New("a curve needs at least 2 steps")
 	}
 	if errs := q.Verify(); len(errs) > 0 {
 		return fmt.Errorf("the %d-step curve does not verify: %w", n, errors.Join(errs...))
+	}
+	// plan checks the artifact against its raw records (issue 27): write records that give these figures.
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	if err := capacitytest.WriteRecords(to, q, 0); err != nil {
+		return fmt.Errorf("the %d-step curve's records: %w", n, err)
 	}
 	return capacity.WriteJSON(to, q)
 }
