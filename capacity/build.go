@@ -182,6 +182,10 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 		worst(StatusWarn)
 		details = append(details, "ttotal missed stages: "+strings.Join(t.MissingStages, ", "))
 	}
+	if s, detail, rec := t.ProbeValidity(q.SLOTTFABMs); s != StatusPass {
+		worst(s)
+		details, recs = append(details, detail), append(recs, rec)
+	}
 	if q.DryRun || t.DryRun {
 		worst(StatusWarn)
 		details = append(details, "derived from a dry run: the numbers are for rehearsal and the deploy gate refuses this plan")

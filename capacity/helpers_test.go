@@ -87,7 +87,16 @@ func testTTotal(m models.Model) *TTotal {
 		},
 		ClockStart: "desired_count_set", TTotalS: 300, DominantStage: "container_started", MissingStages: []string{},
 		PlatformS: 200, ContainerS: 100, PlatformShare: 2.0 / 3, ContainerShare: 1.0 / 3,
+		Probe: testProbe(m),
 	}
+}
+
+// testProbe is a probe that was past the SLO before in_service (the fleet past its Q_max).
+func testProbe(m models.Model) *TTotalProbe {
+	slo := float64(m.SLO.TTFABMs)
+	return &TTotalProbe{Concurrency: 50, ConcurrencyBasis: "test", SLOTTFABMs: m.SLO.TTFABMs, P95BeforeScaleOutMs: 1.5 * slo, SamplesBeforeScaleOut: 100,
+		PeakP95BeforeInServiceMs: 1.6 * slo, ExceededSLOBeforeInService: true, QMaxP95BeforeMs: 1.5 * slo, QMaxP95AfterMs: 0.5 * slo, Slowdown: 1,
+		Tolerance: 1.25, RecoveryThresholdMs: 0.625 * slo, WindowS: 30, MinSamples: 20, RecoveryWindows: 10, InstancesBeforeScaleOut: []string{"a"}}
 }
 
 // testMeasurement pairs the artifacts as LoadMeasurement would, with tt pointing at q's digest.

@@ -24,7 +24,13 @@ const (
 	StageReady            = "ready"
 	// StageInService: DescribeEndpoint says InService with the raised instance count.
 	StageInService = "in_service"
-	// StageTrafficRecovered: the probe's sliding-window p95 TTFAB is back within the tolerance.
+	// StageFirstServedByNewInstance: the first probe response that names (X-Amzn-SageMaker-Custom-Attributes:
+	// instance-id=…) an instance no response named before the scale-out. It is not causally ordered against
+	// in_service (SageMaker may route to the instance before DescribeEndpoint says InService), so the two
+	// are ordered by their times.
+	StageFirstServedByNewInstance = "first_served_by_new_instance"
+	// StageTrafficRecovered: once the new instance has served, the probe's sliding-window p95 TTFAB is back
+	// within the recovery threshold (TTotalProbe.RecoveryThresholdMs).
 	StageTrafficRecovered = "traffic_recovered"
 )
 
@@ -32,7 +38,7 @@ const (
 // are not among them: a poll may miss a short status, and AWS decides which it shows.
 var ExpectedStages = []string{
 	StageLoadApplied, StageDesiredSet, StageInstanceLogging, StageContainerStarted, StageWeightsVerified,
-	StageEngineLoaded, StageWarmupDone, StageReady, StageInService, StageTrafficRecovered,
+	StageEngineLoaded, StageWarmupDone, StageReady, StageInService, StageFirstServedByNewInstance, StageTrafficRecovered,
 }
 
 // ContainerStages are the STAGE lines the container prints, in order.
@@ -66,8 +72,12 @@ type Event struct {
 
 // stageRank places a stage in the causal order: what must precede what, whatever the clocks say. A
 // VariantStatus comes where AWS shows it: Creating and Updating right after the count is raised,
-// ActivatingTraffic (and any other status) after the container is ready.
+// ActivatingTraffic (and any other status) after the container is ready. first_served_by_new_instance
+// shares in_service's rank.
 func stageRank(name string) float64 {
+	if name == StageFirstServedByNewInstance {
+		name = StageInService // the same rank: ordered against in_service by time
+	}
 	for i, s := range ExpectedStages {
 		if s == name {
 			return float64(i)

@@ -25,6 +25,7 @@ func TestAssembleTimelineOrdersClampsAndFlags(t *testing.T) {
 		{StageEngineLoaded, at(4.5), SourceContainer},
 		{StageWarmupDone, at(4.9), SourceContainer},
 		{StageInService, at(8), SourceClient},
+		{StageFirstServedByNewInstance, at(8.5), SourceClient},
 		{StageContainerStarted, at(4.0), SourceContainer},
 	}
 	tl := AssembleTimeline(events)
@@ -32,7 +33,7 @@ func TestAssembleTimelineOrdersClampsAndFlags(t *testing.T) {
 	for _, s := range tl {
 		names = append(names, s.Stage)
 	}
-	want := "load_applied desired_set Updating instance_logging container_started weights_verified engine_loaded warmup_done ready ActivatingTraffic in_service traffic_recovered"
+	want := "load_applied desired_set Updating instance_logging container_started weights_verified engine_loaded warmup_done ready ActivatingTraffic in_service first_served_by_new_instance traffic_recovered"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("order = %s\nwant    %s", got, want)
 	}
@@ -86,7 +87,7 @@ func TestAssembleTimelinePartialAndReconcileRefusals(t *testing.T) {
 	if len(tl) != 3 || len(tl[2].Flags) != 1 || !strings.HasPrefix(tl[2].Flags[0], "duplicate") || !tl[2].At.Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("timeline = %+v: want the first Updating kept, flagged duplicate", tl)
 	}
-	want := "instance_logging container_started weights_verified engine_loaded warmup_done ready in_service traffic_recovered"
+	want := "instance_logging container_started weights_verified engine_loaded warmup_done ready in_service first_served_by_new_instance traffic_recovered"
 	if got := strings.Join(MissingStages(tl), " "); got != want {
 		t.Errorf("missing = %s, want %s", got, want)
 	}

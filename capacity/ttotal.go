@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -54,6 +55,87 @@ type TTotal struct {
 	MissingStages []string `json:"missing_stages"`
 	// DryRun is true when the run changed nothing and its numbers must not drive a deployment.
 	DryRun bool `json:"dry_run"`
+	// TTotalUncertaintyS is how far TTotalS may be off because the stamp it ends on depends on a poll: the
+	// gap between the DescribeEndpoint read that saw in_service and the read before it (traffic_recovered is
+	// judged on requests sent after in_service was seen), back-offs included. Absent in artifacts written
+	// before it was recorded (issue 23), which does not mean exact.
+	TTotalUncertaintyS *float64 `json:"t_total_uncertainty_s,omitempty"`
+	// Probe is the probe load and what it saw around the scale-out; absent in artifacts written before it was
+	// recorded (issue 23): the plan's measurement_validity then cannot tell whether traffic_recovered marks a
+	// recovery, and warns.
+	Probe *TTotalProbe `json:"probe,omitempty"`
+	// Polling is how the control plane was read: the intervals and every throttling back-off.
+	Polling *TTotalPolling `json:"polling,omitempty"`
+	// IncompleteReason says why the run ended without a stage it waited for (empty when complete).
+	IncompleteReason string `json:"incomplete_reason,omitempty"`
+}
+
+// TTotalProbe is the closed-loop probe load of a ttotal run and what it saw around the scale-out.
+type TTotalProbe struct {
+	// Concurrency is the probe's requests in flight; ConcurrencyBasis says where it came from (by default the
+	// qmax artifact: a step past Q_max, times the instances before the scale-out).
+	Concurrency      int    `json:"concurrency"`
+	ConcurrencyBasis string `json:"concurrency_basis"`
+	// SLOTTFABMs is the qmax artifact's TTFAB SLO the probe is judged against, in milliseconds.
+	SLOTTFABMs int `json:"slo_ttfab_ms"`
+	// P95BeforeScaleOutMs is the probe's p95 TTFAB over the window that ended at desired_set, over
+	// SamplesBeforeScaleOut requests (a failed request counts as the request timeout here), in milliseconds.
+	P95BeforeScaleOutMs   float64 `json:"p95_before_scale_out_ms"`
+	SamplesBeforeScaleOut int     `json:"samples_before_scale_out"`
+	// PeakP95BeforeInServiceMs is the highest window p95 TTFAB (windows of at least MinSamples requests) seen
+	// from desired_set until in_service (until the end without in_service), in milliseconds.
+	PeakP95BeforeInServiceMs float64 `json:"peak_p95_before_in_service_ms"`
+	// ExceededSLOBeforeInService is PeakP95BeforeInServiceMs > SLOTTFABMs: the fleet was past its Q_max, so
+	// that traffic_recovered can mark a recovery. False makes the plan's measurement_validity fail.
+	ExceededSLOBeforeInService bool `json:"exceeded_slo_before_in_service"`
+	// QMaxP95BeforeMs and QMaxP95AfterMs are the qmax curve's p95 TTFAB at the per-instance concurrency before
+	// the scale-out (Concurrency ÷ from_instances) and after it (the busiest instance's, ⌈Concurrency ÷
+	// to_instances⌉), in milliseconds.
+	QMaxP95BeforeMs float64 `json:"qmax_p95_before_ms"`
+	QMaxP95AfterMs  float64 `json:"qmax_p95_after_ms"`
+	// Slowdown is P95BeforeScaleOutMs ÷ QMaxP95BeforeMs, at least 1: how much slower this run serves than the
+	// qmax artifact says at the same load (a busier machine); 1 when nothing was measured before.
+	Slowdown float64 `json:"slowdown"`
+	// Tolerance is the factor on QMaxP95AfterMs × Slowdown.
+	Tolerance float64 `json:"tolerance"`
+	// RecoveryThresholdMs is min(SLOTTFABMs, QMaxP95AfterMs × Slowdown × Tolerance): traffic_recovered when
+	// the window p95 of requests sent after in_service is at or under it, once the new instance has served.
+	RecoveryThresholdMs float64 `json:"recovery_threshold_ms"`
+	// WindowS is the sliding window in seconds, MinSamples the requests it must hold, RecoveryWindows how
+	// many windows ttotal waits for the recovery once the new instance has served and the endpoint is
+	// InService.
+	WindowS         float64 `json:"window_s"`
+	MinSamples      int     `json:"min_samples"`
+	RecoveryWindows int     `json:"recovery_windows"`
+	// InstancesBeforeScaleOut are the instance ids the probe's responses named before the scale-out;
+	// NewInstance the one first_served_by_new_instance names (empty when none served).
+	InstancesBeforeScaleOut []string `json:"instances_before_scale_out"`
+	NewInstance             string   `json:"new_instance,omitempty"`
+	// P95LastWindowMs is the window p95 TTFAB of the requests sent after in_service when the run ended, over
+	// SamplesLastWindow requests (failed requests count as the request timeout); 0 and 0 when none.
+	P95LastWindowMs   float64 `json:"p95_last_window_ms"`
+	SamplesLastWindow int     `json:"samples_last_window"`
+}
+
+// TTotalPolling is how ttotal read the control plane.
+type TTotalPolling struct {
+	// IntervalS is DescribeEndpoint's poll interval, FineIntervalS the shorter one once in_service is near
+	// (from FineFrom on: the container's ready line or ActivatingTraffic, whichever came first), in seconds.
+	IntervalS     float64 `json:"interval_s"`
+	FineIntervalS float64 `json:"fine_interval_s"`
+	FineFrom      string  `json:"fine_from,omitempty"`
+	// InServiceGapS is the time between the read that saw in_service and the successful read before it, in
+	// seconds (0 without in_service).
+	InServiceGapS float64 `json:"in_service_gap_s"`
+	// Throttled are the reads answered ThrottlingException and the back-off that followed each.
+	Throttled []ThrottleEvent `json:"throttled"`
+}
+
+// ThrottleEvent is one throttled read and the back-off that followed it.
+type ThrottleEvent struct {
+	At        time.Time `json:"at"`
+	Operation string    `json:"operation"`
+	WaitS     float64   `json:"wait_s"`
 }
 
 // Stage is one point on the T_total timeline.
@@ -185,6 +267,7 @@ func (t *TTotal) Verify() []error {
 	if t.DominantStage != dominant {
 		add("dominant_stage: is %q but the longest duration leads to %q", t.DominantStage, dominant)
 	}
+	errs = append(errs, t.verifyProbe()...)
 	platform, container := t.split(start)
 	for _, c := range []struct {
 		name      string
@@ -256,4 +339,95 @@ func (t *TTotal) Reconcile(clockStart string) error {
 		t.PlatformShare, t.ContainerShare = t.PlatformS/total, t.ContainerS/total
 	}
 	return nil
+}
+
+// verifyProbe checks the probe, polling and uncertainty records, when present.
+func (t *TTotal) verifyProbe() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	nonNeg := func(name string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			add("%s: is %g: want a finite number, not negative", name, v)
+		}
+	}
+	if u := t.TTotalUncertaintyS; u != nil {
+		nonNeg("t_total_uncertainty_s", *u)
+	}
+	if pl := t.Polling; pl != nil {
+		nonNeg("polling.interval_s", pl.IntervalS)
+		nonNeg("polling.fine_interval_s", pl.FineIntervalS)
+		nonNeg("polling.in_service_gap_s", pl.InServiceGapS)
+		for i, e := range pl.Throttled {
+			nonNeg(fmt.Sprintf("polling.throttled[%d].wait_s", i), e.WaitS)
+			if e.Operation == "" {
+				add("polling.throttled[%d].operation: is empty", i)
+			}
+		}
+	}
+	p := t.Probe
+	if p == nil {
+		return errs
+	}
+	if p.Concurrency < 1 || p.Concurrency > MaxConcurrency {
+		add("probe.concurrency: is %d: want 1 to %d", p.Concurrency, MaxConcurrency)
+	}
+	if p.ConcurrencyBasis == "" {
+		add("probe.concurrency_basis: is empty: say where the probe concurrency came from")
+	}
+	if p.SLOTTFABMs < 1 {
+		add("probe.slo_ttfab_ms: is %d: want the qmax artifact's SLO in milliseconds", p.SLOTTFABMs)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"probe.p95_before_scale_out_ms", p.P95BeforeScaleOutMs}, {"probe.peak_p95_before_in_service_ms", p.PeakP95BeforeInServiceMs},
+		{"probe.qmax_p95_before_ms", p.QMaxP95BeforeMs}, {"probe.qmax_p95_after_ms", p.QMaxP95AfterMs},
+		{"probe.recovery_threshold_ms", p.RecoveryThresholdMs}, {"probe.window_s", p.WindowS}, {"probe.p95_last_window_ms", p.P95LastWindowMs}} {
+		nonNeg(f.name, f.v)
+	}
+	if !(p.Slowdown >= 1) || math.IsInf(p.Slowdown, 0) {
+		add("probe.slowdown: is %g: want a finite factor of at least 1", p.Slowdown)
+	}
+	if !(p.Tolerance >= 1 && p.Tolerance <= 10) {
+		add("probe.tolerance: is %g: want 1 to 10", p.Tolerance)
+	}
+	if p.SLOTTFABMs > 0 && p.RecoveryThresholdMs > float64(p.SLOTTFABMs)+1e-9 {
+		add("probe.recovery_threshold_ms: is %g, above the SLO %d ms: a recovery must be back within the SLO", p.RecoveryThresholdMs, p.SLOTTFABMs)
+	}
+	if p.ExceededSLOBeforeInService != (p.PeakP95BeforeInServiceMs > float64(p.SLOTTFABMs)) {
+		add("probe.exceeded_slo_before_in_service: is %t but the peak p95 %g ms against the SLO %d ms says otherwise", p.ExceededSLOBeforeInService, p.PeakP95BeforeInServiceMs, p.SLOTTFABMs)
+	}
+	if p.SamplesBeforeScaleOut < 0 || p.SamplesLastWindow < 0 || p.MinSamples < 1 || p.RecoveryWindows < 1 {
+		add("probe: sample counts must not be negative, min_samples and recovery_windows at least 1 (are %d, %d, %d, %d)", p.SamplesBeforeScaleOut, p.SamplesLastWindow, p.MinSamples, p.RecoveryWindows)
+	}
+	served := false
+	for _, s := range t.Timeline {
+		served = served || s.Stage == StageFirstServedByNewInstance
+	}
+	if served && p.NewInstance == "" {
+		add("probe.new_instance: is empty but the timeline has %s: name the instance", StageFirstServedByNewInstance)
+	}
+	if p.NewInstance != "" && slices.Contains(p.InstancesBeforeScaleOut, p.NewInstance) {
+		add("probe.new_instance: %s served before the scale-out (instances_before_scale_out): it is not new", p.NewInstance)
+	}
+	return errs
+}
+
+// ProbeValidity is what the plan's measurement_validity makes of the probe (issue 23): a recovery means
+// something only when the fleet was past its Q_max before in_service, its probe above the SLO. It returns
+// StatusPass, StatusWarn when the artifact does not record the probe (written before it was recorded), or
+// StatusFail when the probe never exceeded sloMs (the qmax artifact's SLO) before in_service, with the
+// detail and the recommendation.
+func (t *TTotal) ProbeValidity(sloMs int) (Status, string, string) {
+	p := t.Probe
+	if p == nil {
+		return StatusWarn, "the ttotal artifact does not record its probe load (written before ttotal recorded it): whether traffic_recovered marks a recovery is unknown",
+			"re-run tts-bench ttotal (its default probe concurrency, from the qmax artifact, puts the fleet past Q_max before the scale-out)"
+	}
+	if !(p.PeakP95BeforeInServiceMs > float64(sloMs)) {
+		return StatusFail, fmt.Sprintf("the ttotal probe never exceeded the SLO before in_service (p95 TTFAB at most %s ms, %s ms just before the scale-out, SLO %d ms, %d in flight on %d instance(s)): the fleet was not past its Q_max, so traffic_recovered marks no recovery",
+				FormatNumber(p.PeakP95BeforeInServiceMs), FormatNumber(p.P95BeforeScaleOutMs), sloMs, p.Concurrency, t.FromInstances),
+			"re-run tts-bench ttotal without --probe-concurrency (the default comes from the qmax artifact) or with a probe concurrency past Q_max"
+	}
+	return StatusPass, "", ""
 }

@@ -93,7 +93,7 @@ type ProofOfValueStage struct {
 // of 260.2 s: the difference, 29.9 s, is the first stage to a tenth of a second, so the first stage most
 // likely lies before the measured total starts (the scale-out alarm's detection), not inside it.
 var KokoroG5ProofOfValue = []ProofOfValueStage{
-	{"scale_out_detection", 30.0, "", "the 29.9 s by which the stages exceed the measured total: the alarm's detection before the desired count changes; the emulator's own alarms produce it"},
+	{"alarm_detection_outside_t_total", 30.0, "", "the 29.9 s by which the stages exceed the measured total: the alarm's detection before the desired count changes, so outside T_total (which starts at desired_set); the emulator's own alarms produce it"},
 	{"instance_provisioning", 180.8, PhaseLaunch, "before the container logs anything: ML instance launch, image pull, model data download"},
 	{"container_launch", 3.7, PhaseLaunch, "from the platform starting the container to its first log line (container_started)"},
 	{"weights_verified", 0.0, "", "the container's own stage: it prints it; the profile does not slow the container"},

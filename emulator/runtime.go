@@ -280,8 +280,19 @@ func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.Header().Set("X-Amzn-Invoked-Production-Variant", ep.Variant)
+	passCustomAttributes(w, resp)
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
+}
+
+// passCustomAttributes passes the container's X-Amzn-SageMaker-Custom-Attributes back to the caller, as
+// SageMaker Runtime does (InvokeEndpoint's and InvokeEndpointWithResponseStream's CustomAttributes output
+// member): the container names its instance there (instance-id=…), which is how tts-bench ttotal sees a new
+// instance serve.
+func passCustomAttributes(w http.ResponseWriter, resp *http.Response) {
+	if v := resp.Header.Get("X-Amzn-SageMaker-Custom-Attributes"); v != "" {
+		w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", v)
+	}
 }
 
 // modelError is SageMaker's ModelError (HTTP 424) for a container that answered status with msg (status 0: it
@@ -351,6 +362,7 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 	w.Header().Set("X-Amzn-Invoked-Production-Variant", ep.Variant)
 	if err == nil {
 		w.Header().Set("X-Amzn-SageMaker-Content-Type", resp.Header.Get("Content-Type"))
+		passCustomAttributes(w, resp)
 	}
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)

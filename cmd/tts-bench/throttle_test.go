@@ -43,6 +43,10 @@ func TestTTotalUnderThrottling(t *testing.T) {
 	if errs := tt.Verify(); len(errs) > 0 || len(tt.MissingStages) > 0 {
 		t.Fatalf("the artifact: %v, missing %v", errs, tt.MissingStages)
 	}
+	// The artifact records every back-off (issue 23, item 10), and T_total's uncertainty includes it.
+	if tt.Polling == nil || len(tt.Polling.Throttled) == 0 || tt.TTotalUncertaintyS == nil {
+		t.Errorf("the artifact does not record the back-offs: polling %+v", tt.Polling)
+	}
 	marked := 0
 	for _, s := range tt.Timeline {
 		for _, f := range s.Flags {

@@ -31,7 +31,7 @@ func renderWaterfallSVG(t *capacity.TTotal) ([]byte, error) {
 	if len(t.MissingStages) > 0 {
 		state = ", PARTIAL"
 	}
-	p.Title.Text = fmt.Sprintf("T_total of %s on %s: %.1f s (%d → %d instances%s)", t.Model, t.InstanceType, t.TTotalS, t.FromInstances, t.ToInstances, state)
+	p.Title.Text = fmt.Sprintf("T_total of %s on %s: %s (%d → %d instances%s)", t.Model, t.InstanceType, formatTTotal(t), t.FromInstances, t.ToInstances, state)
 	p.X.Label.Text = "seconds since " + t.ClockStart
 	n := len(t.Durations)
 	names := make([]string, n)

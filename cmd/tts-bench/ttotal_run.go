@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
@@ -43,6 +45,9 @@ func newClientClock() clientClock {
 
 // now is the anchored wall time plus the monotonic time since the anchor.
 func (c clientClock) now() time.Time { return c.wall.Add(time.Since(c.mono)) }
+
+// at is t (a time.Now reading, with its monotonic clock) on this clock.
+func (c clientClock) at(t time.Time) time.Time { return c.wall.Add(t.Sub(c.mono)) }
 
 // ttotalRun is the state of one measurement.
 type ttotalRun struct {
@@ -75,6 +80,30 @@ type ttotalRun struct {
 	wait     time.Duration
 	lastRead time.Time
 	late     map[string]string
+
+	// probeC is the probe concurrency (resolved at preflight, from the qmax artifact by default), probeBasis
+	// where it came from; qmaxBefore and qmaxAfter the qmax curve's p95 at the per-instance concurrency
+	// before the scale-out and on the busiest instance after it.
+	probeC                int
+	probeBasis            string
+	qmaxBefore, qmaxAfter float64
+	// rec is what the artifact says about the probe; peak the highest window p95 before in_service.
+	rec  capacity.TTotalProbe
+	peak float64
+	// desiredMono is when desired_set was stamped (zero before); before the instance ids the probe's
+	// responses named before it; newInstance the first id after it that was not among them (first_served);
+	// noID counts successful responses that named no instance; served is closed at first_served.
+	desiredMono time.Time
+	before      map[string]bool
+	newInstance string
+	noID        int
+	served      chan struct{}
+	// gaps are, per poll-observed stage, the time since the previous successful DescribeEndpoint read (the
+	// stage was reached within it); fineFrom the stage from which DescribeEndpoint is read every
+	// --fine-poll-interval; incomplete why the run ended without a stage it waited for.
+	gaps       map[string]float64
+	fineFrom   string
+	incomplete string
 }
 
 // add records a stage observation once per stage name (AssembleTimeline keeps the first anyway; the probe
@@ -109,7 +138,7 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	r := &ttotalRun{o: o, sess: sess, runID: newTTotalRunID(), clock: newClientClock(), instanceType: models.LocalInstanceType,
-		seen: map[string]bool{}, unknownLine: map[string]bool{}}
+		seen: map[string]bool{}, unknownLine: map[string]bool{}, before: map[string]bool{}, served: make(chan struct{}), gaps: map[string]float64{}}
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
@@ -160,6 +189,34 @@ func (r *ttotalRun) preflight(ctx context.Context) error {
 	if r.oldStreams, err = r.streams(ctx); err != nil {
 		return fmt.Errorf("ttotal %s: %w", o.model.ID, err)
 	}
+	return r.resolveProbe()
+}
+
+// resolveProbe sets the probe concurrency for the r.from instances the endpoint runs (by default the qmax
+// step past Q_max times r.from, so that the fleet is past its Q_max before the scale-out) and the qmax
+// curve's p95 at the per-instance concurrency before the scale-out and, on the busiest instance, after it.
+func (r *ttotalRun) resolveProbe() error {
+	o, n := r.o, int(r.from)
+	r.probeC, r.probeBasis = o.probeConcurrency, "--probe-concurrency"
+	if !o.probeSet {
+		r.probeC = o.probePerInstance * n
+		r.probeBasis = fmt.Sprintf("%s, × %d instance(s)", o.probeBasis, n)
+	}
+	if r.probeC > capacity.MaxConcurrency {
+		return exitcode.Usagef("ttotal %s: a probe of %d in flight is more than %d: pass a lower --probe-concurrency", o.model.ID, r.probeC, capacity.MaxConcurrency)
+	}
+	var ok bool
+	if r.qmaxBefore, ok = qmaxP95AtF(o.qmax, float64(r.probeC)/float64(n)); !ok {
+		lo, hi := qmaxRange(o.qmax)
+		return exitcode.Usagef("ttotal %s: --probe-concurrency %d on the %d instance(s) of %s is %.1f per instance, outside the qmax curve of %s (concurrency %d to %d): choose a probe concurrency inside it",
+			o.model.ID, r.probeC, n, r.sess.endpoint, float64(r.probeC)/float64(n), o.qmaxPath, lo, hi)
+	}
+	busiest := (r.probeC + n) / (n + 1) // ⌈c ÷ (n+1)⌉: least-outstanding routing leaves one instance that many
+	r.qmaxAfter, _ = qmaxP95AtF(o.qmax, float64(busiest))
+	if float64(r.probeC)/float64(n) <= float64(o.qmax.QMax) {
+		r.warn("the probe's %d in flight on %d instance(s) is %.1f per instance, not past Q_max %d: the fleet may meet the SLO before the scale-out, and then traffic_recovered marks no recovery (the plan's measurement_validity fails such a T_total); leave --probe-concurrency at its default",
+			r.probeC, n, float64(r.probeC)/float64(n), o.qmax.QMax)
+	}
 	return nil
 }
 
@@ -197,23 +254,29 @@ func (r *ttotalRun) streams(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// measureAndWrite applies the probe, raises the count, watches until traffic recovers or --max-wait
-// passes, and writes the artifact (partial when stages are missing). An interrupted run writes nothing.
+// measureAndWrite applies the probe, raises the count, watches until traffic recovers, the recovery does
+// not come within --recovery-windows windows after the new instance served, or --max-wait passes, and writes
+// the artifact (partial when stages are missing). An interrupted run writes nothing.
 func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	o := r.o
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	r.probe = newRecoveryProbe(r, o.thresholdMs, o.window, o.minSamples)
+	r.probe = newRecoveryProbe(r, o.window, o.minSamples)
 	cfg := bench.DefaultConfig()
 	cfg.Settle, cfg.Hold = 0, o.warmup+o.maxWait+logsLinger+time.Minute
 	cfg.Measure, cfg.RequestTimeout, cfg.Grace = cfg.Hold, o.requestTimeout, o.requestTimeout
 	cfg.SLO, cfg.SLOPercentile, cfg.StallBudget = time.Duration(o.qmax.SLOTTFABMs)*time.Millisecond, o.qmax.SLOPercentile, o.model.SLO.StallBudget()
 	cfg.Corpus, cfg.RunID, cfg.Records = bench.DefaultCorpus(), r.runID, r.probe
 	cfg.Transport = r.sess.streamTransport()
+	if sm, ok := cfg.Transport.(*bench.SageMakerStream); ok {
+		cfg.Transport = &instanceTransport{inner: sm, seen: r.responded, sending: r.probe.sending}
+	} else {
+		r.warn("the probe's transport cannot read the instance a response came from: first_served_by_new_instance cannot be observed")
+	}
 	probeDone := make(chan error, 1)
 	r.add(capacity.StageLoadApplied, r.clock.now(), capacity.SourceClient)
 	go func() {
-		_, err := bench.RunStep(probeCtx, cfg, o.probeConcurrency)
+		_, err := bench.RunStep(probeCtx, cfg, r.probeC)
 		probeDone <- err
 	}()
 	stop := func() error {
@@ -225,7 +288,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return err
 	}
 
-	fmt.Fprintf(o.stderr, "ttotal %s: probe load of %d in flight; warming up for %s\n", o.model.ID, o.probeConcurrency, o.warmup)
+	fmt.Fprintf(o.stderr, "ttotal %s: probe load of %d in flight (%s); warming up for %s\n", o.model.ID, r.probeC, r.probeBasis, o.warmup)
 	select {
 	case <-ctx.Done():
 		stop()
@@ -234,15 +297,13 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
 	case <-time.After(o.warmup):
 	}
-	if p95, n, ok := r.probe.recent(r.clock.now()); ok {
-		fmt.Fprintf(o.stderr, "ttotal %s: before the scale-out the probe's p95 TTFAB is %.1f ms over %d requests (recovered at ≤ %.1f ms)\n", o.model.ID, p95, n, o.thresholdMs)
-		if p95 <= o.thresholdMs {
-			r.warn("the probe already meets the recovery threshold before the scale-out (p95 %.1f ms ≤ %.1f ms): traffic_recovered then only marks the first %d requests sent after in_service, not a recovery; raise --probe-concurrency above what %d instance(s) serve within the threshold", p95, o.thresholdMs, o.minSamples, r.from)
-		}
-	}
+	r.setThreshold()
 
 	to := r.from + 1
-	r.add(capacity.StageDesiredSet, r.clock.now(), capacity.SourceClient)
+	r.mu.Lock()
+	r.desiredMono = time.Now()
+	r.mu.Unlock()
+	r.add(capacity.StageDesiredSet, r.clock.at(r.desiredMono), capacity.SourceClient)
 	if _, err := r.sess.sm.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
 		EndpointName:                aws.String(r.sess.endpoint),
 		DesiredWeightsAndCapacities: []smtypes.DesiredWeightAndCapacity{{VariantName: aws.String(models.VariantName), DesiredInstanceCount: aws.Int32(to)}},
@@ -250,16 +311,20 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("ttotal %s: raise the instance count of %s to %d: %w: no artifact written", o.model.ID, r.sess.endpoint, to, err)
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: desired instance count %d → %d; watching (poll every %s, at most %s)\n", o.model.ID, r.from, to, o.poll, o.maxWait)
+	fmt.Fprintf(o.stderr, "ttotal %s: desired instance count %d → %d; watching (poll every %s, every %s once in_service is near, at most %s)\n", o.model.ID, r.from, to, o.poll, min(o.poll, o.finePoll), o.maxWait)
 	r.lastRead = r.clock.now()
 
 	deadline := time.Now().Add(o.maxWait)
-	var lingerUntil time.Time
+	var lingerUntil, recoverBy time.Time
 	var pollErr error
+	recovered, served := r.probe.recovered, r.served
 	for {
 		if err := r.pollOnce(ctx, to); err != nil {
 			pollErr = err
 			break
+		}
+		if !r.inService {
+			r.updatePeak()
 		}
 		if r.has(capacity.StageTrafficRecovered) {
 			if r.containerComplete() {
@@ -271,20 +336,42 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 			if time.Now().After(lingerUntil) {
 				break
 			}
+		} else if r.inService && r.has(capacity.StageFirstServedByNewInstance) {
+			// The new instance serves and the endpoint is InService: the recovery gets a bounded number of
+			// windows, then the run ends with what it saw.
+			bound := time.Duration(o.recoveryWindows) * o.window
+			if recoverBy.IsZero() {
+				recoverBy = time.Now().Add(bound)
+				fmt.Fprintf(o.stderr, "ttotal %s: the new instance serves and the endpoint is InService: waiting at most %s (%d windows of %s) for the probe's p95 TTFAB to reach %.0f ms\n",
+					o.model.ID, bound, o.recoveryWindows, o.window, r.rec.RecoveryThresholdMs)
+			}
+			if time.Now().After(recoverBy) {
+				p95, n := r.probe.judged(r.clock.now())
+				r.incomplete = fmt.Sprintf("traffic_recovered not observed: %d windows of %s (%s) after the new instance served and the endpoint was InService, the probe's p95 TTFAB over the last window was %s over %d requests, above the recovery threshold %.0f ms (p95 before the scale-out %.0f ms; SLO %d ms): the fleet of %d does not serve %d in flight within the threshold here (a loaded machine, a slow new instance, or a probe past what %d instances serve)",
+					o.recoveryWindows, o.window, bound, fmtP95(p95), n, r.rec.RecoveryThresholdMs, r.rec.P95BeforeScaleOutMs, o.qmax.SLOTTFABMs, to, r.probeC, to)
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(o.stderr, "ttotal %s: --max-wait %s passed\n", o.model.ID, o.maxWait)
+			r.incomplete = r.maxWaitReason()
 			break
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(r.wait): // o.poll, or the back-off after a throttled read
-		case <-r.probe.recovered:
+		case <-time.After(r.wait): // the poll interval, or the back-off after a throttled read
+		case <-recovered:
+			recovered = nil // closed: wait on the poll from now on
+		case <-served:
+			served = nil
 		}
 		if ctx.Err() != nil {
 			stop()
 			return fmt.Errorf("ttotal %s: interrupted while waiting for the new instance: no artifact written: %w", o.model.ID, ctx.Err())
 		}
+	}
+	if !r.inService {
+		r.updatePeak()
 	}
 	probeErr := stop()
 	if pollErr != nil {
@@ -294,6 +381,202 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		r.warn("the probe ended with %v", probeErr)
 	}
 	return r.write(to)
+}
+
+// maxWaitReason says which stage --max-wait ran out on.
+func (r *ttotalRun) maxWaitReason() string {
+	o := r.o
+	switch {
+	case !r.inService:
+		return fmt.Sprintf("--max-wait %s passed before DescribeEndpoint showed %s InService with the new instance", o.maxWait, r.sess.endpoint)
+	case !r.has(capacity.StageFirstServedByNewInstance):
+		r.mu.Lock()
+		ids, noID := sortedKeys(r.before), r.noID
+		r.mu.Unlock()
+		why := fmt.Sprintf("--max-wait %s passed and no probe response named an instance other than the %d seen before the scale-out (%s)", o.maxWait, len(ids), strings.Join(ids, ", "))
+		if noID > 0 {
+			why += fmt.Sprintf("; %d successful response(s) named no instance (no X-Amzn-SageMaker-Custom-Attributes instance-id)", noID)
+		}
+		return why + ": the endpoint routed no probe request to the new instance, so its serving was not seen"
+	default:
+		return fmt.Sprintf("--max-wait %s passed before traffic_recovered", o.maxWait)
+	}
+}
+
+// setThreshold measures the probe before the scale-out and sets the recovery threshold: min(SLO, the qmax
+// curve's p95 on the busiest instance after the scale-out × the slowdown this run shows before it ×
+// --tolerance). The slowdown (this run's p95 over the curve's at the same per-instance load, at least 1)
+// carries a busier machine than the one Q_max was measured on into the threshold.
+func (r *ttotalRun) setThreshold() {
+	o := r.o
+	pre, n := r.probe.recent(r.clock.now())
+	slowdown := 1.0
+	if n > 0 && !math.IsInf(pre, 0) && r.qmaxBefore > 0 {
+		slowdown = max(1, pre/r.qmaxBefore)
+	}
+	slo := float64(o.qmax.SLOTTFABMs)
+	threshold := min(slo, r.qmaxAfter*slowdown*o.tolerance)
+	r.mu.Lock()
+	r.rec = capacity.TTotalProbe{
+		Concurrency: r.probeC, ConcurrencyBasis: r.probeBasis, SLOTTFABMs: o.qmax.SLOTTFABMs,
+		P95BeforeScaleOutMs: r.finite(pre), SamplesBeforeScaleOut: n,
+		QMaxP95BeforeMs: r.qmaxBefore, QMaxP95AfterMs: r.qmaxAfter, Slowdown: slowdown, Tolerance: o.tolerance,
+		RecoveryThresholdMs: threshold, WindowS: o.window.Seconds(), MinSamples: o.minSamples, RecoveryWindows: o.recoveryWindows,
+	}
+	ids := sortedKeys(r.before)
+	r.mu.Unlock()
+	r.updatePeak()
+	r.probe.setThreshold(threshold)
+	if n == 0 {
+		r.warn("no probe request ended within the last %s before the scale-out: the p95 before it is unknown (lengthen --warmup)", o.window)
+	} else {
+		fmt.Fprintf(o.stderr, "ttotal %s: before the scale-out the probe's p95 TTFAB is %s over %d requests (SLO %d ms; the qmax curve %.1f ms at %.1f per instance, so a slowdown of ×%.2f); recovered at ≤ %.1f ms\n",
+			o.model.ID, fmtP95(pre), n, o.qmax.SLOTTFABMs, r.qmaxBefore, float64(r.probeC)/float64(r.from), slowdown, threshold)
+	}
+	if !(pre > slo) {
+		r.warn("the probe does not exceed the SLO before the scale-out (p95 %s ≤ %d ms): unless it does before in_service, traffic_recovered marks no recovery and the plan's measurement_validity fails this T_total: leave --probe-concurrency at its default (from the qmax artifact) or raise it", fmtP95(pre), o.qmax.SLOTTFABMs)
+	}
+	if len(ids) < int(r.from) {
+		r.warn("the probe's responses named %d instance(s) before the scale-out (%s), but the endpoint runs %d: an old instance that served no probe request before it would pass for the new one", len(ids), strings.Join(ids, ", "), r.from)
+	}
+}
+
+// updatePeak raises the peak p95 before in_service to the current window's, over at least --min-samples.
+func (r *ttotalRun) updatePeak() {
+	p95, n := r.probe.recent(r.clock.now())
+	if n < r.o.minSamples {
+		return
+	}
+	r.mu.Lock()
+	r.peak = max(r.peak, r.finite(p95))
+	r.mu.Unlock()
+}
+
+// finite is a p95 for the artifact: a failed request counts as infinitely slow in the judgement, as the
+// request timeout here.
+func (r *ttotalRun) finite(p95 float64) float64 {
+	return min(p95, float64(r.o.requestTimeout)/float64(time.Millisecond))
+}
+
+// fmtP95 prints a p95 that may be infinite (more than 5% of the requests failed).
+func fmtP95(p95 float64) string {
+	if math.IsInf(p95, 1) {
+		return "unbounded (more than 5% of the requests failed)"
+	}
+	return fmt.Sprintf("%.1f ms", p95)
+}
+
+// responded takes one probe response's instance id (instanceTransport): ids of requests sent before
+// desired_set are the old instances; the first successful response after it from another instance is
+// first_served_by_new_instance, stamped when its first audio arrived.
+func (r *ttotalRun) responded(id string, res bench.StreamResult, err error) {
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	if id == "" {
+		r.noID++
+		r.mu.Unlock()
+		return
+	}
+	if r.desiredMono.IsZero() || res.Sent.Before(r.desiredMono) {
+		r.before[id] = true
+		r.mu.Unlock()
+		return
+	}
+	if r.before[id] || r.newInstance != "" {
+		r.mu.Unlock()
+		return
+	}
+	r.newInstance = id
+	r.mu.Unlock()
+	at := res.FirstAudio
+	if at.IsZero() {
+		at = res.End
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	r.add(capacity.StageFirstServedByNewInstance, r.clock.at(at), capacity.SourceClient)
+	fmt.Fprintf(r.o.stderr, "ttotal %s: the new instance %s served a probe request\n", r.o.model.ID, id)
+	r.probe.markServed()
+	close(r.served)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// instanceTransport is the probe's sagemaker-stream transport, handing every response's instance id (the
+// container's X-Amzn-SageMaker-Custom-Attributes: instance-id=…, which SageMaker passes back as the
+// output's CustomAttributes) to seen.
+type instanceTransport struct {
+	inner   *bench.SageMakerStream
+	seen    func(id string, res bench.StreamResult, err error)
+	sending func(worker int, at time.Time)
+}
+
+func (t *instanceTransport) Name() string { return t.inner.Name() }
+
+// Worker returns a Sender over a client of its own (bench.SageMakerStream's rule) that remembers the
+// instance of the last response.
+func (t *instanceTransport) Worker(i int) (bench.Sender, error) {
+	if t.inner.NewClient == nil {
+		return t.inner.Worker(i) // refused there, with the reason
+	}
+	c := &attrClient{inner: t.inner.NewClient()}
+	w, err := (&bench.SageMakerStream{Endpoint: t.inner.Endpoint, NewClient: func() bench.StreamInvoker { return c }}).Worker(i)
+	if err != nil {
+		return nil, err
+	}
+	return &instanceSender{inner: w, client: c, seen: t.seen, sending: t.sending, worker: i}, nil
+}
+
+// attrClient remembers the instance id of the last response (one worker sends one request at a time).
+type attrClient struct {
+	inner bench.StreamInvoker
+	last  string
+}
+
+func (c *attrClient) InvokeEndpointWithResponseStream(ctx context.Context, in *sagemakerruntime.InvokeEndpointWithResponseStreamInput, optFns ...func(*sagemakerruntime.Options)) (*sagemakerruntime.InvokeEndpointWithResponseStreamOutput, error) {
+	out, err := c.inner.InvokeEndpointWithResponseStream(ctx, in, optFns...)
+	if err == nil && out != nil {
+		c.last = instanceIDOf(aws.ToString(out.CustomAttributes))
+	}
+	return out, err
+}
+
+type instanceSender struct {
+	inner   bench.Sender
+	client  *attrClient
+	seen    func(id string, res bench.StreamResult, err error)
+	sending func(worker int, at time.Time)
+	worker  int
+}
+
+func (s *instanceSender) Send(ctx context.Context, text string) (bench.StreamResult, error) {
+	s.client.last = ""
+	if s.sending != nil {
+		s.sending(s.worker, time.Now())
+	}
+	res, err := s.inner.Send(ctx, text)
+	s.seen(s.client.last, res, err)
+	return res, err
+}
+
+// instanceIDOf reads instance-id=… from custom attributes (comma- or semicolon-separated key=value pairs).
+func instanceIDOf(attrs string) string {
+	for _, kv := range strings.FieldsFunc(attrs, func(r rune) bool { return r == ',' || r == ';' }) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && strings.TrimSpace(k) == "instance-id" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // containerComplete says whether the new instance's stream and all its stage lines were seen.
@@ -319,7 +602,10 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 	// so that now is when this answer was read.
 	d, err := r.sess.sm.DescribeEndpoint(rctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(r.sess.endpoint)}, cloud.PollOnceSageMaker)
 	now := r.clock.now()
-	r.wait = r.backoff.Next("DescribeEndpoint", err, r.o.poll, now)
+	if err == nil {
+		r.nearInService(d)
+	}
+	r.wait = r.backoff.Next("DescribeEndpoint", err, r.interval(), now)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -335,15 +621,20 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 			note = fmt.Sprintf("throttled: observed after %d throttled DescribeEndpoint read(s) and %.1f s of back-off; reached between %s and %s",
 				n, waited.Seconds(), r.lastRead.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
 		}
+		prevRead := r.lastRead
 		r.lastRead = now
 		// observe records a stage this read shows, marked when the read came right after throttled ones.
+		gap := now.Sub(prevRead).Seconds()
 		observe := func(stage string) {
-			if note != "" && !r.has(stage) {
+			if !r.has(stage) {
 				r.mu.Lock()
-				if r.late == nil {
-					r.late = map[string]string{}
+				if note != "" {
+					if r.late == nil {
+						r.late = map[string]string{}
+					}
+					r.late[stage] = note
 				}
-				r.late[stage] = note
+				r.gaps[stage] = gap
 				r.mu.Unlock()
 			}
 			r.add(stage, now, capacity.SourceClient)
@@ -379,6 +670,40 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 		}
 	}
 	return nil
+}
+
+// interval is how long the watch waits between DescribeEndpoint reads: --poll-interval, and
+// --fine-poll-interval (when shorter) once in_service is near, so that the stamp T_total depends on is
+// late by at most that.
+func (r *ttotalRun) interval() time.Duration {
+	if r.fineFrom != "" && !r.inService {
+		return min(r.o.poll, r.o.finePoll)
+	}
+	return r.o.poll
+}
+
+// nearInService starts the fine polling once in_service is near: the new container printed ready, or the
+// variant shows ActivatingTraffic, whichever comes first.
+func (r *ttotalRun) nearInService(d *sagemaker.DescribeEndpointOutput) {
+	if r.fineFrom != "" {
+		return
+	}
+	from := ""
+	if r.has(capacity.StageReady) {
+		from = capacity.StageReady
+	} else if v, ok := variantOf(d); ok {
+		for _, s := range v.VariantStatus {
+			if s.Status == smtypes.VariantStatusActivatingTraffic {
+				from = string(s.Status)
+			}
+		}
+	}
+	if from != "" {
+		r.fineFrom = from
+		if r.o.finePoll < r.o.poll {
+			fmt.Fprintf(r.o.stderr, "ttotal %s: %s seen: reading DescribeEndpoint every %s until in_service\n", r.o.model.ID, from, r.o.finePoll)
+		}
+	}
 }
 
 // stageLine is the container's stage line (container/README.md).
@@ -482,6 +807,7 @@ func (r *ttotalRun) write(to int32) error {
 	if err := t.Reconcile(capacity.StageDesiredSet); err != nil {
 		return fmt.Errorf("ttotal %s: nothing was observed after desired_set within --max-wait %s: no artifact written: %w", o.model.ID, o.maxWait, err)
 	}
+	r.record(t)
 	if errs := t.Verify(); len(errs) > 0 {
 		return fmt.Errorf("ttotal %s: the measured artifact does not verify (a bug in tts-bench: report it): %w", o.model.ID, errors.Join(errs...))
 	}
@@ -495,15 +821,71 @@ func (r *ttotalRun) write(to int32) error {
 	if err := capacity.WriteJSON(o.output, t); err != nil {
 		return exitcode.Usage(fmt.Errorf("ttotal %s: %w: choose another --output", o.model.ID, err))
 	}
-	if err := renderTTotalTable(o.stdout, t); err != nil {
+	if o.format == "json" {
+		data, err := capacity.MarshalArtifact(t)
+		if err == nil {
+			_, err = o.stdout.Write(data)
+		}
+		if err != nil {
+			return fmt.Errorf("print the artifact: %w", err)
+		}
+	} else if err := renderTTotalTable(o.stdout, t); err != nil {
 		return fmt.Errorf("print the table: %w", err)
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: wrote %s and the waterfall chart %s (T_total %.3f s)\n", o.model.ID, o.output, o.chartPath, t.TTotalS)
+	fmt.Fprintf(o.stderr, "ttotal %s: wrote %s and the waterfall chart %s (T_total %s)\n", o.model.ID, o.output, o.chartPath, formatTTotal(t))
+	if p := t.Probe; p != nil && !p.ExceededSLOBeforeInService {
+		r.warn("the probe never exceeded the SLO before in_service (peak p95 %.1f ms ≤ %d ms): traffic_recovered marks no recovery, and the plan's measurement_validity fails this artifact", p.PeakP95BeforeInServiceMs, p.SLOTTFABMs)
+	}
 	if len(t.MissingStages) > 0 {
-		return exitcode.CheckFailedf("ttotal %s: partial: %s not observed within --max-wait %s: the artifact %s names them; the plan treats it as incomplete: wait longer (--max-wait) or lower --probe-concurrency",
-			o.model.ID, strings.Join(t.MissingStages, ", "), o.maxWait, o.output)
+		why := t.IncompleteReason
+		if why == "" {
+			why = "not observed within --max-wait " + o.maxWait.String()
+		}
+		return exitcode.CheckFailedf("ttotal %s: partial: %s missing: %s: the artifact %s names the stages reached and the missing ones; the plan treats it as incomplete",
+			o.model.ID, strings.Join(t.MissingStages, ", "), why, o.output)
 	}
 	return nil
+}
+
+// record puts what the run saw besides the timeline into the artifact: the probe, the polling (intervals and
+// back-offs) and T_total's uncertainty, and why the run is incomplete.
+func (r *ttotalRun) record(t *capacity.TTotal) {
+	r.mu.Lock()
+	p := r.rec
+	p.PeakP95BeforeInServiceMs = r.peak
+	p.InstancesBeforeScaleOut = sortedKeys(r.before)
+	p.NewInstance = r.newInstance
+	gaps := maps.Clone(r.gaps)
+	r.mu.Unlock()
+	p.ExceededSLOBeforeInService = p.PeakP95BeforeInServiceMs > float64(p.SLOTTFABMs)
+	if p95, n := r.probe.judged(r.clock.now()); n > 0 {
+		p.P95LastWindowMs, p.SamplesLastWindow = r.finite(p95), n
+	}
+	t.Probe = &p
+	pl := &capacity.TTotalPolling{IntervalS: r.o.poll.Seconds(), FineIntervalS: min(r.o.poll, r.o.finePoll).Seconds(), FineFrom: r.fineFrom,
+		InServiceGapS: gaps[capacity.StageInService], Throttled: []capacity.ThrottleEvent{}}
+	for _, b := range []*cloud.Backoff{&r.backoff, &r.logsOff} {
+		for _, e := range b.Events() {
+			pl.Throttled = append(pl.Throttled, capacity.ThrottleEvent{At: e.At.UTC(), Operation: e.Operation, WaitS: e.WaitS})
+		}
+	}
+	sort.SliceStable(pl.Throttled, func(i, j int) bool { return pl.Throttled[i].At.Before(pl.Throttled[j].At) })
+	t.Polling = pl
+	// The stamp T_total ends on: traffic_recovered is judged on requests sent after in_service was seen, so
+	// both are late by at most the in_service read's gap; a poll-observed status by its own read's gap; a
+	// client stamp of a response (first_served) or a container or log time by no poll.
+	last := t.Timeline[len(t.Timeline)-1].Stage
+	u := gaps[last]
+	if last == capacity.StageTrafficRecovered {
+		u = gaps[capacity.StageInService]
+	}
+	t.TTotalUncertaintyS = &u
+	if len(t.MissingStages) > 0 {
+		t.IncompleteReason = r.incomplete
+		if t.IncompleteReason == "" {
+			t.IncompleteReason = "stages not observed: " + strings.Join(t.MissingStages, ", ")
+		}
+	}
 }
 
 // newTTotalRunID is a time-ordered, unique run id: ttotal-20260130T120000Z-1a2b3c4d.
@@ -514,21 +896,27 @@ func newTTotalRunID() string {
 }
 
 // recoveryProbe receives the probe's records (bench.Config.Records: one JSON line per request) and decides
-// traffic_recovered: once judging has started (at in_service), when the requests sent after it that ended
-// within the last window number at least minSamples and their p95 TTFAB (a failed request counts as
-// infinitely slow) is at or under the threshold.
+// traffic_recovered: once the new instance has served (markServed) and judging has started (at in_service),
+// when the requests sent after in_service that ended within the last window number at least minSamples
+// and their p95 TTFAB (a failed request counts as infinitely slow) is at or under the threshold.
+//
+// A p95 is taken over a cohort, not over whatever completed: only requests sent before the oldest request
+// still in flight count (sending marks a send, its record ends it), also when that one was sent before
+// in_service, so that a slow instance's requests, still running, cannot leave the window to the fast ones.
 type recoveryProbe struct {
-	run         *ttotalRun
-	thresholdMs float64
-	window      time.Duration
-	minSamples  int
-	recovered   chan struct{}
+	run        *ttotalRun
+	window     time.Duration
+	minSamples int
+	recovered  chan struct{}
 
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	samples []probeSample
-	judging time.Time
-	done    bool
+	mu          sync.Mutex
+	buf         bytes.Buffer
+	pending     map[int][]time.Time // per worker, when its sends without a record yet started (wall)
+	samples     []probeSample
+	thresholdMs float64
+	judging     time.Time
+	served      bool
+	done        bool
 }
 
 type probeSample struct {
@@ -536,8 +924,36 @@ type probeSample struct {
 	ttfabMs   float64
 }
 
-func newRecoveryProbe(r *ttotalRun, thresholdMs float64, window time.Duration, minSamples int) *recoveryProbe {
-	return &recoveryProbe{run: r, thresholdMs: thresholdMs, window: window, minSamples: minSamples, recovered: make(chan struct{})}
+func newRecoveryProbe(r *ttotalRun, window time.Duration, minSamples int) *recoveryProbe {
+	return &recoveryProbe{run: r, window: window, minSamples: minSamples, recovered: make(chan struct{}), pending: map[int][]time.Time{}}
+}
+
+// sending marks the start of a send of worker (instanceSender); the worker's next record ends it.
+func (p *recoveryProbe) sending(worker int, at time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending[worker] = append(p.pending[worker], at.Round(0).UTC())
+}
+
+// cutoffLocked is when the oldest send still in flight started; zero when none is in flight. Requests sent
+// at or after it are left out of a p95 until it ends.
+func (p *recoveryProbe) cutoffLocked() time.Time {
+	var cut time.Time
+	for _, q := range p.pending {
+		for _, t := range q {
+			if cut.IsZero() || t.Before(cut) {
+				cut = t
+			}
+		}
+	}
+	return cut
+}
+
+// setThreshold sets the recovery threshold (before the scale-out).
+func (p *recoveryProbe) setThreshold(ms float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.thresholdMs = ms
 }
 
 // startJudging starts judging requests sent at or after t.
@@ -545,6 +961,13 @@ func (p *recoveryProbe) startJudging(t time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.judging = t
+}
+
+// markServed says the new instance has served: a recovery can count from now on.
+func (p *recoveryProbe) markServed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.served = true
 }
 
 // Write takes JSON lines of bench.Record.
@@ -568,6 +991,9 @@ func (p *recoveryProbe) Write(b []byte) (int, error) {
 }
 
 func (p *recoveryProbe) addLocked(rec bench.Record) {
+	if q := p.pending[rec.Worker]; len(q) > 0 {
+		p.pending[rec.Worker] = q[1:] // a worker's records come in the order of its sends
+	}
 	if rec.Class == bench.ClassCanceled {
 		return
 	}
@@ -583,40 +1009,62 @@ func (p *recoveryProbe) addLocked(rec bench.Record) {
 		i++
 	}
 	p.samples = p.samples[i:]
-	if p.done || p.judging.IsZero() {
+	if p.done || p.judging.IsZero() || !p.served || p.thresholdMs <= 0 {
 		return
 	}
-	var vals []float64
-	for _, s := range p.samples {
-		if !s.sent.Before(p.judging) {
-			vals = append(vals, s.ttfabMs)
-		}
-	}
-	if len(vals) < p.minSamples {
+	p95, n := p.judgedLocked(now)
+	if n < p.minSamples {
 		return
 	}
-	sort.Float64s(vals)
-	if p95 := bench.Percentile(vals, 95); p95 <= p.thresholdMs {
+	if p95 <= p.thresholdMs {
 		p.done = true
 		p.run.add(capacity.StageTrafficRecovered, now, capacity.SourceClient)
-		fmt.Fprintf(p.run.o.stderr, "ttotal %s: probe p95 TTFAB %.1f ms over %d requests after in_service (≤ %.1f ms)\n", p.run.o.model.ID, p95, len(vals), p.thresholdMs)
+		fmt.Fprintf(p.run.o.stderr, "ttotal %s: probe p95 TTFAB %.1f ms over %d requests after in_service (≤ %.1f ms)\n", p.run.o.model.ID, p95, n, p.thresholdMs)
 		close(p.recovered)
 	}
 }
 
-// recent is the p95 TTFAB of the requests that ended within the last window before now.
-func (p *recoveryProbe) recent(now time.Time) (float64, int, bool) {
+// judged is the p95 TTFAB of the requests sent after in_service that ended within the last window before
+// now, and their count (0 before in_service).
+func (p *recoveryProbe) judged(now time.Time) (float64, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.judgedLocked(now)
+}
+
+func (p *recoveryProbe) judgedLocked(now time.Time) (float64, int) {
+	if p.judging.IsZero() {
+		return 0, 0
+	}
+	cut := p.cutoffLocked()
 	var vals []float64
 	for _, s := range p.samples {
-		if !s.end.Before(now.Add(-p.window)) {
+		if !s.sent.Before(p.judging) && !s.end.Before(now.Add(-p.window)) && (cut.IsZero() || s.sent.Before(cut)) {
 			vals = append(vals, s.ttfabMs)
 		}
 	}
 	if len(vals) == 0 {
-		return 0, 0, false
+		return 0, 0
 	}
 	sort.Float64s(vals)
-	return bench.Percentile(vals, 95), len(vals), true
+	return bench.Percentile(vals, 95), len(vals)
+}
+
+// recent is the p95 TTFAB of the requests that ended within the last window before now (of the cohort sent
+// before the oldest send in flight), and their count.
+func (p *recoveryProbe) recent(now time.Time) (float64, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cut := p.cutoffLocked()
+	var vals []float64
+	for _, s := range p.samples {
+		if !s.end.Before(now.Add(-p.window)) && (cut.IsZero() || s.sent.Before(cut)) {
+			vals = append(vals, s.ttfabMs)
+		}
+	}
+	if len(vals) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(vals)
+	return bench.Percentile(vals, 95), len(vals)
 }

@@ -265,7 +265,8 @@ func kokoroTTotal(m models.Model, t0 time.Time) *capacity.TTotal {
 		{capacity.StageEngineLoaded, capacity.SourceContainer, 21.4},
 		{capacity.StageReady, capacity.SourceContainer, 6.1},
 		{capacity.StageInService, capacity.SourceClient, 48.9},
-		{capacity.StageTrafficRecovered, capacity.SourceClient, 3.5},
+		{capacity.StageFirstServedByNewInstance, capacity.SourceClient, 1.2},
+		{capacity.StageTrafficRecovered, capacity.SourceClient, 2.3},
 	}
 	t := &capacity.TTotal{
 		SchemaVersion: capacity.SchemaVersion, Model: m.ID, Endpoint: m.EndpointName(), InstanceType: m.InstanceType,
@@ -291,6 +292,19 @@ func kokoroTTotal(m models.Model, t0 time.Time) *capacity.TTotal {
 	t.PlatformS = stages[1].afterS
 	t.ContainerS = math.Round((t.TTotalS-t.PlatformS)*1000) / 1000
 	t.PlatformShare, t.ContainerShare = t.PlatformS/t.TTotalS, t.ContainerS/t.TTotalS
+	// The default probe: the qmax step past Q_max (50 in flight, p95 4600 ms) on the one instance; after the
+	// scale-out the busiest instance holds 25 (the curve's 1475 ms), scaled by this run's slowdown 4810 ÷ 4600.
+	slowdown := 4810.0 / 4600
+	t.Probe = &capacity.TTotalProbe{
+		Concurrency: 50, ConcurrencyBasis: "qmax: the first step past Q_max 40 whose p95 TTFAB (4600 ms) exceeds 1.2 × the SLO (3000 ms), concurrency 50, × 1 instance(s)",
+		SLOTTFABMs: 3000, P95BeforeScaleOutMs: 4810, SamplesBeforeScaleOut: 412, PeakP95BeforeInServiceMs: 4980, ExceededSLOBeforeInService: true,
+		QMaxP95BeforeMs: 4600, QMaxP95AfterMs: 1475, Slowdown: slowdown, Tolerance: 1.25,
+		RecoveryThresholdMs: math.Min(3000, 1475*slowdown*1.25), WindowS: 30, MinSamples: 20, RecoveryWindows: 10,
+		InstancesBeforeScaleOut: []string{"ip-10-0-1-17"}, NewInstance: "ip-10-0-2-44", P95LastWindowMs: 1610, SamplesLastWindow: 212,
+	}
+	gap := 2.0
+	t.TTotalUncertaintyS = &gap
+	t.Polling = &capacity.TTotalPolling{IntervalS: 10, FineIntervalS: 2, FineFrom: capacity.StageReady, InServiceGapS: gap, Throttled: []capacity.ThrottleEvent{}}
 	return t
 }
 
