@@ -47,11 +47,11 @@ func configFromContext(app awscdk.App) (stacks.AppConfig, error) {
 	if _, err := os.Stat(filepath.Join(cfg.ContainerDir, "Dockerfile")); err != nil {
 		return stacks.AppConfig{}, fmt.Errorf("context containerDir: no Dockerfile in %s/: run synthesis from the repository root or pass -c containerDir=<dir>", cfg.ContainerDir)
 	}
-	digest, err := capacity.SourceDigest(cfg.ContainerDir)
+	digest, files, err := capacity.SourceDigestFiles(cfg.ContainerDir)
 	if err != nil {
 		return stacks.AppConfig{}, fmt.Errorf("digest of the container source %s/: %w", cfg.ContainerDir, err)
 	}
-	cfg.ContainerDigest = digest
+	cfg.ContainerDigest, cfg.ContainerNote = digest, files.UntrackedNote()
 	cfg.PlanPath = contextString(app, "plan", capacity.DefaultPlanPath(m.ID))
 	switch v := contextString(app, "autoscaling", ""); v {
 	case "":

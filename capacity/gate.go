@@ -20,6 +20,9 @@ type Deployment struct {
 	InstanceType string
 	// ContainerDigest is the SourceDigest of the container being deployed.
 	ContainerDigest string
+	// ContainerNote, when set, is added to a container-digest mismatch: which files the digest covers that
+	// git does not track (SourceFiles.UntrackedNote), the usual cause of a digest nobody committed.
+	ContainerNote string
 	// Transport is the transport clients will use; "" accepts any.
 	Transport string
 	// AutoscalingOverride overrides the catalog's scaling.autoscaling when set (-c autoscaling=true|false).
@@ -350,6 +353,9 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 	}
 	if fp.ContainerDigest != d.ContainerDigest {
 		mismatch("container digest", fp.ContainerDigest, d.ContainerDigest)
+		if d.ContainerNote != "" {
+			reasons = append(reasons, d.ContainerNote)
+		}
 	}
 	if fp.SLOTTFABMs != d.Model.SLO.TTFABMs || fp.SLOPercentile != d.Model.SLO.Percentile {
 		mismatch("SLO", fmt.Sprintf("p%d ≤ %d ms", fp.SLOPercentile, fp.SLOTTFABMs), fmt.Sprintf("p%d ≤ %d ms", d.Model.SLO.Percentile, d.Model.SLO.TTFABMs))

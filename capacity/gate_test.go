@@ -116,6 +116,24 @@ func TestGateFingerprint(t *testing.T) {
 	}
 }
 
+// Issue 27: a go build output left in container/ changed the digest and the gate refused, correctly, without
+// saying why. The deployment's note on untracked files (SourceFiles.UntrackedNote) follows a digest mismatch,
+// and only a digest mismatch.
+func TestGateNamesUntrackedFilesBehindADigestMismatch(t *testing.T) {
+	note := "the container digest covers 1 file(s) git does not track but the image build copies (speech-container): an untracked file changes the digest; commit or remove it"
+	d := fixtureDeployment(t)
+	d.ContainerDigest, d.ContainerNote = "sha256:"+strings.Repeat("0", 64), note
+	dec := Gate(d, fixturePlan("valid"))
+	if dec.Enabled || len(dec.Reasons) != 2 || !strings.Contains(dec.Reasons[0], "container digest") || dec.Reasons[1] != note {
+		t.Fatalf("reasons = %q, want the digest mismatch, then the note", dec.Reasons)
+	}
+	d = fixtureDeployment(t)
+	d.ContainerNote = note
+	if dec := Gate(d, fixturePlan("valid")); !dec.Enabled {
+		t.Fatalf("a matching digest with a note refused: %q", dec.Reasons)
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	data, err := os.ReadFile(from)

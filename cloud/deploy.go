@@ -49,6 +49,9 @@ type DeployOptions struct {
 	// ContainerDigest is capacity.SourceDigest of the container source being deployed; "" when it is unknown,
 	// which no plan matches.
 	ContainerDigest string
+	// ContainerNote names the untracked files ContainerDigest covers (capacity.SourceFiles.UntrackedNote),
+	// for the gate's message when the digest differs from the plan's.
+	ContainerNote string
 	// PlanPath is the plan the gate reads (capacity.DefaultPlanPath by default in the commands).
 	PlanPath string
 	// ModelDir is the directory with the model's weights the container reads (models with weights only).
@@ -165,7 +168,7 @@ func DeployModel(ctx context.Context, cl DeployClients, o DeployOptions) (Deploy
 	m := o.Model
 	res := DeployModelResult{Endpoint: m.EndpointName(), Variant: models.VariantName, PlanPath: o.PlanPath}
 	res.Gate = capacity.Gate(capacity.Deployment{
-		Model: m, InstanceType: o.InstanceType, ContainerDigest: o.ContainerDigest, AutoscalingOverride: o.AutoscalingOverride,
+		Model: m, InstanceType: o.InstanceType, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
 	}, o.PlanPath)
 	res.Environment = m.ContainerEnvironment(o.ModelDir, res.Gate.QueueMaxDepth())
 

@@ -19,6 +19,8 @@ type AppConfig struct {
 	ContainerDir string
 	// ContainerDigest is capacity.SourceDigest of ContainerDir: the plan must have been measured against it.
 	ContainerDigest string
+	// ContainerNote names the untracked files ContainerDigest covers, for the gate's message.
+	ContainerNote string
 	// PlanPath is the plan the gate reads (default artifacts/<model>/plan.json).
 	PlanPath string
 	// AutoscalingOverride is -c autoscaling=true|false; nil leaves the catalog's choice.
@@ -53,6 +55,7 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 		Model:               cfg.Model,
 		InstanceType:        cfg.Model.InstanceType,
 		ContainerDigest:     cfg.ContainerDigest,
+		ContainerNote:       cfg.ContainerNote,
 		AutoscalingOverride: cfg.AutoscalingOverride,
 	}, planPath)
 	endpoint := NewEndpointStack(app, EndpointStackName(cfg.Model.ID), &EndpointStackProps{

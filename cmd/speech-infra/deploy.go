@@ -184,7 +184,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 	}
 	// The same gate as the endpoint stack decides whether scaling is created; it compares the plan with the
 	// digest of the container source.
-	digest, err := capacity.SourceDigest(o.containerDir)
+	digest, files, err := capacity.SourceDigestFiles(o.containerDir)
 	if err != nil {
 		digest = ""
 		fmt.Fprintf(o.stderr, "warning: container source digest unavailable (%v): the gate cannot match a plan\n", err)
@@ -195,7 +195,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 	}
 	res, deployErr := cloud.DeployModel(ctx, o.clients(emu.config()), cloud.DeployOptions{
 		Model: o.model, InstanceType: models.LocalInstanceType, Image: localImage, RoleARN: localRole,
-		ContainerDigest: digest, PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
+		ContainerDigest: digest, ContainerNote: files.UntrackedNote(), PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
 	})
 	refused := errors.Is(deployErr, cloud.ErrAutoscalingRefused)
 	if deployErr != nil && !refused {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -82,7 +81,7 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 	if local {
 		it = models.LocalInstanceType
 	}
-	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, ContainerDigest: digest}, planPath)
+	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.spec = &s
@@ -90,10 +89,6 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 		return e
 	}
 	e.reasons = append(e.reasons, dec.Reasons...)
-	// A container digest unlike the plan's may come from an untracked file the image build copies: say so.
-	if note := files.UntrackedNote(); note != "" && slices.ContainsFunc(dec.Reasons, func(r string) bool { return strings.Contains(r, "container digest") }) {
-		e.reasons = append(e.reasons, note)
-	}
 	return e
 }
 
