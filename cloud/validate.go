@@ -138,7 +138,7 @@ func ValidateScaling(ctx context.Context, cl ValidateClients, s capacity.Scaling
 		}
 		check(want.Name, "metric", capacity.MetricNamespace+" "+want.Metric, aws.ToString(got.Namespace)+" "+aws.ToString(got.MetricName))
 		check(want.Name, "statistic", wantStat, stat)
-		check(want.Name, "threshold", fmt.Sprintf("%s %g", want.Comparison, want.Threshold), fmt.Sprintf("%s %g", got.ComparisonOperator, aws.ToFloat64(got.Threshold)))
+		check(want.Name, "threshold", thresholdText(want.Metric, string(want.Comparison), want.Threshold), thresholdText(want.Metric, string(got.ComparisonOperator), aws.ToFloat64(got.Threshold)))
 		check(want.Name, "period (s)", want.PeriodS, aws.ToInt32(got.Period))
 		check(want.Name, "evaluation periods / datapoints to alarm", fmt.Sprintf("%d/%d", want.EvaluationPeriods, want.DatapointsToAlarm),
 			fmt.Sprintf("%d/%d", aws.ToInt32(got.EvaluationPeriods), aws.ToInt32(got.DatapointsToAlarm)))
@@ -175,4 +175,13 @@ func Failed(checks []Check) int {
 		}
 	}
 	return n
+}
+
+// thresholdText is an alarm threshold with its unit: ModelLatency is in microseconds (shown with its
+// milliseconds beside it, the SLO's unit), the concurrency metrics in requests, the error counts in requests.
+func thresholdText(metric, comparison string, v float64) string {
+	if metric == "ModelLatency" {
+		return fmt.Sprintf("%s %s µs (%s ms)", comparison, capacity.FormatNumber(v), capacity.FormatNumber(v/1000))
+	}
+	return fmt.Sprintf("%s %s requests", comparison, capacity.FormatNumber(v))
 }
