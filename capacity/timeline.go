@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The stages of a T_total timeline (DESIGN.md, "T_total stages"), besides the VariantStatus values
+// The stages of a T_total timeline (docs/design.md, "T_total"), besides the VariantStatus values
 // DescribeEndpoint shows while the endpoint updates (Updating, ActivatingTraffic, ...), which are stages
 // under AWS's own names.
 const (
