@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
 // Adjustment types of a step scaling policy (the AdjustmentType enum).
@@ -423,7 +425,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 			// "Because it is not possible to add 1.5 instances, we round up and add two instances."
 			pr.out = true
 			pr.want = int(math.Ceil(float64(base) * m / tt.TargetValue))
-			pr.reason = fmt.Sprintf("the metric %g is above the target %g: %d × %g / %g rounded up is %d", m, tt.TargetValue, base, m, tt.TargetValue, pr.want)
+			pr.reason = fmt.Sprintf("the metric %s is above the target %s: %d × %s / %s rounded up is %d", num(m), num(tt.TargetValue), base, num(m), num(tt.TargetValue), pr.want)
 			return outOutcome(pr, cur, outCool, outCooldown(p))
 		}
 		if tt.DisableScaleIn {
@@ -434,7 +436,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 		if cur <= 1 || float64(cur)*m/float64(cur-1) > tt.TargetValue {
 			pr.notScaled = AnticipatedFlapping
 			pr.want = cur
-			pr.reason = fmt.Sprintf("the metric %g is below the target %g, but removing one unit of %d would likely bring it back above the target", m, tt.TargetValue, cur)
+			pr.reason = fmt.Sprintf("the metric %s is below the target %s, but removing one unit of %d would likely bring it back above the target", num(m), num(tt.TargetValue), cur)
 			return pr, true
 		}
 		// "Application Auto Scaling scales out proportionally to the metric as fast as it can, but scales in
@@ -444,7 +446,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 		// scale-in").
 		need := int(math.Ceil(float64(cur) * m / tt.TargetValue))
 		pr.want = max(need, cur-1)
-		pr.reason = fmt.Sprintf("the metric %g is below the target %g: scaling in gradually by one unit from %d", m, tt.TargetValue, cur)
+		pr.reason = fmt.Sprintf("the metric %s is below the target %s: scaling in gradually by one unit from %d", num(m), num(tt.TargetValue), cur)
 		return inOutcome(pr, cur, inCooldown(in.Now, p.State, false, inCooldownOf(p)), inCooldownOf(p))
 	case p.Step != nil:
 		st := p.Step
@@ -459,7 +461,7 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 			want = applyAdjustment(base, adj, st)
 		}
 		pr.want = want
-		pr.reason = fmt.Sprintf("the metric %g breaches the threshold %g by %g: step adjustment %s %d gives %d", m, a.Threshold, m-a.Threshold, st.AdjustmentType, adj, want)
+		pr.reason = fmt.Sprintf("the metric %s breaches the threshold %s by %s: step adjustment %s %d gives %d", num(m), num(a.Threshold), num(m-a.Threshold), st.AdjustmentType, adj, want)
 		if pr.out {
 			return outOutcome(pr, cur, outCool, st.Cooldown)
 		}
@@ -575,3 +577,7 @@ func sign(v int) int {
 	}
 	return 1
 }
+
+// num is a number in a decision's reason, in the project's one number format (issue 23, item 11: reasons
+// printed raw floats such as 3.2679738562091503).
+func num(x float64) string { return loadmodel.Format(x) }
