@@ -37,10 +37,40 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			capRPS = math.Max(capRPS, s.AchievedRPS)
 		}
 	}
+	keep := func(s RateStep) bool {
+		return s.Usable && s.OKCount > 0 && s.AchievedRPS >= keepingUp*s.ArrivalRPS && s.ShedFraction <= slo.AllowedShed() && s.ArrivalRPS < capRPS
+	}
+	// One scale for the metric: what CloudWatch shows. Where a rate step's window held no whole CloudWatch
+	// period, its client peak is scaled by the CloudWatch ÷ client ratio of the rate steps that have both: in
+	// open loop the client counts a request in flight before the container has it and after it has finished,
+	// so its peaks run above the container's (a demo run read CloudWatch 8 beside a client peak of 12 at 15.5
+	// rps). The closed-loop ratio (about 1: there the concurrency is held constant) is the fallback only when
+	// no rate step was read, and the basis says so. Taking CloudWatch on one step and the client on the next
+	// mixed two scales into one curve.
+	var cwSum, clientSum float64
+	read, kept := 0, 0
+	for _, s := range q.RateSteps {
+		if !keep(s) {
+			continue
+		}
+		kept++
+		if s.CloudWatchMax10s > 0 && s.InFlightMax10s > 0 {
+			cwSum, clientSum, read = cwSum+s.CloudWatchMax10s, clientSum+s.InFlightMax10s, read+1
+		}
+	}
+	openRatio, ratioNote := cloudWatchRatio, fmt.Sprintf("CloudWatch read on no rate step: client 10-s peaks × the closed-loop ratio %s", FormatNumber(cloudWatchRatio))
+	switch {
+	case read > 0 && read == kept:
+		openRatio = cwSum / clientSum
+		ratioNote = "the metric as CloudWatch read it on each of those steps"
+	case read > 0:
+		openRatio = cwSum / clientSum
+		ratioNote = fmt.Sprintf("CloudWatch read on %d rate step(s), the others' client 10-s peaks × their CloudWatch ÷ client ratio %s", read, FormatNumber(openRatio))
+	}
 	m := loadmodel.Model{CapacityRPS: capRPS, QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo, Measured: true}
 	used := 0
 	for _, s := range q.RateSteps {
-		if !s.Usable || s.OKCount == 0 || s.AchievedRPS < keepingUp*s.ArrivalRPS || s.ShedFraction > slo.AllowedShed() || !(s.ArrivalRPS < capRPS) {
+		if !keep(s) {
 			continue
 		}
 		if n := len(m.Points); n > 0 && !(s.ArrivalRPS > m.Points[n-1].RPS) {
@@ -48,7 +78,7 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		}
 		metric := s.CloudWatchMax10s
 		if !(metric > 0) {
-			metric = s.InFlightMax10s * cloudWatchRatio
+			metric = s.InFlightMax10s * openRatio
 		}
 		ttfab := s.TTFABP95Ms
 		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
@@ -61,8 +91,8 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		return loadmodel.Model{}, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
 	}
 	m = m.Monotone()
-	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS))
+	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s", used, len(q.RateSteps), q.RunID,
+		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), ratioNote)
 	return m, m.Validate()
 }
 

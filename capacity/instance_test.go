@@ -33,14 +33,25 @@ func TestInstanceModelFromRateSteps(t *testing.T) {
 	}
 	approxTol(t, "safe rps", inst.SafeRPS(), testSafeRPS, 1e-4)
 
-	// The ratio scales the client's peak; a CloudWatch reading is taken as it is.
+	// With CloudWatch read on no rate step, the closed-loop ratio scales the client's peak, and the basis says so.
 	inst, _ = q.InstanceModel(50, 50, 0.5)
 	approx(t, "metric × ratio", inst.Points[2].Metric, 4)
+	if !strings.Contains(inst.Basis, "CloudWatch read on no rate step: client 10-s peaks × the closed-loop ratio 0.5") {
+		t.Errorf("basis %q", inst.Basis)
+	}
+	// A CloudWatch reading is taken as it is, and its ratio to the client's peak (5 ÷ 8) scales the steps
+	// CloudWatch did not read: one scale for the whole curve, not the closed-loop ratio.
 	q.RateSteps[2].CloudWatchMax10s = 5
 	inst, _ = q.InstanceModel(50, 50, 0.5)
-	approx(t, "CloudWatch metric", inst.Points[2].Metric, 5)
+	for i, want := range []float64{2 * 0.625, 4 * 0.625, 5, 14 * 0.625} {
+		approx(t, "metric on CloudWatch's scale", inst.Points[i].Metric, want)
+	}
+	if !strings.Contains(inst.Basis, "CloudWatch read on 1 rate step(s), the others' client 10-s peaks × their CloudWatch ÷ client ratio 0.62") {
+		t.Errorf("basis %q", inst.Basis)
+	}
 	// A reading that dips as the rate rises is fitted non-decreasing: 9 at 17.5 rps before 7 at 21.25 pool to 8.
 	q.RateSteps[2].CloudWatchMax10s = 9
+	q.RateSteps[3].CloudWatchMax10s = 7
 	inst, _ = q.InstanceModel(50, 50, 0.5)
 	approx(t, "pooled metric", inst.Points[2].Metric, 8)
 	approx(t, "pooled metric", inst.Points[3].Metric, 8)
