@@ -18,7 +18,7 @@ func saneSummary() summary {
 		ScaleOutRPS: 12.4, TargetValue: 6.5, ScaleInRPS: 5.6, ScaleInThreshold: 2.1, MinInstances: 1, MaxInstances: 3, TPlanS: 37,
 		Verdict: "feasible", EnvelopeTraces: 4, Validated: true,
 		SurgeFromRPS: 11.2, SurgeToRPS: 14, SurgeLowRPS: 1.9, SurgeSeconds: 67,
-		InstancesBefore: 1, InstancesMax: 2, InstancesEnd: 1, ServingAfterS: 41, ScaleIns: 1, Slices: 15, Sent: 1800, Shed: 0,
+		InstancesBefore: 1, InstancesMax: 2, InstancesEnd: 1, ServingAfterS: 41, Served: true, ScaleIns: 1, Slices: 15, Sent: 1800, Shed: 0,
 		DayHeld: true, DayTroughRPS: 5.7, DayPeakRPS: 38, DayInstanceHours: 53.54, DayOracleRatio: 0.86,
 		SimHeld: true, SimScaleOuts: 1, SimScaleIns: 1, SimMaxInstances: 2,
 		Artifacts: "/repo/.demo/artifacts/kokoro-82m-twin", Charts: []string{"qmax.svg", "ttotal.svg"},
@@ -60,7 +60,7 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 		edit func(*summary)
 		want string
 	}{
-		"no scale-out":            {func(s *summary) { s.InstancesMax = 1; s.ServingAfterS = -1 }, `"surge"`},
+		"no scale-out":            {func(s *summary) { s.InstancesMax = 1; s.Served, s.ServingAfterS = false, -1 }, `"surge"`},
 		"infeasible":              {func(s *summary) { s.Verdict = "infeasible" }, `"verdict"`},
 		"validate mismatch":       {func(s *summary) { s.Validated = false }, `"verdict"`},
 		"zero T_total":            {func(s *summary) { s.TTotalS = 0 }, `"T_total"`},
@@ -75,6 +75,8 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 		"one chart":               {func(s *summary) { s.Charts = []string{"qmax.svg"} }, `"artifacts"`},
 		"left running":            {func(s *summary) { s.Cleanup = "the emulator still runs" }, `"cleanup"`},
 		"nothing sent":            {func(s *summary) { s.Sent, s.Shed = 0, 0 }, `"surge"`},
+		// A run whose fleet grew as its surge began, on load an earlier step left in the alarm's window.
+		"grew before the surge": {func(s *summary) { s.ServingAfterS = -0.4 }, `"surge"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := saneSummary()
@@ -203,5 +205,15 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "precious.txt")); err != nil {
 		t.Errorf("the refused directory was touched: %v", err)
+	}
+}
+
+// A fleet that grew before the surge began did not answer it: the surge line says FAILED and why.
+func TestSurgeLineOfAFleetThatGrewBeforeTheSurge(t *testing.T) {
+	s := saneSummary()
+	s.ServingAfterS = -2
+	out := render(s)
+	if !strings.Contains(out, "surge       FAILED:") || !strings.Contains(out, "the new instance served 2 s BEFORE the surge began") {
+		t.Fatalf("surge line:\n%s", out)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // The demo's fixed choices: the twin of Kokoro-82M on g5 (the calibration engine waits Kokoro's published
@@ -42,14 +43,25 @@ const (
 )
 
 // qmaxArgs is the short staircase: three closed-loop steps of 10 s (61 ms a request: an 8-s window holds the
-// 100 requests a step needs), then the rate staircase: four open-loop steps of 14 s, each window long enough
-// for a 10-s ConcurrentRequestsPerModel datapoint and 100 requests at 0.6 of about 16 rps; three of them near
-// the knee, where the scale-out target sits and the metric rises fastest.
-var qmaxArgs = []string{"--ladder", "1,32,64", "--max-concurrency", "64", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
-	"--rate-fractions", "0.6,0.8,0.9,1.0", "--rate-settle", "2s", "--rate-hold", "12s", "--rate-measure-window", "12s"}
+// 100 requests a step needs). 64 in flight saturates the twin's one slot (the highest throughput the rate
+// fractions refer to) and still meets the SLO, since the container serves first segments first (p95 TTFAB about
+// 0.6 s); 192 is past it (measured on the twin: 2.3 s at 128, about 26 ms more per request in flight, so about
+// 4 s at 192 against the 3-s SLO), so Q_max is bracketed and ttotal's default probe, the first step above 1.2 ×
+// the SLO, overloads one instance as issue 23 asks, while two instances (96 each, about 1.4 s) recover.
+// Then the rate staircase: three open-loop steps of 23 s. Each 21-s measure window holds at least one whole
+// 10-s ConcurrentRequestsPerModel period on CloudWatch's grid, so every step reads the metric the alarm sees
+// (a 12-s window held one only when it happened to start within 2 s of the grid, and the model then mixed
+// CloudWatch's scale with the client's). The fractions sit below, at and past the scale-out rate (about 0.8
+// of the capacity at surge 1.25).
+var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
+	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "21s", "--rate-measure-window", "21s"}
 
-// ttotalArgs is a short T_total run: a light probe, short warm-up and recovery window, a bounded wait.
-var ttotalArgs = []string{"--probe-concurrency", "2", "--warmup", "5s", "--window", "5s", "--min-samples", "20", "--max-wait", "3m"}
+// ttotalArgs is a short T_total run: the default probe (from the qmax artifact: 192 in flight, past Q_max on
+// one instance), a bounded wait. A window counts the requests sent in it that have ended (sent before the
+// oldest still in flight): at 192 in flight a request lasts about 13 s, so a 20-s window holds about 7 s of
+// ended requests (about 100), where a 5-s window held 3; the warm-up lets the first window fill after the
+// probe's opening burst.
+var ttotalArgs = []string{"--warmup", "35s", "--window", "20s", "--min-samples", "20", "--max-wait", "4m"}
 
 // options are the demo's flags.
 type options struct {
@@ -100,8 +112,10 @@ type demo struct {
 	state, journals string
 	art, plan       string
 	deployed        bool
-	p               *capacity.Plan
-	sum             summary
+	// loadEnded is when ttotal's probe stopped: its concurrency stays in the scale-out alarm's window for a while.
+	loadEnded time.Time
+	p         *capacity.Plan
+	sum       summary
 }
 
 // Execute runs the demo. Whatever happens after the emulator may have started, the endpoint is destroyed and
@@ -287,7 +301,9 @@ func (d *demo) ttotal(ctx context.Context) error {
 	if _, _, err := d.run(ctx, nil, "tts-bench", append(args, "--dry-run")...); err != nil {
 		return err
 	}
-	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
+	_, _, err := d.run(ctx, nil, "tts-bench", args...)
+	d.loadEnded = time.Now()
+	if err != nil {
 		return err
 	}
 	t, err := capacity.LoadTTotal(filepath.Join(d.art, capacity.TTotalFile))
@@ -364,6 +380,19 @@ func (d *demo) planStep(ctx context.Context) error {
 }
 
 func (d *demo) redeploy(ctx context.Context) error {
+	// ttotal's probe (past Q_max) is still in the last 10-s datapoints of ConcurrentRequestsPerModel: an alarm
+	// created now would see three breaching datapoints and scale out before the surge begins (a run went from
+	// 1 to 4 instances the second its surge started). Wait until those datapoints have left the alarm's window:
+	// the period the load ended in, the three datapoints, and the evaluation tick.
+	quiet := time.Duration(capacity.DefaultEvaluationPeriods+1)*time.Duration(capacity.DefaultMetricPeriodS)*time.Second + simulate.EvaluationLag
+	if wait := time.Until(d.loadEnded.Add(quiet)); !d.loadEnded.IsZero() && wait > 0 {
+		fmt.Fprintf(d.out, "Waiting %s for ttotal's probe load to leave the scale-out alarm's window (%s after it ended)...\n", wait.Round(time.Second), quiet)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 	_, _, err := d.run(ctx, nil, "speech-infra", append(d.deployArgs(), "--autoscaling")...)
 	return err
 }
@@ -500,13 +529,15 @@ func (d *demo) readSurge(out string, at time.Duration) error {
 		return errors.New("the replay sampled no instance count: DescribeEndpoint never answered")
 	}
 	d.sum.InstancesBefore, d.sum.ServingAfterS = log.Samples[0].Current, -1
+	served := false
 	surgeAt := s.Start.Add(at)
 	lastIn := time.Time{}
 	prev := log.Samples[0].Desired
 	for _, smp := range log.Samples {
 		d.sum.InstancesMax = max(d.sum.InstancesMax, smp.Current)
-		if smp.Current > d.sum.InstancesBefore && d.sum.ServingAfterS < 0 {
-			d.sum.ServingAfterS = smp.At.Sub(surgeAt).Seconds()
+		if smp.Current > d.sum.InstancesBefore && !served {
+			served, d.sum.ServingAfterS = true, smp.At.Sub(surgeAt).Seconds()
+			d.sum.Served = true
 		}
 		switch {
 		case smp.Desired < prev:

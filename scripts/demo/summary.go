@@ -43,10 +43,12 @@ type summary struct {
 	InstancesBefore, InstancesMax         int
 	InstancesEnd                          int
 	ServingAfterS                         float64
-	ScaleIns, Flaps                       int
-	Slices, ViolatingSlices               int
-	EarlyViolatingSlices                  int
-	Sent, Shed                            int
+	// Served is whether a new instance served during the replay (ServingAfterS is then its time).
+	Served                  bool
+	ScaleIns, Flaps         int
+	Slices, ViolatingSlices int
+	EarlyViolatingSlices    int
+	Sent, Shed              int
 	// Day*: the plan on a diurnal day from its trough to its peak (tts-bench simulate), and oracle ÷ plan
 	// instance-hours there.
 	DayHeld                       bool
@@ -76,8 +78,12 @@ func (s summary) write(w io.Writer) {
 		validated = "tts-bench validate: MISMATCH"
 	}
 	serving := "the new instance did not serve before the surge ended"
-	if s.ServingAfterS >= 0 {
+	switch {
+	case s.Served && s.ServingAfterS > 0:
 		serving = fmt.Sprintf("the new instance served %.0f s after the surge began", s.ServingAfterS)
+	case s.Served:
+		// Served, but before the surge: earlier load was still in the scale-out alarm's window.
+		serving = fmt.Sprintf("the new instance served %.0f s BEFORE the surge began (earlier load still in the alarm's window)", -s.ServingAfterS)
 	}
 	lines := [][2]string{
 		{"Q_max", fmt.Sprintf("%d requests in flight per instance (p95 TTFAB %.0f ms, SLO %.0f ms%s)", s.QMax, s.QMaxP95Ms, s.SLOMs, bound)},
@@ -103,9 +109,9 @@ func (s summary) write(w io.Writer) {
 }
 
 // replayVerdict is the replay's own verdict: held when no 10-s slice violated after the first T_plan, nothing
-// flapped, and the fleet grew.
+// flapped, and the fleet grew in answer to the surge (its new instance served after the surge began).
 func replayVerdict(s summary) string {
-	return heldWord(s.ViolatingSlices == 0 && s.Flaps == 0 && s.InstancesMax > s.InstancesBefore)
+	return heldWord(s.ViolatingSlices == 0 && s.Flaps == 0 && s.InstancesMax > s.InstancesBefore && s.Served && s.ServingAfterS > 0)
 }
 
 func heldWord(held bool) string {
