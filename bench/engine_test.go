@@ -180,3 +180,16 @@ func TestReadRecordsRefusesWhatIsNotARecordsFile(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27 (re-run): a 21-MB gzip of one record repeated decompressed to gigabytes of valid lines and ran the
+// gate out of memory. The reader holds at most its bound of records and says so.
+func TestReadRecordsStopsAtItsBound(t *testing.T) {
+	line := `{"step":1,"class":"ok","sent":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z","window_start":"2025-01-01T00:00:00Z","window_end":"2025-01-01T00:00:01Z"}` + "\n"
+	if recs, err := ReadRecordsMax(strings.NewReader(strings.Repeat(line, 3)), 3); err != nil || len(recs) != 3 {
+		t.Fatalf("3 records with a bound of 3: %d, %v", len(recs), err)
+	}
+	_, err := ReadRecordsMax(strings.NewReader(strings.Repeat(line, 4)), 3)
+	if err == nil || !strings.Contains(err.Error(), "records line 4: more than 3 records") || !strings.Contains(err.Error(), "bench.MaxRecords") {
+		t.Fatalf("4 records with a bound of 3: %v", err)
+	}
+}

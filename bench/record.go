@@ -96,7 +96,16 @@ const MaxRecordLine = 16 << 20
 
 // ReadRecords reads a records file (JSON lines, as RecordWriter writes them). Unknown fields and blank lines
 // are refused with the line named: a file that is not a records file must not re-report as an empty run.
-func ReadRecords(r io.Reader) ([]Record, error) {
+func ReadRecords(r io.Reader) ([]Record, error) { return ReadRecordsMax(r, MaxRecords) }
+
+// MaxRecords bounds the records one ReadRecords holds in memory (a few hundred bytes to a kilobyte each with
+// their chunks): a 36-minute qmax ladder is about 17,000, a day's replay at 20 rps 1.7 million. A small gzip
+// file can decompress to billions of lines (a 21-MB gzip of one record repeated ran the gate out of memory at
+// 4.6 GB); past this bound the reader stops with an error that names it.
+const MaxRecords = 2_000_000
+
+// ReadRecordsMax is ReadRecords holding at most max records: one more is an error naming the bound.
+func ReadRecordsMax(r io.Reader, max int) ([]Record, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), MaxRecordLine)
 	var recs []Record
@@ -112,6 +121,9 @@ func ReadRecords(r io.Reader) ([]Record, error) {
 		}
 		if rec.Step < 1 || rec.Class == "" || rec.Sent.IsZero() || rec.End.IsZero() || rec.WindowEnd.Before(rec.WindowStart) {
 			return nil, fmt.Errorf("records line %d: step, class, sent, end and the window are required: the line is not a request record", line)
+		}
+		if len(recs) == max {
+			return nil, fmt.Errorf("records line %d: more than %d records, the most read into memory at once (bench.MaxRecords): not a records file a measurement writes, or split the run into shards", line, max)
 		}
 		recs = append(recs, rec)
 	}

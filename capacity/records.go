@@ -32,8 +32,9 @@ import (
 const (
 	// MaxRecordsBytes bounds the records file as stored (gzip-compressed JSON lines).
 	MaxRecordsBytes = 1 << 30
-	// MaxRecordsRawBytes bounds the records once decompressed: a gzip bomb stops here.
-	MaxRecordsRawBytes = 8 << 30
+	// MaxRecordsRawBytes bounds the records once decompressed: a gzip bomb stops here (with bench.MaxRecords,
+	// the bound on records held in memory). A 36-minute ladder's records are about 40 MB.
+	MaxRecordsRawBytes = 1 << 30
 )
 
 // RecordsTolerance is the relative difference between a figure the artifact records and the one its records

@@ -45,7 +45,8 @@ Examples:
 // MaxReportFiles bounds the files one report merges.
 const MaxReportFiles = 1000
 
-// MaxRecordsFileBytes bounds a records file after decompression (a day at hundreds of requests a second).
+// MaxRecordsFileBytes bounds a records file after decompression; bench.MaxRecords, the records held in memory
+// across all shards, comes first for any real run.
 const MaxRecordsFileBytes = 64 << 30
 
 func reportCommand() *cli.Command {
@@ -170,12 +171,15 @@ func (s shardFile) early() string {
 func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, []instanceSample, []shardFile, error) {
 	var errs, forcible []error
 	var shards []shardFile
+	// Every shard's records are held at once: bench.MaxRecords bounds them all together, not each file.
+	budget := bench.MaxRecords
 	for _, path := range files {
-		sf, err := readShardFile(path)
+		sf, err := readShardFile(path, budget)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		budget -= len(sf.recs)
 		shards = append(shards, sf)
 	}
 	if len(errs) > 0 {
@@ -247,7 +251,7 @@ func mergeShards(files []string, force bool, stderr io.Writer) ([]bench.Record, 
 
 // readShardFile reads one records file of a replay (gzip, with its end record) and the instance samples
 // beside it.
-func readShardFile(path string) (shardFile, error) {
+func readShardFile(path string, maxRecords int) (shardFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return shardFile{}, err
@@ -261,7 +265,7 @@ func readShardFile(path string) (shardFile, error) {
 	if err != nil {
 		return shardFile{}, err
 	}
-	recs, err := bench.ReadRecords(io.LimitReader(g, MaxRecordsFileBytes))
+	recs, err := bench.ReadRecordsMax(io.LimitReader(g, MaxRecordsFileBytes), maxRecords)
 	if err != nil {
 		if !strings.HasPrefix(err.Error(), path) {
 			err = fmt.Errorf("%s: %w", path, err)
