@@ -54,6 +54,11 @@ type Config struct {
 // catalog's largest SLO).
 const MaxFirstAudioTarget = time.Hour
 
+// MaxWorkers is the largest ENGINE_WORKERS: espeak starts one process of about
+// 15 MB per worker, so 100,000 exhausted a machine's memory before it was ready
+// (issue 27's re-run); 256 is far beyond any instance's cores or GPU streams.
+const MaxWorkers = 256
+
 // DefaultONNXRuntimeLib is where the image installs ONNX Runtime; outside the
 // image set ONNXRUNTIME_LIB (scripts/install-onnxruntime.sh installs it at
 // .cache/onnxruntime/libonnxruntime.so.1 in the repository).
@@ -131,9 +136,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	defWorkers := 1
 	if c.Engine == EngineEspeak {
-		defWorkers = runtime.NumCPU()
+		defWorkers = min(runtime.NumCPU(), MaxWorkers)
 	}
 	c.Workers = num("ENGINE_WORKERS", defWorkers, 1)
+	if c.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("ENGINE_WORKERS=%d: use 1 to %d (espeak: one process each; the instance's cores are the useful number)", c.Workers, MaxWorkers))
+	}
 	if c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("SAGEMAKER_BIND_TO_PORT=%d: use a port in 1-65535", c.Port))
 	}
