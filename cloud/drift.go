@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -133,6 +134,9 @@ type DriftOptions struct {
 	// TempDirs are where a killed run may have left hidden temporary files (LeftoverTempFiles): the
 	// model's artifacts directory; the journal directory is always looked in.
 	TempDirs []string
+	// TempFix is the command that removes the temporary files found in TempDirs (thaw with the plan that
+	// names that directory); "" names plain deletion. Files in the journal directory name thaw --endpoint.
+	TempFix string
 }
 
 // Drift compares what is deployed on a variant (the endpoint and its state, the scalable target and its
@@ -172,11 +176,24 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 	if err != nil {
 		return rep, err
 	}
+	jdir, _ := filepath.Abs(o.JournalDir)
+	if real, err := filepath.EvalSymlinks(jdir); err == nil {
+		jdir = real
+	}
 	for _, f := range tmps {
+		// thaw --endpoint looks only in the journal directory; a file beside an --output elsewhere needs the
+		// plan that names that directory (the re-run of issue 27's pass: the fix named did not remove it).
+		fix := thaw + " (removes it), or delete it"
+		if filepath.Dir(f.Path) != jdir {
+			fix = "delete it (rm " + f.Path + ")"
+			if o.TempFix != "" {
+				fix = o.TempFix + " (removes it), or delete it (rm " + f.Path + ")"
+			}
+		}
 		add(SeverityWarn, FindingTempFileLeft, f.Path,
 			fmt.Sprintf("a hidden temporary file (%s, last written %s) that a killed qmax, replay or journal write left: it holds no result and no process has it open",
 				sizeText(f.Size), f.ModTime.UTC().Format("2006-01-02T15:04:05Z")),
-			thaw+" (removes it), or delete it")
+			fix)
 	}
 
 	d, err := cl.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.Endpoint)})

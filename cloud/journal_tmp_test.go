@@ -128,7 +128,7 @@ func TestLeftoverTempFilesAreReportedAndRemoved(t *testing.T) {
 	// drift: a warning per file, naming thaw; the open one is not reported.
 	d := &deployed{endpoint: endpointIn("InService", 1)}
 	rep, err := cloud.Drift(t.Context(), d.clients(), cloud.DriftOptions{Model: "espeak-ng", Endpoint: worldEndpoint, Variant: worldVariant,
-		JournalDir: journals, TempDirs: []string{artifacts}, CatalogInstances: 1})
+		JournalDir: journals, TempDirs: []string{artifacts}, CatalogInstances: 1, TempFix: "tts-bench thaw --model espeak-ng --plan " + filepath.Join(artifacts, "plan.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,14 @@ func TestLeftoverTempFilesAreReportedAndRemoved(t *testing.T) {
 	for _, fd := range rep.Findings {
 		if fd.Code == cloud.FindingTempFileLeft {
 			reported = append(reported, fd.Subject)
-			if fd.Severity != cloud.SeverityWarn || !strings.Contains(fd.Remediation, "tts-bench thaw") {
-				t.Errorf("finding %+v: want a warning naming thaw", fd)
+			// The fix named must remove the file: thaw --endpoint looks in the journal directory only, thaw with
+			// the plan in the artifacts directory (the re-run of issue 27's pass found the wrong one named).
+			want := "tts-bench thaw --endpoint"
+			if strings.HasPrefix(fd.Subject, artifacts) {
+				want = "tts-bench thaw --model espeak-ng --plan " + filepath.Join(artifacts, "plan.json")
+			}
+			if fd.Severity != cloud.SeverityWarn || !strings.Contains(fd.Remediation, want) || !strings.Contains(fd.Remediation, "rm ") && want != "tts-bench thaw --endpoint" {
+				t.Errorf("finding %+v: want a warning naming %q", fd, want)
 			}
 			if strings.HasSuffix(fd.Subject, "2210391.tmp") && !strings.Contains(fd.Detail, "348 KB") {
 				t.Errorf("finding %+v: want the size", fd)

@@ -51,6 +51,17 @@ func TestDuplicateRequestKeyRefused(t *testing.T) {
 	if status != 400 || code != "SerializationException" || !strings.Contains(msg, "DesiredWeightsAndCapacities[0].DesiredInstanceCount") {
 		t.Errorf("duplicate DesiredInstanceCount: %d %s %q, want 400 SerializationException naming the key", status, code, msg)
 	}
+	// The re-run of the pass: a spelling that differs only in case was accepted and applied (encoding/json
+	// reads it into the same field, the last winning), at the top level too.
+	for name, body := range map[string]string{
+		"member":    `{"EndpointName":"speech-dup","DesiredWeightsAndCapacities":[{"VariantName":"AllTraffic","DesiredInstanceCount":2,"desiredinstancecount":1}]}`,
+		"top level": `{"EndpointName":"speech-dup","desiredWeightsAndCapacities":[],"DesiredWeightsAndCapacities":[{"VariantName":"AllTraffic","DesiredInstanceCount":2}]}`,
+	} {
+		status, code, msg := awsJSONCall(t, r, "SageMaker.UpdateEndpointWeightsAndCapacities", "sagemaker", body)
+		if status != 400 || code != "SerializationException" || !strings.Contains(msg, "only in case") {
+			t.Errorf("%s in another case: %d %s %q, want 400 SerializationException naming it", name, status, code, msg)
+		}
+	}
 }
 
 // TestConformanceServiceModelValidation (issue 24, item 4): every implemented operation checks its input

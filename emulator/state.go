@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -328,8 +329,8 @@ func loadState(dir string) (*state, error) {
 	if err := json.Unmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("read emulator state %s: %w", path, err)
 	}
-	if dups := duplicateKeys(b); len(dups) > 0 {
-		return nil, fmt.Errorf("read emulator state %s: duplicate key %s: repair or remove the file", path, strings.Join(dups, ", "))
+	if dups := strictjson.DuplicateKeysFor(b, reflect.TypeOf(s)); len(dups) > 0 {
+		return nil, fmt.Errorf("read emulator state %s: %s: repair or remove the file", path, strings.Join(dups, "; "))
 	}
 	// A map the file leaves out keeps the empty map newState made, but one the file holds as null comes back
 	// nil; make those usable.

@@ -76,8 +76,21 @@ func TestLoadStateRefusesUnboundedAndDuplicate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), `"endpoints.e.desired"`) {
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), `endpoints.e.desired: duplicate key`) {
 		t.Errorf("a duplicate desired: %v, want a refusal naming endpoints.e.desired", err)
+	}
+
+	// The re-run of the pass: "Desired" beside "desired" loaded as 3 and started 3 instances; an escaped
+	// spelling of the same key loaded silently. Both are refused, naming the key.
+	for name, dup := range map[string]string{"case": `"Desired": 3`, "escaped": `"desir\u0065d": 3`} {
+		dir = t.TempDir()
+		body = `{"endpoints": {"e": {"name": "e", "status": "InService", "desired": 1, ` + dup + `}}}`
+		if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "endpoints.e.") || !strings.Contains(err.Error(), "duplicate key") {
+			t.Errorf("a %s duplicate of desired: %v, want a refusal naming it", name, err)
+		}
 	}
 
 	// Keys that differ only in case are distinct members of a map (a container environment may hold both).

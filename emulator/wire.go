@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go/encoding/cbor"
+
+	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
 // Content types of the awsJson protocols.
@@ -187,9 +189,10 @@ func (e *epoch) UnmarshalJSON(b []byte) error {
 }
 
 // decodeJSON decodes an awsJson request body into v; an empty body is an empty object. A key that appears twice
-// in one object is refused (SerializationException naming it): encoding/json would keep the last one silently,
-// so {"DesiredInstanceCount":1,"DesiredInstanceCount":1000} would say one thing to a reader and another to the
-// emulator. The SDKs never send one.
+// in one object, or that differs from another member of a structure only in case, is refused
+// (SerializationException naming it; strictjson.DuplicateKeysFor): encoding/json would keep the last one
+// silently, so {"DesiredInstanceCount":1,"desiredinstancecount":1000} would say one thing to a reader and
+// another to the emulator. The SDKs never send one.
 func decodeJSON(body []byte, v any) *apiError {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		body = []byte("{}")
@@ -197,62 +200,10 @@ func decodeJSON(body []byte, v any) *apiError {
 	if err := json.Unmarshal(body, v); err != nil {
 		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the request body: %v", err)
 	}
-	if dups := duplicateKeys(body); len(dups) > 0 {
-		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the request body: duplicate key %s: a member may appear once per object", strings.Join(dups, ", "))
+	if dups := strictjson.DuplicateKeysFor(body, reflect.TypeOf(v)); len(dups) > 0 {
+		return errorf("SerializationException", http.StatusBadRequest, "cannot parse the request body: %s", strings.Join(dups, "; "))
 	}
 	return nil
-}
-
-// duplicateKeys returns the dotted path of every key that appears more than once in the same object of a valid
-// JSON document, at any depth (objects inside arrays included), in document order. Keys that differ only in
-// case are not duplicates here: a map member such as a container Environment may hold both.
-func duplicateKeys(data []byte) []string {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.UseNumber()
-	var out []string
-	_ = scanDuplicates(dec, "", &out)
-	return out
-}
-
-func scanDuplicates(dec *json.Decoder, path string, out *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	switch d {
-	case '{':
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := kt.(string)
-			p := key
-			if path != "" {
-				p = path + "." + key
-			}
-			if seen[key] {
-				*out = append(*out, strconv.Quote(p))
-			}
-			seen[key] = true
-			if err := scanDuplicates(dec, p, out); err != nil {
-				return err
-			}
-		}
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := scanDuplicates(dec, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
-				return err
-			}
-		}
-	}
-	_, err = dec.Token()
-	return err
 }
 
 // writeJSON writes an awsJson1_1 success response.

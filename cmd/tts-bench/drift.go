@@ -193,6 +193,7 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
 		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
 		Container: &exp.container, TempDirs: []string{filepath.Dir(o.planPath)},
+		TempFix: fmt.Sprintf("tts-bench thaw --model %s --plan %s --journal-dir %s", o.model.ID, o.planPath, o.jdir),
 	})
 	if err != nil {
 		return fmt.Errorf("drift %s on %s: %w", o.model.EndpointName(), awsenv.Where(o.env, cfg), err)

@@ -69,6 +69,109 @@ func DuplicateKeys(data []byte) []string {
 	return out
 }
 
+// DuplicateKeysFor is DuplicateKeys for a document decoded into a value of type t. In an object decoded into
+// a struct a key that differs from another only in case is a duplicate too (encoding/json reads both into one
+// field, the last winning: {"desired":1,"Desired":3} loaded as 3); a map's keys are data (a container
+// environment may hold both PATH and Path) and only an exact repeat is one. Keys are compared unescaped
+// ("desir\u0065d" is "desired").
+func DuplicateKeysFor(data []byte, t reflect.Type) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out []string
+	_ = scanTyped(dec, t, "", &out)
+	return out
+}
+
+// scanTyped is scanValue knowing the Go type the value decodes into (nil when unknown: keys compared exactly).
+func scanTyped(dec *json.Decoder, t reflect.Type, path string, out *[]string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '{':
+		fold := t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType)
+		seen := map[string]string{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := kt.(string)
+			p := joinPath(path, key)
+			k := key
+			if fold {
+				k = foldKey(key)
+			}
+			if first, dup := seen[k]; dup {
+				if first == key {
+					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q appears more than once in the same object: keep exactly one", p, key))
+				} else {
+					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q differs from %q only in case, and a JSON decoder would read both as one field: keep exactly one", p, key, first))
+				}
+			} else {
+				seen[k] = key
+			}
+			if err := scanTyped(dec, childType(t, key), p, out); err != nil {
+				return err
+			}
+		}
+	case '[':
+		var el reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			el = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := scanTyped(dec, el, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// childType is the type the member key of an object of type t decodes into: a map's element type, or the
+// struct field encoding/json would pick (its JSON name exactly, else case-insensitively); nil when unknown.
+func childType(t reflect.Type, key string) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+		var folded reflect.Type
+		for _, f := range reflect.VisibleFields(t) {
+			if !f.IsExported() || f.Anonymous && f.Tag.Get("json") == "" {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if name == key {
+				return f.Type
+			}
+			if folded == nil && foldKey(name) == foldKey(key) {
+				folded = f.Type
+			}
+		}
+		return folded
+	}
+	return nil
+}
+
 // scanValue reads one value from dec and appends a problem per duplicate or case-variant key below it.
 func scanValue(dec *json.Decoder, path string, out *[]string) error {
 	tok, err := dec.Token()
