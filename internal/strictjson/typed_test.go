@@ -32,7 +32,7 @@ func TestDuplicateKeysFor(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{
-		`{"endpoints":{"e":{"desired":1},"E":{"desired":2}}}`,          // map keys are data
+		`{"endpoints":{"e":{"desired":1},"E":{"desired":2}}}`,            // map keys are data
 		`{"endpoints":{"e":{"env":{"PATH":"1","Path":"2","path":"3"}}}}`, // an environment may hold all three
 	} {
 		if got := DuplicateKeysFor([]byte(ok), typ); len(got) > 0 {
