@@ -132,6 +132,11 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 	if err := probeWritable(filepath.Dir(o.output)); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
 	}
+	// The probe's workers (stage lines, recovery windows) and the poller write stderr concurrently: one lock
+	// (the race detector caught them in a clean-clone CI run).
+	if _, ok := o.stderr.(*lockedWriter); !ok {
+		o.stderr = &lockedWriter{w: o.stderr}
+	}
 	ep := o.model.EndpointName()
 	sess, err := newSession(ctx, "ttotal", o.model.ID, ep, models.VariantName, o.journalDir, o.aws, o.stderr)
 	if err != nil {
