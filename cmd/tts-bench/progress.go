@@ -268,9 +268,11 @@ func (v *barView) EndStep(verdict string) {
 	v.l.mu.Lock()
 	name := v.l.name
 	v.l.mu.Unlock()
-	v.finishBar()
-	// Printed above the bars, so the verdicts stay on the screen as a log.
+	// Printed above the bars, so the verdicts stay on the screen as a log. Written before the bar completes:
+	// mpb flushes what was written at its next render, and the completed bar's last render may be the last one
+	// (written after it, the verdict was lost once in a clean-clone CI run, TestBarView).
 	fmt.Fprintf(v.p, "%s: %s\n", name, verdict)
+	v.finishBar()
 }
 
 func (v *barView) Close() {
