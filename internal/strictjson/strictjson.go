@@ -64,9 +64,9 @@ func Decode(data []byte, v any, unknownHint, wantObject string) []string {
 func DuplicateKeys(data []byte) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var out []string
-	_ = scanValue(dec, "", &out)
-	return out
+	sc := dupScanner{foldAll: true, caseFix: ", spelled in lower case as documented"}
+	_ = sc.scan(dec, nil, "")
+	return sc.out
 }
 
 // DuplicateKeysFor is DuplicateKeys for a document decoded into a value of type t. In an object decoded into
@@ -77,13 +77,22 @@ func DuplicateKeys(data []byte) []string {
 func DuplicateKeysFor(data []byte, t reflect.Type) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var out []string
-	_ = scanTyped(dec, t, "", &out)
-	return out
+	var sc dupScanner
+	_ = sc.scan(dec, t, "")
+	return sc.out
 }
 
-// scanTyped is scanValue knowing the Go type the value decodes into (nil when unknown: keys compared exactly).
-func scanTyped(dec *json.Decoder, t reflect.Type, path string, out *[]string) error {
+// dupScanner collects a problem per duplicate key: an exact repeat anywhere, and a key that differs from
+// another only in case in every object (foldAll, DuplicateKeys) or in objects decoded into a struct
+// (DuplicateKeysFor). caseFix ends the case-variant problem's advice.
+type dupScanner struct {
+	foldAll bool
+	caseFix string
+	out     []string
+}
+
+// scan reads one value from dec, of Go type t (nil when unknown), and records the duplicates below it.
+func (sc *dupScanner) scan(dec *json.Decoder, t reflect.Type, path string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -97,7 +106,7 @@ func scanTyped(dec *json.Decoder, t reflect.Type, path string, out *[]string) er
 	}
 	switch d {
 	case '{':
-		fold := t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType)
+		fold := sc.foldAll || t != nil && t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType)
 		seen := map[string]string{}
 		for dec.More() {
 			kt, err := dec.Token()
@@ -112,14 +121,14 @@ func scanTyped(dec *json.Decoder, t reflect.Type, path string, out *[]string) er
 			}
 			if first, dup := seen[k]; dup {
 				if first == key {
-					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q appears more than once in the same object: keep exactly one", p, key))
+					sc.out = append(sc.out, fmt.Sprintf("%s: duplicate key: %q appears more than once in the same object: keep exactly one", p, key))
 				} else {
-					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q differs from %q only in case, and a JSON decoder would read both as one field: keep exactly one", p, key, first))
+					sc.out = append(sc.out, fmt.Sprintf("%s: duplicate key: %q differs from %q only in case, and a JSON decoder would read both as one field: keep exactly one%s", p, key, first, sc.caseFix))
 				}
 			} else {
 				seen[k] = key
 			}
-			if err := scanTyped(dec, childType(t, key), p, out); err != nil {
+			if err := sc.scan(dec, childType(t, key), p); err != nil {
 				return err
 			}
 		}
@@ -129,7 +138,7 @@ func scanTyped(dec *json.Decoder, t reflect.Type, path string, out *[]string) er
 			el = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := scanTyped(dec, el, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
+			if err := sc.scan(dec, el, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -170,51 +179,6 @@ func childType(t reflect.Type, key string) reflect.Type {
 		return folded
 	}
 	return nil
-}
-
-// scanValue reads one value from dec and appends a problem per duplicate or case-variant key below it.
-func scanValue(dec *json.Decoder, path string, out *[]string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	switch d {
-	case '{':
-		seen := map[string]string{} // folded key → first spelling
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := kt.(string)
-			p := joinPath(path, key)
-			folded := foldKey(key)
-			if first, dup := seen[folded]; dup {
-				if first == key {
-					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q appears more than once in the same object: keep exactly one", p, key))
-				} else {
-					*out = append(*out, fmt.Sprintf("%s: duplicate key: %q differs from %q only in case, and a JSON decoder would read both as one field: keep exactly one, spelled in lower case as documented", p, key, first))
-				}
-			} else {
-				seen[folded] = key
-			}
-			if err := scanValue(dec, p, out); err != nil {
-				return err
-			}
-		}
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if err := scanValue(dec, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
-				return err
-			}
-		}
-	}
-	_, err = dec.Token() // the closing delimiter
-	return err
 }
 
 // foldKey maps a key to a canonical case-folded form: two keys encoding/json would match to the same field
