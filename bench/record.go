@@ -406,6 +406,19 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[rank-1]
 }
 
+// InWindow is the part of the request's time in flight (sent to end) inside [ws, we); ok is false when none
+// is. The one clipping rule of the in-flight figures (inFlight) and of what synthesizes records for them.
+func (r Record) InWindow(ws, we time.Time) (from, to time.Time, ok bool) {
+	from, to = r.Sent, r.End
+	if from.Before(ws) {
+		from = ws
+	}
+	if to.After(we) {
+		to = we
+	}
+	return from, to, to.After(from)
+}
+
 // inFlight integrates the number of requests in flight over [ws, we) from their send and end times.
 func inFlight(recs []Record, ws, we time.Time) (mean float64, peak int) {
 	if !we.After(ws) {
@@ -418,14 +431,8 @@ func inFlight(recs []Record, ws, we time.Time) (mean float64, peak int) {
 	evs := make([]ev, 0, 2*len(recs))
 	var area time.Duration
 	for _, r := range recs {
-		a, b := r.Sent, r.End
-		if a.Before(ws) {
-			a = ws
-		}
-		if b.After(we) {
-			b = we
-		}
-		if !b.After(a) {
+		a, b, ok := r.InWindow(ws, we)
+		if !ok {
 			continue
 		}
 		area += b.Sub(a)

@@ -159,14 +159,7 @@ func RateStep(run string, id bench.RateStepID, arrival, achieved, inFlight float
 	area := func(recs []bench.Record) int64 {
 		var a time.Duration
 		for _, r := range recs {
-			s, e := r.Sent, r.End
-			if s.Before(ws) {
-				s = ws
-			}
-			if e.After(we) {
-				e = we
-			}
-			if e.After(s) {
+			if s, e, ok := r.InWindow(ws, we); ok {
 				a += e.Sub(s)
 			}
 		}
