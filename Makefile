@@ -95,11 +95,11 @@ lint-cfn: synth-all deps-tools
 # Ctrl-C reaches the demo itself, which stops the emulator. .ci/run checks its summary with -check.
 DEMO_FLAGS ?=
 demo: deps build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy
-	$(GO) build -o bin/demo ./scripts/demo
+	$(GO) build -o bin/demo ./tools/demo
 	bin/demo $(DEMO_FLAGS)
 
 docs: deps build ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
-	$(GO) build -o bin/demo ./scripts/demo
+	$(GO) build -o bin/demo ./tools/demo
 	bin/demo -docs docs $(DEMO_FLAGS)
 
 clean: ## remove build outputs

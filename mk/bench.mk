@@ -1,5 +1,5 @@
-# Benchmarks as evidence (issue 15): each row of BENCHMARKS.md is one program under scripts/bench/ that writes
-# .cache/bench/<n>-<name>.json and its charts (scripts/bench/ROWS.md); the report assembles them.
+# Benchmarks as evidence (issue 15): each row of BENCHMARKS.md is one program under perf/ that writes
+# .cache/bench/<n>-<name>.json and its charts (perf/ROWS.md); the report assembles them.
 #
 #   make bench        every row at full size, then BENCHMARKS.md (tens of minutes; not in CI)
 #   make bench-smoke  every row at its smallest size, then the report into .cache/bench/: checks each program
@@ -23,13 +23,13 @@ deps-bench: ## install the benchmark peers wrk and hey (only what is missing)
 # Full size: a missing peer is an error (-require-peers), and the report refuses a smoke row.
 bench: deps deps-bench container-build ## run every benchmark row at full size and write BENCHMARKS.md
 	@for r in $(BENCH_ROWS); do p=$${r#*:}; extra=""; [ "$$p" = loadengine ] && extra=-require-peers; \
-		echo "== row $${r%%:*}: go run ./scripts/bench/$$p $$extra"; \
-		$(BENCH_ENV) $(GO) run ./scripts/bench/$$p -out $(BENCH_DIR) $$extra; done
-	$(GO) run ./scripts/bench/report -in $(BENCH_DIR) -out BENCHMARKS.md -require $(bench_require)
+		echo "== row $${r%%:*}: go run ./perf/$$p $$extra"; \
+		$(BENCH_ENV) $(GO) run ./perf/$$p -out $(BENCH_DIR) $$extra; done
+	$(GO) run ./perf/report -in $(BENCH_DIR) -out BENCHMARKS.md -require $(bench_require)
 
 bench-smoke: deps deps-bench container-build ## every benchmark row at its smallest size (seconds each), then the report
 	@start=$$(date +%s); rm -f $(BENCH_DIR)/[0-9]*-*.json; \
-	for r in $(BENCH_ROWS); do p=$${r#*:}; echo "== row $${r%%:*}: go run ./scripts/bench/$$p -smoke"; \
-		$(BENCH_ENV) $(GO) run ./scripts/bench/$$p -smoke -out $(BENCH_DIR); done; \
-	$(GO) run ./scripts/bench/report -in $(BENCH_DIR) -out $(BENCH_DIR)/BENCHMARKS.md -require $(bench_require); \
+	for r in $(BENCH_ROWS); do p=$${r#*:}; echo "== row $${r%%:*}: go run ./perf/$$p -smoke"; \
+		$(BENCH_ENV) $(GO) run ./perf/$$p -smoke -out $(BENCH_DIR); done; \
+	$(GO) run ./perf/report -in $(BENCH_DIR) -out $(BENCH_DIR)/BENCHMARKS.md -require $(bench_require); \
 	echo "bench-smoke: every row produced in $$(( $$(date +%s) - start )) s"

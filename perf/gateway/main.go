@@ -1,0 +1,592 @@
+// Command gateway is benchmark row 8 (issue 25): what `speech-infra gateway` adds to the time to first audio
+// byte (row 7 is issue 22's cost against the limit). One calibration container instance (a fixed 20 ms of
+// waiting per segment, enough engine workers that nothing queues) is deployed on an emulator running in this
+// process, through the real SDK. The gateway runs as its own process (`speech-infra gateway espeak-ng --local
+// --endpoint …`, built from this repository), as on an agent's host. The load engine then drives the same
+// endpoint two ways, closed loop, in interleaved rounds at C = 1, 10 and 50: directly with
+// InvokeEndpointWithResponseStream (bench.SageMakerStream, one SDK client per worker, as tts-bench does) and
+// through the gateway's POST /v1/audio/speech (OpenAI's request, wav). The row is the difference of the two
+// TTFAB distributions' percentiles: the gateway's HTTP hop, its reading of the request and its own
+// InvokeEndpointWithResponseStream decoding and re-writing each payload part.
+//
+//	go run ./perf/gateway [-smoke] [-out .cache/bench] [-duration 12s] [-segment-ms 20]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
+	"github.com/speech-infra/speech-infra/perf/internal/harness"
+	"github.com/speech-infra/speech-infra/perf/internal/row"
+)
+
+// text is the request: two segments, so the answer is a stream of several payload parts.
+const text = "Hello there. How are you today?"
+
+// rowN is this row's place in BENCHMARKS.md (row 7 is issue 22's cost against the limit); chartFile its chart.
+const (
+	rowN      = 8
+	chartFile = "8-gateway.svg"
+)
+
+// endpointName is the endpoint (and its model and config) deployed on the private emulator.
+const endpointName = "bench-gateway"
+
+// concurrencies are issue 25's levels for this row.
+var concurrencies = []int{1, 10, 50}
+
+// Goal: what the gateway adds to p99 TTFAB at C=10.
+const (
+	goalC  = 10
+	goalMs = 5.0
+)
+
+// minP99Samples is how many TTFABs each path needs at a level before its p99 is judged.
+const minP99Samples = 200
+
+// Waits, each bounded.
+const (
+	emulatorReadyWait = 15 * time.Second
+	inServiceWait     = 2 * time.Minute
+	gatewayReadyWait  = 2 * time.Minute // includes building speech-infra
+	emulatorStopWait  = 30 * time.Second
+	callTimeout       = 15 * time.Second
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway bench:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+type options struct {
+	out       string
+	smoke     bool
+	duration  time.Duration
+	segmentMs int
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.out, "out", row.DefaultDir, "directory of the row file and its charts")
+	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per path and level, one round): checks the program works")
+	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
+	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+	}
+	if o.smoke {
+		o.duration = time.Second
+	}
+	var errs []error
+	if o.duration < 500*time.Millisecond || o.duration > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("-duration: is %v: want 500ms to 10m", o.duration))
+	}
+	if o.segmentMs < 0 || o.segmentMs > 1000 {
+		errs = append(errs, fmt.Errorf("-segment-ms: is %d: want 0 to 1000", o.segmentMs))
+	}
+	if strings.TrimSpace(o.out) == "" {
+		errs = append(errs, errors.New("-out: is empty: give the directory of the row file, e.g. .cache/bench"))
+	}
+	if len(errs) > 0 {
+		return o, usageError{errors.Join(errs...)}
+	}
+	return o, nil
+}
+
+// privateEmulator is an emulator serving in this process with its state in a temporary directory.
+type privateEmulator struct {
+	emu      *emulator.Emulator
+	dir      string
+	stateDir string
+	logPath  string
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+func startEmulator(ctx context.Context, bin string) (*privateEmulator, error) {
+	dir, err := os.MkdirTemp("", "bench-gateway-")
+	if err != nil {
+		return nil, fmt.Errorf("create the emulator's state directory: %w: check $TMPDIR", err)
+	}
+	logPath := filepath.Join(dir, "emulator.log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("create the emulator's log: %w", err)
+	}
+	stateDir := filepath.Join(dir, "state")
+	emu, err := emulator.Open(emulator.Options{StateDir: stateDir, Addr: "127.0.0.1:0", ContainerBin: bin,
+		Log: lf, Profile: &emulator.Profile{Name: "none"}, TimeScale: 1})
+	if err != nil {
+		lf.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("open the emulator: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	p := &privateEmulator{emu: emu, dir: dir, stateDir: stateDir, logPath: logPath, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		p.done <- emu.Run(runCtx)
+		lf.Close()
+	}()
+	deadline := time.Now().Add(emulatorReadyWait)
+	for {
+		if _, ok, err := emulator.Running(stateDir); ok && err == nil {
+			return p, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.stop()
+			return nil, fmt.Errorf("the emulator in %s did not publish its identity within %v", dir, emulatorReadyWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *privateEmulator) stop() {
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-time.After(emulatorStopWait):
+	}
+	os.RemoveAll(p.dir)
+}
+
+func deploy(ctx context.Context, sm *sagemaker.Client, env map[string]string) error {
+	call, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := sm.CreateModel(call, &sagemaker.CreateModelInput{ModelName: aws.String(endpointName), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: env}}); err != nil {
+		return fmt.Errorf("CreateModel: %w", err)
+	}
+	if _, err := sm.CreateEndpointConfig(call, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(endpointName), ProductionVariants: []smtypes.ProductionVariant{{
+		VariantName: aws.String("AllTraffic"), ModelName: aws.String(endpointName), InitialInstanceCount: aws.Int32(1),
+		InstanceType: smtypes.ProductionVariantInstanceType("local"), ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60)}}}); err != nil {
+		return fmt.Errorf("CreateEndpointConfig: %w", err)
+	}
+	if _, err := sm.CreateEndpoint(call, &sagemaker.CreateEndpointInput{EndpointName: aws.String(endpointName), EndpointConfigName: aws.String(endpointName)}); err != nil {
+		return fmt.Errorf("CreateEndpoint: %w", err)
+	}
+	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
+	})
+	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(endpointName)}, inServiceWait); err != nil {
+		return fmt.Errorf("endpoint %s not InService within %v: %w", endpointName, inServiceWait, err)
+	}
+	return nil
+}
+
+// gatewayProc is a running `speech-infra gateway`.
+type gatewayProc struct {
+	cmd  *exec.Cmd
+	url  string
+	dir  string
+	done chan error
+	log  bytes.Buffer
+}
+
+// startGateway builds speech-infra from this repository and runs its gateway on a free port against the
+// private emulator's endpoint; it returns once GET /v1/models answers 200.
+func startGateway(ctx context.Context, stateDir string) (*gatewayProc, error) {
+	dir, err := os.MkdirTemp("", "bench-gateway-bin-")
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(dir, "speech-infra")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/speech-infra")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("build speech-infra (go build ./cmd/speech-infra, from the repository root): %w\n%s", err, out)
+	}
+	port, err := benchkit.FreePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port) + "/v1", dir: dir, done: make(chan error, 1)}
+	g.cmd = exec.Command(bin, "gateway", "espeak-ng", "--local", "--state-dir", stateDir, "--endpoint", endpointName,
+		"--port", strconv.Itoa(port), "--max-streams", "4096")
+	g.cmd.Stdout, g.cmd.Stderr = &g.log, &g.log
+	if err := g.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start the gateway: %w", err)
+	}
+	go func() { g.done <- g.cmd.Wait() }()
+	deadline := time.Now().Add(gatewayReadyWait)
+	for {
+		res, err := http.Get(g.url + "/models")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return g, nil
+			}
+		}
+		select {
+		case err := <-g.done:
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("the gateway exited (%v):\n%s", err, g.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			g.stop()
+			return nil, fmt.Errorf("the gateway did not answer within %v:\n%s", gatewayReadyWait, g.log.String())
+		}
+	}
+}
+
+// stop sends SIGTERM (the gateway lets requests in flight finish) and waits.
+func (g *gatewayProc) stop() {
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(30 * time.Second):
+		g.cmd.Process.Kill()
+		<-g.done
+	}
+	os.RemoveAll(g.dir)
+}
+
+// openAISpeech is a bench.Transport over the gateway's POST /v1/audio/speech with OpenAI's request shape, wav.
+// Workers share one net/http client (safe for concurrent use, an idle connection per worker kept).
+type openAISpeech struct {
+	url    string
+	client *http.Client
+}
+
+func newOpenAISpeech(url string) *openAISpeech {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.DisableCompression = 0, 4096, true
+	return &openAISpeech{url: url, client: &http.Client{Transport: tr}}
+}
+
+func (o *openAISpeech) Name() string                     { return "openai-gateway" }
+func (o *openAISpeech) Worker(int) (bench.Sender, error) { return o, nil }
+
+// Send posts the request and reads the answer; TTFAB is to the first byte after the 44-byte WAV header, as
+// bench's own transports measure it, from just before the request is handed to the client.
+func (o *openAISpeech) Send(ctx context.Context, text string) (bench.StreamResult, error) {
+	body, _ := json.Marshal(map[string]string{"model": "espeak-ng", "voice": "calibration", "input": text, "response_format": "wav"})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.url+"/audio/speech", bytes.NewReader(body))
+	if err != nil {
+		return bench.StreamResult{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res := bench.StreamResult{Sent: time.Now()}
+	resp, err := o.client.Do(req)
+	if err != nil {
+		res.End = time.Now()
+		return res, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		res.End = time.Now()
+		return res, &bench.StatusError{StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(msg))}
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			now := time.Now()
+			if res.FirstByte.IsZero() {
+				res.FirstByte = now
+			}
+			res.Bytes += int64(n)
+			if res.FirstAudio.IsZero() && res.Bytes > 44 {
+				res.FirstAudio = now
+			}
+		}
+		if err != nil {
+			res.End = time.Now()
+			if errors.Is(err, io.EOF) {
+				if res.Bytes <= 44 {
+					return res, errors.New("the answer carried no audio")
+				}
+				res.Format, res.HeaderBytes, res.AudioBytes = bench.FormatWAV, 44, res.Bytes-44
+				return res, nil
+			}
+			return res, err
+		}
+	}
+}
+
+type path struct {
+	name      string
+	transport bench.Transport
+	ttfab     [][]float64
+	resp      [][]float64
+	rates     [][]float64
+}
+
+type level struct {
+	c                                        int
+	dirP50, dirP99, gwP50, gwP99             float64
+	addP50, addP99                           float64
+	dirResp50, dirResp99, gwResp50, gwResp99 float64
+	dirN, gwN                                int
+	dirRate, gwRate                          float64
+	enoughForP99                             bool
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	started, loadStart := time.Now().UTC(), loadAverage()
+	benchkit.RaiseFDLimit()
+	bin, err := benchkit.ContainerBinary(ctx)
+	if err != nil {
+		return err
+	}
+	pe, err := startEmulator(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer pe.stop()
+	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
+		}
+		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
+	}
+	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
+	cfg := cloud.LocalConfig(url, creds)
+	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
+	maxC := concurrencies[len(concurrencies)-1]
+	workers := 2 * maxC
+	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
+		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
+	fmt.Fprintf(stderr, "gateway bench: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
+	if err := deploy(ctx, sm, env); err != nil {
+		return fail(err)
+	}
+	gw, err := startGateway(ctx, pe.stateDir)
+	if err != nil {
+		return fail(err)
+	}
+	defer gw.stop()
+	fmt.Fprintf(stderr, "gateway bench: the gateway serves %s\n", gw.url)
+
+	paths := []*path{
+		{name: "direct InvokeEndpointWithResponseStream", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
+		}}},
+		{name: "through the gateway", transport: newOpenAISpeech(gw.url)},
+	}
+	for _, p := range paths {
+		p.ttfab, p.resp, p.rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
+	}
+	if err := sameAnswer(ctx, paths); err != nil {
+		return fail(err)
+	}
+	for _, p := range paths {
+		if _, err := benchkit.Step(ctx, benchkit.NewTimed(p.transport, maxC), maxC, 300*time.Millisecond, text); err != nil {
+			return fail(fmt.Errorf("warm-up %s: %w", p.name, err))
+		}
+	}
+	rounds := 3
+	if o.smoke {
+		rounds = 1
+	}
+	slice := o.duration / time.Duration(rounds)
+	for li, c := range concurrencies {
+		for round := 0; round < rounds; round++ {
+			for k := range paths {
+				p := paths[(round+k+li)%len(paths)]
+				fmt.Fprintf(stderr, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.name, slice)
+				tr := benchkit.NewTimed(p.transport, c)
+				res, err := benchkit.Step(ctx, tr, c, slice, text)
+				if err != nil {
+					return fail(fmt.Errorf("%s at C=%d: %w", p.name, c, err))
+				}
+				tt, rr, failed := tr.Results()
+				if failed > 0 {
+					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing\n%s", p.name, c, failed, gw.log.String()))
+				}
+				if len(tt) == 0 {
+					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
+				}
+				p.ttfab[li], p.resp[li] = append(p.ttfab[li], tt...), append(p.resp[li], rr...)
+				p.rates[li] = append(p.rates[li], res.AchievedRPS)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return benchkit.ErrInterrupted
+	}
+	dir, gwp := paths[0], paths[1]
+	var levels []level
+	pct := benchkit.Percentile
+	for li, c := range concurrencies {
+		l := level{c: c,
+			dirP50: pct(dir.ttfab[li], 50), dirP99: pct(dir.ttfab[li], 99), gwP50: pct(gwp.ttfab[li], 50), gwP99: pct(gwp.ttfab[li], 99),
+			dirResp50: pct(dir.resp[li], 50), dirResp99: pct(dir.resp[li], 99), gwResp50: pct(gwp.resp[li], 50), gwResp99: pct(gwp.resp[li], 99),
+			dirN: len(dir.ttfab[li]), gwN: len(gwp.ttfab[li]), dirRate: harness.Median(dir.rates[li]), gwRate: harness.Median(gwp.rates[li]),
+		}
+		l.addP50, l.addP99 = l.gwP50-l.dirP50, l.gwP99-l.dirP99
+		l.enoughForP99 = l.dirN >= minP99Samples && l.gwN >= minP99Samples
+		levels = append(levels, l)
+	}
+	r := buildRow(o, started, workers, levels, loadStart)
+	if err := writeCharts(o.out, levels); err != nil {
+		return err
+	}
+	r.Duration = row.Of(time.Since(started))
+	p, err := row.Write(o.out, r)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, p)
+	return nil
+}
+
+// sameAnswer sends the text once each way: both must carry the same number of audio bytes.
+func sameAnswer(ctx context.Context, paths []*path) error {
+	var got []bench.StreamResult
+	for _, p := range paths {
+		s, err := p.transport.Worker(0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		call, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := s.Send(call, text)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("first request %s: %w", p.name, err)
+		}
+		got = append(got, res)
+	}
+	if got[0].AudioBytes == 0 || got[0].AudioBytes != got[1].AudioBytes {
+		return fmt.Errorf("the answers differ: %s %d audio bytes, %s %d: both paths must reach the same container", paths[0].name, got[0].AudioBytes, paths[1].name, got[1].AudioBytes)
+	}
+	return nil
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
+	load := loadStart + " at the start, " + loadAverage() + " at the end"
+	cmd := "go run ./perf/gateway"
+	rounds := 3
+	if o.smoke {
+		cmd += " -smoke"
+		rounds = 1
+	}
+	added := row.Table{Title: "Added TTFAB, through the gateway minus direct InvokeEndpointWithResponseStream (ms; a percentile of one path's distribution minus the same percentile of the other's)",
+		Columns: []string{"C", "added p50", "added p99", "gateway p50", "direct p50", "gateway p99", "direct p99", "requests (gateway / direct)"}}
+	detail := row.Table{Title: "Each path (ms; rate in requests/s, median of rounds)",
+		Columns: []string{"C", "path", "requests", "rate", "TTFAB p50", "TTFAB p99", "response p50", "response p99"}}
+	var figures []string
+	for _, l := range levels {
+		c := strconv.Itoa(l.c)
+		added.Rows = append(added.Rows, []string{c, f3(l.addP50), f3(l.addP99), f3(l.gwP50), f3(l.dirP50), f3(l.gwP99), f3(l.dirP99), strconv.Itoa(l.gwN) + " / " + strconv.Itoa(l.dirN)})
+		detail.Rows = append(detail.Rows,
+			[]string{c, "direct InvokeEndpointWithResponseStream", strconv.Itoa(l.dirN), strconv.FormatFloat(l.dirRate, 'f', 0, 64), f3(l.dirP50), f3(l.dirP99), f3(l.dirResp50), f3(l.dirResp99)},
+			[]string{c, "through the gateway (POST /v1/audio/speech)", strconv.Itoa(l.gwN), strconv.FormatFloat(l.gwRate, 'f', 0, 64), f3(l.gwP50), f3(l.gwP99), f3(l.gwResp50), f3(l.gwResp99)})
+		figures = append(figures, fmt.Sprintf("C=%d: p50 %+.2f ms, p99 %+.2f ms", l.c, l.addP50, l.addP99))
+	}
+	return row.Row{Schema: row.SchemaVersion, N: rowN, Name: "gateway", Title: "The OpenAI gateway's added TTFAB", Smoke: o.smoke, Command: cmd,
+		Machine: row.CurrentMachine(), Date: started,
+		Summary: fmt.Sprintf("One calibration container instance (`ENGINE=calibration CALIBRATION_SEGMENT_MS=%d`, `ENGINE_WORKERS=%d`, `QUEUE_MAX_DEPTH=0`) on the local "+
+			"emulator, and `speech-infra gateway` in a process of its own in front of it. The load engine drives the endpoint two ways, closed loop at C = 1, 10 and 50 "+
+			"in %d interleaved rounds (%v per path and level in all): directly with `InvokeEndpointWithResponseStream` (one SDK client per worker, as tts-bench does) "+
+			"and through the gateway's `POST /v1/audio/speech` (OpenAI's request, wav). TTFAB is to the first byte after the WAV header on both. The added TTFAB is "+
+			"a percentile of the gateway path's distribution minus the same percentile of the direct one's: one more HTTP hop, the gateway's own signed "+
+			"InvokeEndpointWithResponseStream and the re-writing of each payload part. Added TTFAB: %s.",
+			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; ")),
+		Goals:   []row.Goal{goal(levels, load)},
+		Tables:  []row.Table{added, detail},
+		Figures: []row.Figure{{File: chartFile, Caption: "Added TTFAB p50 and p99 (through the gateway minus direct) against C, with the goal"}},
+		Notes: []string{
+			"Both paths go through the emulator and the same instance; the gateway path adds the gateway process between the client and the emulator. The emulator runs in the measuring process; the gateway is built from this repository (`go build ./cmd/speech-infra`) and run as `speech-infra gateway espeak-ng --local --endpoint bench-gateway`.",
+			fmt.Sprintf("The machine's load average (1, 5, 15 min): %s, on %d cores.", load, runtime.NumCPU()),
+			fmt.Sprintf("A p99 is judged only with at least %d requests per path at that level.", minP99Samples),
+		},
+	}
+}
+
+func goal(levels []level, load string) row.Goal {
+	g := row.Goal{Text: fmt.Sprintf("added TTFAB p99 < %g ms at C=%d (issue 25)", goalMs, goalC)}
+	for _, l := range levels {
+		if l.c != goalC {
+			continue
+		}
+		g.Measured = fmt.Sprintf("%.2f ms (p50 %.2f ms)", l.addP99, l.addP50)
+		switch {
+		case !l.enoughForP99:
+			g.Verdict = row.NotMeasured
+			g.Why = fmt.Sprintf("%d / %d requests at C=%d: fewer than %d per path, too few for a p99 (a smoke run); run `make bench`", l.gwN, l.dirN, l.c, minP99Samples)
+		case l.addP99 < goalMs:
+			g.Verdict = row.Met
+		default:
+			g.Verdict = row.Missed
+			g.Why = fmt.Sprintf("at C=%d the gateway path's p99 TTFAB is %.1f ms against %.1f ms direct (p50 %+.1f ms): the extra hop's work (a second HTTP exchange, SigV4 signing, event-stream decoding and re-writing) waits for CPU on %d cores shared with the emulator, the container and the other engineers' jobs (load average %s)",
+				l.c, l.gwP99, l.dirP99, l.addP50, runtime.NumCPU(), load)
+		}
+		return g
+	}
+	g.Verdict, g.Why, g.Measured = row.NotMeasured, fmt.Sprintf("C=%d was not measured", goalC), "-"
+	return g
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+func writeCharts(dir string, levels []level) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w: check the path and its permissions", dir, err)
+	}
+	var a50, a99 plotter.XYs
+	for _, l := range levels {
+		x := float64(l.c)
+		a50, a99 = append(a50, plotter.XY{X: x, Y: l.addP50}), append(a99, plotter.XY{X: x, Y: l.addP99})
+	}
+	ch := benchkit.Chart{Title: "What the gateway adds to TTFAB", X: "requests in flight (C)", Y: "added TTFAB (ms)", LogX: true,
+		Series: []benchkit.Series{{Name: "added p50", XY: a50}, {Name: "added p99", XY: a99}}, HLine: goalMs, HLineName: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs)}
+	return ch.WriteSVG(filepath.Join(dir, chartFile))
+}

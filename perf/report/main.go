@@ -1,0 +1,294 @@
+// Command report assembles BENCHMARKS.md from the benchmark rows (issue 15): it reads every row file
+// (<n>-<name>.json, perf/internal/row) of a directory strictly, copies each row's SVG charts next to
+// the document, and writes the document atomically, rows in their fixed order, each with its title, figures,
+// goals and whether they are met, what was fixed, the command that reproduces it, the machine and the date.
+//
+//	go run ./perf/report [-in .cache/bench] [-out BENCHMARKS.md] [-figures benchmarks] [-require 1,2,3,4,5,6]
+//
+// Exit status 2 for a usage error, 1 when a row file is invalid, a required row or a figure is missing.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/perf/internal/row"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+type options struct {
+	in, out, figures string
+	require          []int
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var require string
+	fs.StringVar(&o.in, "in", row.DefaultDir, "directory of the row files and their charts")
+	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "the document to write")
+	fs.StringVar(&o.figures, "figures", "", "directory the charts are copied to (default: benchmarks/ next to -out)")
+	fs.StringVar(&require, "require", "", "rows that must be present, comma-separated (e.g. 1,2,3,4,5,6)")
+	if err := fs.Parse(args); err != nil {
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+	}
+	var errs []error
+	if require != "" {
+		for _, f := range strings.Split(require, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 99 {
+				errs = append(errs, fmt.Errorf("-require: %q: want row numbers 1 to 99, comma-separated", f))
+				continue
+			}
+			o.require = append(o.require, n)
+		}
+	}
+	if o.out == "" {
+		errs = append(errs, errors.New("-out: is empty: give the document's path, e.g. BENCHMARKS.md"))
+	}
+	if o.figures == "" {
+		o.figures = filepath.Join(filepath.Dir(o.out), "benchmarks")
+	}
+	if len(errs) > 0 {
+		return o, usageError{errors.Join(errs...)}
+	}
+	return o, nil
+}
+
+var rowFileRE = regexp.MustCompile(`^[0-9]+-[a-z0-9-]+\.json$`)
+
+// loadRows reads every row file of dir, refusing two files of the same row number.
+func loadRows(dir string) ([]row.Row, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read the row directory: %w: run the row programs first (perf/ROWS.md)", err)
+	}
+	var rows []row.Row
+	var errs []error
+	seen := map[int]string{}
+	for _, e := range entries {
+		if e.IsDir() || !rowFileRE.MatchString(e.Name()) {
+			continue
+		}
+		r, err := row.Read(filepath.Join(dir, e.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, ok := seen[r.N]; ok {
+			errs = append(errs, fmt.Errorf("row %d: two files, %s and %s: remove the stale one", r.N, prev, e.Name()))
+			continue
+		}
+		seen[r.N] = e.Name()
+		rows = append(rows, r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].N < rows[j].N })
+	return rows, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	rows, err := loadRows(o.in)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, n := range o.require {
+		found := false
+		for _, r := range rows {
+			found = found || r.N == n
+		}
+		if !found {
+			missing = append(missing, strconv.Itoa(n))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("row %s missing from %s: run its program (perf/ROWS.md)", strings.Join(missing, ", "), o.in)
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("no row file in %s: run the row programs first (perf/ROWS.md)", o.in)
+	}
+	// Read every figure before writing anything, so a missing one leaves the document as it was.
+	figs := map[string][]byte{}
+	for _, r := range rows {
+		for _, f := range r.Figures {
+			data, err := os.ReadFile(filepath.Join(o.in, f.File))
+			if err != nil {
+				return fmt.Errorf("row %d: figure %s: %w: rerun `%s`", r.N, f.File, err, r.Command)
+			}
+			figs[f.File] = data
+		}
+	}
+	rel, err := filepath.Rel(filepath.Dir(o.out), o.figures)
+	if err != nil {
+		return fmt.Errorf("-figures: %w", err)
+	}
+	if len(figs) > 0 {
+		if err := os.MkdirAll(o.figures, 0o755); err != nil {
+			return fmt.Errorf("create the figure directory: %w", err)
+		}
+		for name, data := range figs {
+			if err := atomicfile.WriteFile(filepath.Join(o.figures, name), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if err := atomicfile.WriteFile(o.out, []byte(render(rows, filepath.ToSlash(rel))), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, o.out)
+	return nil
+}
+
+func verdictMark(v string) string {
+	switch v {
+	case row.Met:
+		return "✅ met"
+	case row.Missed:
+		return "❌ missed"
+	}
+	return "⚠️ not measured"
+}
+
+func gib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB" }
+
+// cell escapes a table cell.
+func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+
+// render is the document: a summary table, then one section per row. figDir is the figures' directory
+// relative to the document.
+func render(rows []row.Row, figDir string) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# Benchmarks\n\n")
+	p("Generated by `go run ./perf/report` from the row files the `make bench` programs write (perf/ROWS.md). ")
+	p("These machines are shared and noisy: every claim is a ratio or a difference measured side by side in the same run, not an absolute time.\n\n")
+	p("| row | goal | measured | verdict |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		title := fmt.Sprintf("[%d. %s](#%s)", r.N, cell(r.Title), anchor(r))
+		if len(r.Goals) == 0 {
+			p("| %s | (figures only) | | |\n", title)
+		}
+		for i, g := range r.Goals {
+			t := title
+			if i > 0 {
+				t = ""
+			}
+			p("| %s | %s | %s | %s |\n", t, cell(g.Text), cell(g.Measured), verdictMark(g.Verdict))
+		}
+	}
+	p("\n")
+	for _, r := range rows {
+		p("## %d. %s\n\n", r.N, r.Title)
+		if r.Smoke {
+			p("> **Smoke run** (smallest size): these figures only show that the program works; run `%s` without `-smoke` for the real figures.\n\n", strings.TrimSuffix(r.Command, " -smoke"))
+		}
+		if r.Summary != "" {
+			p("%s\n\n", r.Summary)
+		}
+		for _, f := range r.Figures {
+			p("![%s](%s/%s)\n\n", f.Caption, figDir, f.File)
+		}
+		if len(r.Goals) > 0 {
+			p("**Goals**\n\n")
+			for _, g := range r.Goals {
+				p("- %s: %s", verdictMark(g.Verdict), g.Text)
+				if g.Measured != "" {
+					p(" — measured %s", g.Measured)
+				}
+				if g.Why != "" {
+					p(". Why: %s", g.Why)
+				}
+				p("\n")
+			}
+			p("\n")
+		}
+		for _, t := range r.Tables {
+			if t.Title != "" {
+				p("**%s**\n\n", t.Title)
+			}
+			p("| %s |\n|%s\n", strings.Join(mapCells(t.Columns), " | "), strings.Repeat("---|", len(t.Columns)))
+			for _, rr := range t.Rows {
+				p("| %s |\n", strings.Join(mapCells(rr), " | "))
+			}
+			p("\n")
+		}
+		p("**Fixed because of this row:** ")
+		if len(r.Fixed) == 0 {
+			p("nothing.\n\n")
+		} else {
+			p("\n\n")
+			for _, f := range r.Fixed {
+				p("- %s\n", f)
+			}
+			p("\n")
+		}
+		for _, n := range r.Notes {
+			p("- %s\n", n)
+		}
+		if len(r.Notes) > 0 {
+			p("\n")
+		}
+		m := r.Machine
+		p("Reproduce: `%s` · machine: nproc %d, memory %s", r.Command, m.NProc, gib(m.MemTotalBytes))
+		if m.CPUModel != "" {
+			p(", %s", m.CPUModel)
+		}
+		p(", %s/%s, %s · date %s · took %.0f s\n\n", m.OS, m.Arch, m.GoVersion, r.Date.UTC().Format("2006-01-02 15:04 UTC"), float64(r.Duration))
+	}
+	return b.String()
+}
+
+func mapCells(cs []string) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = cell(c)
+	}
+	return out
+}
+
+// anchor is GitHub's heading anchor of the row's section.
+func anchor(r row.Row) string {
+	h := strings.ToLower(fmt.Sprintf("%d. %s", r.N, r.Title))
+	var b strings.Builder
+	for _, c := range h {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+			b.WriteRune(c)
+		case c == ' ':
+			b.WriteRune('-')
+		}
+	}
+	return b.String()
+}

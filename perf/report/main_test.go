@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/speech-infra/speech-infra/perf/internal/row"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func fixture(n int, name string, smoke bool) row.Row {
+	return row.Row{
+		Schema: row.SchemaVersion, N: n, Name: name, Title: "Row " + name, Summary: "What is compared | how.", Smoke: smoke,
+		Command: "go run ./perf/" + name, Date: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Duration: 42,
+		Machine: row.Machine{NProc: 2, MemTotalBytes: 8 << 30, CPUModel: "Test CPU", OS: "linux", Arch: "amd64", GoVersion: "go1.26", FDLimit: 1024},
+		Goals: []row.Goal{{Text: "rate >= 0.9x wrk", Measured: "0.95x", Verdict: row.Met},
+			{Text: "p99 < 1 ms", Measured: "3 ms", Verdict: row.Missed, Why: "the client shares two cores with the server"}},
+		Tables:  []row.Table{{Title: "Rates", Columns: []string{"C", "rps"}, Rows: [][]string{{"1", "100"}, {"10", "900"}}}},
+		Figures: []row.Figure{{File: strings.TrimSuffix(row.FileName(n, name), ".json") + ".svg", Caption: "the chart"}},
+		Fixed:   []string{"bench: a fix (abc123)"},
+		Notes:   []string{"a note"},
+	}
+}
+
+// writeRow writes r and its figure into dir.
+func writeRow(t *testing.T, dir string, r row.Row) {
+	t.Helper()
+	if _, err := row.Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Figures {
+		if err := os.WriteFile(filepath.Join(dir, f.File), []byte("<svg/>"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReportGolden(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	// Written out of order: the document has them in row order.
+	writeRow(t, in, fixture(3, "container-overhead", true))
+	writeRow(t, in, fixture(1, "load-engine", false))
+	doc := filepath.Join(out, "BENCHMARKS.md")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-in", in, "-out", doc, "-require", "1,3"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "BENCHMARKS.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("document differs from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+	for _, f := range []string{"1-load-engine.svg", "3-container-overhead.svg"} {
+		if _, err := os.Stat(filepath.Join(out, "benchmarks", f)); err != nil {
+			t.Errorf("figure %s not copied: %v", f, err)
+		}
+	}
+}
+
+func TestReportRefuses(t *testing.T) {
+	cases := map[string]struct {
+		setup func(t *testing.T, in string)
+		args  []string
+		want  string
+		usage bool
+	}{
+		"required row missing": {func(t *testing.T, in string) { writeRow(t, in, fixture(1, "load-engine", false)) },
+			[]string{"-require", "1,2"}, "row 2 missing", false},
+		"empty directory": {func(t *testing.T, in string) {}, nil, "no row file", false},
+		"invalid row file": {func(t *testing.T, in string) {
+			os.WriteFile(filepath.Join(in, "1-load-engine.json"), []byte(`{"schema":1}`), 0o644)
+		}, nil, "1-load-engine.json", false},
+		"two files of one row": {func(t *testing.T, in string) {
+			writeRow(t, in, fixture(1, "load-engine", false))
+			writeRow(t, in, fixture(1, "old-name", false))
+		}, nil, "two files", false},
+		"figure missing": {func(t *testing.T, in string) {
+			r := fixture(1, "load-engine", false)
+			if _, err := row.Write(in, r); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, "figure 1-load-engine.svg", false},
+		"bad require":    {func(t *testing.T, in string) {}, []string{"-require", "1,x"}, "-require", true},
+		"extra argument": {func(t *testing.T, in string) {}, []string{"now"}, "unexpected argument", true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			in, out := t.TempDir(), t.TempDir()
+			c.setup(t, in)
+			doc := filepath.Join(out, "BENCHMARKS.md")
+			var stdout, stderr bytes.Buffer
+			err := run(append([]string{"-in", in, "-out", doc}, c.args...), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("run = %v, want an error naming %q", err, c.want)
+			}
+			var ue usageError
+			if errors.As(err, &ue) != c.usage {
+				t.Errorf("usage error = %v, want %v", !c.usage, c.usage)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("wrote %v on error", entries)
+			}
+		})
+	}
+}
