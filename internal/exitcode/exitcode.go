@@ -2,19 +2,26 @@
 //
 //	0 (CodeOK)          the command did what was asked
 //	1 (CodeCheckFailed) a check failed (drift found, an infeasible plan, a validate mismatch) or the command
-//	                    failed while doing its work (an AWS call, a process that would not start)
+//	                    failed while doing its work
 //	2 (CodeUsage)       a usage or input error: a bad flag or argument, an unreadable or invalid input file
+//	3 (CodeCouldNotRun) the command could not run: an AWS or network error, a missing tool
 //
-// A command marks an error with Usage or CheckFailed where it arises; Code maps it to the exit code. An
-// unmarked error is a failure of the command: exit 1. So every usage or input error must be marked with
-// Usage (or Usagef) explicitly; a command that forgets to mark one exits 1, never 2 by accident. Marks
-// survive wrapping with %w; when an error carries several marks the outermost one decides.
+// So a script can tell "the plan failed" (1) from "the call failed" (3).
+//
+// A command marks an error with Usage, CheckFailed or CouldNotRun where it arises; Code maps it to the exit
+// code. An unmarked error is a failure of the command: exit 1, unless it is a network error or a missing
+// executable (Classify), which could not run: exit 3. So every usage or input error must be marked with Usage
+// (or Usagef) explicitly; a command that forgets to mark one exits 1, never 2 by accident. Marks survive
+// wrapping with %w; when an error carries several marks the outermost one decides. AWS errors are marked
+// where they are diagnosed (cloud.Diagnose), since this package imports no SDK.
 package exitcode
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os/exec"
 )
 
 // The exit codes.
@@ -25,6 +32,8 @@ const (
 	CodeCheckFailed = 1
 	// CodeUsage means a usage or input error.
 	CodeUsage = 2
+	// CodeCouldNotRun means the command could not run: an AWS or network error, a missing tool.
+	CodeCouldNotRun = 3
 )
 
 // marked carries the exit code an error maps to.
@@ -61,6 +70,42 @@ func CheckFailed(err error) error {
 // CheckFailedf is CheckFailed(fmt.Errorf(format, args...)).
 func CheckFailedf(format string, args ...any) error { return CheckFailed(fmt.Errorf(format, args...)) }
 
+// CouldNotRun marks err as a command that could not run (exit 3): an AWS or network error, a missing tool.
+// CouldNotRun(nil) is nil.
+func CouldNotRun(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &marked{code: CodeCouldNotRun, err: err}
+}
+
+// CouldNotRunf is CouldNotRun(fmt.Errorf(format, args...)).
+func CouldNotRunf(format string, args ...any) error { return CouldNotRun(fmt.Errorf(format, args...)) }
+
+// Marked reports whether err carries a mark (Usage, CheckFailed, CouldNotRun, Interrupted).
+func Marked(err error) bool {
+	var m *marked
+	return errors.As(err, &m)
+}
+
+// Classify marks an unmarked err that could not run, found by its type in the chain: a network error
+// (*net.OpError: a refused or reset connection, a dial timeout; *net.DNSError) or a missing executable
+// (exec.ErrNotFound, *exec.Error). Any other err, and a marked one, comes back unchanged.
+func Classify(err error) error {
+	if err == nil || Marked(err) {
+		return err
+	}
+	var (
+		op    *net.OpError
+		dns   *net.DNSError
+		execE *exec.Error
+	)
+	if errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &execE) || errors.Is(err, exec.ErrNotFound) {
+		return CouldNotRun(err)
+	}
+	return err
+}
+
 // CodeInterrupted and CodeTerminated are the shell's codes for a process ended by SIGINT (128 + 2) and
 // SIGTERM (128 + 15): a command that stops early on a signal, writing nothing, exits with them.
 const (
@@ -80,13 +125,14 @@ func Interrupted(err error, terminated bool) error {
 	return &marked{code: code, err: err}
 }
 
-// Code maps err to the process exit code: 0 for nil, the code of the outermost mark, or 1 for an unmarked error.
+// Code maps err to the process exit code: 0 for nil, the code of the outermost mark, 3 for an unmarked error
+// Classify finds could not run, or 1 for any other unmarked error.
 func Code(err error) int {
 	if err == nil {
 		return CodeOK
 	}
 	var m *marked
-	if errors.As(err, &m) {
+	if errors.As(Classify(err), &m) {
 		return m.code
 	}
 	return CodeCheckFailed
