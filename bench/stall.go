@@ -22,7 +22,7 @@ type Chunk struct {
 // arrival minus that. Stall is the largest lateness, never negative, and 0 when rate or frame is not
 // positive (the sample rate is unknown).
 //
-// The schedule is fixed at the first audio byte (the definition in DESIGN.md, "Playback continuity"): a
+// The schedule is fixed at the first audio byte (the definition in docs/design.md, "Playback continuity"): a
 // stream that pauses for 300 ms leaves every later byte late by that much until the stream catches up by
 // arriving faster than real time. The stall is therefore the longest silence a listener hears once audio
 // has started, whatever the shape of the gaps.

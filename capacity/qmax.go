@@ -368,7 +368,7 @@ func (q *QMax) verify(partial bool) []error {
 		}
 	}
 	errs = append(errs, q.verifyRateSteps()...)
-	// Q_max is the highest passing concurrency below the lowest failing one (DESIGN.md, "Closed loop"), by
+	// Q_max is the highest passing concurrency below the lowest failing one (docs/design.md, "Closed loop"), by
 	// TTFAB and stall, and by TTFAB alone where the steps recorded it.
 	highestPass, lowestFail := q.BracketWithStall()
 	if q.BracketLowestFail != lowestFail {
@@ -420,7 +420,7 @@ func (q *QMax) verifyTTFABOnly() []error {
 }
 
 // Bracket returns the highest passing concurrency below the lowest failing one, and the lowest failing one (0
-// when none failed), from steps measured in any order (DESIGN.md, "Closed loop"). It is the one rule behind
+// when none failed), from steps measured in any order (docs/design.md, "Closed loop"). It is the one rule behind
 // Q_max: the qmax command's staircase and artifact, and Verify, all bracket through it.
 func Bracket(passed map[int]bool) (highestPass, lowestFail int) {
 	cs := make([]int, 0, len(passed))

@@ -70,7 +70,7 @@ func TestLadder(t *testing.T) {
 		{map[int]bool{1: false}, 0, 1, 0, false},
 		{map[int]bool{1: true, 5: true, 7: false, 10: false}, 5, 7, 6, true},
 		{map[int]bool{1: true, 5: true, 6: true, 7: false}, 6, 7, 0, false},
-		// A pass above the lowest failure does not move Q_max (DESIGN.md: below the first failing one).
+		// A pass above the lowest failure does not move Q_max (docs/design.md, "Closed loop": below the first failing one).
 		{map[int]bool{1: true, 2: false, 4: true}, 1, 2, 0, false},
 	} {
 		hp, lf := capacity.Bracket(tt.passed)
