@@ -4,21 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // BootstrapVersionParameter is the SSM parameter the default CDK bootstrap stack (qualifier hnb659fds) writes
@@ -293,11 +299,15 @@ func CheckDocker(ctx context.Context, run ProgramRunner, timeout time.Duration) 
 	return c
 }
 
-// CheckRegion checks that a region is configured.
+// CheckRegion checks that a region is configured and is in the SDK's partition list (CheckRegionKnown).
 func CheckRegion(region string) PreflightCheck {
 	if region == "" {
 		return PreflightCheck{Name: CheckNameRegion, Status: PreflightFailed, Detail: "no region configured",
 			Fix: "pass --region, set AWS_REGION, or give your profile a region (aws configure set region us-east-1)"}
+	}
+	if err := CheckRegionKnown(region); err != nil {
+		return PreflightCheck{Name: CheckNameRegion, Status: PreflightFailed, Detail: region + " is not in the SDK's partition list",
+			Fix: "give a known region with --region or AWS_REGION: " + strings.TrimPrefix(err.Error(), fmt.Sprintf("unknown AWS region %q (not in the SDK's partition list): ", region))}
 	}
 	return PreflightCheck{Name: CheckNameRegion, Status: PreflightOK, Detail: region}
 }
@@ -520,4 +530,173 @@ func dirName(dir string) string {
 		return "the current directory"
 	}
 	return dir
+}
+
+// The regions of the SDK's partition list (aws-sdk-go-v2 internal/endpoints/awsrulesfn/partitions.json, the
+// "regions" of every partition, without the *-global pseudo-regions). The SDK accepts any name that matches
+// a partition's pattern, so a typo such as eu-wset-1 reaches DNS and fails there, blamed on the network;
+// CheckRegionKnown refuses it up front. TestKnownRegionsAreTheSDKs compares the list with the SDK's file of
+// the version go.mod pins, so an SDK upgrade that adds a region fails that test until it is added here.
+var knownRegions = []string{
+	"af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+	"ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+	"ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "eu-central-1", "eu-central-2",
+	"eu-north-1", "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1",
+	"me-central-1", "me-south-1", "me-west-1", "mx-central-1", "sa-east-1", "sa-west-1", "us-east-1",
+	"us-east-2", "us-west-1", "us-west-2",
+	"cn-north-1", "cn-northwest-1",
+	"eusc-de-east-1",
+	"us-iso-east-1", "us-iso-west-1",
+	"us-isob-east-1", "us-isob-west-1",
+	"eu-isoe-west-1",
+	"us-isof-east-1", "us-isof-south-1",
+	"us-gov-east-1", "us-gov-west-1",
+}
+
+// KnownRegions returns the regions of the SDK's partition list, sorted.
+func KnownRegions() []string {
+	out := append([]string(nil), knownRegions...)
+	slices.Sort(out)
+	return out
+}
+
+// CheckRegionKnown refuses a region that is not in the SDK's partition list, naming the nearest known one:
+// a usage error (exit 2), found before any call. "" passes (a missing region is CheckRegion's to report).
+func CheckRegionKnown(region string) error {
+	if region == "" || slices.Contains(knownRegions, region) {
+		return nil
+	}
+	best, bestD := "", -1
+	for _, r := range knownRegions {
+		if d := editDistance(region, r); bestD < 0 || d < bestD {
+			best, bestD = r, d
+		}
+	}
+	hint := ""
+	if bestD <= 3 {
+		hint = fmt.Sprintf("did you mean %s? ", best)
+	}
+	return exitcode.Usagef("unknown AWS region %q (not in the SDK's partition list): %sgive a region such as us-east-1 with --region or AWS_REGION (aws ec2 describe-regions lists yours)", region, hint)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// API error codes of expired and of invalid credentials (STS, SageMaker, CloudWatch, S3, SSO).
+var (
+	expiredCodes = []string{"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"}
+	invalidCodes = []string{"InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidSignatureException", "InvalidAccessKeyId", "AuthFailure"}
+	deniedCodes  = []string{"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"}
+)
+
+// Diagnose turns an AWS error anywhere in err's chain into the preflight's diagnosis: one line saying what
+// went wrong and how to fix it, in place of the SDK's raw chain (the context err's wrappers added stays),
+// marked exitcode.CouldNotRun (exit 3). It knows missing credentials, expired and invalid credentials, a
+// denied call, and an endpoint that cannot be reached (refused, DNS, timeout); any other AWS API error keeps
+// its message and is marked CouldNotRun too. Unmarked network errors outside the SDK are classified by
+// exitcode.Classify. nil, an already marked error and an error without an AWS call in its chain come back
+// unchanged (the last classified).
+func Diagnose(err error) error {
+	if err == nil || exitcode.Marked(err) {
+		return err
+	}
+	var op *smithy.OperationError
+	if !errors.As(err, &op) {
+		return exitcode.Classify(err)
+	}
+	call := strings.ToLower(op.ServiceID) + " " + op.OperationName
+	line := diagnosis(op, call)
+	msg := err.Error()
+	if line != "" {
+		msg = strings.Replace(msg, op.Error(), line, 1)
+	}
+	return exitcode.CouldNotRun(&diagnosed{msg: msg, err: err})
+}
+
+// diagnosed is an error whose message is the diagnosis, wrapping the SDK error for errors.Is and errors.As.
+type diagnosed struct {
+	msg string
+	err error
+}
+
+func (d *diagnosed) Error() string { return d.msg }
+func (d *diagnosed) Unwrap() error { return d.err }
+
+// credentialsFix is the fix for missing or invalid credentials.
+const credentialsFix = "configure credentials: `aws configure`, `aws sso login --profile <p>` with --profile <p>, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+
+// diagnosis is the one line for op, or "" to keep the SDK's message.
+func diagnosis(op *smithy.OperationError, call string) string {
+	var (
+		api  smithy.APIError
+		send *smithyhttp.RequestSendError
+		dns  *net.DNSError
+		sign *v4.SigningError
+	)
+	switch {
+	case errors.As(op, &api) && slices.Contains(expiredCodes, api.ErrorCode()):
+		return fmt.Sprintf("%s: the AWS credentials have expired (%s): refresh them: `aws sso login --profile <p>`, or export a new AWS_SESSION_TOKEN with its key pair", call, api.ErrorCode())
+	case errors.As(op, &api) && slices.Contains(invalidCodes, api.ErrorCode()):
+		return fmt.Sprintf("%s: AWS does not accept the credentials (%s): %s", call, api.ErrorCode(), credentialsFix)
+	case errors.As(op, &api) && slices.Contains(deniedCodes, api.ErrorCode()):
+		return fmt.Sprintf("%s: access denied (%s): allow %s:%s for these credentials, or use a profile that has it", call, api.ErrorCode(), iamService(op.ServiceID), op.OperationName)
+	case errors.As(op, &sign) || strings.Contains(op.Error(), "get identity:") || strings.Contains(op.Error(), "failed to retrieve credentials"):
+		return fmt.Sprintf("%s: no AWS credentials found: %s", call, credentialsFix)
+	case errors.As(op, &dns):
+		return fmt.Sprintf("%s: cannot resolve %s: check the region (--region, AWS_REGION), DNS and the network", call, dns.Name)
+	case errors.As(op, &send):
+		return fmt.Sprintf("%s: cannot reach the endpoint: %s: check the network, HTTPS_PROXY and AWS_ENDPOINT_URL*", call, rootCause(send))
+	case errors.Is(op, context.DeadlineExceeded):
+		return fmt.Sprintf("%s: no answer in time: check the network and HTTPS_PROXY", call)
+	}
+	return ""
+}
+
+// iamService is the IAM action prefix of an SDK service id.
+func iamService(serviceID string) string {
+	switch serviceID {
+	case "CloudWatch":
+		return "cloudwatch"
+	case "CloudWatch Logs":
+		return "logs"
+	case "Application Auto Scaling":
+		return "application-autoscaling"
+	case "SageMaker Runtime":
+		return "sagemaker"
+	}
+	return strings.ToLower(strings.ReplaceAll(serviceID, " ", ""))
+}
+
+// rootCause is the innermost error of err's chain (e.g. "dial tcp 127.0.0.1:1: connect: connection refused"
+// for a *net.OpError), so a diagnosis names the cause without the layers above it.
+func rootCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }

@@ -122,5 +122,10 @@ func (s Settings) Config(ctx context.Context) (aws.Config, error) {
 	if cfg.Region == "" {
 		return aws.Config{}, exitcode.Usagef("no AWS region: give --%s, set AWS_REGION, or give the profile a region; or use --local for the emulator", RegionFlag)
 	}
+	if cfg.BaseEndpoint == nil { // with AWS_ENDPOINT_URL the region only names the signing scope
+		if err := cloud.CheckRegionKnown(cfg.Region); err != nil {
+			return aws.Config{}, err
+		}
+	}
 	return cfg, nil
 }
