@@ -44,6 +44,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
@@ -95,8 +96,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench cost:", err)
-		os.Exit(1)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
+		}
+		os.Exit(exitcode.Report(os.Stderr, "bench cost", err))
 	}
 }
 
@@ -109,10 +112,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	twinDir := fs.String("twin", "", "analyse the twin's qmax.json and ttotal.json in this directory (an earlier run's .cache/bench/7-cost/twin/artifacts/kokoro-82m-twin) instead of measuring; the row says so")
 	twinScale := fs.Float64("twin-time-scale", 0, "with -twin: the emulator time scale the artifacts' ttotal ran at (default: 1, or 50 with -smoke)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)", fs.Arg(0))
+		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)", fs.Arg(0))
 	}
 	sz := full
 	if *isSmoke {
@@ -120,7 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *twinScale != 0 {
 		if *twinDir == "" {
-			return errors.New("-twin-time-scale goes with -twin")
+			return exitcode.Usage(errors.New("-twin-time-scale goes with -twin"))
 		}
 		sz.timeScale = *twinScale
 	}
@@ -131,7 +134,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		for _, f := range []string{capacity.QMaxFile, capacity.TTotalFile} {
 			data, err := os.ReadFile(filepath.Join(*twinDir, f))
 			if err != nil {
-				return fmt.Errorf("-twin: %w", err)
+				return exitcode.Usage(fmt.Errorf("-twin: %w", err))
 			}
 			earlier[f] = data
 		}

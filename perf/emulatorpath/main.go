@@ -40,6 +40,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
@@ -76,16 +77,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "emulatorpath:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "emulatorpath", err))
 	}
 }
-
-type usageError struct{ error }
 
 type options struct {
 	out       string
@@ -106,10 +103,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (the client and the in-process emulator) to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -125,7 +122,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		errs = append(errs, errors.New("-out: is empty: give the directory of the row file, e.g. .cache/bench"))
 	}
 	if len(errs) > 0 {
-		return o, usageError{errors.Join(errs...)}
+		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
 }
@@ -255,7 +252,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			return usageError{fmt.Errorf("-cpuprofile: %w: give a writable file path", err)}
+			return exitcode.Usage(fmt.Errorf("-cpuprofile: %w: give a writable file path", err))
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {

@@ -40,6 +40,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
@@ -82,16 +83,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "gateway bench:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "gateway bench", err))
 	}
 }
-
-type usageError struct{ error }
 
 type options struct {
 	out       string
@@ -109,10 +106,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -128,7 +125,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		errs = append(errs, errors.New("-out: is empty: give the directory of the row file, e.g. .cache/bench"))
 	}
 	if len(errs) > 0 {
-		return o, usageError{errors.Join(errs...)}
+		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
 }

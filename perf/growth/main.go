@@ -43,6 +43,7 @@ import (
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
@@ -75,16 +76,17 @@ var (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "emulator-child" {
 		if err := emulatorChild(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "bench growth emulator-child:", err)
-			os.Exit(1)
+			os.Exit(exitcode.Report(os.Stderr, "bench growth emulator-child", err))
 		}
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench growth:", err)
-		os.Exit(1)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
+		}
+		os.Exit(exitcode.Report(os.Stderr, "bench growth", err))
 	}
 }
 
@@ -95,10 +97,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: this program takes flags only (-smoke, -out, -container)", fs.Arg(0))
+		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container)", fs.Arg(0))
 	}
 	sz := full
 	if *isSmoke {

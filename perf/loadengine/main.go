@@ -31,6 +31,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -45,16 +46,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "loadengine:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "loadengine", err))
 	}
 }
-
-type usageError struct{ error }
 
 type options struct {
 	out          string
@@ -77,10 +74,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.requirePeers, "require-peers", false, "fail when wrk or hey is not installed (else the row says not-measured)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load engine's runs to this file")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
 	}
 	if o.smoke {
 		o.duration, ladder = time.Second, "1,10"
@@ -98,7 +95,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.ladder = append(o.ladder, n)
 	}
 	if len(errs) > 0 {
-		return o, usageError{errors.Join(errs...)}
+		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
 }

@@ -28,6 +28,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -39,16 +40,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "overhead:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "overhead", err))
 	}
 }
-
-type usageError struct{ error }
 
 type options struct {
 	out      string
@@ -66,10 +63,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each target is driven in all (split into 3 rounds)")
 	fs.IntVar(&o.c, "c", 50, "requests in flight")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -82,7 +79,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		errs = append(errs, fmt.Errorf("-c: is %d: want 1 to 2000", o.c))
 	}
 	if len(errs) > 0 {
-		return o, usageError{errors.Join(errs...)}
+		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
 }

@@ -21,21 +21,18 @@ import (
 	"strings"
 
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "report", err))
 	}
 }
-
-type usageError struct{ error }
 
 type options struct {
 	in, out, figures string
@@ -52,10 +49,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.figures, "figures", "", "directory the charts are copied to (default: benchmarks/ next to -out)")
 	fs.StringVar(&require, "require", "", "rows that must be present, comma-separated (e.g. 1,2,3,4,5,6)")
 	if err := fs.Parse(args); err != nil {
-		return o, usageError{err}
+		return o, exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return o, usageError{fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0))}
+		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
 	}
 	var errs []error
 	if require != "" {
@@ -75,7 +72,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.figures = filepath.Join(filepath.Dir(o.out), "benchmarks")
 	}
 	if len(errs) > 0 {
-		return o, usageError{errors.Join(errs...)}
+		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
 }

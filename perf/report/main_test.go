@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
 
@@ -112,9 +112,8 @@ func TestReportRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("run = %v, want an error naming %q", err, c.want)
 			}
-			var ue usageError
-			if errors.As(err, &ue) != c.usage {
-				t.Errorf("usage error = %v, want %v", !c.usage, c.usage)
+			if usage := exitcode.Code(err) == exitcode.CodeUsage; usage != c.usage {
+				t.Errorf("usage error (exit %d) = %v, want %v", exitcode.Code(err), usage, c.usage)
 			}
 			if entries, _ := os.ReadDir(out); len(entries) != 0 {
 				t.Errorf("wrote %v on error", entries)

@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/internal/containerbin"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -36,8 +38,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench synth:", err)
-		os.Exit(1)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
+		}
+		os.Exit(exitcode.Report(os.Stderr, "bench synth", err))
 	}
 }
 
@@ -48,10 +52,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	dir := fs.String("out", row.DefaultDir, "where the row and its chart go")
 	model := fs.String("model", "kokoro-82m", "the model whose stacks are synthesized")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: this program takes flags only (-smoke, -out, -model)", fs.Arg(0))
+		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -model)", fs.Arg(0))
 	}
 	runs := 5
 	if *isSmoke {

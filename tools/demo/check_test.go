@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // saneSummary is a summary as a good run writes it.
@@ -173,8 +175,8 @@ func TestRunCheck(t *testing.T) {
 		t.Errorf("bad: %v", err)
 	}
 	err := run(context.Background(), []string{"-check", filepath.Join(dir, "none.log")}, &out, &errw)
-	if _, ok := err.(usageError); !ok {
-		t.Errorf("missing file: %v, want a usage error", err)
+	if exitcode.Code(err) != exitcode.CodeUsage {
+		t.Errorf("missing file: %v (exit %d), want a usage error (exit %d)", err, exitcode.Code(err), exitcode.CodeUsage)
 	}
 }
 

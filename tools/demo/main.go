@@ -29,6 +29,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 func main() {
@@ -36,22 +38,20 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "demo:", err)
-		var usage usageError
-		if errors.As(err, &usage) {
-			os.Exit(2)
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is printed, exit 0
 		}
-		os.Exit(1)
+		os.Exit(exitcode.Report(os.Stderr, "demo", err))
 	}
 }
-
-// usageError marks bad flags: exit 2.
-type usageError struct{ error }
 
 // run parses the flags and runs the demo.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if helpRequested(args) {
+		fs.SetOutput(stdout) // -h is what was asked for: the usage is the output, and main exits 0
+	}
 	o := defaultOptions()
 	fs.StringVar(&o.Dir, "dir", o.Dir, "the demo's own directory: emulator state, journals, artifacts (wiped at start)")
 	fs.IntVar(&o.Port, "port", o.Port, "the demo emulator's port on 127.0.0.1")
@@ -60,18 +60,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Docs, "docs", o.Docs, "when set, copy the staircase and waterfall charts into this directory (make docs)")
 	check := fs.String("check", "", "instead of running: check the summary in this captured output of a run (- for stdin)")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		return exitcode.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: the demo takes flags only (see -h)", fs.Arg(0))}
+		return exitcode.Usage(fmt.Errorf("unexpected argument %q: the demo takes flags only (see -h)", fs.Arg(0)))
 	}
 	if *check != "" {
 		return runCheck(*check, stdout)
 	}
 	if errs := o.Validate(); len(errs) > 0 {
-		return usageError{errors.Join(errs...)}
+		return exitcode.Usage(errors.Join(errs...))
 	}
 	return o.Execute(ctx, stdout, stderr)
+}
+
+// helpRequested reports whether args ask for the usage (-h, -help, --help) before any "--".
+func helpRequested(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // runCheck checks the summary of a captured run: exit 1 listing every problem, 2 when the file is unreadable.
@@ -80,7 +93,7 @@ func runCheck(path string, stdout io.Writer) error {
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return usageError{fmt.Errorf("-check %s: %w: give the file the demo's output was captured in", path, err)}
+			return exitcode.Usage(fmt.Errorf("-check %s: %w: give the file the demo's output was captured in", path, err))
 		}
 		defer f.Close()
 		r = f
