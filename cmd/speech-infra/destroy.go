@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -47,7 +50,7 @@ func destroyCommand() *cli.Command {
 			}
 			o := &destroyOpts{
 				args: c.Args().Slice(), local: c.Bool("local"), emulator: settingsFrom(c), catalog: cat,
-				stdout: c.App.Writer, connect: connectEmulator, clients: destroyClientsFor,
+				stdout: c.App.Writer, attach: attachEmulator, clients: destroyClientsFor,
 				stderr: c.App.ErrWriter, yes: c.Bool("yes"), force: c.Bool("force"), journalDir: c.String("journal-dir"), aws: awsSettingsFrom(c),
 				stdin: os.Stdin, stdinIsTerminal: isTerminal(os.Stdin), runner: execRunner{}, preflightEnv: loadPreflightEnv,
 			}
@@ -90,8 +93,8 @@ type destroyOpts struct {
 
 	catalog        models.Catalog
 	stdout, stderr io.Writer
-	// connect returns the emulator of the settings, starting it when none runs.
-	connect func(ctx context.Context, s emulatorSettings) (localEmulator, error)
+	// attach returns the emulator running on a state directory, and false when none runs; it never starts one.
+	attach func(dir string) (localEmulator, bool, error)
 	// clients makes the SDK clients for the emulator's configuration.
 	clients func(aws.Config) destroyClients
 
@@ -143,9 +146,12 @@ func (o *destroyOpts) Execute(ctx context.Context) error {
 	if !o.local {
 		return o.executeAWS(ctx)
 	}
-	emu, err := o.connect(ctx, o.emulator)
+	emu, running, err := o.attach(o.emulator.stateDir)
 	if err != nil {
 		return err
+	}
+	if !running {
+		return o.notRunning()
 	}
 	cl := o.clients(emu.config())
 	name := o.model.EndpointName()
@@ -162,6 +168,57 @@ func (o *destroyOpts) Execute(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintf(o.stdout, "removed endpoint %s, its endpoint config, model, scaling and alarms from %s\n", name, emu.URL)
 	return err
+}
+
+// attachEmulator returns the emulator that runs on dir, and false when none does: destroy --local never starts
+// one (issue 26 item 10), since an emulator it started to remove nothing would be left running.
+func attachEmulator(dir string) (localEmulator, bool, error) {
+	info, ok, err := emulator.Running(dir)
+	switch {
+	case err != nil:
+		return localEmulator{}, ok, fmt.Errorf("find the emulator of %s: %w", dir, err)
+	case !ok:
+		return localEmulator{}, false, nil
+	}
+	emu, err := attach(dir, info)
+	return emu, err == nil, err
+}
+
+// notRunning is destroy --local when no emulator runs on the state directory: with no state, or a state
+// without the endpoint, there is nothing to remove (exit 0); a stopped emulator whose state holds the endpoint
+// would restart it on its next start, so that fails (exit 1) saying how to remove it.
+func (o *destroyOpts) notRunning() error {
+	dir, name := o.emulator.stateDir, o.model.EndpointName()
+	held, err := stateHoldsEndpoint(dir, name)
+	if err != nil {
+		return err
+	}
+	if !held {
+		_, err = fmt.Fprintf(o.stdout, "no emulator runs on %s and its state holds no endpoint %s: nothing to remove\n", dir, name)
+		return err
+	}
+	return exitcode.CheckFailedf("destroy %s --local: no emulator runs on %s, and its state holds endpoint %s (the next start restarts it): start the emulator (`speech-infra local serve --state-dir %s`, or any deploy --local) and destroy again, or remove %s to drop every local endpoint",
+		o.model.ID, dir, name, dir, dir)
+}
+
+// stateHoldsEndpoint says whether the state file a stopped emulator left in dir (state.json, the emulator's
+// own format: its "endpoints" object is keyed by endpoint name) holds endpoint name. No file holds none.
+func stateHoldsEndpoint(dir, name string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the emulator state in %s: %w", dir, err)
+	}
+	var st struct {
+		Endpoints map[string]json.RawMessage `json:"endpoints"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return false, fmt.Errorf("read the emulator state %s: %w: repair or remove the file", filepath.Join(dir, "state.json"), err)
+	}
+	_, ok := st.Endpoints[name]
+	return ok, nil
 }
 
 // refuseWhileJournaled fails (exit 1) while a freeze journal of the model's endpoint exists: a measurement is

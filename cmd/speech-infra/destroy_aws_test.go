@@ -21,9 +21,9 @@ func awsDestroy(t *testing.T, run *recorder, stdin io.Reader, terminal bool, arg
 	var out, errOut bytes.Buffer
 	o := &destroyOpts{args: args, catalog: d.catalog, stdout: &out, stderr: &errOut, stdin: stdin, stdinIsTerminal: terminal,
 		journalDir: filepath.Join(t.TempDir(), "journals"), aws: d.aws, runner: run, checkTimeout: 2 * time.Second, preflightEnv: d.preflightEnv,
-		connect: func(context.Context, emulatorSettings) (localEmulator, error) {
-			t.Fatal("destroy connected to the emulator")
-			return localEmulator{}, nil
+		attach: func(string) (localEmulator, bool, error) {
+			t.Fatal("destroy attached to the emulator")
+			return localEmulator{}, false, nil
 		}}
 	return o, &out, &errOut
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,9 +111,7 @@ func TestDamagedDiscoveryFile(t *testing.T) {
 	localEnvFor(t, state)
 	t.Cleanup(func() { invoke(t, "local", "stop") })
 	pid := victim(t)
-	if out, stderr, code := invoke(t, "destroy", "espeak-ng", "--local"); code != 0 || !strings.Contains(out, "nothing to remove") {
-		t.Fatalf("destroy --local (starts the emulator): exit %d\n%s%s", code, out, stderr)
-	}
+	startEmulatorFor(t, state)
 	infoPath := filepath.Join(state, emulator.InfoFile)
 	good, err := os.ReadFile(infoPath)
 	if err != nil {
@@ -150,40 +150,55 @@ func TestDamagedDiscoveryFile(t *testing.T) {
 	}
 }
 
-// Commands started together with no emulator running all attach to the one emulator that wins the state
-// directory; none fails with "the emulator exited at start". Each runs as its own process of the real CLI.
+// startEmulatorFor starts the emulator of state in the background the way deploy --local does
+// (connectEmulator: this test binary re-executed as `local serve`); destroy --local no longer starts one.
+func startEmulatorFor(t *testing.T, state string) localEmulator {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	port, err := strconv.Atoi(os.Getenv("SPEECH_INFRA_PORT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu, err := connectEmulator(ctx, emulatorSettings{stateDir: state, port: port, containerBin: os.Getenv("SPEECH_CONTAINER_BIN")})
+	if err != nil {
+		t.Fatalf("start the emulator of %s: %v", state, err)
+	}
+	return emu
+}
+
+// Starts of the emulator made together with none running (connectEmulator, as concurrent deploy --local
+// commands make them) all attach to the one emulator that wins the state directory; none fails with "the
+// emulator exited at start". Each start runs an emulator process of its own.
 func TestConcurrentStartsAttach(t *testing.T) {
 	state := t.TempDir()
 	localEnvFor(t, state)
-	t.Setenv("SPEECH_INFRA_TEST_RUN_CLI", "1")
 	t.Cleanup(func() { invoke(t, "local", "stop") })
 	const n = 4
 	var wg sync.WaitGroup
-	outs := make([]string, n)
+	emus := make([]localEmulator, n)
 	errs := make([]error, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	port, err := strconv.Atoi(os.Getenv("SPEECH_INFRA_PORT"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.CommandContext(ctx, os.Args[0], "destroy", "espeak-ng", "--local")
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			errs[i] = cmd.Run()
-			outs[i] = out.String()
+			emus[i], errs[i] = connectEmulator(ctx, emulatorSettings{stateDir: state, port: port, containerBin: os.Getenv("SPEECH_CONTAINER_BIN")})
 		}()
 	}
 	wg.Wait()
 	urls := map[string]bool{}
-	re := regexp.MustCompile(`does not exist on (http://\S+):`)
 	for i := range n {
-		m := re.FindStringSubmatch(outs[i])
-		if errs[i] != nil || m == nil {
-			t.Errorf("command %d: %v\n%s", i, errs[i], outs[i])
+		if errs[i] != nil {
+			t.Errorf("start %d: %v", i, errs[i])
 			continue
 		}
-		urls[m[1]] = true
+		urls[emus[i].URL] = true
 	}
 	if len(urls) > 1 {
 		t.Errorf("the commands attached to %d emulators: %v", len(urls), urls)
@@ -198,5 +213,68 @@ func TestConcurrentStartsAttach(t *testing.T) {
 	}
 	if _, stderr, _ := invoke(t, "local", "status"); !strings.Contains(stderr, "not running") {
 		t.Errorf("status after stop:\n%s", stderr)
+	}
+}
+
+// destroy --local on a fresh state directory says there is nothing to remove and starts no emulator (issue
+// 26 item 10): the command runs as its own process of the CLI (this test binary re-executed as the CLI), and
+// afterwards the directory holds no lock, discovery or state file and no process names the directory.
+func TestDestroyLocalStartsNothing(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "fresh")
+	localEnvFor(t, state)
+	t.Setenv("SPEECH_INFRA_TEST_RUN_CLI", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "destroy", "espeak-ng", "--local", "--state-dir", state)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("destroy --local on a fresh state directory: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	want := "no emulator runs on " + state + " and its state holds no endpoint speech-espeak-ng: nothing to remove\n"
+	if out.String() != want {
+		t.Errorf("stdout %q, want %q", out.String(), want)
+	}
+	for _, f := range []string{"emulator.lock", emulator.InfoFile, "state.json", "emulator.log"} {
+		if _, err := os.Stat(filepath.Join(state, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want no such file: something started an emulator", f, err)
+		}
+	}
+	if _, ok, err := emulator.Running(state); ok || err != nil {
+		t.Errorf("emulator.Running(%s) = %v, %v: an emulator runs", state, ok, err)
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // the process ended meanwhile
+		}
+		if args := strings.Split(string(b), "\x00"); slices.Contains(args, "serve") && strings.Contains(string(b), state) {
+			t.Errorf("%s: a process serves %s: %q", p, state, args)
+		}
+	}
+}
+
+// destroy --local with a stopped emulator whose state holds the endpoint refuses (exit 1) without starting
+// one, saying how to remove it; a state without the endpoint has nothing to remove (exit 0).
+func TestDestroyLocalStoppedState(t *testing.T) {
+	state := t.TempDir()
+	localEnvFor(t, state)
+	if err := os.WriteFile(filepath.Join(state, "state.json"), []byte(`{"endpoints":{"speech-espeak-ng":{}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := invoke(t, "destroy", "espeak-ng", "--local")
+	if code != 1 || !strings.Contains(stderr, "no emulator runs on "+state+", and its state holds endpoint speech-espeak-ng") || !strings.Contains(stderr, "speech-infra local serve --state-dir "+state) {
+		t.Errorf("destroy --local with the endpoint in a stopped state: exit %d\n%s%s", code, out, stderr)
+	}
+	out, stderr, code = invoke(t, "destroy", "kokoro-82m", "--local")
+	if code != 0 || !strings.Contains(out, "holds no endpoint speech-kokoro-82m: nothing to remove") {
+		t.Errorf("destroy --local of an endpoint the state does not hold: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(state, "emulator.lock")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("emulator.lock: %v: destroy started an emulator", err)
 	}
 }

@@ -3,8 +3,10 @@
 // manage the emulator.
 //
 // main only wires: it runs the urfave/cli application and maps errors to exit codes with internal/exitcode —
-// 0 ok, 1 a check failed or the command failed, 2 a usage or input error. Data (the export lines, --format
-// json) goes to stdout, everything else to stderr.
+// 0 ok, 1 a check failed or the command failed, 2 a usage or input error, 3 could not run (an AWS or network
+// error, a missing tool; AWS errors get cloud.Diagnose's one line with the fix). Data (the export lines,
+// --format json) goes to stdout, everything else to stderr. Every command takes --version and --help, and a
+// misspelt flag names the nearest one (cliflags.Conventions).
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
@@ -33,7 +36,7 @@ func main() {
 // run runs the application with args (args[0] is the program name); flags may follow a command's model
 // argument (`speech-infra deploy espeak-ng --local`).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return cliflags.Run(ctx, newApp(stdout, stderr), args)
+	return cloud.Diagnose(cliflags.Run(ctx, newApp(stdout, stderr), args))
 }
 
 // newApp builds the application, writing data to stdout and diagnostics to stderr.
@@ -44,22 +47,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands:  []*cli.Command{deployCommand(), destroyCommand(), cacheCommand(), localCommand(), gatewayCommand()},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usage(err)
-		},
 		// Errors are returned to main, which alone decides the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	usageOnFlagErrors(app.Commands)
+	cliflags.Conventions(app)
 	return app
-}
-
-// usageOnFlagErrors makes flag parsing errors of every (sub)command usage errors.
-func usageOnFlagErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return exitcode.Usage(err) }
-		usageOnFlagErrors(c.Subcommands)
-	}
 }
 
 // catalogModel is the model the single argument of command names in cat.

@@ -1,7 +1,10 @@
 // Command tts-bench measures a text-to-speech endpoint and turns the measurements into an autoscaling plan.
 //
 // main only wires: it runs the urfave/cli application and maps errors to exit codes with internal/exitcode —
-// 0 ok, 1 a check failed (for example an infeasible plan) or the command failed, 2 a usage or input error.
+// 0 ok, 1 a check failed (for example an infeasible plan) or the command failed, 2 a usage or input error,
+// 3 could not run (an AWS or network error, a missing tool; AWS errors get cloud.Diagnose's one line with the
+// fix). Every command takes --version and --help, and a misspelt flag names the nearest one
+// (cliflags.Conventions).
 package main
 
 import (
@@ -13,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
@@ -26,32 +30,26 @@ func main() {
 
 // run runs the application with args (args[0] is the program name); flags may follow a command's arguments.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return cliflags.Run(ctx, newApp(stdout, stderr), args)
+	return cloud.Diagnose(cliflags.Run(ctx, newApp(stdout, stderr), args))
 }
 
 // newApp builds the application, writing data to stdout and diagnostics to stderr.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "tts-bench",
 		Usage: "measure a TTS endpoint (Q_max, T_total) and plan its autoscaling from the measurements",
 		Description: "tts-bench replaces guessed autoscaling thresholds with measured ones: qmax measures the highest\n" +
 			"per-instance concurrency that meets the latency SLO, ttotal measures how long one more instance takes\n" +
 			"to serve, and plan turns both into thresholds, cooldowns and fleet bounds and says whether they are\n" +
-			"feasible. Exit codes: 0 ok, 1 a check failed (e.g. an infeasible plan), 2 a usage or input error.",
+			"feasible. Exit codes: 0 ok, 1 a check failed (e.g. an infeasible plan), 2 a usage or input error,\n" +
+			"3 could not run (an AWS or network error, a missing tool).",
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		Commands:        []*cli.Command{planCommand(), qmaxCommand(), ttotalCommand(), driftCommand(), thawCommand(), validateCommand(), replayCommand(), reportCommand(), simulateCommand()},
 		// Errors are returned to main, which alone decides the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return exitcode.Usagef("unknown command %q: see tts-bench --help", c.Args().First())
-			}
-			return cli.ShowAppHelp(c)
-		},
 	}
+	cliflags.Conventions(app)
+	return app
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -17,28 +16,31 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // DefaultStateDir is the emulator state directory speech-infra uses by default.
-var DefaultStateDir = filepath.Join(".state", "emulator")
+var DefaultStateDir = cliflags.DefaultStateDir
 
 // Flag names.
 const (
-	LocalFlag    = "local"
-	StateDirFlag = "state-dir"
+	LocalFlag    = cliflags.LocalName
+	StateDirFlag = cliflags.StateDirName
 	RegionFlag   = "region"
 	ProfileFlag  = "profile"
 )
 
-// Flags are the flags every AWS-facing command takes: --local, --state-dir, --region, --profile.
+// Flags are the flags every AWS-facing command takes: --local, --state-dir (cliflags), --region, --profile,
+// under the --help headings AWS and --local.
 func Flags() []cli.Flag {
-	return []cli.Flag{
-		&cli.BoolFlag{Name: LocalFlag, Usage: "use the local emulator of --state-dir (started by speech-infra deploy <model> --local) instead of AWS"},
-		&cli.StringFlag{Name: StateDirFlag, Value: DefaultStateDir, EnvVars: []string{"SPEECH_INFRA_STATE_DIR"}, Usage: "the local emulator's state directory (with --local)"},
+	return append([]cli.Flag{
+		cliflags.Local("use the local emulator of --state-dir (started by speech-infra deploy <model> --local) instead of AWS"),
+		cliflags.StateDir("the local emulator's state directory (with --local)"),
+	}, cliflags.InCategory(cliflags.CategoryAWS,
 		&cli.StringFlag{Name: RegionFlag, Usage: "AWS region (default: the standard chain: AWS_REGION, the profile's region)"},
 		&cli.StringFlag{Name: ProfileFlag, Usage: "shared config profile (default: AWS_PROFILE or default)"},
-	}
+	)...)
 }
 
 // Settings say where the AWS clients point.
