@@ -91,11 +91,12 @@ func ArrivalTimes(segs []Segment) iter.Seq2[int64, time.Duration] {
 	}
 }
 
-// ShardArrivals yields the arrivals of shard i of n: arrival k goes to shard k mod n. Every arrival belongs to
-// exactly one shard, and each shard's arrivals are spread over the whole trace at 1/n of its rate.
-func ShardArrivals(segs []Segment, i, n int) iter.Seq2[int64, time.Duration] {
+// ShardArrivals yields the arrivals of shard i of n of one arrival sequence (TraceArrivals): arrival k goes
+// to shard k mod n. Every arrival belongs to exactly one shard, and each shard's arrivals are spread over the
+// whole trace at 1/n of its rate.
+func ShardArrivals(all iter.Seq2[int64, time.Duration], i, n int) iter.Seq2[int64, time.Duration] {
 	return func(yield func(int64, time.Duration) bool) {
-		for k, off := range ArrivalTimes(segs) {
+		for k, off := range all {
 			if n > 1 && k%int64(n) != int64(i) {
 				continue
 			}
@@ -112,6 +113,9 @@ type OpenLoopConfig struct {
 	Segments []Segment
 	// Shard and Shards select this run's part of the arrivals (ShardArrivals); Shards 0 or 1 is the whole trace.
 	Shard, Shards int
+	// Process spaces the trace's arrivals (TraceArrivals, seeded with Seed): "" or ArrivalsUniform evenly,
+	// ArrivalsPoisson as a Poisson process.
+	Process ArrivalProcess
 	// Arrivals, when set, replaces the evenly spaced arrivals of Segments (ArrivalTimes): it yields (index,
 	// offset from the start) in increasing offset, e.g. PoissonArrivals. Segments still give the run's length:
 	// an arrival at or past it is not sent. Shards must then be 0 or 1.
@@ -165,6 +169,11 @@ func (c OpenLoopConfig) Validate() []error {
 		add("shards: is %d: want 1 to %d", c.Shards, MaxConcurrency)
 	} else if c.Shard < 0 || c.Shard >= shards {
 		add("shard: is %d of %d: want 0 to %d", c.Shard, shards, shards-1)
+	}
+	if c.Process != "" {
+		if _, err := ParseArrivalProcess(string(c.Process)); err != nil {
+			add("process: %v", err)
+		}
 	}
 	if c.Arrivals != nil && shards > 1 {
 		add("shards: is %d with arrivals of its own: an arrival sequence is not sharded: use 1", c.Shards)
@@ -279,7 +288,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) (OpenLoopResult, error
 		timer := time.NewTimer(0)
 		<-timer.C
 		defer timer.Stop()
-		arrivals := ShardArrivals(cfg.Segments, cfg.Shard, shards)
+		arrivals := ShardArrivals(TraceArrivals(cfg.Segments, cfg.Process, cfg.Seed), cfg.Shard, shards)
 		if cfg.Arrivals != nil {
 			arrivals = cfg.Arrivals
 		}

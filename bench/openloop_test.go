@@ -69,7 +69,7 @@ func TestShardArrivalsCoverEveryArrivalOnce(t *testing.T) {
 		n := 1 + rng.IntN(7)
 		seen := map[int64]int{}
 		for i := range n {
-			for k, off := range ShardArrivals(segs, i, n) {
+			for k, off := range ShardArrivals(ArrivalTimes(segs), i, n) {
 				if int(k%int64(n)) != i {
 					t.Fatalf("trial %d: arrival %d went to shard %d of %d, want %d", trial, k, i, n, k%int64(n))
 				}

@@ -36,8 +36,12 @@ import (
 const replayDescription = `replay drives a traffic trace as open-loop load against a real endpoint (AWS, or --local) and reports
 the same per-minute table as simulate, from real measurements.
 
-Open loop, after k6's constant-arrival-rate executor: arrival k of the trace is sent at the moment the trace's
-cumulative rate reaches k (1/rps apart within a step of the trace), whatever the endpoint answers. A pool of
+Open loop, after k6's arrival-rate executors: arrival k of the trace is sent at its scheduled time, whatever the
+endpoint answers. --arrivals poisson (the default) schedules the arrivals of a Poisson process whose rate follows
+the trace, as independent users arrive: the process qmax's rate staircase measured the instance under and the plan
+assumes (docs/design.md, "One instance model"). --arrivals uniform spaces them evenly, 1/rps apart (k6's
+constant-arrival-rate): a smoother load whose queues, and scaling metric, stay below what the plan expects at the
+same rate, so alarms fire later than the simulation says. Both are fixed by the trace and --seed. A pool of
 --max-workers workers (one SDK client each) is started before the first arrival; an arrival that finds every
 worker busy is DROPPED and counted, never queued on the client. Dropped arrivals mean the client, not the
 endpoint, was too small: raise --max-workers (or shard the trace).
@@ -100,7 +104,8 @@ func replayCommand() *cli.Command {
 			&cli.DurationFlag{Name: "bucket", Value: DefaultReplayBucket, Usage: "length of one row of the table"},
 			&cli.DurationFlag{Name: "poll", Value: DefaultReplayPoll, Usage: "how often to read the endpoint's instance count (sagemaker-stream)"},
 			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded corpus)"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "picks the texts: arrival k's text depends on the seed and k only"},
+			&cli.StringFlag{Name: "arrivals", Value: string(bench.ArrivalsPoisson), Usage: "poisson (independent arrivals following the trace's rate, what the plan assumes) or uniform (evenly spaced, 1/rps apart)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "picks the texts and the Poisson arrival times: the same seed sends the same requests at the same times"},
 			&cli.StringFlag{Name: "output", Usage: "records file (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
 		}, awsenv.Flags()...),
@@ -134,6 +139,7 @@ type replayOpts struct {
 	shardArg, runID, startAt   string
 	bucket, poll               time.Duration
 	seed                       uint64
+	arrivalsArg                string
 	output, format             string
 	aws                        awsenv.Settings
 	catalog                    models.Catalog
@@ -146,6 +152,7 @@ type replayOpts struct {
 	traceDigest   string
 	segments      []bench.Segment
 	shard, shards int
+	arrivals      bench.ArrivalProcess
 	start         time.Time
 	corpus        *bench.Corpus
 }
@@ -157,7 +164,7 @@ func newReplayOpts(c *cli.Context, cat models.Catalog) *replayOpts {
 		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
 		maxWorkers: c.Int("max-workers"), requestTimeout: c.Duration("request-timeout"),
 		shardArg: c.String("shard"), runID: c.String("run-id"), startAt: c.String("start-at"),
-		bucket: c.Duration("bucket"), poll: c.Duration("poll"), seed: c.Uint64("seed"),
+		bucket: c.Duration("bucket"), poll: c.Duration("poll"), seed: c.Uint64("seed"), arrivalsArg: c.String("arrivals"),
 		output: c.String("output"), format: c.String("format"),
 		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
 	}
@@ -205,6 +212,11 @@ func (o *replayOpts) Validate() error {
 		if peak := tr.Peak(); peak > bench.MaxOpenLoopRPS {
 			bad("--trace %s peaks at %g rps: one replay sends at most %d rps: split it with --shard i/n over several machines", o.traceArg, peak, bench.MaxOpenLoopRPS)
 		}
+	}
+	if p, err := bench.ParseArrivalProcess(o.arrivalsArg); err != nil {
+		bad("--arrivals: %w", err)
+	} else {
+		o.arrivals = p
 	}
 	if n, err := parseShard(o.shardArg); err != nil {
 		bad("--shard: %w", err)
@@ -424,7 +436,7 @@ func instancesPath(records string) string {
 func (o *replayOpts) Execute(ctx context.Context) error {
 	cfg := bench.OpenLoopConfig{
 		Segments: o.segments, Shard: o.shard, Shards: o.shards, MaxWorkers: o.maxWorkers, RequestTimeout: o.requestTimeout,
-		Start: o.start, Corpus: o.corpus, Seed: o.seed, RunID: o.runID, Trace: o.traceDigest,
+		Process: o.arrivals, Start: o.start, Corpus: o.corpus, Seed: o.seed, RunID: o.runID, Trace: o.traceDigest,
 	}
 	var poll func(context.Context) (instanceSample, error)
 	if o.transport == capacity.TransportHTTP {
@@ -497,8 +509,8 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 			}
 		}()
 	}
-	fmt.Fprintf(stderr, "replay %s: %s (%s, %s), shard %d/%d, open loop, up to %d workers, run %s\n",
-		o.model.ID, o.trace.Name, o.trace.Duration, o.traceDigest[:19], o.shard, o.shards, o.maxWorkers, o.runID)
+	fmt.Fprintf(stderr, "replay %s: %s (%s, %s), shard %d/%d, open loop, %s arrivals (seed %d), up to %d workers, run %s\n",
+		o.model.ID, o.trace.Name, o.trace.Duration, o.traceDigest[:19], o.shard, o.shards, o.arrivals, o.seed, o.maxWorkers, o.runID)
 	cfg.Observer = replayProgress(stderr)
 	res, runErr := bench.RunOpenLoop(ctx, cfg)
 	stopPoll()

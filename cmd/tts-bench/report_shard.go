@@ -250,7 +250,7 @@ func (o *replayOpts) writeShardEnd(tmp *os.File, res bench.OpenLoopResult, runEr
 	e := shardEnd{Complete: runErr == nil && n == res.Scheduled, Arrivals: n, LastArrival: last, StoppedAtS: o.trace.Duration.Seconds()}
 	if !e.Complete {
 		// The first of this shard's arrivals after the last one scheduled.
-		for k, off := range bench.ShardArrivals(o.segments, o.shard, o.shards) {
+		for k, off := range bench.ShardArrivals(bench.TraceArrivals(o.segments, o.arrivals, o.seed), o.shard, o.shards) {
 			if k > last {
 				e.StoppedAtS = off.Seconds()
 				break

@@ -37,7 +37,7 @@ func TestReportRefusesAShardStoppedBySIGINT(t *testing.T) {
 	procs := make([]proc, 2)
 	for i := range 2 {
 		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
-		cmd, out := startCLI(t, "replay", "--model", "espeak-ng", "--transport", "http", "--url", srv.URL, "--trace", csv,
+		cmd, out := startCLI(t, "replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--trace", csv,
 			"--shard", fmt.Sprintf("%d/2", i), "--run-id", "sigint-test", "--start-at", startAt.Format(time.RFC3339Nano),
 			"--bucket", "2s", "--max-workers", "8", "--output", files[i])
 		procs[i] = proc{wait: cmd.Wait, out: out, sig: func() { cmd.Process.Signal(syscall.SIGINT) }}

@@ -58,7 +58,7 @@ func TestReplayShardsMergeToOneRun(t *testing.T) {
 	shards := make([]shard, 3)
 	for i := range 3 {
 		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
-		args := append([]string{"replay", "--model", "espeak-ng", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
+		args := append([]string{"replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
 			"--run-id", "merge-test", "--start-at", start, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
 		cmd, out := startCLI(t, args...)
 		shards[i] = shard{cmd, out}
