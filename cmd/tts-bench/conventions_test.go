@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,5 +131,60 @@ func awsEnv(t *testing.T, url string) {
 		"SPEECH_INFRA_STATE_DIR": filepath.Join(t.TempDir(), "state"),
 	} {
 		t.Setenv(k, v)
+	}
+}
+
+// TestAWSDiagnosis (issue 26 item 9): drift, qmax, ttotal, replay and validate give an AWS failure outside
+// the preflight the preflight's one line with the fix: an unknown region is refused before any call (exit 2),
+// missing and expired credentials exit 3, and none prints the SDK's raw chain.
+func TestAWSDiagnosis(t *testing.T) {
+	dir := t.TempDir()
+	qmaxPath := writeQMaxArtifact(t, dir, capacity.TransportSageMakerStream)
+	jdir := filepath.Join(dir, "journals")
+	commands := map[string][]string{
+		"drift":    {"drift", "--model", "espeak-ng", "--journal-dir", jdir},
+		"qmax":     {"qmax", "--model", "espeak-ng", "--journal-dir", jdir, "--container-dir", containerDir, "--output", filepath.Join(dir, "qmax-out.json")},
+		"ttotal":   {"ttotal", "--model", "espeak-ng", "--qmax", qmaxPath, "--journal-dir", jdir, "--container-dir", containerDir, "--probe-concurrency", "4", "--output", filepath.Join(dir, "ttotal.json")},
+		"replay":   {"replay", "--model", "espeak-ng", "--trace", "step", "--peak-rps", "2", "--trough-rps", "1", "--duration", "10s", "--step", "1s", "--at", "2s", "--output", filepath.Join(dir, "replay.jsonl.gz")},
+		"validate": {"validate", "--model", "kokoro-82m", "--plan", filepath.Join("testdata", "plan-measured.json")},
+	}
+	// expired answers every call as AWS does once a session token has expired (the JSON protocols of
+	// SageMaker and Application Auto Scaling).
+	expired := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.Header().Set("X-Amzn-ErrorType", "ExpiredTokenException")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"__type":"ExpiredTokenException","message":"The security token included in the request is expired"}`)
+	}))
+	defer expired.Close()
+	cases := []struct {
+		name string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"unknown region", map[string]string{"AWS_ENDPOINT_URL": "", "AWS_REGION": "eu-wset-1"}, 2,
+			`tts-bench: unknown AWS region "eu-wset-1" (not in the SDK's partition list): did you mean eu-west-1? give a region such as us-east-1 with --region or AWS_REGION`},
+		{"no credentials", map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""}, 3,
+			"no AWS credentials found: configure credentials: `aws configure`"},
+		{"expired token", map[string]string{"AWS_ENDPOINT_URL": expired.URL}, 3,
+			"the AWS credentials have expired (ExpiredTokenException): refresh them: `aws sso login --profile <p>`"},
+	}
+	for _, c := range cases {
+		for _, name := range []string{"drift", "qmax", "ttotal", "replay", "validate"} {
+			t.Run(c.name+"/"+name, func(t *testing.T) {
+				awsEnv(t, "http://"+closedAddr(t))
+				for k, v := range c.env {
+					t.Setenv(k, v)
+				}
+				stdout, stderr, code := runCLI(t, commands[name]...)
+				if code != c.code || !strings.Contains(stderr, c.want) {
+					t.Errorf("exit %d, want %d; stderr\n%s\nwant it to contain\n%s\nstdout:\n%s", code, c.code, stderr, c.want, stdout)
+				}
+				if strings.Contains(stderr, "operation error") || strings.Contains(stderr, "https response error") {
+					t.Errorf("stderr carries the SDK's raw chain:\n%s", stderr)
+				}
+			})
+		}
 	}
 }
