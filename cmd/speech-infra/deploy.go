@@ -411,7 +411,7 @@ func (o *deployOpts) executeAWS(ctx context.Context) error {
 		return nil
 	}
 	if problems > 0 {
-		return exitcode.CheckFailedf("deploy %s: %d precondition(s) failed, nothing was deployed: apply the fixes above and run it again (--skip-preflight deploys anyway)", o.model.ID, problems)
+		return exitcode.CouldNotRunf("deploy %s: %d precondition(s) failed, nothing was deployed: apply the fixes above and run it again (--skip-preflight deploys anyway)", o.model.ID, problems)
 	}
 	fmt.Fprintf(o.stderr, "running: %s\n", cmd)
 	if err := o.runner.Stream(ctx, cmd, o.stdin, o.stderr, o.stderr); err != nil {

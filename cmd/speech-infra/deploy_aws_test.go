@@ -190,12 +190,12 @@ func TestDeployRunsCDK(t *testing.T) {
 	}
 }
 
-// A failed precondition stops the deploy before CDK; --skip-preflight goes straight to CDK without loading
+// A failed precondition stops the deploy before CDK: it could not run (exit 3); --skip-preflight goes straight to CDK without loading
 // any AWS configuration; a failing CDK is a failed command (exit 1) naming its output.
 func TestDeployPreflightGatesCDK(t *testing.T) {
 	run := newRecorder(false)
 	o, out, errOut, _ := awsDeploy(t, run, goodAccount(), "us-east-1", "espeak-ng")
-	if code := runDeploy(t, o); code != 1 || len(run.streamed) != 0 || out.Len() != 0 {
+	if code := runDeploy(t, o); code != 3 || len(run.streamed) != 0 || out.Len() != 0 {
 		t.Fatalf("exit %d, streamed %v, stdout %q", code, run.streamed, out)
 	}
 	if !strings.Contains(errOut.String(), "nothing was deployed") || !strings.Contains(errOut.String(), "fix: install Docker") {

@@ -296,7 +296,7 @@ func (o *destroyOpts) executeAWS(ctx context.Context) error {
 		if err := renderPreflight(o.stderr, "destroy "+o.model.ID+" on "+regionWords(r), r); err != nil {
 			return fmt.Errorf("write the preflight: %w", err)
 		}
-		return exitcode.CheckFailedf("destroy %s: %d precondition(s) failed, nothing was destroyed: apply the fixes above and run it again", o.model.ID, r.Problems())
+		return exitcode.CouldNotRunf("destroy %s: %d precondition(s) failed, nothing was destroyed: apply the fixes above and run it again", o.model.ID, r.Problems())
 	}
 	stack := endpointStack(o.model.ID)
 	if !o.yes {

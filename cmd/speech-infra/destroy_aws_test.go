@@ -155,7 +155,7 @@ func TestDestroyRefusesWithJournal(t *testing.T) {
 	}
 }
 
-// The preflight of destroy fails without credentials; nothing is asked or run.
+// The preflight of destroy fails without credentials: it could not run (exit 3); nothing is asked or run.
 func TestDestroyPreflightFails(t *testing.T) {
 	run := newRecorder(true)
 	o, _, errOut := awsDestroy(t, run, strings.NewReader("y\n"), true, "espeak-ng")
@@ -163,7 +163,7 @@ func TestDestroyPreflightFails(t *testing.T) {
 		return preflightEnv{configErr: os.ErrNotExist}
 	}
 	err := runDestroy(context.Background(), o)
-	if exitcode.Code(err) != 1 || len(run.streamed) != 0 || strings.Contains(errOut.String(), "[y/N]") {
+	if exitcode.Code(err) != 3 || len(run.streamed) != 0 || strings.Contains(errOut.String(), "[y/N]") {
 		t.Errorf("%v, streamed %v\n%s", err, run.streamed, errOut)
 	}
 	if !strings.Contains(errOut.String(), "FAIL     AWS region") || !strings.Contains(errOut.String(), "FAIL     AWS credentials") {
