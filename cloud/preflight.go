@@ -331,6 +331,10 @@ func CheckIdentity(ctx context.Context, api IdentityAPI, region string, configEr
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}, opts...)
 	var send *smithyhttp.RequestSendError
 	switch {
+	case errors.As(err, &send) && ctx.Err() == nil:
+		c.Detail = "sts GetCallerIdentity: cannot reach the endpoint: " + rootCause(send)
+		c.Fix = "reach AWS from this machine: check the network, DNS and HTTPS_PROXY (the region's STS endpoint did not answer)"
+		return c, ""
 	case errors.As(err, &send):
 		c.Detail = "sts GetCallerIdentity: " + callError(ctx, err, timeout)
 		c.Fix = "reach AWS from this machine: check the network, DNS and HTTPS_PROXY (the region's STS endpoint did not answer)"
