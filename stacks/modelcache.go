@@ -94,7 +94,10 @@ type ModelCacheStack struct {
 }
 
 // NewModelCacheStack creates the weights cache stack for one model with weights. The Lambda is compiled with
-// go build during synthesis (GoBuild); a failed build fails synthesis, Docker is never used.
+// go build during synthesis (GoBuild); a failed build fails synthesis, Docker is never used. The stack is
+// composed of construct functions, one per part: the sync function's role and logs (newSyncRole), the function
+// (newSyncFunction), the custom resource provider framework (newSyncProvider) and the custom resource
+// (newWeightsResource); each keeps its constructs' ids, so the logical IDs stay stable.
 func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCacheStackProps) *ModelCacheStack {
 	m := props.Model
 	if m.Source == nil {
@@ -118,8 +121,23 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 	if hub == "" {
 		hub = DefaultHubEndpoint
 	}
-	modelPrefix := ModelsPrefix + m.ID + "/"
 
+	role, logGroup := newSyncRole(stack, m, props.WeightsBucket, props.HubTokenSecret)
+	fn := newSyncFunction(stack, m, moduleDir, role, logGroup)
+	provider := newSyncProvider(stack, m, fn)
+	resource := newWeightsResource(stack, m, provider, props.WeightsBucket, hub, props.HubTokenSecret)
+
+	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String("Key prefix in the foundation weights bucket holding the verified files and manifest.json")})
+	awscdk.NewCfnOutput(stack, jsii.String("SyncLogGroup"), &awscdk.CfnOutputProps{Value: logGroup.LogGroupName(), Description: jsii.String("Progress and verification logs of the sync")})
+
+	return &ModelCacheStack{Stack: stack, Function: fn, Role: role, Provider: provider, Resource: resource}
+}
+
+// newSyncRole creates the sync Lambda's log group (SyncLogs) and execution role (SyncRole): it may write and
+// list objects only under the model's prefix of the weights bucket, write its log group, and read the Hugging
+// Face token secret when tokenSecret is set.
+func newSyncRole(stack awscdk.Stack, m models.Model, bucket awss3.IBucket, tokenSecret string) (awsiam.Role, awslogs.LogGroup) {
+	modelPrefix := ModelsPrefix + m.ID + "/"
 	logGroup := awslogs.NewLogGroup(stack, jsii.String("SyncLogs"), &awslogs.LogGroupProps{
 		Retention: awslogs.RetentionDays_ONE_YEAR,
 	})
@@ -135,12 +153,12 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 			// idempotent skip reading an object's recorded checksum; DeleteObject removes an older object at a
 			// key that verification rejected, so the endpoint never reads it (the bucket keeps its versions).
 			Actions:   jsii.Strings("s3:PutObject", "s3:AbortMultipartUpload", "s3:GetObject", "s3:DeleteObject"),
-			Resources: jsii.Strings(*props.WeightsBucket.ArnForObjects(jsii.String(modelPrefix + "*"))),
+			Resources: jsii.Strings(*bucket.ArnForObjects(jsii.String(modelPrefix + "*"))),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String("ListModelFiles"),
 			Actions:    jsii.Strings("s3:ListBucket"),
-			Resources:  jsii.Strings(*props.WeightsBucket.BucketArn()),
+			Resources:  jsii.Strings(*bucket.BucketArn()),
 			Conditions: &map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{modelPrefix + "*"}}},
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -149,12 +167,12 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 			Resources: jsii.Strings(*logGroup.LogGroupArn()),
 		}),
 	}
-	if props.HubTokenSecret != "" {
+	if tokenSecret != "" {
 		// GetSecretValue takes the name or the full ARN as given; IAM needs the ARN, which for a secret named
 		// without its ARN ends in Secrets Manager's random six-character suffix.
-		secretArn := props.HubTokenSecret
+		secretArn := tokenSecret
 		if !strings.HasPrefix(secretArn, "arn:") {
-			secretArn = *awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"+props.HubTokenSecret+"-??????"), nil)
+			secretArn = *awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:"+tokenSecret+"-??????"), nil)
 		}
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ReadHubToken"),
@@ -175,7 +193,12 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 			map[string]interface{}{"regex": `/^Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:.*-\?\?\?\?\?\?$/`},
 		},
 	}}, jsii.Bool(true))
+	return role, logGroup
+}
 
+// newSyncFunction creates the Go Lambda that runs the sync (SyncFunction), built from moduleDir with GoBuild;
+// its DependsOn is the role's policy only (dependOnPolicyOnly).
+func newSyncFunction(stack awscdk.Stack, m models.Model, moduleDir string, role awsiam.Role, logGroup awslogs.LogGroup) awslambda.Function {
 	fn := awslambda.NewFunction(stack, jsii.String("SyncFunction"), &awslambda.FunctionProps{
 		Description:  jsii.String(fmt.Sprintf("Syncs %s@%s into %s of the weights bucket, verifying every file", m.Source.Repo, m.Source.Revision, m.WeightsPrefix())),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -196,7 +219,16 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 		MemorySize: jsii.Number(1024),
 		Timeout:    awscdk.Duration_Seconds(jsii.Number(ModelCacheLambdaTimeout.Seconds())),
 	})
+	// The function already depends on its role through the GetAtt of the role's ARN; see dependOnPolicyOnly.
+	dependOnPolicyOnly(fn, role)
+	return fn
+}
 
+// newSyncProvider creates the custom resource provider framework (SyncProvider) around fn, as both onEvent and
+// isComplete handler, resuming every ModelCacheQueryInterval for ModelCacheTotalTimeout(m): its log groups
+// (ProviderLogs, WaiterLogs), least-privilege roles for the framework's functions and the cdk-nag
+// suppressions, each with its reason.
+func newSyncProvider(stack awscdk.Stack, m models.Model, fn awslambda.Function) customresources.Provider {
 	frameworkLogs := awslogs.NewLogGroup(stack, jsii.String("ProviderLogs"), &awslogs.LogGroupProps{
 		Retention: awslogs.RetentionDays_ONE_YEAR,
 	})
@@ -260,42 +292,44 @@ func NewModelCacheStack(scope constructs.Construct, id string, props *ModelCache
 		},
 	}, jsii.Bool(true))
 
-	// Each function (and the waiter) already depends on its role through the GetAtt of the role's ARN; CDK
-	// adds an explicit DependsOn on the role as well, which cfn-lint reports as redundant (W3005). Keep only
-	// the dependency that matters: the role's policy must exist before the function runs.
-	dependOnPolicyOnly(fn, role)
+	// The framework's functions and the waiter already depend on their roles through the GetAtt of the role's
+	// ARN; see dependOnPolicyOnly.
 	dependOnPolicyOnly(provider.Node().FindChild(jsii.String("framework-onEvent")), onEventRole)
 	dependOnPolicyOnly(provider.Node().FindChild(jsii.String("framework-isComplete")), completeRole)
 	dependOnPolicyOnly(provider.Node().FindChild(jsii.String("framework-onTimeout")), completeRole)
 	dependOnPolicyOnly(waiter, waiter.Node().FindChild(jsii.String("Role")))
+	return provider
+}
 
+// newWeightsResource creates the custom resource that stands for the synced revision (Weights): the model's
+// repo, revision, file patterns, bucket, prefix, hub and token secret are its properties, so a change to any
+// of them syncs again. It is retained on delete (the handler's Delete is a no-op).
+func newWeightsResource(stack awscdk.Stack, m models.Model, provider customresources.Provider, bucket awss3.IBucket, hub, tokenSecret string) awscdk.CustomResource {
 	properties := map[string]interface{}{
 		"ModelId":     m.ID,
 		"Repo":        m.Source.Repo,
 		"Revision":    m.Source.Revision,
 		"Files":       m.Source.Files,
-		"Bucket":      props.WeightsBucket.BucketName(),
+		"Bucket":      bucket.BucketName(),
 		"Prefix":      m.WeightsPrefix(),
 		"HubEndpoint": hub,
 	}
-	if props.HubTokenSecret != "" {
-		properties["TokenSecret"] = props.HubTokenSecret
+	if tokenSecret != "" {
+		properties["TokenSecret"] = tokenSecret
 	}
-	resource := awscdk.NewCustomResource(stack, jsii.String("Weights"), &awscdk.CustomResourceProps{
+	return awscdk.NewCustomResource(stack, jsii.String("Weights"), &awscdk.CustomResourceProps{
 		ServiceToken: provider.ServiceToken(),
 		ResourceType: jsii.String(ModelCacheResourceType),
 		Properties:   &properties,
 		// Delete is a no-op in the handler; retaining also keeps CloudFormation from asking.
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
-
-	awscdk.NewCfnOutput(stack, jsii.String("WeightsPrefix"), &awscdk.CfnOutputProps{Value: jsii.String(m.WeightsPrefix()), Description: jsii.String("Key prefix in the foundation weights bucket holding the verified files and manifest.json")})
-	awscdk.NewCfnOutput(stack, jsii.String("SyncLogGroup"), &awscdk.CfnOutputProps{Value: logGroup.LogGroupName(), Description: jsii.String("Progress and verification logs of the sync")})
-
-	return &ModelCacheStack{Stack: stack, Function: fn, Role: role, Provider: provider, Resource: resource}
 }
 
-// dependOnPolicyOnly sets the DependsOn of res's CloudFormation resource to the default policy of role.
+// dependOnPolicyOnly sets the DependsOn of res's CloudFormation resource to the default policy of role. A
+// function (or the waiter) already depends on its role through the GetAtt of the role's ARN; CDK adds an
+// explicit DependsOn on the role as well, which cfn-lint reports as redundant (W3005). Only the dependency
+// that matters stays: the role's policy must exist before the function runs.
 func dependOnPolicyOnly(res, role constructs.IConstruct) {
 	cfn, ok := res.Node().DefaultChild().(awscdk.CfnResource)
 	if !ok {
