@@ -19,6 +19,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
 )
 
 func main() {
@@ -31,6 +32,21 @@ func main() {
 // run runs the application with args (args[0] is the program name); flags may follow a command's arguments.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return cloud.Diagnose(cliflags.Run(ctx, newApp(stdout, stderr), args))
+}
+
+// modelFlag is --model of every tts-bench command: a catalog id, models.DefaultModel unless given, the same
+// default on every command (issue 26 item 7).
+func modelFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: usage}
+}
+
+// modelUnlessEndpoint is --model, or "" when the command names its endpoint with --endpoint instead and
+// --model is not given (thaw): the default model then does not stand for the endpoint.
+func modelUnlessEndpoint(c *cli.Context) string {
+	if c.String("endpoint") != "" && !c.IsSet("model") {
+		return ""
+	}
+	return c.String("model")
 }
 
 // newApp builds the application, writing data to stdout and diagnostics to stderr.
