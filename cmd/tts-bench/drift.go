@@ -18,6 +18,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -41,7 +42,7 @@ Each finding has a severity and a remediation:
   warn   an alarm in INSUFFICIENT_DATA, an alarm of an earlier plan, a count unlike the catalog's, a hidden
          temporary file a killed run left (records or journal; in the plan's directory or --journal-dir)
   info   why no plan applies; the scale-in alarm in ALARM on an idle endpoint
-Exit codes: 0 no error-level finding, 1 at least one (or a failed AWS call), 2 a usage error.
+Exit codes: 0 no error-level finding, 1 at least one, 2 a usage error, 3 could not run (an AWS or network error).
 
 Examples:
   tts-bench drift --model espeak-ng --local
@@ -50,10 +51,10 @@ Examples:
 // target flags shared by drift, thaw and validate.
 func modelFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "model", Usage: "catalog id of the model (its endpoint is speech-<model>)"},
+		modelFlag("catalog id of the model (its endpoint is speech-<model>)"),
 		&cli.StringFlag{Name: "plan", Usage: "plan to compare with (default artifacts/<model>/plan.json)"},
-		&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "container source directory whose digest the gate compares with the plan"},
-		&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "directory of the freeze journals"},
+		cliflags.ContainerDir("container source directory whose digest the gate compares with the plan"),
+		cliflags.JournalDir(cloud.DefaultJournalDir, "directory of the freeze journals"),
 	}, awsenv.Flags()...)
 }
 
@@ -115,13 +116,8 @@ func lookupModel(cat models.Catalog, id string) (models.Model, error) {
 	return m, nil
 }
 
-// checkFormat accepts table and json.
-func checkFormat(f string) error {
-	if f != "table" && f != "json" {
-		return fmt.Errorf("--format %q: not a format: use table or json", f)
-	}
-	return nil
-}
+// checkFormat accepts --format text or json (cliflags.CheckFormat).
+func checkFormat(f string) error { return cliflags.CheckFormat(f) }
 
 // driftOpts is a drift command line.
 type driftOpts struct {
@@ -138,9 +134,9 @@ func driftCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "drift",
 		Usage:       "compare what is deployed for a model with its plan or catalog (read-only); exit 1 on an error-level finding",
-		UsageText:   "tts-bench drift --model ID [--local | --region R --profile P] [--plan F] [--format table|json]",
+		UsageText:   "tts-bench drift [--model ID] [--local | --region R --profile P] [--plan F] [--format text|json]",
 		Description: driftDescription,
-		Flags:       append(modelFlags(), &cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"}),
+		Flags:       append(modelFlags(), cliflags.Format("text or json")),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench drift --help", err)
 		},

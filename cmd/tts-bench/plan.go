@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
@@ -59,7 +60,7 @@ func planCommand() *cli.Command {
 		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
 		Description: planDescription,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model to plan for"},
+			modelFlag("catalog id of the model to plan for"),
 			&cli.StringFlag{Name: "qmax", Usage: "qmax artifact (default artifacts/<model>/qmax.json)"},
 			&cli.StringFlag{Name: "ttotal", Usage: "ttotal artifact (default artifacts/<model>/ttotal.json)"},
 			&cli.Float64Flag{Name: "peak-rps", Usage: "peak load the fleet must carry, requests per second (required)"},
@@ -71,8 +72,8 @@ func planCommand() *cli.Command {
 			&cli.Float64Flag{Name: "scale-in-margin", Usage: "scale-in hysteresis in [0, 0.9): scale in at (1 − margin) of the rate at which the survivors would reach the scale-out rate (default 0.1)"},
 			&cli.StringSliceFlag{Name: "trace", Usage: "a CSV trace (timestamp,rps) the plan must also hold on; repeat for more (at most 8)"},
 			&cli.BoolFlag{Name: "no-search", Usage: "when the plan is infeasible, do not search for the cheapest configuration that passes"},
-			&cli.StringFlag{Name: "output", Usage: "where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
+			cliflags.Output("where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"),
+			cliflags.Format("what to print: text or json"),
 			&cli.StringFlag{Name: "what-if", Usage: "plan from assumed numbers instead of artifacts: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -157,8 +158,8 @@ func (o *planOpts) Validate() error {
 	if len(o.args) > 0 {
 		bad("plan takes no arguments, got %q: use flags, see tts-bench plan --help", o.args)
 	}
-	if o.format != "table" && o.format != "json" {
-		bad("--format %q is not a format: use table or json", o.format)
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 	m, err := o.catalog.Get(o.modelID)
 	modelKnown := err == nil

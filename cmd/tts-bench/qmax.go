@@ -17,6 +17,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -95,10 +96,10 @@ func qmaxCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "qmax",
 		Usage:       "measure Q_max: the highest per-instance concurrency whose p95 TTFAB (and stall) meets the SLO",
-		UsageText:   "tts-bench qmax --model ID [--local | --region R --profile P] [--ladder 1,5,10] [options]",
+		UsageText:   "tts-bench qmax [--model ID] [--local | --region R --profile P] [--ladder 1,5,10] [options]",
 		Description: qmaxDescription,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model to measure"},
+			modelFlag("catalog id of the model to measure"),
 			&cli.StringFlag{Name: flagLadder, Usage: "concurrencies to measure, in increasing order (default " + joinInts(DefaultLadder) + ")"},
 			&cli.IntFlag{Name: "max-concurrency", Value: DefaultMaxConcurrency, Usage: "while every step passes, the ladder goes on by +10 up to this"},
 			&cli.DurationFlag{Name: "settle", Value: DefaultSettle, Usage: "per step: run this long before the hold starts (discarded)"},
@@ -114,18 +115,18 @@ func qmaxCommand() *cli.Command {
 			&cli.StringFlag{Name: "url", Usage: "with --transport http: the container's base URL, e.g. http://127.0.0.1:8080"},
 			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded English corpus)"},
 			&cli.BoolFlag{Name: "refine", Usage: "bisect between the highest passing and the lowest failing step"},
-			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors, or over another run's EXPIRED measurement marker (never a live one)"},
+			cliflags.Force("measure even when drift reports errors, or over another run's EXPIRED measurement marker (never a live one)"),
 			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the ladder, the estimated duration and every control-plane action"},
+			cliflags.DryRun("make no AWS call: print the ladder, the estimated duration and every control-plane action"),
 			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
 			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
 			&cli.DurationFlag{Name: flagRateHold, Usage: "per rate step: hold this long after settling (default: --hold)"},
 			&cli.DurationFlag{Name: flagRateWindow, Usage: "per rate step: judge the requests sent in the last part of the hold this long (default: --measure-window)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seeds the request texts and the rate staircase's Poisson arrivals (the same seed offers the same arrivals)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print on stdout at the end: table (text is the same) or json (the artifact)"},
-			&cli.StringFlag{Name: "output", Usage: "where to write the artifact (default artifacts/<model>/qmax.json); records and chart go beside it"},
-			&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "the container source tree whose digest the artifact records"},
-			&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "where the freeze journal is kept"},
+			cliflags.Format("what to print on stdout at the end: text or json (the artifact)"),
+			cliflags.Output("where to write the artifact (default artifacts/<model>/qmax.json); records and chart go beside it"),
+			cliflags.ContainerDir("the container source tree whose digest the artifact records"),
+			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench qmax --help", err)
@@ -294,10 +295,8 @@ func (o *qmaxOpts) Validate() error {
 	if _, rh, rw := o.rateWindows(); rw > 0 && rh > 0 && rw > rh && (o.rateHold != nil || o.rateWindow != nil) {
 		bad("--%s %s is longer than the rate steps' hold %s: the window is the last part of the hold: shorten it or hold longer (--%s)", flagRateWindow, rw, rh, flagRateHold)
 	}
-	switch o.format {
-	case "table", "text", "json":
-	default:
-		bad("--format %q is not a format: use table or json", o.format)
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 
 	// The judgement.

@@ -65,10 +65,10 @@ func TestDriftThawValidateUsage(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"drift"}, []string{"--model: none given"}},
+		{[]string{"drift", "--model", ""}, []string{"--model: none given"}},
 		{[]string{"drift", "--model", "nope", "--format", "xml", "--local", "--region", "eu-west-1"}, []string{"--model nope", "--format \"xml\"", "leave --region out"}},
 		{[]string{"drift", "--model", "espeak-ng", "stray"}, []string{"takes no arguments"}},
-		{[]string{"thaw"}, []string{"give --endpoint NAME or --model ID"}},
+		{[]string{"thaw", "--model", ""}, []string{"give --endpoint NAME or --model ID"}},
 		{[]string{"thaw", "--endpoint", "../../etc", "--desired", "0"}, []string{"not a SageMaker endpoint name", "--desired 0"}},
 		{[]string{"thaw", "--endpoint", "speech-x", "--model", "espeak-ng"}, []string{"disagree"}},
 		{[]string{"validate", "--model", "espeak-ng", "--plan", "/nonexistent/plan.json"}, []string{"--plan /nonexistent/plan.json"}},

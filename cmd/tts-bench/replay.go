@@ -28,6 +28,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
@@ -93,7 +94,7 @@ func replayCommand() *cli.Command {
 			&cli.DurationFlag{Name: "peak-at", Usage: "shape diurnal: when the rate peaks"},
 			&cli.DurationFlag{Name: "at", Usage: "shape step or spike: when it happens"},
 			&cli.DurationFlag{Name: "width", Usage: "shape spike: how long it lasts"},
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model (endpoint speech-<model>, SLO)"},
+			modelFlag("catalog id of the model (endpoint speech-<model>, SLO)"),
 			&cli.StringFlag{Name: "transport", Value: capacity.TransportSageMakerStream, Usage: "sagemaker-stream (the endpoint) or http (a container at --url)"},
 			&cli.StringFlag{Name: "url", Usage: "the container's base URL, with --transport http"},
 			&cli.IntFlag{Name: "max-workers", Value: DefaultReplayWorkers, Usage: "workers started before the first arrival; an arrival with none free is dropped"},
@@ -106,8 +107,8 @@ func replayCommand() *cli.Command {
 			&cli.StringFlag{Name: "corpus", Usage: "request texts, one per line (default: the built-in seeded corpus)"},
 			&cli.StringFlag{Name: "arrivals", Value: string(bench.ArrivalsPoisson), Usage: "poisson (independent arrivals following the trace's rate, what the plan assumes) or uniform (evenly spaced, 1/rps apart)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "picks the texts and the Poisson arrival times: the same seed sends the same requests at the same times"},
-			&cli.StringFlag{Name: "output", Usage: "records file (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
+			cliflags.Output("records file (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz)"),
+			cliflags.Format("what to print: text or json"),
 		}, awsenv.Flags()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench replay --help", err)
@@ -256,8 +257,8 @@ func (o *replayOpts) Validate() error {
 	if o.poll < time.Second || o.poll > 10*time.Minute {
 		bad("--poll %s: want 1s to 10m", o.poll)
 	}
-	if o.format != "table" && o.format != "json" {
-		bad("--format %q: want table or json", o.format)
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 	switch o.transport {
 	case capacity.TransportSageMakerStream:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -56,11 +57,11 @@ func reportCommand() *cli.Command {
 		UsageText:   "tts-bench report [--model ID] [--bucket D] [--force] RECORDS.jsonl.gz...",
 		Description: reportDescription,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model whose SLO judges the slices"},
+			modelFlag("catalog id of the model whose SLO judges the slices"),
 			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB SLO in milliseconds (default: the catalog's)"},
 			&cli.DurationFlag{Name: "bucket", Value: DefaultReplayBucket, Usage: "length of one row of the table"},
-			&cli.BoolFlag{Name: "force", Usage: "merge files of different runs or traces, or an incomplete set of shards"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
+			cliflags.Force("merge files of different runs or traces, or an incomplete set of shards"),
+			cliflags.Format("what to print: text or json"),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench report --help", err)
@@ -103,8 +104,8 @@ func runReport(c *cli.Context, cat models.Catalog) error {
 	if bucket < time.Second || bucket > 24*time.Hour {
 		bad("--bucket %s: want 1s to 24h", bucket)
 	}
-	if format != "table" && format != "json" {
-		bad("--format %q: want table or json", format)
+	if err := cliflags.CheckFormat(format); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return exitcode.Usage(errors.Join(errs...))

@@ -24,6 +24,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
@@ -76,7 +77,7 @@ func simulateCommand() *cli.Command {
 		UsageText:   "tts-bench simulate [--model ID] [--plan PATH | --what-if q_max=N,t_total_s=S,throughput_rps=X] --trace SHAPE|FILE.csv [options]",
 		Description: simulateDescription,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model (the plan's when --plan is given)"},
+			modelFlag("catalog id of the model (the plan's when --plan is given)"),
 			&cli.StringFlag{Name: "plan", Usage: "plan to simulate (default artifacts/<model>/plan.json); its qmax and ttotal artifacts are read beside it"},
 			&cli.StringFlag{Name: "what-if", Usage: "simulate assumed numbers instead of a plan: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
 			&cli.Float64Flag{Name: "surge", Usage: "surge ratio of the what-if plan, in [1, 1.5) (default: the catalog's)"},
@@ -91,8 +92,8 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
 			&cli.Float64Flag{Name: "price-per-hour", Usage: "US dollars per instance-hour (default: the catalog's price_per_hour_usd)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print: table or json"},
-			&cli.StringFlag{Name: "output", Usage: "where to write the SVG timeline (default simulate-<model>.svg in the current directory)"},
+			cliflags.Format("what to print: text or json"),
+			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench simulate --help", err)
@@ -185,8 +186,8 @@ func (o *simulateOpts) Validate() error {
 	if len(o.args) > 0 {
 		bad("simulate takes no arguments, got %q: use flags, see tts-bench simulate --help", o.args)
 	}
-	if o.format != "table" && o.format != "json" {
-		bad("--format %q is not a format: use table or json", o.format)
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 	m, err := o.catalog.Get(o.modelID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -60,17 +61,17 @@ func thawCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "thaw",
 		Usage:       "restore an endpoint an interrupted run left frozen: from its journal, else from the plan or catalog",
-		UsageText:   "tts-bench thaw (--endpoint NAME | --model ID) [--desired N] [--force] [--local | --region R --profile P]",
+		UsageText:   "tts-bench thaw [--endpoint NAME | --model ID] [--desired N] [--force] [--local | --region R --profile P]",
 		Description: thawDescription,
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "endpoint", Usage: "endpoint name (instead of --model)"},
 			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"},
-			&cli.BoolFlag{Name: "force", Usage: "remove any run's measurement marker, and thaw without a journal an endpoint another run has marked"}),
+			cliflags.Force("remove any run's measurement marker, and thaw without a journal an endpoint another run has marked")),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench thaw --help", err)
 		},
 		Action: func(c *cli.Context) error {
-			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: c.String("model"), planPath: c.String("plan"),
+			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: modelUnlessEndpoint(c), planPath: c.String("plan"),
 				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), force: c.Bool("force"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
 			var errs []error
 			if c.IsSet("desired") {

@@ -17,6 +17,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -91,15 +92,15 @@ func ttotalCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "ttotal",
 		Usage:       "measure T_total: the time from asking for one more instance until it serves healthy traffic, as a timeline of stages",
-		UsageText:   "tts-bench ttotal --model ID --qmax FILE [--local | --region R --profile P] [options]",
+		UsageText:   "tts-bench ttotal [--model ID] [--qmax FILE] [--local | --region R --profile P] [options]",
 		Description: ttotalDescription,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: "catalog id of the model to measure"},
+			modelFlag("catalog id of the model to measure"),
 			&cli.StringFlag{Name: "qmax", Usage: "the qmax artifact of this model, endpoint and transport (default artifacts/<model>/qmax.json)"},
 			&cli.StringFlag{Name: "transport", Value: capacity.TransportSageMakerStream, Usage: "how the probe is sent: sagemaker-stream (the only one that can see a new instance); must equal the qmax artifact's"},
 			&cli.IntFlag{Name: "probe-concurrency", Usage: "closed-loop probe: requests held in flight (default: the instances × the qmax artifact's first step past Q_max whose p95 exceeds 1.2 × the SLO)"},
 			&cli.DurationFlag{Name: "warmup", Value: DefaultWarmup, Usage: "run the probe this long before raising the instance count"},
-			&cli.DurationFlag{Name: "poll-interval", Value: DefaultPollInterval, Usage: "how often DescribeEndpoint and CloudWatch Logs are read (default 1s with --local)"},
+			&cli.DurationFlag{Name: "poll-interval", Value: DefaultPollInterval, Usage: "how often DescribeEndpoint and CloudWatch Logs are read; 1s with --local unless given"},
 			&cli.DurationFlag{Name: "fine-poll-interval", Value: DefaultFinePollInterval, Usage: "how often DescribeEndpoint is read once in_service is near (the new container is ready or the variant ActivatingTraffic), when shorter than --poll-interval"},
 			&cli.Float64Flag{Name: "tolerance", Value: DefaultTolerance, Usage: "traffic is recovered when the probe's p95 TTFAB is at most min(SLO, the qmax curve's p95 on the busiest instance after the scale-out × this run's slowdown × this)"},
 			&cli.IntFlag{Name: "recovery-windows", Value: DefaultRecoveryWindows, Usage: "once the new instance has served and the endpoint is InService, wait at most this many --window for traffic_recovered"},
@@ -107,12 +108,12 @@ func ttotalCommand() *cli.Command {
 			&cli.IntFlag{Name: "min-samples", Value: DefaultMinSamples, Usage: "requests sent after in_service the window must hold before traffic can count as recovered"},
 			&cli.DurationFlag{Name: "max-wait", Value: DefaultMaxWait, Usage: "give up this long after desired_set and write a partial artifact naming the missing stages"},
 			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one probe request (a timeout counts against the window)"},
-			&cli.BoolFlag{Name: "force", Usage: "measure even when drift reports errors"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "make no AWS call: print the actions and the expected duration"},
-			&cli.StringFlag{Name: "output", Usage: "where to write the artifact (default artifacts/<model>/ttotal.json); the chart goes beside it"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "what to print on stdout at the end: table or json (the artifact); --dry-run prints its plan as text"},
-			&cli.StringFlag{Name: "container-dir", Value: "container", Usage: "the container source tree whose digest must equal the qmax artifact's"},
-			&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "where the freeze journal is kept"},
+			cliflags.Force("measure even when drift reports errors"),
+			cliflags.DryRun("make no AWS call: print the actions and the expected duration"),
+			cliflags.Output("where to write the artifact (default artifacts/<model>/ttotal.json); the chart goes beside it"),
+			cliflags.Format("what to print on stdout at the end: text or json (the artifact); --dry-run prints its plan as text"),
+			cliflags.ContainerDir("the container source tree whose digest must equal the qmax artifact's"),
+			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench ttotal --help", err)
@@ -230,8 +231,8 @@ func (o *ttotalOpts) Validate() error {
 	if o.recoveryWindows < 1 || o.recoveryWindows > 1000 {
 		bad("--recovery-windows %d: want 1 to 1000 windows", o.recoveryWindows)
 	}
-	if o.format != "table" && o.format != "json" {
-		bad("--format %q is not a format: use table or json", o.format)
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.aws.Validate()...)
 

@@ -14,6 +14,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -29,7 +30,8 @@ default (deadline), and a registered scalable target has a queue shield under it
 deploy reads it (strictly, verified); it need not pass the gate, so that a plan can be compared before it is
 deployed.
 
-Exit codes: 0 every check passes, 1 a mismatch (or a failed AWS call), 2 a usage error or an unusable plan.
+Exit codes: 0 every check passes, 1 a mismatch, 2 a usage error or an unusable plan, 3 could not run (an AWS
+or network error).
 
 Example:
   tts-bench validate --model espeak-ng --plan artifacts/espeak-ng/plan.json --local`
@@ -50,12 +52,12 @@ func validateCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "validate",
 		Usage:       "check the deployed scaling against a plan (read-only); exit 1 on a mismatch",
-		UsageText:   "tts-bench validate --model ID [--plan F] [--local | --region R --profile P] [--format table|json]",
+		UsageText:   "tts-bench validate [--model ID] [--plan F] [--local | --region R --profile P] [--format text|json]",
 		Description: validateDescription,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "catalog id of the model (its endpoint is speech-<model>)"},
+			modelFlag("catalog id of the model (its endpoint is speech-<model>)"),
 			&cli.StringFlag{Name: "plan", Usage: "plan to check against (default artifacts/<model>/plan.json)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+			cliflags.Format("text or json"),
 		}, awsenv.Flags()...),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench validate --help", err)
