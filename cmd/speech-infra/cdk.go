@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -169,11 +170,11 @@ func (execRunner) Stream(ctx context.Context, c cdkCommand, stdin io.Reader, std
 
 // awsFlags are the flags of the AWS side of deploy and destroy.
 func awsFlags() []cli.Flag {
-	return []cli.Flag{
+	return cliflags.InCategory(cliflags.CategoryAWS,
 		&cli.StringFlag{Name: "region", Usage: "AWS region (default: the standard chain: AWS_REGION, the profile's region); passed to the CDK CLI as AWS_REGION"},
 		&cli.StringFlag{Name: "profile", Usage: "shared config profile (default: AWS_PROFILE or default); passed to the CDK CLI as --profile"},
 		&cli.StringFlag{Name: "app-dir", Value: ".", Usage: "directory of the CDK app (cdk.json, node_modules/.bin/cdk): the repository root"},
-	}
+	)
 }
 
 // awsSettings are the AWS flags of one command.

@@ -153,7 +153,7 @@ func TestStatusErrors(t *testing.T) {
 	o.args = []string{"extra"}
 	o.stateDir = ""
 	err := o.Validate()
-	for _, want := range []string{`--format "yaml" is not a format: use env or json`, `local status takes no arguments, got ["extra"]`, "--state-dir is empty"} {
+	for _, want := range []string{`--format "yaml" is not a format: use text or json`, `local status takes no arguments, got ["extra"]`, "--state-dir is empty"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to contain %q", err, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -44,19 +46,19 @@ func deployCommand() *cli.Command {
 			"--format text (the default) prints only the export lines for the emulator on stdout, so\n" +
 			"eval \"$(speech-infra deploy <model> --local)\" works; the report, the gate's reasons and warnings go to\n" +
 			"stderr. --format json prints the result as one JSON object on stdout.",
-		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "local", Usage: "deploy on the local emulator (started in the background if needed)"},
+		Flags: slices.Concat([]cli.Flag{
+			cliflags.Local("deploy on the local emulator (started in the background if needed)"),
 			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads (default artifacts/<model>/plan.json)"},
-			&cli.StringFlag{Name: "container-dir", Usage: "container source directory whose digest the gate compares with the plan", Value: "container"},
+			cliflags.ContainerDir("container source directory whose digest the gate compares with the plan"),
 			&cli.StringFlag{Name: "model-dir", Usage: "local directory with the model's weights (engines with weights only)", EnvVars: []string{"SPEECH_INFRA_MODEL_DIR"}},
 			&cli.BoolFlag{Name: "autoscaling", Usage: "override the catalog's scaling.autoscaling: true makes a refused plan a failed check (exit 1), false deploys without scaling"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "what to print on stdout: text or json (json with --local only)"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "AWS: print the preflight and the CDK command, change nothing (exit 1 when a check fails)"},
-			&cli.BoolFlag{Name: "skip-preflight", Usage: "AWS: run cdk deploy without the preflight (for experts)"},
-			&cli.BoolFlag{Name: "yes", Usage: "AWS: deploy without CDK's approval question on IAM changes (--require-approval never)"},
-			&cli.BoolFlag{Name: "for-measurement", Usage: "AWS: the preflight wants two free instances of the quota instead of one (a tts-bench ttotal run adds one)"},
-			stateDirFlag, portFlag, containerBin,
-		}, awsFlags()...),
+			cliflags.Format("what to print on stdout: text or json (json with --local only)"),
+		}, cliflags.InCategory(cliflags.CategoryAWS,
+			cliflags.DryRun("print the preflight and the CDK command, change nothing (exit 1 when a check fails)"),
+			&cli.BoolFlag{Name: "skip-preflight", Usage: "run cdk deploy without the preflight (for experts)"},
+			&cli.BoolFlag{Name: "yes", Usage: "deploy without CDK's approval question on IAM changes (--require-approval never)"},
+			&cli.BoolFlag{Name: "for-measurement", Usage: "the preflight wants two free instances of the quota instead of one (a tts-bench ttotal run adds one)"},
+		), []cli.Flag{stateDirFlag, portFlag, containerBin}, awsFlags()),
 		Action: func(c *cli.Context) error {
 			cat, err := models.Default()
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -37,10 +38,10 @@ func destroyCommand() *cli.Command {
 			"remove them. Both refuse while a freeze journal of the endpoint exists (a measurement is running or was\n" +
 			"killed): run `tts-bench thaw` first, or pass --force.",
 		Flags: append([]cli.Flag{
-			&cli.BoolFlag{Name: "local", Usage: "remove it from the local emulator"},
-			&cli.BoolFlag{Name: "yes", Usage: "AWS: destroy without asking"},
-			&cli.BoolFlag{Name: "force", Usage: "destroy even while a freeze journal of the endpoint exists (its measurement's restore is lost)"},
-			&cli.StringFlag{Name: "journal-dir", Value: cloud.DefaultJournalDir, Usage: "directory of the freeze journals"},
+			cliflags.Local("remove it from the local emulator (never starts one: with none running there is nothing to remove)"),
+			cliflags.InCategory(cliflags.CategoryAWS, &cli.BoolFlag{Name: "yes", Usage: "destroy without asking"})[0],
+			cliflags.Force("destroy even while a freeze journal of the endpoint exists (its measurement's restore is lost)"),
+			cliflags.JournalDir(cloud.DefaultJournalDir, "directory of the freeze journals"),
 			stateDirFlag, portFlag, containerBin,
 		}, awsFlags()...),
 		Action: func(c *cli.Context) error {

@@ -18,14 +18,15 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
 // The emulator's settings, shared by every --local command.
 var (
-	stateDirFlag = &cli.StringFlag{Name: "state-dir", Usage: "emulator state directory", Value: filepath.Join(".state", "emulator"), EnvVars: []string{"SPEECH_INFRA_STATE_DIR"}}
-	portFlag     = &cli.IntFlag{Name: "port", Usage: "emulator port on 127.0.0.1", Value: emulator.DefaultPort, EnvVars: []string{"SPEECH_INFRA_PORT"}}
-	containerBin = &cli.StringFlag{Name: "container-bin", Usage: "inference container binary the emulator runs per instance (default: speech-container next to this executable)", EnvVars: []string{"SPEECH_CONTAINER_BIN"}}
+	stateDirFlag = cliflags.StateDir("emulator state directory")
+	portFlag     = &cli.IntFlag{Name: "port", Usage: "emulator port on 127.0.0.1", Value: emulator.DefaultPort, EnvVars: []string{"SPEECH_INFRA_PORT"}, Category: cliflags.CategoryLocal}
+	containerBin = &cli.StringFlag{Name: "container-bin", Usage: "inference container binary the emulator runs per instance (default: speech-container next to this executable)", EnvVars: []string{"SPEECH_CONTAINER_BIN"}, Category: cliflags.CategoryLocal}
 )
 
 // emulatorSettings are the --state-dir, --port and --container-bin of a --local command.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/urfave/cli/v2"
 
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -19,12 +20,12 @@ func localStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "say whether the emulator runs, where, and which endpoints it holds",
-		Description: "With --format env (the default) stdout holds only the export lines that point the SDK and the AWS CLI\n" +
+		Description: "With --format text (the default; env is its earlier name) stdout holds only the export lines that point the SDK and the AWS CLI\n" +
 			"at the emulator, so `eval \"$(speech-infra local status)\"` configures a shell; the emulator and its\n" +
 			"endpoints are described on stderr. --format json prints all of it as one JSON object on stdout.",
 		Flags: []cli.Flag{
 			stateDirFlag,
-			&cli.StringFlag{Name: "format", Value: "env", Usage: "what to print on stdout: env (export lines) or json"},
+			cliflags.Format("what to print on stdout: text (the export lines) or json"),
 		},
 		Action: func(c *cli.Context) error {
 			o := &statusOpts{
@@ -66,8 +67,8 @@ func (o *statusOpts) Validate() error {
 	if len(o.args) > 0 {
 		errs = append(errs, fmt.Errorf("local status takes no arguments, got %s: use --state-dir to name the emulator", quoteAll(o.args)))
 	}
-	if o.format != "env" && o.format != "json" {
-		errs = append(errs, fmt.Errorf("--format %q is not a format: use env or json", o.format))
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, emulatorSettings{stateDir: o.stateDir}.validate()...)
 	return exitcode.Usage(errors.Join(errs...))

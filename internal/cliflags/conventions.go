@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -76,6 +77,7 @@ func Conventions(app *cli.App) {
 		return cli.ShowAppHelp(c)
 	}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "%s %s\n", c.App.Name, c.App.Version) }
+	stringerOnce.Do(func() { cli.FlagStringer = oneDefault(cli.FlagStringer) })
 	var walk func(path []string, cmds []*cli.Command)
 	walk = func(path []string, cmds []*cli.Command) {
 		for _, c := range cmds {
@@ -84,6 +86,29 @@ func Conventions(app *cli.App) {
 		}
 	}
 	walk(nil, app.Commands)
+}
+
+// stringerOnce installs oneDefault once per process (cli.FlagStringer is urfave/cli's global).
+var stringerOnce sync.Once
+
+// oneDefault wraps urfave/cli's flag stringer so that a flag whose usage says its default itself ("(default:
+// the catalog's)") does not get urfave's "(default: 0)" after it: a flag's help names its default once.
+func oneDefault(base cli.FlagStringFunc) cli.FlagStringFunc {
+	return func(f cli.Flag) string {
+		s := base(f)
+		if b, ok := f.(*cli.BoolFlag); ok && !b.Value {
+			// A switch is off unless given: "(default: false)" says nothing.
+			s = strings.Replace(s, " (default: false)", "", 1)
+		}
+		df, ok := f.(cli.DocGenerationFlag)
+		if !ok || !strings.Contains(df.GetUsage(), "(default") {
+			return s
+		}
+		if d := df.GetDefaultText(); d != "" {
+			s = strings.Replace(s, " (default: "+d+")", "", 1)
+		}
+		return s
+	}
 }
 
 // conventions gives one command the --version flag and the usage errors with a suggestion.
