@@ -3,7 +3,8 @@
 // qmax reads CloudWatch and pins the endpoint around it.
 //
 // Closed loop, concurrency C: C workers, each sending its next request only when its previous one ended
-// (Config, RunStep, Run). Each step has a settle, a hold whose last part is the measure window, and two
+// (Config, RunStep). A Staircase says which concurrency to measure next: the steps given, extended while
+// every step passes, then Bisect between the highest pass and the lowest fail. Each step has a settle, a hold whose last part is the measure window, and two
 // deadlines after k6's executors: stop starting, then a hard stop after a grace (Config documents the timeline).
 // A request that failed with no answer at all (refused, reset) is followed by a pause of NoAnswerPause, so a
 // dead server does not turn every worker into a tight loop of records.

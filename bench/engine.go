@@ -41,8 +41,6 @@ const (
 // that the hard stop never cuts a request still within its own timeout: a measured request always ends by
 // itself, successfully or with its own timeout.
 type Config struct {
-	// Ladder is the concurrencies Run steps through, in order.
-	Ladder []int
 	// Settle, Hold, Measure and Grace are the step's windows (above).
 	Settle, Hold, Measure, Grace time.Duration
 	// RequestTimeout bounds one request, from send to the end of its stream.
@@ -72,7 +70,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config with the default windows and bounds. The caller sets SLO, StallBudget,
-// Transport, Corpus, Ladder and RunID.
+// Transport, Corpus and RunID.
 func DefaultConfig() Config {
 	return Config{
 		Settle: DefaultSettle, Hold: DefaultHold, Measure: DefaultMeasure, Grace: DefaultRequestTimeout,
@@ -88,11 +86,6 @@ const MaxConcurrency = 10_000
 func (c Config) Validate() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	for i, n := range c.Ladder {
-		if n < 1 || n > MaxConcurrency {
-			add("ladder[%d]: concurrency %d: want 1 to %d", i, n, MaxConcurrency)
-		}
-	}
 	if c.Settle < 0 {
 		add("settle: is %v: want 0 or more", c.Settle)
 	}
@@ -170,34 +163,11 @@ type Progress struct {
 	TTFABP95, StallP95 time.Duration
 }
 
-// ErrConfig is returned (wrapped) by Run and RunStep for an invalid Config.
+// ErrConfig is returned (wrapped) by RunStep for an invalid Config.
 var ErrConfig = errors.New("invalid load configuration")
 
-// Run runs the ladder in order, one RunStep per concurrency, and stops after the first step that does not
-// meet the SLO (nothing above it can move the bracket). It returns the steps run, also alongside an error.
-func Run(ctx context.Context, cfg Config) ([]StepResult, error) {
-	if errs := cfg.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
-	}
-	if len(cfg.Ladder) == 0 {
-		return nil, fmt.Errorf("%w: ladder: is empty: give at least one concurrency", ErrConfig)
-	}
-	var out []StepResult
-	for _, c := range cfg.Ladder {
-		s, err := RunStep(ctx, cfg, c)
-		out = append(out, s)
-		if err != nil {
-			return out, err
-		}
-		if !s.MeetsSLO {
-			break
-		}
-	}
-	return out, nil
-}
-
 // RunStep runs one closed-loop step at concurrency c (Config describes the windows), writes its records to
-// cfg.Records as they end, and returns the step folded from them (SummarizeStep). cfg.Ladder is not used. When
+// cfg.Records as they end, and returns the step folded from them (SummarizeStep). When
 // ctx ends the requests in flight are canceled (class canceled) and the partial step comes back with ctx's
 // error.
 func RunStep(ctx context.Context, cfg Config, c int) (StepResult, error) {

@@ -153,8 +153,8 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("Validate of the zero Config does not name %q: %v", field, text)
 		}
 	}
-	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
-		t.Errorf("Run with the zero Config: %v", err)
+	if _, err := RunStep(context.Background(), cfg, 1); !errors.Is(err, ErrConfig) {
+		t.Errorf("RunStep with the zero Config: %v", err)
 	}
 	good := shortConfig(NewHTTP("http://127.0.0.1:1"))
 	if errs := good.Validate(); len(errs) != 0 {

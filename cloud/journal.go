@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +20,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -195,9 +195,10 @@ func ListJournals(dir string) ([]*Journal, []error) {
 	return js, errs
 }
 
-// createJournal writes j to path atomically and exclusively: the journal is written and synced under a
-// temporary name, then linked to path, which fails when path exists. A reader (or a crash) sees no journal or
-// the whole journal; of two runs racing to freeze one endpoint, exactly one gets it.
+// createJournal writes j to path atomically and exclusively (atomicfile.CreateNew): the journal is written
+// and synced under a temporary name, then linked to path, which fails when path exists. A reader (or a
+// crash) sees no journal or the whole journal; of two runs racing to freeze one endpoint, exactly one gets
+// it.
 func createJournal(path string, j *Journal) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -207,54 +208,19 @@ func createJournal(path string, j *Journal) error {
 	if err != nil {
 		return fmt.Errorf("encode journal: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write journal %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write journal %s: %w", path, err)
-	}
-	if err := os.Link(tmp, path); err != nil {
+	if err := atomicfile.CreateNew(path, append(b, '\n'), 0o600); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w at %s", ErrJournalExists, path)
 		}
-		return fmt.Errorf("write journal %s: %w", path, err)
+		return fmt.Errorf("the journal: %w", err)
 	}
-	return syncDir(dir)
+	return nil
 }
 
 // removeJournal deletes the journal at path and syncs its directory; a missing journal is no error.
 func removeJournal(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := atomicfile.Remove(path); err != nil {
 		return fmt.Errorf("remove journal %s: %w: delete it by hand once the endpoint is as it recorded", path, err)
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir flushes a directory's entries; a file system that cannot sync a directory has nothing to flush.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-		err = nil
-	}
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

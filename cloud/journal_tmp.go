@@ -18,9 +18,9 @@ import (
 const FindingTempFileLeft = "temp_file_left"
 
 // tempFileRE matches the hidden temporary names tts-bench writes before renaming into place:
-// ".<records>.<digits>.tmp" (qmax's records), ".<records>.tmp<digits>" (replay's records),
-// ".<endpoint>.json.tmp-<digits>" (a journal) and ".qmax-probe-<digits>", ".replay-probe-<digits>" (the
-// writability probes).
+// ".<records>.tmp-<digits>" (qmax's records and a journal, both written through internal/atomicfile),
+// ".<records>.<digits>.tmp" (qmax's records before that), ".<records>.tmp<digits>" (replay's records) and
+// ".qmax-probe-<digits>", ".replay-probe-<digits>" (the writability probes).
 var tempFileRE = regexp.MustCompile(`^\..+\.(\d+\.tmp|tmp\d+|tmp-\d+)$|^\.(qmax|replay)-probe-\d+$`)
 
 // TempFile is a hidden temporary file a killed run left behind.

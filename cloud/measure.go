@@ -113,9 +113,15 @@ type EndpointState struct {
 	// Instances.
 	HasVariant, HasCount bool
 	Instances            int32
-	// ActivatingTraffic says the variant's status list holds ActivatingTraffic (a new instance is about to
-	// take traffic).
+	// DesiredInstances is the variant's desired instance count (0 when it reports none).
+	DesiredInstances int32
+	// VariantStatus is the newest (the last) of the variant's statuses, e.g. "Creating", or "" when it lists
+	// none; ActivatingTraffic says the list holds ActivatingTraffic (a new instance is about to take traffic).
+	VariantStatus     string
 	ActivatingTraffic bool
+	// Failed says the endpoint is Failed, FailureReason why.
+	Failed        bool
+	FailureReason string
 }
 
 // ReadEndpoint describes endpoint (with optFns, e.g. PollOnceSageMaker for a poller) and reads variant out
@@ -125,7 +131,10 @@ func ReadEndpoint(ctx context.Context, api EndpointDescribeAPI, endpoint, varian
 	if err != nil {
 		return EndpointState{}, err
 	}
-	s := EndpointState{Output: d, Status: string(d.EndpointStatus), InService: d.EndpointStatus == smtypes.EndpointStatusInService}
+	s := EndpointState{
+		Output: d, Status: string(d.EndpointStatus), InService: d.EndpointStatus == smtypes.EndpointStatusInService,
+		Failed: d.EndpointStatus == smtypes.EndpointStatusFailed, FailureReason: aws.ToString(d.FailureReason),
+	}
 	for _, v := range d.ProductionVariants {
 		if aws.ToString(v.VariantName) != variant {
 			continue
@@ -134,7 +143,9 @@ func ReadEndpoint(ctx context.Context, api EndpointDescribeAPI, endpoint, varian
 		if v.CurrentInstanceCount != nil {
 			s.HasCount, s.Instances = true, *v.CurrentInstanceCount
 		}
+		s.DesiredInstances = aws.ToInt32(v.DesiredInstanceCount)
 		for _, st := range v.VariantStatus {
+			s.VariantStatus = string(st.Status)
 			if st.Status == smtypes.VariantStatusActivatingTraffic {
 				s.ActivatingTraffic = true
 			}

@@ -83,14 +83,14 @@ func TestReadEndpointReadsTheVariant(t *testing.T) {
 	sm := &cloudtest.SageMaker{DescribeEndpointFn: func(_ context.Context, in *sagemaker.DescribeEndpointInput, _ ...func(*sagemaker.Options)) (*sagemaker.DescribeEndpointOutput, error) {
 		return &sagemaker.DescribeEndpointOutput{EndpointName: in.EndpointName, EndpointStatus: smtypes.EndpointStatusUpdating, ProductionVariants: []smtypes.ProductionVariantSummary{
 			{VariantName: aws.String("Other"), CurrentInstanceCount: aws.Int32(9)},
-			{VariantName: aws.String("AllTraffic"), CurrentInstanceCount: aws.Int32(2), VariantStatus: []smtypes.ProductionVariantStatus{{Status: smtypes.VariantStatusActivatingTraffic}}},
+			{VariantName: aws.String("AllTraffic"), CurrentInstanceCount: aws.Int32(2), DesiredInstanceCount: aws.Int32(3), VariantStatus: []smtypes.ProductionVariantStatus{{Status: smtypes.VariantStatusActivatingTraffic}}},
 		}}, nil
 	}}
 	s, err := cloud.ReadEndpoint(context.Background(), sm, "ep", "AllTraffic")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Status != "Updating" || s.InService || !s.HasVariant || !s.HasCount || s.Instances != 2 || !s.ActivatingTraffic || s.Output == nil {
+	if s.Status != "Updating" || s.InService || !s.HasVariant || !s.HasCount || s.Instances != 2 || s.DesiredInstances != 3 || !s.ActivatingTraffic || s.VariantStatus != "ActivatingTraffic" || s.Output == nil {
 		t.Errorf("state = %+v", s)
 	}
 	s, err = cloud.ReadEndpoint(context.Background(), sm, "ep", "Missing")

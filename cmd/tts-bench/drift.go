@@ -9,10 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/capacity"
@@ -93,17 +89,6 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 	return e
 }
 
-// awsClients are the SDK clients of the commands.
-type awsClients struct {
-	sm  *sagemaker.Client
-	aas *applicationautoscaling.Client
-	cw  *cloudwatch.Client
-}
-
-func newClients(cfg aws.Config) awsClients {
-	return awsClients{sm: sagemaker.NewFromConfig(cfg), aas: applicationautoscaling.NewFromConfig(cfg), cw: cloudwatch.NewFromConfig(cfg)}
-}
-
 // lookupModel resolves --model against the catalog, as a usage error naming the ids when unknown.
 func lookupModel(cat models.Catalog, id string) (models.Model, error) {
 	if id == "" {
@@ -126,6 +111,8 @@ type driftOpts struct {
 	format                                string
 	env                                   awsenv.Settings
 	stdout, stderr                        io.Writer
+	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
+	clients clientFactory
 
 	model models.Model
 }
@@ -184,8 +171,7 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := newClients(cfg)
-	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: cl.sm, AutoScaling: cl.aas, CloudWatch: cl.cw}, cloud.DriftOptions{
+	rep, err := cloud.Drift(ctx, clientsFor(o.clients, cfg).Drift(), cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
 		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
 		Container: &exp.container, TempDirs: []string{filepath.Dir(o.planPath)},

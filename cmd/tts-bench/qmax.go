@@ -172,11 +172,12 @@ type qmaxOpts struct {
 	aws                        awsenv.Settings
 	catalog                    models.Catalog
 	stdout, stderr             io.Writer
-	commandLine                string
+	// env is the client factory, the signals and the command line of the process.
+	env runEnv
 
 	// Set by Validate.
 	model                  models.Model
-	lad                    ladder
+	lad                    bench.Staircase
 	slo, stallBudget       time.Duration
 	corpus                 *bench.Corpus
 	recordsPath, chartPath string
@@ -196,7 +197,7 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"), resume: c.Bool("resume"),
 		output: c.String("output"), containerDir: c.String("container-dir"), journalDir: c.String("journal-dir"),
 		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		commandLine:       strings.Join(os.Args, " "),
+		env:               processEnv(c),
 		rateFractionsFlag: c.String(flagRateFractions), seed: c.Uint64("seed"), format: c.String("format"),
 	}
 	for _, d := range []struct {
@@ -252,7 +253,7 @@ func (o *qmaxOpts) Validate() error {
 	if len(steps) > capacity.MaxQMaxSteps {
 		bad("--ladder has %d steps: at most %d", len(steps), capacity.MaxQMaxSteps)
 	}
-	o.lad = ladder{steps: steps, extension: DefaultLadderExtension, max: o.maxConcurrency}
+	o.lad = bench.Staircase{Steps: steps, Extension: DefaultLadderExtension, Max: o.maxConcurrency, MaxSteps: capacity.MaxQMaxSteps}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
@@ -445,13 +446,9 @@ func qmaxDriftOptions(o *qmaxOpts) cloud.DriftOptions {
 // measurement marker expires cloud.MarkerMargin after it.
 func (o *qmaxOpts) durationBound() time.Duration {
 	cfg := o.engineConfig("bound")
-	steps, prev := len(o.lad.worstCase()), 0
+	steps := len(o.lad.WorstCase())
 	if o.refine {
-		most := 0
-		for _, c := range o.lad.worstCase() {
-			most, prev = max(most, refineSteps(prev, c)), c
-		}
-		steps += most
+		steps += o.lad.MostRefineSteps()
 	}
 	d := time.Duration(steps) * 2 * cfg.StepDuration()
 	if n := len(o.rateFractions); n > 0 {
@@ -486,7 +483,7 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		row("target", "endpoint %s, variant %s, transport %s, on %s)", ep, models.VariantName, o.transport, where)
 	}
 	row("SLO", "p%d TTFAB ≤ %s and p95 stall ≤ %s + %s jitter, at most %.0f%% failed requests", cfg.SLOPercentile, cfg.SLO, cfg.StallBudget, cfg.StallJitter, 100*cfg.MaxErrorRate)
-	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", joinInts(o.lad.steps), o.lad.extension, o.lad.max)
+	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", joinInts(o.lad.Steps), o.lad.Extension, o.lad.Max)
 	row("per step", "settle %s, hold %s (judged on the last %s), then up to %s for requests in flight", cfg.Settle, cfg.Hold, cfg.Measure, cfg.Grace)
 	bound := func(on bool, format string, args ...any) string {
 		if !on {
@@ -497,16 +494,13 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 	row("trusted when", "at least %d requests in the window (a 95%% interval of the p%d from order statistics; an interval holding the SLO is measured once more with a doubled window); the client's CPU %s, its p99 scheduling lag %s; one attempt per request (no retry)",
 		cfg.MinRequests, cfg.SLOPercentile, bound(o.maxClientCPU > 0, "≤ %.2f of a core", o.maxClientCPU), bound(o.maxClientLag > 0, "≤ %s", o.maxClientLag))
 	per := cfg.Settle + cfg.Hold
-	n, worst := len(o.lad.steps), len(o.lad.worstCase())
+	n, worst := len(o.lad.Steps), len(o.lad.WorstCase())
 	row("estimate", "%s for the %d ladder steps (%s each, up to %s with requests in flight)", time.Duration(n)*per, n, per, cfg.StepDuration())
 	if worst > n {
-		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.lad.max, worst)
+		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.lad.Max, worst)
 	}
 	if o.refine {
-		most, prev := 0, 0
-		for _, c := range o.lad.worstCase() {
-			most, prev = max(most, refineSteps(prev, c)), c
-		}
+		most := o.lad.MostRefineSteps()
 		row("", "--refine: up to %d more steps bisecting the bracket (%s)", most, time.Duration(most)*per)
 	}
 	if n := len(o.rateFractions); n > 0 {
@@ -533,7 +527,7 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		journal, _ := cloud.JournalPath(o.journalDir, ep)
 		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.journalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.force])
 		act("DescribeEndpoint %s: refuse unless InService", ep)
-		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.lad.worstCase()[worst-1])
+		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.lad.WorstCase()[worst-1])
 		act("ListTags on the endpoint's ARN: refuse another run's %s marker (an expired one only%s), and refuse dynamic scaling already suspended without this run's marker", cloud.MarkerTagKey, map[bool]string{true: " is overridden: --force", false: " with --force"}[o.force])
 		act("DescribeEndpoint and DescribeScalableTargets %s, then write the journal %s (desired instance count, min/max capacity, SuspendedState) before any change", rid, journal)
 		act("AddTags %s=run=<run id> owner=<user@host> pid=<pid> start=<now> expires=<now + %s> on the endpoint, then ListTags to check it is this run's", cloud.MarkerTagKey, o.durationBound()+cloud.MarkerMargin)

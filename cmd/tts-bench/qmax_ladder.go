@@ -28,14 +28,6 @@ const (
 	maxStepDuration = 24 * time.Hour
 )
 
-// ladder is the staircase of one run: the concurrencies given (or the default), then, while every step
-// passes, the last one plus extension, up to max.
-type ladder struct {
-	steps     []int
-	extension int
-	max       int
-}
-
 // parseLadder reads "1,5,10": distinct positive concurrencies in increasing order.
 func parseLadder(s string) ([]int, error) {
 	var steps []int
@@ -51,54 +43,6 @@ func parseLadder(s string) ([]int, error) {
 		steps = append(steps, n)
 	}
 	return steps, nil
-}
-
-// next returns the concurrency to measure after the passing steps done (in the order measured), and false
-// when the staircase is over.
-func (l ladder) next(done []int) (int, bool) {
-	if len(done) < len(l.steps) {
-		return l.steps[len(done)], true
-	}
-	last := l.steps[len(l.steps)-1]
-	if len(done) > 0 {
-		last = done[len(done)-1]
-	}
-	n := last + l.extension
-	if l.extension <= 0 || n > l.max || len(done) >= capacity.MaxQMaxSteps {
-		return 0, false
-	}
-	return n, true
-}
-
-// worstCase is every concurrency the staircase can reach when every step passes.
-func (l ladder) worstCase() []int {
-	var all []int
-	for {
-		n, ok := l.next(all)
-		if !ok {
-			return all
-		}
-		all = append(all, n)
-	}
-}
-
-// bisect returns the concurrency halfway between the highest pass and the lowest fail, and false when they
-// are adjacent (the bracket cannot be refined further).
-func bisect(pass, fail int) (int, bool) {
-	if fail-pass <= 1 {
-		return 0, false
-	}
-	return pass + (fail-pass)/2, true
-}
-
-// refineSteps is the most bisection steps --refine can add between a pass p and a fail f.
-func refineSteps(p, f int) int {
-	n := 0
-	for f-p > 1 {
-		p += (f - p) / 2
-		n++
-	}
-	return n
 }
 
 func joinInts(xs []int) string {

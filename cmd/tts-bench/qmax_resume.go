@@ -24,7 +24,7 @@ import (
 func (o *qmaxOpts) settings() *capacity.QMaxSettings {
 	rs, rh, rw := o.rateWindows()
 	return &capacity.QMaxSettings{
-		Ladder: o.lad.steps, MaxConcurrency: o.lad.max, Refine: o.refine,
+		Ladder: o.lad.Steps, MaxConcurrency: o.lad.Max, Refine: o.refine,
 		SettleS: o.settle.Seconds(), HoldS: o.hold.Seconds(), MeasureWindowS: o.window.Seconds(), RequestTimeoutS: o.requestTimeout.Seconds(),
 		StallBudgetMs: float64(o.stallBudget.Milliseconds()), MinRequests: o.minRequests,
 		RateFractions: o.rateFractions, RateSettleS: rs.Seconds(), RateHoldS: rh.Seconds(), RateMeasureWindowS: rw.Seconds(),

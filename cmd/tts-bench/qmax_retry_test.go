@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/cloud"
 )
 
 // TestQMaxTransportDoesNotRetry (issue 23, item 1): SageMaker answers 503 ServiceUnavailable once, then a
@@ -37,7 +38,7 @@ func TestQMaxTransportDoesNotRetry(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
-	w, err := measuringStreamTransport(cfg, "speech-espeak-ng").Worker(0)
+	w, err := measuringStreamTransport(cloud.NewClients(cfg), "speech-espeak-ng").Worker(0)
 	if err != nil {
 		t.Fatal(err)
 	}

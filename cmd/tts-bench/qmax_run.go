@@ -18,14 +18,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -34,10 +30,8 @@ import (
 // (an event-stream decoder races when streams share a client, aws/smithy-go#714) with the retryer off
 // (bench.NoRetry): a throttled or 5xx answer is an error record, never a slower success inside the TTFAB
 // clock (issue 23). The artifact records the policy (retry_policy).
-func measuringStreamTransport(cfg aws.Config, endpoint string) bench.Transport {
-	return &bench.SageMakerStream{Endpoint: endpoint, NewClient: func() bench.StreamInvoker {
-		return sagemakerruntime.NewFromConfig(cfg, bench.NoRetry)
-	}}
+func measuringStreamTransport(cl cloud.Clients, endpoint string) bench.Transport {
+	return cl.StreamTransport(endpoint, bench.NoRetry)
 }
 
 // Bounds of the run's control-plane waits.
@@ -63,7 +57,7 @@ type qmaxRun struct {
 	cfg          bench.Config
 	// records streams to a temporary file beside the records path (renamed into place by write), so a long
 	// run's records never accumulate in memory; recordsHash digests the compressed bytes as they are written.
-	records     *os.File
+	records     *atomicfile.File
 	recordsHash hash.Hash
 	gz          *gzip.Writer
 	view        stepView
@@ -105,7 +99,7 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 		}
 		resume = st
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(o.recordsPath), "."+filepath.Base(o.recordsPath)+".*.tmp")
+	tmp, err := atomicfile.Create(o.recordsPath, 0o644)
 	if err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: create the records file: %w: choose another --output", o.output, err))
 	}
@@ -129,23 +123,23 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 		return r.measureAndWrite(ctx)
 	}
 
-	sess, err := newSession(ctx, "qmax", o.model.ID, o.endpoint(), models.VariantName, o.journalDir, o.aws, o.stderr)
+	sess, err := newSession(ctx, "qmax", o.model.ID, o.endpoint(), models.VariantName, o.journalDir, o.aws, o.env, o.stderr)
 	if err != nil {
 		return err
 	}
-	r.cw = sess.cw
-	r.cfg.Transport = measuringStreamTransport(sess.awsCfg, o.endpoint())
+	r.cw = sess.cl.CloudWatch
+	r.cfg.Transport = measuringStreamTransport(sess.cl, o.endpoint())
 	if err := o.preflight(ctx, sess); err != nil {
 		return err
 	}
-	if d, err := sess.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())}); err == nil {
-		if spec, _, err := cloud.DescribeDeployed(ctx, sess.sm, d); err == nil && spec.InstanceType != "" {
+	if st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.endpoint(), models.VariantName); err == nil {
+		if spec, _, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output); err == nil && spec.InstanceType != "" {
 			r.instanceType = spec.InstanceType
 		}
 	}
 
 	fmt.Fprintf(o.stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.model.ID, o.endpoint(), models.VariantName)
-	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, 1, o.durationBound(), o.force)
+	frozen, err := sess.freeze(ctx, r.runID, o.env.commandLine, 1, o.durationBound(), o.force)
 	if err != nil {
 		return err
 	}
@@ -161,17 +155,17 @@ func (o *qmaxOpts) preflight(ctx context.Context, sess *session) error {
 	if err := sess.checkDrift(ctx, qmaxDriftOptions(o), o.force, "a measurement now would not measure one pinned, undisturbed instance"); err != nil {
 		return err
 	}
-	d, err := sess.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(o.endpoint())})
+	st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.endpoint(), models.VariantName)
 	if err != nil {
 		if cloud.IsNotFound(err) {
 			return exitcode.CheckFailedf("qmax %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, o.endpoint(), o.model.ID)
 		}
 		return fmt.Errorf("qmax %s: describe endpoint %s: %w", o.model.ID, o.endpoint(), err)
 	}
-	if d.EndpointStatus != smtypes.EndpointStatusInService {
-		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, o.endpoint(), d.EndpointStatus)
+	if !st.InService {
+		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, o.endpoint(), st.Status)
 	}
-	spec, model, err := cloud.DescribeDeployed(ctx, sess.sm, d)
+	spec, model, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output)
 	if err != nil {
 		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
 	}
@@ -189,7 +183,7 @@ func (o *qmaxOpts) checkQueue(env map[string]string, model string) error {
 	if err != nil || depth < 0 {
 		return exitcode.CheckFailedf("qmax %s: the model %s sets QUEUE_MAX_DEPTH=%q, not a depth: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0)", o.model.ID, model, raw)
 	}
-	reach := o.lad.worstCase()
+	reach := o.lad.WorstCase()
 	top := reach[len(reach)-1]
 	if depth > 0 && depth < top {
 		return exitcode.CheckFailedf("qmax %s: the container of %s admits at most QUEUE_MAX_DEPTH=%d requests and answers more with 503, but the ladder reaches concurrency %d: "+
@@ -243,7 +237,7 @@ var errLostConnection = errors.New("lost the connection to the endpoint")
 func (r *qmaxRun) staircase(ctx context.Context) error {
 	var passedInOrder []int
 	for {
-		c, ok := r.o.lad.next(passedInOrder)
+		c, ok := r.o.lad.Next(passedInOrder)
 		if !ok {
 			break
 		}
@@ -267,7 +261,7 @@ func (r *qmaxRun) staircase(ctx context.Context) error {
 		if lf == 0 {
 			return nil
 		}
-		c, ok := bisect(hp, lf)
+		c, ok := bench.Bisect(hp, lf)
 		if !ok {
 			return nil
 		}
@@ -584,27 +578,15 @@ func (r *qmaxRun) write(partial bool) error {
 	return nil
 }
 
-// keepRecords syncs and closes the records' temporary file and renames it to the records path (0644), as
-// capacity.WriteFileAtomic would have written it.
+// keepRecords puts the records in place (atomicfile.File.Commit: synced, 0644, renamed over the records
+// path).
 func (r *qmaxRun) keepRecords() error {
 	f := r.records
 	if f == nil {
 		return errors.New("the records file is already closed")
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), r.o.recordsPath); err != nil {
-		return err
-	}
 	r.records = nil
-	return nil
+	return f.Commit()
 }
 
 // discardRecords removes the records' temporary file when write did not keep it (an error, an interrupted
@@ -613,8 +595,7 @@ func (r *qmaxRun) discardRecords() {
 	if r.records == nil {
 		return
 	}
-	r.records.Close()
-	os.Remove(r.records.Name())
+	r.records.Discard()
 	r.records = nil
 }
 

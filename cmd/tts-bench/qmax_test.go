@@ -43,13 +43,6 @@ func TestMain(m *testing.M) {
 var containerDir = filepath.Join("..", "..", "container")
 
 func TestLadder(t *testing.T) {
-	l := ladder{steps: []int{1, 5, 10}, extension: 10, max: 35}
-	if got := l.worstCase(); !reflect.DeepEqual(got, []int{1, 5, 10, 20, 30}) {
-		t.Errorf("worst case = %v, want 1,5,10 then +10 up to 35", got)
-	}
-	if c, ok := l.next([]int{1}); !ok || c != 5 {
-		t.Errorf("next after 1 = %d %v", c, ok)
-	}
 	for _, tt := range []struct{ in, err string }{
 		{"1,2,4", ""}, {"4", ""}, {" 1, 2 ", ""}, {"", "is not a concurrency"}, {"1,,2", "is not a concurrency"},
 		{"0,1", "is not a concurrency"}, {"2,1", "1 follows 2"}, {"1,1", "1 follows 1"}, {"1,x", `"x" is not`}, {"-1", "is not a concurrency"},
@@ -80,13 +73,10 @@ func TestLadder(t *testing.T) {
 		if lf == 0 {
 			continue
 		}
-		mid, ok := bisect(hp, lf)
+		mid, ok := bench.Bisect(hp, lf)
 		if ok != tt.bisected || mid != tt.mid {
 			t.Errorf("bisect(%d, %d) = %d %v, want %d %v", hp, lf, mid, ok, tt.mid, tt.bisected)
 		}
-	}
-	if got := refineSteps(60, 70); got != 4 {
-		t.Errorf("refineSteps(60, 70) = %d, want 4 (65, 68, 69 ... at most 4)", got)
 	}
 }
 
@@ -534,7 +524,7 @@ func TestQMaxRefusesBoundedQueue(t *testing.T) {
 }
 
 func TestCheckQueue(t *testing.T) {
-	o := &qmaxOpts{lad: ladder{steps: []int{1, 2, 4, 8}, extension: 10, max: 8}}
+	o := &qmaxOpts{lad: bench.Staircase{Steps: []int{1, 2, 4, 8}, Extension: 10, Max: 8}}
 	o.model.ID = "espeak-ng"
 	for _, tt := range []struct {
 		env  map[string]string

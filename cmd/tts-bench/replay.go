@@ -19,9 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/bench"
@@ -447,19 +444,17 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sm := sagemaker.NewFromConfig(awsCfg)
+		cl := cloud.NewClients(awsCfg)
 		name := o.model.EndpointName()
 		poll = func(ctx context.Context) (instanceSample, error) {
-			return describeInstances(ctx, sm, name, cloud.PollOnceSageMaker) // one attempt: the poller backs off itself
+			return describeInstances(ctx, cl.SageMaker, name, true) // one attempt: the poller backs off itself
 		}
-		if _, err := describeInstances(ctx, sm, name); err != nil { // with the SDK's retries
+		if _, err := describeInstances(ctx, cl.SageMaker, name, false); err != nil { // with the SDK's retries
 			return fmt.Errorf("replay: %w: deploy it first (speech-infra deploy %s)", err, o.model.ID)
 		}
-		cfg.Transport = &bench.SageMakerStream{Endpoint: name, NewClient: func() bench.StreamInvoker {
-			// One client per worker: a client's event-stream decoder races when several streams are open
-			// on it (aws/smithy-go#714).
-			return sagemakerruntime.NewFromConfig(awsCfg)
-		}}
+		// One client per worker: a client's event-stream decoder races when several streams are open on it
+		// (aws/smithy-go#714).
+		cfg.Transport = cl.StreamTransport(name)
 	}
 
 	// The records go to a temporary file beside --output, renamed into place at the end: readers see no
@@ -567,18 +562,20 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	return rep.write(o.stdout, o.format)
 }
 
-// describeInstances reads the endpoint's first variant's instance counts.
-func describeInstances(ctx context.Context, sm *sagemaker.Client, name string, optFns ...func(*sagemaker.Options)) (instanceSample, error) {
-	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}, optFns...)
+// describeInstances reads the instance counts of the endpoint's variant; pollOnce makes the read a single
+// attempt (cloud.PollOnceSageMaker), for a poller that backs off itself.
+func describeInstances(ctx context.Context, api cloud.EndpointDescribeAPI, name string, pollOnce bool) (instanceSample, error) {
+	read := func() (cloud.EndpointState, error) { return cloud.ReadEndpoint(ctx, api, name, models.VariantName) }
+	if pollOnce {
+		read = func() (cloud.EndpointState, error) {
+			return cloud.ReadEndpoint(ctx, api, name, models.VariantName, cloud.PollOnceSageMaker)
+		}
+	}
+	st, err := read()
 	if err != nil {
 		return instanceSample{}, fmt.Errorf("describe endpoint %s: %w", name, err)
 	}
-	s := instanceSample{At: time.Now().UTC()}
-	if len(d.ProductionVariants) > 0 {
-		s.Current = int(aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount))
-		s.Desired = int(aws.ToInt32(d.ProductionVariants[0].DesiredInstanceCount))
-	}
-	return s, nil
+	return instanceSample{At: time.Now().UTC(), Current: int(st.Instances), Desired: int(st.DesiredInstances)}, nil
 }
 
 // replayProgress prints one line about every 10 s to w.

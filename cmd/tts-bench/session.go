@@ -12,11 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
@@ -34,23 +30,68 @@ type session struct {
 	journalDir     string
 	stderr         io.Writer
 
-	awsCfg aws.Config
-	sm     *sagemaker.Client
-	aas    *applicationautoscaling.Client
-	cw     *cloudwatch.Client
-	logs   *cloudwatchlogs.Client
+	cl     cloud.Clients
+	notify func(chan<- os.Signal) (stop func())
 }
 
-// newSession makes the SDK clients for settings (--local, --region, --profile).
-func newSession(ctx context.Context, command, model, endpoint, variant, journalDir string, settings awsenv.Settings, stderr io.Writer) (*session, error) {
+// runEnv is what a measuring command (qmax, ttotal) takes from its process, injected through its options as
+// cli/cli injects its client factory, so that a test can replace any part of it. The zero value means the
+// process's: cloud.NewClients, SIGINT and SIGTERM, no command line.
+type runEnv struct {
+	// clients makes the clients for the AWS configuration of --local, --region, --profile.
+	clients clientFactory
+	// notify relays the signals that interrupt a restore to c until stop is called.
+	notify func(c chan<- os.Signal) (stop func())
+	// commandLine is the command line the journal records, so that tts-bench drift can name the run.
+	commandLine string
+}
+
+// processEnv is the runEnv of the process running c: the SDK's clients, SIGINT and SIGTERM, and the
+// command line the application was run with (its name, then the root context's arguments: the command with
+// its flags and arguments, as cliflags.Run passed them), not the process's os.Args.
+func processEnv(c *cli.Context) runEnv {
+	// The application's context is the outermost with a command (urfave/cli puts a bare one around it).
+	var root *cli.Context
+	for _, l := range c.Lineage() {
+		if l.Command != nil {
+			root = l
+		}
+	}
+	line := strings.Join(append([]string{c.App.Name}, root.Args().Slice()...), " ")
+	return runEnv{clients: cloud.NewClients, notify: notifySignals, commandLine: line}
+}
+
+// notifySignals relays SIGINT and SIGTERM to c until stop.
+func notifySignals(c chan<- os.Signal) (stop func()) {
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	return func() { signal.Stop(c) }
+}
+
+// clientFactory makes the clients a command works through for an AWS configuration: cloud.NewClients, or in
+// a test one that hands out cloudtest doubles (cli/cli's injected factory, karpenter's fake provider).
+type clientFactory func(aws.Config) cloud.Clients
+
+// clientsFor makes the clients for cfg with factory, or with cloud.NewClients when factory is nil.
+func clientsFor(factory clientFactory, cfg aws.Config) cloud.Clients {
+	if factory == nil {
+		factory = cloud.NewClients
+	}
+	return factory(cfg)
+}
+
+// newSession makes the clients for settings (--local, --region, --profile) with env's factory.
+func newSession(ctx context.Context, command, model, endpoint, variant, journalDir string, settings awsenv.Settings, env runEnv, stderr io.Writer) (*session, error) {
 	cfg, err := settings.Config(ctx)
 	if err != nil {
 		return nil, err
 	}
+	notify := env.notify
+	if notify == nil {
+		notify = notifySignals
+	}
 	return &session{
-		command: command, model: model, endpoint: endpoint, variant: variant, journalDir: journalDir, stderr: stderr, awsCfg: cfg,
-		sm: sagemaker.NewFromConfig(cfg), aas: applicationautoscaling.NewFromConfig(cfg),
-		cw: cloudwatch.NewFromConfig(cfg), logs: cloudwatchlogs.NewFromConfig(cfg),
+		command: command, model: model, endpoint: endpoint, variant: variant, journalDir: journalDir, stderr: stderr,
+		cl: clientsFor(env.clients, cfg), notify: notify,
 	}, nil
 }
 
@@ -58,18 +99,14 @@ func newSession(ctx context.Context, command, model, endpoint, variant, journalD
 func (s *session) prefix() string { return s.command + " " + s.model }
 
 // freezeClients are the clients Freeze and Restore work through.
-func (s *session) freezeClients() cloud.FreezeClients {
-	return cloud.FreezeClients{SageMaker: s.sm, AutoScaling: s.aas}
-}
+func (s *session) freezeClients() cloud.FreezeClients { return s.cl.Freeze() }
 
 // streamTransport sends probe or staircase requests with InvokeEndpointWithResponseStream to the session's
 // endpoint.
 func (s *session) streamTransport() bench.Transport {
-	return &bench.SageMakerStream{Endpoint: s.endpoint, NewClient: func() bench.StreamInvoker {
-		// One client per worker: a client's event-stream decoder races when several streams are open on it
-		// (aws/smithy-go#714).
-		return sagemakerruntime.NewFromConfig(s.awsCfg)
-	}}
+	// One client per worker: a client's event-stream decoder races when several streams are open on it
+	// (aws/smithy-go#714).
+	return s.cl.StreamTransport(s.endpoint)
 }
 
 // checkDrift runs drift and refuses (exit 1) on an error-level finding unless force, when it warns. why
@@ -82,7 +119,7 @@ func (s *session) checkDrift(ctx context.Context, o cloud.DriftOptions, force bo
 	if err := s.checkMarker(ctx, force); err != nil {
 		return err
 	}
-	rep, err := cloud.Drift(ctx, cloud.DriftClients{SageMaker: s.sm, AutoScaling: s.aas, CloudWatch: s.cw}, o)
+	rep, err := cloud.Drift(ctx, s.cl.Drift(), o)
 	if err != nil {
 		return fmt.Errorf("%s: check drift: %w", s.prefix(), err)
 	}
@@ -107,11 +144,11 @@ func (s *session) checkDrift(ctx context.Context, o cloud.DriftOptions, force bo
 // owner, start and expiry; force passes an expired one (Freeze then replaces it, with a warning). An endpoint
 // that cannot be described is left to drift and the preflight to report.
 func (s *session) checkMarker(ctx context.Context, force bool) error {
-	d, err := s.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(s.endpoint)})
+	st, err := cloud.ReadEndpoint(ctx, s.cl.SageMaker, s.endpoint, s.variant)
 	if err != nil {
 		return nil
 	}
-	found, err := cloud.ReadMarker(ctx, s.sm, aws.ToString(d.EndpointArn))
+	found, err := cloud.ReadMarker(ctx, s.cl.SageMaker, aws.ToString(st.Output.EndpointArn))
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.prefix(), err)
 	}
@@ -157,8 +194,7 @@ func (s *session) restore(fr *cloud.Frozen) error {
 	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	defer s.notify(sigs)()
 	type result struct {
 		res cloud.RestoreResult
 		err error

@@ -53,6 +53,8 @@ type thawOpts struct {
 	force                                           bool
 	env                                             awsenv.Settings
 	stdout, stderr                                  io.Writer
+	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
+	clients clientFactory
 
 	model *models.Model
 }
@@ -148,8 +150,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := newClients(cfg)
-	res, err := cloud.Thaw(ctx, cloud.FreezeClients{SageMaker: cl.sm, AutoScaling: cl.aas}, cloud.ThawOptions{
+	res, err := cloud.Thaw(ctx, clientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
 		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
 	if rerr := renderThaw(o.stdout, o.endpoint, res); rerr != nil && err == nil {

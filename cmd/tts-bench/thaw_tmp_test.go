@@ -25,7 +25,7 @@ func TestThawRemovesTheRecordsFileAKilledQMaxLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExit(t, cmd, 10*time.Second, out)
-	left, _ := filepath.Glob(filepath.Join(dir, ".qmax.records.jsonl.gz.*.tmp"))
+	left, _ := filepath.Glob(filepath.Join(dir, ".qmax.records.jsonl.gz.tmp-*"))
 	if len(left) != 1 {
 		t.Fatalf("kill -9 left %v, want one hidden records file (the attack needs it)", left)
 	}

@@ -154,7 +154,8 @@ type ttotalOpts struct {
 	aws                  awsenv.Settings
 	catalog              models.Catalog
 	stdout, stderr       io.Writer
-	commandLine          string
+	// env is the client factory, the signals and the command line of the process.
+	env runEnv
 
 	// Set by Validate. probePerInstance and probeBasis are the default probe's concurrency per instance and
 	// where it comes from (without --probe-concurrency); baselineP95Ms the qmax curve's p95 at the probe
@@ -178,7 +179,7 @@ func newTTotalOpts(c *cli.Context, cat models.Catalog) *ttotalOpts {
 		minSamples: c.Int("min-samples"), maxWait: c.Duration("max-wait"), requestTimeout: c.Duration("request-timeout"),
 		force: c.Bool("force"), dryRun: c.Bool("dry-run"), output: c.String("output"), containerDir: c.String("container-dir"),
 		journalDir: c.String("journal-dir"), aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		commandLine: strings.Join(os.Args, " "),
+		env: processEnv(c),
 	}
 }
 

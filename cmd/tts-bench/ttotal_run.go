@@ -17,12 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
@@ -138,7 +132,7 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 		o.stderr = &lockedWriter{w: o.stderr}
 	}
 	ep := o.model.EndpointName()
-	sess, err := newSession(ctx, "ttotal", o.model.ID, ep, models.VariantName, o.journalDir, o.aws, o.stderr)
+	sess, err := newSession(ctx, "ttotal", o.model.ID, ep, models.VariantName, o.journalDir, o.aws, o.env, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -148,7 +142,7 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.stderr, "ttotal %s: writing the journal, suspending dynamic scaling and pinning %s/%s at %d instance(s)\n", o.model.ID, ep, models.VariantName, r.from)
-	frozen, err := sess.freeze(ctx, r.runID, o.commandLine, r.from, o.warmup+o.maxWait, o.force)
+	frozen, err := sess.freeze(ctx, r.runID, o.env.commandLine, r.from, o.warmup+o.maxWait, o.force)
 	if err != nil {
 		return err
 	}
@@ -170,25 +164,24 @@ func (r *ttotalRun) preflight(ctx context.Context) error {
 	}, o.force, "a scale-out measured now could be disturbed"); err != nil {
 		return err
 	}
-	d, err := sess.sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(sess.endpoint)})
+	st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, sess.endpoint, models.VariantName)
 	if err != nil {
 		if cloud.IsNotFound(err) {
 			return exitcode.CheckFailedf("ttotal %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, sess.endpoint, o.model.ID)
 		}
 		return fmt.Errorf("ttotal %s: describe endpoint %s: %w", o.model.ID, sess.endpoint, err)
 	}
-	if d.EndpointStatus != smtypes.EndpointStatusInService {
-		return exitcode.CheckFailedf("ttotal %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, sess.endpoint, d.EndpointStatus)
+	if !st.InService {
+		return exitcode.CheckFailedf("ttotal %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, sess.endpoint, st.Status)
 	}
-	v, ok := variantOf(d)
-	if !ok || v.CurrentInstanceCount == nil {
+	if !st.HasVariant || !st.HasCount {
 		return fmt.Errorf("ttotal %s: the endpoint %s has no variant %s with an instance count: check the deployment", o.model.ID, sess.endpoint, models.VariantName)
 	}
-	r.from = aws.ToInt32(v.CurrentInstanceCount)
+	r.from = st.Instances
 	if r.from < 1 || int(r.from) >= capacity.MaxInstances {
 		return fmt.Errorf("ttotal %s: the endpoint %s runs %d instances: cannot add one", o.model.ID, sess.endpoint, r.from)
 	}
-	if spec, _, err := cloud.DescribeDeployed(ctx, sess.sm, d); err == nil && spec.InstanceType != "" {
+	if spec, _, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output); err == nil && spec.InstanceType != "" {
 		r.instanceType = spec.InstanceType
 	}
 	if r.oldStreams, err = r.streams(ctx); err != nil {
@@ -225,38 +218,12 @@ func (r *ttotalRun) resolveProbe() error {
 	return nil
 }
 
-// variantOf is the endpoint's AllTraffic variant.
-func variantOf(d *sagemaker.DescribeEndpointOutput) (smtypes.ProductionVariantSummary, bool) {
-	for _, v := range d.ProductionVariants {
-		if aws.ToString(v.VariantName) == models.VariantName {
-			return v, true
-		}
-	}
-	return smtypes.ProductionVariantSummary{}, false
-}
-
 // logGroup is the endpoint's CloudWatch Logs group.
-func (r *ttotalRun) logGroup() string { return "/aws/sagemaker/Endpoints/" + r.sess.endpoint }
+func (r *ttotalRun) logGroup() string { return cloud.EndpointLogGroup(r.sess.endpoint) }
 
 // streams lists the variant's log streams (all pages); a missing log group holds none.
 func (r *ttotalRun) streams(ctx context.Context) (map[string]bool, error) {
-	out := map[string]bool{}
-	p := cloudwatchlogs.NewDescribeLogStreamsPaginator(r.sess.logs, &cloudwatchlogs.DescribeLogStreamsInput{
-		LogGroupName: aws.String(r.logGroup()), LogStreamNamePrefix: aws.String(models.VariantName + "/"),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			if strings.Contains(err.Error(), "ResourceNotFoundException") {
-				return out, nil
-			}
-			return nil, fmt.Errorf("list the log streams of %s: %w", r.logGroup(), err)
-		}
-		for _, s := range page.LogStreams {
-			out[aws.ToString(s.LogStreamName)] = true
-		}
-	}
-	return out, nil
+	return cloud.LogStreams(ctx, r.sess.cl.Logs, r.logGroup(), models.VariantName+"/")
 }
 
 // measureAndWrite applies the probe, raises the count, watches until traffic recovers, the recovery does
@@ -309,10 +276,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	r.desiredMono = time.Now()
 	r.mu.Unlock()
 	r.add(capacity.StageDesiredSet, r.clock.at(r.desiredMono), capacity.SourceClient)
-	if _, err := r.sess.sm.UpdateEndpointWeightsAndCapacities(ctx, &sagemaker.UpdateEndpointWeightsAndCapacitiesInput{
-		EndpointName:                aws.String(r.sess.endpoint),
-		DesiredWeightsAndCapacities: []smtypes.DesiredWeightAndCapacity{{VariantName: aws.String(models.VariantName), DesiredInstanceCount: aws.Int32(to)}},
-	}); err != nil {
+	if err := cloud.SetInstanceCount(ctx, r.sess.cl.SageMaker, r.sess.endpoint, models.VariantName, to); err != nil {
 		stop()
 		return fmt.Errorf("ttotal %s: raise the instance count of %s to %d: %w: no artifact written", o.model.ID, r.sess.endpoint, to, err)
 	}
@@ -534,7 +498,7 @@ func (t *instanceTransport) Worker(i int) (bench.Sender, error) {
 	if t.inner.NewClient == nil {
 		return t.inner.Worker(i) // refused there, with the reason
 	}
-	c := &attrClient{inner: t.inner.NewClient()}
+	c := &bench.AttributesInvoker{Inner: t.inner.NewClient()}
 	w, err := (&bench.SageMakerStream{Endpoint: t.inner.Endpoint, NewClient: func() bench.StreamInvoker { return c }}).Worker(i)
 	if err != nil {
 		return nil, err
@@ -542,35 +506,21 @@ func (t *instanceTransport) Worker(i int) (bench.Sender, error) {
 	return &instanceSender{inner: w, client: c, seen: t.seen, sending: t.sending, worker: i}, nil
 }
 
-// attrClient remembers the instance id of the last response (one worker sends one request at a time).
-type attrClient struct {
-	inner bench.StreamInvoker
-	last  string
-}
-
-func (c *attrClient) InvokeEndpointWithResponseStream(ctx context.Context, in *sagemakerruntime.InvokeEndpointWithResponseStreamInput, optFns ...func(*sagemakerruntime.Options)) (*sagemakerruntime.InvokeEndpointWithResponseStreamOutput, error) {
-	out, err := c.inner.InvokeEndpointWithResponseStream(ctx, in, optFns...)
-	if err == nil && out != nil {
-		c.last = instanceIDOf(aws.ToString(out.CustomAttributes))
-	}
-	return out, err
-}
-
 type instanceSender struct {
 	inner   bench.Sender
-	client  *attrClient
+	client  *bench.AttributesInvoker
 	seen    func(id string, res bench.StreamResult, err error)
 	sending func(worker int, at time.Time)
 	worker  int
 }
 
 func (s *instanceSender) Send(ctx context.Context, text string) (bench.StreamResult, error) {
-	s.client.last = ""
+	s.client.Last = ""
 	if s.sending != nil {
 		s.sending(s.worker, time.Now())
 	}
 	res, err := s.inner.Send(ctx, text)
-	s.seen(s.client.last, res, err)
+	s.seen(instanceIDOf(s.client.Last), res, err)
 	return res, err
 }
 
@@ -605,10 +555,10 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 	defer cancel()
 	// One attempt per poll: a throttled read backs off here, recorded, instead of waiting inside the SDK,
 	// so that now is when this answer was read.
-	d, err := r.sess.sm.DescribeEndpoint(rctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(r.sess.endpoint)}, cloud.PollOnceSageMaker)
+	st, err := cloud.ReadEndpoint(rctx, r.sess.cl.SageMaker, r.sess.endpoint, models.VariantName, cloud.PollOnceSageMaker)
 	now := r.clock.now()
 	if err == nil {
-		r.nearInService(d)
+		r.nearInService(st)
 	}
 	r.wait = r.backoff.Next("DescribeEndpoint", err, r.interval(), now)
 	if err != nil {
@@ -644,23 +594,20 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 			}
 			r.add(stage, now, capacity.SourceClient)
 		}
-		if v, ok := variantOf(d); ok {
-			status := ""
-			for _, s := range v.VariantStatus {
-				status = string(s.Status) // the newest is the last
-			}
+		if st.HasVariant {
+			status := st.VariantStatus
 			if status != "" && status != r.lastStatus {
 				observe(status)
 			}
 			r.lastStatus = status
-			if !r.inService && d.EndpointStatus == smtypes.EndpointStatusInService && aws.ToInt32(v.CurrentInstanceCount) >= to {
+			if !r.inService && st.InService && st.Instances >= to {
 				r.inService = true
 				observe(capacity.StageInService)
 				r.probe.startJudging(now)
 			}
 		}
-		if d.EndpointStatus == smtypes.EndpointStatusFailed {
-			return fmt.Errorf("the endpoint %s failed while scaling out: %s", r.sess.endpoint, aws.ToString(d.FailureReason))
+		if st.Failed {
+			return fmt.Errorf("the endpoint %s failed while scaling out: %s", r.sess.endpoint, st.FailureReason)
 		}
 	}
 	if err := r.readLogs(rctx); err == nil {
@@ -689,19 +636,15 @@ func (r *ttotalRun) interval() time.Duration {
 
 // nearInService starts the fine polling once in_service is near: the new container printed ready, or the
 // variant shows ActivatingTraffic, whichever comes first.
-func (r *ttotalRun) nearInService(d *sagemaker.DescribeEndpointOutput) {
+func (r *ttotalRun) nearInService(st cloud.EndpointState) {
 	if r.fineFrom != "" {
 		return
 	}
 	from := ""
 	if r.has(capacity.StageReady) {
 		from = capacity.StageReady
-	} else if v, ok := variantOf(d); ok {
-		for _, s := range v.VariantStatus {
-			if s.Status == smtypes.VariantStatusActivatingTraffic {
-				from = string(s.Status)
-			}
-		}
+	} else if st.ActivatingTraffic {
+		from = "ActivatingTraffic"
 	}
 	if from != "" {
 		r.fineFrom = from
@@ -743,23 +686,21 @@ func (r *ttotalRun) readLogs(ctx context.Context) error {
 		known[s] = true
 	}
 	for range 100 { // pages per poll; the rest waits for the next poll
-		out, err := r.sess.logs.GetLogEvents(ctx, &cloudwatchlogs.GetLogEventsInput{
-			LogGroupName: aws.String(r.logGroup()), LogStreamName: aws.String(r.stream), StartFromHead: aws.Bool(true), NextToken: r.logToken,
-		}, cloud.PollOnceLogs)
+		out, err := cloud.ReadLogPage(ctx, r.sess.cl.Logs, r.logGroup(), r.stream, r.logToken)
 		if err != nil {
-			return fmt.Errorf("read the log stream %s: %w", r.stream, err)
+			return err
 		}
 		for _, e := range out.Events {
 			if !r.has(capacity.StageInstanceLogging) {
-				r.add(capacity.StageInstanceLogging, time.UnixMilli(aws.ToInt64(e.Timestamp)).UTC(), capacity.SourceLog)
+				r.add(capacity.StageInstanceLogging, e.Time, capacity.SourceLog)
 			}
-			m := stageLine.FindStringSubmatch(strings.TrimSpace(aws.ToString(e.Message)))
+			m := stageLine.FindStringSubmatch(strings.TrimSpace(e.Message))
 			if m == nil {
 				continue
 			}
 			at, err := time.Parse(time.RFC3339Nano, m[2])
 			if err != nil {
-				r.warn("stage line %q: its time does not parse: %v", aws.ToString(e.Message), err)
+				r.warn("stage line %q: its time does not parse: %v", e.Message, err)
 				continue
 			}
 			if !known[m[1]] {
@@ -771,7 +712,7 @@ func (r *ttotalRun) readLogs(ctx context.Context) error {
 			}
 			r.add(m[1], at.UTC(), capacity.SourceContainer)
 		}
-		next := out.NextForwardToken
+		next := out.Next
 		if next == nil || (r.logToken != nil && *next == *r.logToken) || len(out.Events) == 0 {
 			if next != nil {
 				r.logToken = next

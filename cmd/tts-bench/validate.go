@@ -43,6 +43,8 @@ type validateOpts struct {
 	format            string
 	env               awsenv.Settings
 	stdout, stderr    io.Writer
+	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
+	clients clientFactory
 
 	model models.Model
 	plan  *capacity.Plan
@@ -116,8 +118,8 @@ func (o *validateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := newClients(cfg)
-	checks, err := cloud.ValidateScaling(ctx, cloud.ValidateClients{AutoScaling: cl.aas, CloudWatch: cl.cw}, spec)
+	cl := clientsFor(o.clients, cfg)
+	checks, err := cloud.ValidateScaling(ctx, cl.Validate(), spec)
 	if err != nil {
 		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
 	}
@@ -125,7 +127,7 @@ func (o *validateOpts) Execute(ctx context.Context) error {
 	scaling := !slices.ContainsFunc(checks, func(c cloud.Check) bool { return c.Name == "scalable target" && !c.Pass })
 	want := cloud.ContainerExpectation{QueueMaxDepth: o.plan.Derived.QueueMaxDepth,
 		FirstAudioTargetMs: models.SLO{TTFABMs: o.plan.Fingerprint.SLOTTFABMs}.FirstAudioTargetMs()}
-	env, err := cloud.ValidateContainer(ctx, cl.sm, spec.Endpoint, spec.Variant, want, scaling)
+	env, err := cloud.ValidateContainer(ctx, cl.SageMaker, spec.Endpoint, spec.Variant, want, scaling)
 	if err != nil {
 		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
 	}

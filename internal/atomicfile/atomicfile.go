@@ -1,6 +1,7 @@
 // Package atomicfile replaces a file so that readers, other writers and a crash see either the old file or
-// the whole new one, never a mix or a part. The capacity artifacts and the emulator's state, discovery and
-// credentials files are all written through it.
+// the whole new one, never a mix or a part. The capacity artifacts, the emulator's state, discovery and
+// credentials files, qmax's records (File) and the freeze journals (CreateNew, Remove) are all written
+// through it.
 package atomicfile
 
 import (
@@ -22,7 +23,32 @@ import (
 // anything else, such as a symbolic link) gets perm, exactly: the process umask does not narrow it.
 //
 // The directory must exist. The rename makes the last of several concurrent writers win, whole.
-func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	f, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Discard()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Commit()
+}
+
+// File is the next version of a file, written in a hidden temporary file beside it (".<name>.tmp-<digits>")
+// that readers never see: Commit puts it in place whole, as WriteFile does, and Discard removes it. It is
+// for what is too large to hold in memory, such as the records of a long measurement, streamed as they
+// come. A File is not safe for concurrent use.
+type File struct {
+	path string
+	mode fs.FileMode
+	tmp  *os.File
+	done bool
+}
+
+// Create starts the next version of path. The mode it will get is WriteFile's: the permission bits of the
+// regular file it replaces, else perm. The directory must exist.
+func Create(path string, perm fs.FileMode) (*File, error) {
 	mode := perm.Perm()
 	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
 		mode = info.Mode().Perm()
@@ -33,34 +59,109 @@ func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: create a temporary file beside it: %w", path, err)
+		return nil, fmt.Errorf("write %s: create a temporary file beside it: %w", path, err)
 	}
+	return &File{path: path, mode: mode, tmp: tmp}, nil
+}
+
+// Write appends p to the next version.
+func (f *File) Write(p []byte) (int, error) { return f.tmp.Write(p) }
+
+// Name is the temporary file's name.
+func (f *File) Name() string { return f.tmp.Name() }
+
+// Commit syncs the temporary file to disk, closes it, gives it its mode, renames it over the path and syncs
+// the directory, so that the new name itself survives a crash. On an error before the rename the temporary
+// file is removed and the path is left as it was. A File commits at most once.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("write %s: already committed or discarded", f.path)
+	}
+	f.done = true
 	renamed := false
 	defer func() {
 		if !renamed {
-			_ = tmp.Close() // a second Close only returns os.ErrClosed
-			_ = os.Remove(tmp.Name())
+			_ = f.tmp.Close() // a second Close only returns os.ErrClosed
+			_ = os.Remove(f.tmp.Name())
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := f.tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync: %w", f.path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
+	if err := f.tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", f.path, err)
 	}
 	// Chmod by name, not through the closed descriptor: CreateTemp made the file 0600.
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return fmt.Errorf("write %s: set mode %v: %w", path, mode, err)
+	if err := os.Chmod(f.tmp.Name(), f.mode); err != nil {
+		return fmt.Errorf("write %s: set mode %v: %w", f.path, f.mode, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: rename into place: %w", path, err)
+	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("write %s: rename into place: %w", f.path, err)
 	}
 	renamed = true
+	if err := syncDir(filepath.Dir(f.path)); err != nil {
+		return fmt.Errorf("write %s: the new file is in place, but syncing its directory failed, so it may not survive a crash: %w", f.path, err)
+	}
+	return nil
+}
+
+// Discard removes the temporary file and leaves the path as it was; after Commit it does nothing. It is
+// safe to defer.
+func (f *File) Discard() {
+	if f.done {
+		return
+	}
+	f.done = true
+	_ = f.tmp.Close()
+	_ = os.Remove(f.tmp.Name())
+}
+
+// CreateNew writes data to path atomically and exclusively: the whole file, synced, appears at path, or
+// nothing does. When path exists it is left alone and the error wraps fs.ErrExist, so of two writers
+// racing to create one file exactly one gets it (a freeze journal). The file gets perm exactly; the
+// directory must exist.
+func CreateNew(path string, data []byte, perm fs.FileMode) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: create a temporary file beside it: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), perm.Perm())
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	// A hard link, unlike a rename, fails when the name exists: the exclusive step. The temporary name
+	// is removed after it either way.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("write %s: the new file is in place, but syncing its directory failed, so it may not survive a crash: %w", path, err)
+	}
+	return nil
+}
+
+// Remove removes path and syncs its directory, so that the removal survives a crash; a missing path is
+// no error.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("remove %s: sync its directory: %w", path, err)
 	}
 	return nil
 }
