@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/plantest"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -35,7 +36,7 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	art := t.TempDir()
-	writeEspeakPlan(t, art, digest)
+	plantest.WriteEspeakPlan(t, art, digest)
 	planPath := filepath.Join(art, capacity.PlanFile)
 	cat, err := models.Default()
 	if err != nil {

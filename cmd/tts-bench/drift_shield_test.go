@@ -11,6 +11,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/internal/plantest"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -26,7 +27,7 @@ func TestDriftAndValidateCatchScalingWithoutAShield(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	plan := writeEspeakPlan(t, dir, digest)
+	plan := plantest.WriteEspeakPlan(t, dir, digest)
 	planPath := filepath.Join(dir, capacity.PlanFile)
 	cat, err := models.Default()
 	if err != nil {
