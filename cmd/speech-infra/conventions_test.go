@@ -79,6 +79,11 @@ func TestConventionsGolden(t *testing.T) {
 				if code != 0 || !strings.Contains(stdout, "speech-infra "+name) || stderr != "" {
 					t.Errorf("%s %s: exit %d, stdout %d bytes, stderr %q; want the help on stdout and exit 0", name, h, code, len(stdout), stderr)
 				}
+				for _, l := range strings.Split(stdout, "\n") {
+					if l = strings.TrimSpace(l); strings.HasPrefix(l, "--") && strings.Count(l, "(default") > 1 {
+						t.Errorf("%s: a flag's help names its default twice: %s", h, l)
+					}
+				}
 			}
 			got := strings.NewReplacer(cliflags.Version(), "<version>", closed, "127.0.0.1:<closed>", takenPort, "<taken>", dir, "<tmp>").Replace(b.String())
 			got = regexp.MustCompile(`\d+ precondition\(s\)`).ReplaceAllString(got, "<n> precondition(s)")
