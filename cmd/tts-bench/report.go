@@ -71,67 +71,96 @@ func reportCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return runReport(c, cat)
+			o := newReportOpts(c, cat)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Execute()
 		},
 	}
 }
 
-// runReport is tts-bench report: check the command line, read and check the files, merge, print.
-func runReport(c *cli.Context, cat models.Catalog) error {
-	files, bucket, format := c.Args().Slice(), c.Duration("bucket"), c.String("format")
+// reportOpts is a report command line: what the flags and arguments say, checked by Validate, run by
+// Execute.
+type reportOpts struct {
+	files          []string
+	modelID        string
+	sloMs          int
+	sloSet         bool
+	bucket         time.Duration
+	force          bool
+	format         string
+	catalog        models.Catalog
+	stdout, stderr io.Writer
+
+	// Set by Validate.
+	model models.Model
+	slo   time.Duration
+}
+
+// newReportOpts reads the command line of c; it checks nothing.
+func newReportOpts(c *cli.Context, cat models.Catalog) *reportOpts {
+	return &reportOpts{
+		files: c.Args().Slice(), modelID: c.String("model"), sloMs: c.Int("slo-ms"), sloSet: c.IsSet("slo-ms"),
+		bucket: c.Duration("bucket"), force: c.Bool("force"), format: c.String("format"),
+		catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+	}
+}
+
+// Validate checks the command line and reports every problem at once, as one usage error (exit 2).
+func (o *reportOpts) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if len(files) == 0 {
+	if len(o.files) == 0 {
 		bad("report needs the records files to merge as arguments: tts-bench report a.jsonl.gz b.jsonl.gz")
 	}
-	if len(files) > MaxReportFiles {
-		bad("%d files: at most %d", len(files), MaxReportFiles)
+	if len(o.files) > MaxReportFiles {
+		bad("%d files: at most %d", len(o.files), MaxReportFiles)
 	}
-	m, err := cat.Get(c.String("model"))
-	var slo time.Duration
+	m, err := o.catalog.Get(o.modelID)
 	if err != nil {
 		bad("--model: %w", err)
 	} else {
-		slo = time.Duration(m.SLO.TTFABMs) * time.Millisecond
+		o.model, o.slo = m, time.Duration(m.SLO.TTFABMs)*time.Millisecond
 	}
-	if c.IsSet("slo-ms") {
-		v := c.Int("slo-ms")
-		if v < 1 || v > models.MaxSLOMs {
-			bad("--slo-ms %d: want 1 to %d milliseconds", v, models.MaxSLOMs)
+	if o.sloSet {
+		if o.sloMs < 1 || o.sloMs > models.MaxSLOMs {
+			bad("--slo-ms %d: want 1 to %d milliseconds", o.sloMs, models.MaxSLOMs)
 		}
-		slo = time.Duration(v) * time.Millisecond
+		o.slo = time.Duration(o.sloMs) * time.Millisecond
 	}
-	if bucket < time.Second || bucket > 24*time.Hour {
-		bad("--bucket %s: want 1s to 24h", bucket)
+	if o.bucket < time.Second || o.bucket > 24*time.Hour {
+		bad("--bucket %s: want 1s to 24h", o.bucket)
 	}
-	if err := cliflags.CheckFormat(format); err != nil {
+	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return exitcode.Usage(errors.Join(errs...))
-	}
-	recs, samples, early, err := mergeShards(files, c.Bool("force"), c.App.ErrWriter)
+	return exitcode.Usage(errors.Join(errs...))
+}
+
+// Execute reads and checks the files, merges them and prints the report.
+func (o *reportOpts) Execute() error {
+	recs, samples, early, err := mergeShards(o.files, o.force, o.stderr)
 	if err != nil {
 		return err
 	}
-	rep, err := newReplayReport(recs, samples, bucket, slo, m.ID)
+	rep, err := newReplayReport(recs, samples, o.bucket, o.slo, o.model.ID)
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	rep.Files = files
-	rep.markShort(early, bucket, c.App.ErrWriter)
-	return rep.write(c.App.Writer, format)
+	rep.Files = o.files
+	rep.markShort(early, o.bucket, o.stderr)
+	return rep.write(o.stdout, o.format)
 }
 
 // shardFile is what one records file holds.
 type shardFile struct {
-	path                 string
-	runID, trace         string
-	shard, shards        int
-	recs                 []bench.Record
-	instances            []instanceSample
-	hasInstances         bool
-	instancesRun, instTr string
+	path          string
+	runID, trace  string
+	shard, shards int
+	recs          []bench.Record
+	instances     []instanceSample
+	hasInstances  bool
 	// end is the shard's end record; nil when the file has none.
 	end *shardEnd
 }
