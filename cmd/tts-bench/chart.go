@@ -7,11 +7,14 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // staircaseChart is what the qmax chart shows: per measured concurrency the TTFAB and stall percentiles, the
@@ -40,7 +43,7 @@ type chartStep struct {
 }
 
 // Chart size: a landscape page that reads on a laptop screen and in a pull request.
-const chartWidth, chartHeight = 20 * vg.Centimeter, 12 * vg.Centimeter
+const chartWidth, chartHeight = 24 * vg.Centimeter, 12 * vg.Centimeter
 
 var (
 	colorTTFAB = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
@@ -49,9 +52,146 @@ var (
 	colorQMax  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-// renderChartSVG draws the staircase as SVG: p95 TTFAB and p95 stall against concurrency as step lines, the
-// SLO as a horizontal line, Q_max as a vertical line, failing steps as crosses. It returns the document.
-func renderChartSVG(c staircaseChart) ([]byte, error) {
+// chartFrame is a chart laid out so that nothing covers the data and no text leaves the canvas: the title and
+// the plot (axes, data) on the left, the legend in a column of its own on the right, beside the data area.
+// The plot's own legend stays empty; entries go to Legend through add.
+type chartFrame struct {
+	Plot   *plot.Plot
+	Legend plot.Legend
+	// Width and Height are the canvas size.
+	Width, Height vg.Length
+	// entries are the legend's texts (plot.Legend keeps its own unexported).
+	entries []string
+}
+
+// Spacing of the frame: the gap between the plot and the legend column, and the margin kept blank at every
+// edge of the canvas.
+const frameGap, frameMargin = 0.4 * vg.Centimeter, 0.2 * vg.Centimeter
+
+// newChartFrame returns a frame of the given size whose title is the given text.
+func newChartFrame(title string, width, height vg.Length) *chartFrame {
+	f := &chartFrame{Plot: plot.New(), Legend: plot.NewLegend(), Width: width, Height: height}
+	f.Plot.Title.Text = title
+	f.Plot.Title.Padding = vg.Points(6)
+	f.Legend.Top, f.Legend.Left = true, true
+	f.Legend.TextStyle.Font.Size = vg.Points(10)
+	f.Legend.Padding = vg.Points(3)
+	return f
+}
+
+// add adds a legend entry.
+func (f *chartFrame) add(name string, thumbs ...plot.Thumbnailer) {
+	f.Legend.Add(name, thumbs...)
+	f.entries = append(f.entries, name)
+}
+
+// legendSize is the width and height the legend's entries take.
+func (f *chartFrame) legendSize() vg.Point {
+	var size vg.Point
+	var entry vg.Length
+	for _, e := range f.entries {
+		r := f.Legend.TextStyle.Rectangle(" " + e)
+		size.X = max(size.X, f.Legend.ThumbnailWidth+r.Max.X)
+		entry = max(entry, f.Legend.TextStyle.Rectangle(e).Max.Y)
+	}
+	if n := vg.Length(len(f.entries)); n > 0 {
+		size.Y = n*entry + (n-1)*f.Legend.Padding + f.Legend.TextStyle.FontExtents().Descent
+	}
+	return size
+}
+
+// chartAreas are the parts of a laid-out chart, in canvas coordinates.
+type chartAreas struct {
+	// Plot is where the plot draws its title, axes and data; Data is its data area.
+	Plot, Data draw.Canvas
+	// Legend is the legend's column; LegendBox is the rectangle its entries cover.
+	Legend    draw.Canvas
+	LegendBox vg.Rectangle
+	// Title is the rectangle the title covers.
+	Title vg.Rectangle
+}
+
+// layout fits the title into the plot's width (a smaller font, then a second line) and returns the areas of
+// canvas c.
+func (f *chartFrame) layout(c draw.Canvas) chartAreas {
+	var a chartAreas
+	legend := f.legendSize()
+	reserve := vg.Length(0)
+	if len(f.entries) > 0 {
+		reserve = legend.X + frameGap + frameMargin
+	}
+	a.Plot = draw.Crop(c, frameMargin, -max(reserve, frameMargin), frameMargin, -frameMargin)
+	f.fitTitle(a.Plot.Size().X)
+	a.Data = f.Plot.DataCanvas(a.Plot)
+	a.Legend = draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: a.Plot.Max.X + frameGap, Y: a.Data.Min.Y},
+		Max: vg.Point{X: c.Max.X - frameMargin, Y: a.Data.Max.Y},
+	}}
+	a.LegendBox = vg.Rectangle{
+		Min: vg.Point{X: a.Legend.Min.X, Y: a.Legend.Max.Y - legend.Y},
+		Max: vg.Point{X: a.Legend.Min.X + legend.X, Y: a.Legend.Max.Y},
+	}
+	if len(f.entries) == 0 {
+		a.LegendBox = vg.Rectangle{}
+	}
+	title := f.Plot.Title.TextStyle.Rectangle(f.Plot.Title.Text)
+	a.Title = vg.Rectangle{
+		Min: vg.Point{X: a.Plot.Center().X - title.Size().X/2, Y: a.Plot.Max.Y - title.Size().Y},
+		Max: vg.Point{X: a.Plot.Center().X + title.Size().X/2, Y: a.Plot.Max.Y},
+	}
+	return a
+}
+
+// fitTitle makes the title fit width: down to 10 points, then broken into two lines at the last ", " or " ("
+// before its middle.
+func (f *chartFrame) fitTitle(width vg.Length) {
+	t := &f.Plot.Title
+	for t.TextStyle.Font.Size > vg.Points(10) && t.TextStyle.Width(t.Text) > width {
+		t.TextStyle.Font.Size -= vg.Points(1)
+	}
+	if t.TextStyle.Width(t.Text) <= width || strings.Contains(t.Text, "\n") {
+		return
+	}
+	half := len(t.Text) / 2
+	cut := max(strings.LastIndex(t.Text[:half], ", "), strings.LastIndex(t.Text[:half], " ("))
+	if cut < 0 {
+		cut = strings.LastIndex(t.Text[:half], " ")
+	}
+	if cut > 0 {
+		if t.Text[cut] == ',' {
+			t.Text = t.Text[:cut+1] + "\n" + t.Text[cut+2:]
+		} else {
+			t.Text = t.Text[:cut] + "\n" + t.Text[cut+1:]
+		}
+	}
+}
+
+// draw draws the chart on c and returns its areas.
+func (f *chartFrame) draw(c draw.Canvas) chartAreas {
+	a := f.layout(c)
+	f.Plot.Draw(a.Plot)
+	if len(f.entries) > 0 {
+		f.Legend.Draw(a.Legend)
+	}
+	return a
+}
+
+// render draws the chart as an SVG document.
+func (f *chartFrame) render() ([]byte, error) {
+	c := vgsvg.New(f.Width, f.Height)
+	f.draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// staircaseFrame lays out the staircase: p95 TTFAB and p95 stall against concurrency as step lines, ticks at
+// the measured concurrencies (a log scale when the ladder is geometric), the y-axis from 0 to just above the
+// highest value or bound with the SLO marked on it, the SLO and stall budget as horizontal lines, Q_max as a
+// vertical line, failing steps as crosses.
+func staircaseFrame(c staircaseChart) (*chartFrame, error) {
 	if len(c.Steps) == 0 {
 		return nil, errors.New("draw the staircase chart: no step was measured")
 	}
@@ -60,25 +200,36 @@ func renderChartSVG(c staircaseChart) ([]byte, error) {
 	ttfab := make(plotter.XYs, len(steps))
 	stall := make(plotter.XYs, len(steps))
 	var failed plotter.XYs
-	maxY, maxX := c.SLOMs, float64(steps[len(steps)-1].Concurrency)
+	top := math.Max(c.SLOMs, c.StallBudgetMs)
+	ladder := make([]float64, len(steps))
 	for i, s := range steps {
-		ttfab[i] = plotter.XY{X: float64(s.Concurrency), Y: finite(s.TTFABMs)}
-		stall[i] = plotter.XY{X: float64(s.Concurrency), Y: finite(s.StallMs)}
-		maxY = math.Max(maxY, math.Max(ttfab[i].Y, stall[i].Y))
+		ladder[i] = float64(max(s.Concurrency, 1))
+		ttfab[i] = plotter.XY{X: ladder[i], Y: finite(s.TTFABMs)}
+		stall[i] = plotter.XY{X: ladder[i], Y: finite(s.StallMs)}
+		top = math.Max(top, math.Max(ttfab[i].Y, stall[i].Y))
 		if !s.Pass {
 			failed = append(failed, ttfab[i])
 		}
 	}
+	if top <= 0 {
+		top = 1
+	}
 
-	p := plot.New()
-	p.Title.Text = c.Title
+	f := newChartFrame(c.Title, chartWidth, chartHeight)
+	p := f.Plot
 	p.X.Label.Text = "concurrency (requests in flight, closed loop)"
 	p.Y.Label.Text = fmt.Sprintf("p%d (ms)", c.Percentile)
-	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = maxX*1.05+1, maxY*1.15
+	lo, hi := ladder[0], ladder[len(ladder)-1]
+	if hi/lo >= 8 {
+		p.X.Scale = plot.LogScale{}
+		p.X.Min, p.X.Max = lo/1.25, hi*1.25
+	} else {
+		p.X.Min, p.X.Max = 0, hi*1.05+1
+	}
+	p.X.Tick.Marker = ladderTicks{values: ladder, log: hi/lo >= 8}
+	p.Y.Min, p.Y.Max = 0, top*1.08
+	p.Y.Tick.Marker = markedTicks{mark: c.SLOMs, label: "SLO " + fmtFloat(c.SLOMs)}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
 
 	for _, series := range []struct {
 		name  string
@@ -96,7 +247,7 @@ func renderChartSVG(c staircaseChart) ([]byte, error) {
 		line.StepStyle = plotter.PostStep
 		line.Color, points.Color, points.Shape = series.color, series.color, series.shape
 		p.Add(line, points)
-		p.Legend.Add(series.name, line, points)
+		f.add(series.name, line, points)
 	}
 	if len(failed) > 0 {
 		cross, err := plotter.NewScatter(failed)
@@ -105,25 +256,24 @@ func renderChartSVG(c staircaseChart) ([]byte, error) {
 		}
 		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, colorSLO, vg.Points(5)
 		p.Add(cross)
-		p.Legend.Add("step failed", cross)
+		f.add("step failed", cross)
 	}
 
-	slo, err := horizontal(0, p.X.Max, c.SLOMs, colorSLO)
+	slo, err := horizontal(p.X.Min, p.X.Max, c.SLOMs, colorSLO)
 	if err != nil {
 		return nil, err
 	}
 	p.Add(slo)
-	p.Legend.Add(fmt.Sprintf("SLO p%d TTFAB ≤ %s ms", c.Percentile, fmtFloat(c.SLOMs)), slo)
+	f.add(fmt.Sprintf("SLO p%d TTFAB ≤ %s ms", c.Percentile, fmtFloat(c.SLOMs)), slo)
 	if c.StallBudgetMs > 0 && c.StallBudgetMs != c.SLOMs {
-		budget, err := horizontal(0, p.X.Max, c.StallBudgetMs, colorStall)
+		budget, err := horizontal(p.X.Min, p.X.Max, c.StallBudgetMs, colorStall)
 		if err != nil {
 			return nil, err
 		}
 		budget.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(budget)
-		p.Legend.Add(fmt.Sprintf("stall budget %s ms", fmtFloat(c.StallBudgetMs)), budget)
+		f.add(fmt.Sprintf("stall budget %s ms", fmtFloat(c.StallBudgetMs)), budget)
 	}
-	labels := plotter.XYLabels{}
 	if c.QMax > 0 {
 		q, err := plotter.NewLine(plotter.XYs{{X: float64(c.QMax), Y: 0}, {X: float64(c.QMax), Y: p.Y.Max}})
 		if err != nil {
@@ -132,38 +282,93 @@ func renderChartSVG(c staircaseChart) ([]byte, error) {
 		q.Color, q.Width = colorQMax, vg.Points(1.5)
 		q.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(q)
-		p.Legend.Add(fmt.Sprintf("Q_max = %d", c.QMax), q)
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(c.QMax), Y: p.Y.Max * 0.93})
-		labels.Labels = append(labels.Labels, fmt.Sprintf(" Q_max %d", c.QMax))
+		f.add(fmt.Sprintf("Q_max = %d", c.QMax), q)
 	} else {
-		labels.XYs = append(labels.XYs, plotter.XY{X: 0, Y: p.Y.Max * 0.93})
-		labels.Labels = append(labels.Labels, " no step met the SLO")
+		f.add("no step met the SLO")
 	}
 	if c.LowestFail == 0 {
-		labels.XYs = append(labels.XYs, plotter.XY{X: maxX, Y: p.Y.Max * 0.86})
-		labels.Labels = append(labels.Labels, "no step failed: Q_max is a lower bound ")
+		f.add("no step failed: Q_max is a lower bound")
 	}
-	l, err := plotter.NewLabels(labels)
+	return f, nil
+}
+
+// renderChartSVG draws the staircase (staircaseFrame) as SVG and returns the document.
+func renderChartSVG(c staircaseChart) ([]byte, error) {
+	f, err := staircaseFrame(c)
 	if err != nil {
-		return nil, fmt.Errorf("draw the staircase chart: labels: %w", err)
+		return nil, err
 	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].Color = colorQMax
-		if labels.XYs[i].X == maxX && c.LowestFail == 0 {
-			l.TextStyle[i].XAlign = -1 // right-aligned at the last step
+	doc, err := f.render()
+	if err != nil {
+		return nil, fmt.Errorf("draw the staircase chart: %w", err)
+	}
+	return doc, nil
+}
+
+// ladderTicks marks the measured concurrencies on the x-axis: a labelled tick at each, unless its label would
+// sit too close to the previous labelled one (then an unlabelled tick).
+type ladderTicks struct {
+	values []float64
+	// log says the axis is on a log scale: closeness is measured in its ratio, not its difference.
+	log bool
+}
+
+// Ticks implements plot.Ticker.
+func (t ladderTicks) Ticks(lo, hi float64) []plot.Tick {
+	pos := func(v float64) float64 { return v }
+	if t.log {
+		pos = math.Log
+	}
+	minGap := (pos(hi) - pos(lo)) / 16
+	var ticks []plot.Tick
+	last := math.Inf(-1)
+	for _, v := range t.values {
+		if v < lo || v > hi || (len(ticks) > 0 && ticks[len(ticks)-1].Value == v) {
+			continue
+		}
+		tick := plot.Tick{Value: v}
+		if pos(v)-last >= minGap {
+			tick.Label, last = strconv.FormatFloat(v, 'f', -1, 64), pos(v)
+		}
+		ticks = append(ticks, tick)
+	}
+	return ticks
+}
+
+// plainTicks are plot's default ticks labelled as plainly as the values allow ("250", not "250.00").
+type plainTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(math.Round(ticks[i].Value*1e6)/1e6, 'f', -1, 64)
 		}
 	}
-	p.Add(l)
+	return ticks
+}
 
-	wt, err := p.WriterTo(chartWidth, chartHeight, "svg")
-	if err != nil {
-		return nil, fmt.Errorf("draw the staircase chart: %w", err)
+// markedTicks are plainTicks plus a labelled one at mark; labels too close to it are dropped.
+type markedTicks struct {
+	mark  float64
+	label string
+}
+
+// Ticks implements plot.Ticker.
+func (t markedTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plainTicks{}.Ticks(lo, hi)
+	if t.mark < lo || t.mark > hi {
+		return ticks
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("draw the staircase chart: %w", err)
+	out := ticks[:0]
+	for _, tk := range ticks {
+		if tk.Label != "" && math.Abs(tk.Value-t.mark) < (hi-lo)/14 {
+			tk.Label = ""
+		}
+		out = append(out, tk)
 	}
-	return buf.Bytes(), nil
+	return append(out, plot.Tick{Value: t.mark, Label: t.label})
 }
 
 // horizontal is a line at height y from x0 to x1.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
 	"math"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -15,12 +13,12 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// renderRateChartSVG draws the rate staircase (issue 22) as SVG: per offered rate, the requests in flight as
-// the client counted them (time-averaged, and the mean of the 10-s peaks the scaling alarm's Maximum sees) and
-// as CloudWatch published them, with the highest closed-loop throughput as a vertical line and the steps that
+// rateFrame lays out the rate staircase (issue 22): per offered rate, the requests in flight as the client
+// counted them (time-averaged, and the mean of the 10-s peaks the scaling alarm's Maximum sees) and as
+// CloudWatch published them, with the highest closed-loop throughput as a vertical line and the steps that
 // missed the SLO crossed. It shows where in-flight stops rising gently and jumps: the knee a saturating
-// instance has.
-func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
+// instance has. The legend sits beside the data (chartFrame).
+func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 	if len(q.RateSteps) == 0 {
 		return nil, errors.New("draw the rate chart: the artifact has no rate steps")
 	}
@@ -39,23 +37,23 @@ func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
 		maxY = math.Max(maxY, math.Max(finite(s.InFlightMax10s), finite(s.CloudWatchMax10s)))
 		maxX = math.Max(maxX, x)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Rate staircase of %s on %s (%s, Poisson arrivals)", q.Model, q.InstanceType, q.Transport)
+	f := newChartFrame(fmt.Sprintf("Rate staircase of %s on %s (%s, Poisson arrivals)", q.Model, q.InstanceType, q.Transport), chartWidth, chartHeight)
+	p := f.Plot
 	p.X.Label.Text = "offered rate (requests/s, open loop)"
 	p.Y.Label.Text = "requests in flight"
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = maxX*1.08, maxY*1.2
+	p.X.Max, p.Y.Max = maxX*1.05, maxY*1.08
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
 	for _, series := range []struct {
 		name  string
 		xys   plotter.XYs
 		color color.Color
 		shape draw.GlyphDrawer
 	}{
-		{"in flight, time-averaged (client)", mean, colorTTFAB, draw.CircleGlyph{}},
-		{"in flight, mean of 10-s peaks (client)", max10, colorStall, draw.SquareGlyph{}},
-		{"ConcurrentRequestsPerModel, mean of 10-s Maximum (CloudWatch)", cw, colorQMax, draw.TriangleGlyph{}},
+		{"in flight, time-averaged\n(client)", mean, colorTTFAB, draw.CircleGlyph{}},
+		{"in flight, mean of 10-s peaks\n(client)", max10, colorStall, draw.SquareGlyph{}},
+		{"ConcurrentRequestsPerModel,\nmean of 10-s Maximum (CloudWatch)", cw, colorQMax, draw.TriangleGlyph{}},
 	} {
 		if len(series.xys) == 0 {
 			continue
@@ -66,7 +64,7 @@ func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
 		}
 		line.Color, points.Color, points.Shape = series.color, series.color, series.shape
 		p.Add(line, points)
-		p.Legend.Add(series.name, line, points)
+		f.add(series.name, line, points)
 	}
 	if len(failed) > 0 {
 		cross, err := plotter.NewScatter(failed)
@@ -75,7 +73,7 @@ func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
 		}
 		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, colorSLO, vg.Points(5)
 		p.Add(cross)
-		p.Legend.Add("step missed the SLO", cross)
+		f.add("step missed the SLO", cross)
 	}
 	if q.HighestThroughputRPS > 0 {
 		v, err := plotter.NewLine(plotter.XYs{{X: q.HighestThroughputRPS, Y: 0}, {X: q.HighestThroughputRPS, Y: p.Y.Max}})
@@ -84,15 +82,20 @@ func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
 		}
 		v.Color, v.Width, v.Dashes = colorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(v)
-		p.Legend.Add(fmt.Sprintf("highest closed-loop throughput %.3g rps", q.HighestThroughputRPS), v)
+		f.add(fmt.Sprintf("highest closed-loop throughput\n%.3g rps", q.HighestThroughputRPS), v)
 	}
-	wt, err := p.WriterTo(chartWidth, chartHeight, "svg")
+	return f, nil
+}
+
+// renderRateChartSVG draws the rate staircase (rateFrame) as SVG and returns the document.
+func renderRateChartSVG(q *capacity.QMax) ([]byte, error) {
+	f, err := rateFrame(q)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := f.render()
 	if err != nil {
 		return nil, fmt.Errorf("draw the rate chart: %w", err)
 	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("draw the rate chart: %w", err)
-	}
-	return buf.Bytes(), nil
+	return doc, nil
 }
