@@ -182,6 +182,8 @@ const maxAttempts = 3
 // taken out of routing and the request goes to another one, up to maxAttempts instances; after any byte was
 // sent it is never repeated. The returned context carries the invocation timeout and must be released with
 // cancel once the response is read; in is nil when apiErr is set.
+//
+//lint:ignore ST1008 two different results: apiErr, an answer in AWS's shape written back at once, and err, the instance's own failure; apiErr is last because every caller checks it first
 func (e *Emulator) dispatch(r *http.Request, name string, body []byte, accept string, streaming bool) (in *instance, ep *endpointRec, resp *http.Response, ctx context.Context, cancel context.CancelFunc, err error, apiErr *apiError) {
 	var tried []*instance
 	for {

@@ -273,11 +273,10 @@ func transfer(ctx context.Context, h *hub, f File, dst Destination, opts Options
 
 // verifier hashes what streams through it and checks it against a File.
 type verifier struct {
-	f    File
-	n    int64
-	sha  hash.Hash
-	git  hash.Hash
-	done bool
+	f   File
+	n   int64
+	sha hash.Hash
+	git hash.Hash
 }
 
 func newVerifier(f File) *verifier {

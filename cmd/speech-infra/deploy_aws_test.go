@@ -35,7 +35,6 @@ type recorder struct {
 
 	mu       sync.Mutex
 	streamed []cdkCommand
-	stdin    []string
 }
 
 func (r *recorder) Stream(_ context.Context, c cdkCommand, stdin io.Reader, stdout, _ io.Writer) error {
@@ -203,7 +202,7 @@ func TestDeployPreflightGatesCDK(t *testing.T) {
 	}
 
 	run = newRecorder(false)
-	o, out, errOut, loads := awsDeploy(t, run, cloud.PreflightClients{}, "", "espeak-ng")
+	o, _, errOut, loads := awsDeploy(t, run, cloud.PreflightClients{}, "", "espeak-ng")
 	o.skipPreflight, o.yes = true, true
 	if code := runDeploy(t, o); code != 0 || *loads != 0 || len(run.Calls()) != 0 || len(run.streamed) != 1 {
 		t.Fatalf("exit %d, config loads %d, programs %v, streamed %v\n%s", code, *loads, run.Calls(), run.streamed, errOut)

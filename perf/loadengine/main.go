@@ -109,7 +109,6 @@ type step struct {
 	addedP50, addedP99         float64
 	engineRequests, serverLogs int
 	engineErrors               int
-	peerNotes                  []string
 }
 
 const (
@@ -202,6 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					r, err = runVegeta(ctx, ctr.URL, c, slice)
 				}
 				if err != nil {
+					//lint:ignore ST1005 C is the concurrency's symbol (C=10), as in every row of BENCHMARKS.md
 					return fmt.Errorf("C=%d %s: %w", c, tool, err)
 				}
 				perTool[tool] = append(perTool[tool], r)
