@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -27,6 +28,11 @@ var (
 	ResourceIDOf = resourceIDOf
 	LoadState    = loadState
 )
+
+// resourceIDOf is the Application Auto Scaling resource id of an endpoint's variant, as the tests register it.
+func resourceIDOf(endpoint, variant string) string {
+	return fmt.Sprintf("endpoint/%s/variant/%s", endpoint, variant)
+}
 
 // State is the persisted state, as state.json holds it.
 type State = state

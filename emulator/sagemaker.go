@@ -1,7 +1,6 @@
 package emulator
 
 import (
-	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -583,8 +582,4 @@ func (e *Emulator) setDesiredLocked(ep *endpointRec, desired int) *apiError {
 // publishes no text for this answer: the wording is the emulator's, the code is AWS's ValidationException.
 func zeroInstances(ep *endpointRec) *apiError {
 	return validation("Endpoint \"%s\" cannot have 0 instances in variant %s: an endpoint can scale to zero instances only if it hosts inference components, and this one hosts none. Ask for at least 1 instance.", ep.Arn, ep.Variant)
-}
-
-func resourceIDOf(endpoint, variant string) string {
-	return fmt.Sprintf("endpoint/%s/variant/%s", endpoint, variant)
 }

@@ -99,9 +99,6 @@ func (c *Container) waitReady(ctx context.Context) error {
 	}
 }
 
-// Pid is the container's process id.
-func (c *Container) Pid() int { return c.cmd.Process.Pid }
-
 // Stop sends SIGTERM, waits up to StopTimeout, then kills; it is safe to call twice.
 func (c *Container) Stop() {
 	select {

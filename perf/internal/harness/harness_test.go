@@ -26,7 +26,7 @@ func TestStartContainerServesAndStops(t *testing.T) {
 		t.Fatalf("ping: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	rss, peak, err := ProcMemory(c.Pid())
+	rss, peak, err := ProcMemory(c.cmd.Process.Pid)
 	if err != nil || rss <= 0 || peak < rss {
 		t.Fatalf("ProcMemory = %d, %d, %v", rss, peak, err)
 	}
