@@ -99,6 +99,9 @@ func TestDiagnose(t *testing.T) {
 		{"denied", func() error {
 			return call(stsAt(stsError(t, 403, "AccessDenied", "not authorized")))
 		}, "sts GetCallerIdentity: access denied (AccessDenied): allow sts:GetCallerIdentity for these credentials"},
+		{"other API error", func() error {
+			return call(stsAt(stsError(t, 400, "ValidationError", "Could not find endpoint speech-x")))
+		}, "drift speech-x on AWS (us-east-1): sts GetCallerIdentity: ValidationError: Could not find endpoint speech-x"},
 		{"no credentials", noCreds, "drift speech-x on AWS (us-east-1): sts GetCallerIdentity: no AWS credentials found: configure credentials:"},
 	}
 	for _, c := range cases {

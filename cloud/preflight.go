@@ -614,8 +614,8 @@ var (
 // Diagnose turns an AWS error anywhere in err's chain into the preflight's diagnosis: one line saying what
 // went wrong and how to fix it, in place of the SDK's raw chain (the context err's wrappers added stays),
 // marked exitcode.CouldNotRun (exit 3). It knows missing credentials, expired and invalid credentials, a
-// denied call, and an endpoint that cannot be reached (refused, DNS, timeout); any other AWS API error keeps
-// its message and is marked CouldNotRun too. Unmarked network errors outside the SDK are classified by
+// denied call, and an endpoint that cannot be reached (refused, DNS, timeout); any other AWS API error is
+// told by its code and message, and marked CouldNotRun too. Unmarked network errors outside the SDK are classified by
 // exitcode.Classify. nil, an already marked error and an error without an AWS call in its chain come back
 // unchanged (the last classified).
 func Diagnose(err error) error {
@@ -670,6 +670,9 @@ func diagnosis(op *smithy.OperationError, call string) string {
 		return fmt.Sprintf("%s: cannot reach the endpoint: %s: check the network, HTTPS_PROXY and AWS_ENDPOINT_URL*", call, rootCause(send))
 	case errors.Is(op, context.DeadlineExceeded):
 		return fmt.Sprintf("%s: no answer in time: check the network and HTTPS_PROXY", call)
+	case errors.As(op, &api):
+		// Any other answer of AWS: its code and message, without the SDK's layers (status, request id).
+		return fmt.Sprintf("%s: %s: %s", call, api.ErrorCode(), api.ErrorMessage())
 	}
 	return ""
 }
