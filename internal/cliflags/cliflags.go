@@ -1,4 +1,9 @@
-// Package cliflags lets the flags of a urfave/cli/v2 command follow its arguments, as in
+// Package cliflags is the command-line kit of speech-infra and tts-bench (cli/cli's cmdutil): the conventions
+// every command follows (Conventions: --version, suggestions for misspelt flags and commands, one default per
+// flag in help), the flags several commands share (shared.go: --state-dir, --container-dir, --journal-dir,
+// --output, --dry-run, --force, --format, --local, and the AWS and --local help categories), and flag order.
+//
+// Run lets the flags of a urfave/cli/v2 command follow its arguments, as in
 // `speech-infra deploy espeak-ng --local`: urfave/cli stops parsing flags at the first argument, so Reorder
 // moves the flags of the command line before its arguments. Which flags take no value (and so must not
 // swallow the argument after them) comes from the commands' own flag definitions: a new boolean flag needs
