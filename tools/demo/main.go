@@ -30,6 +30,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -59,8 +60,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Bin, "bin", o.Bin, "directory of speech-infra, tts-bench and speech-container (make build)")
 	fs.StringVar(&o.Docs, "docs", o.Docs, "when set, copy the staircase and waterfall charts into this directory (make docs)")
 	check := fs.String("check", "", "instead of running: check the summary in this captured output of a run (- for stdin)")
+	version := fs.Bool("version", false, "print the version (module, VCS revision, commit time) and exit")
 	if err := fs.Parse(args); err != nil {
 		return exitcode.Usage(err)
+	}
+	if *version {
+		_, err := fmt.Fprintln(stdout, "demo", cliflags.Version())
+		return err
 	}
 	if fs.NArg() > 0 {
 		return exitcode.Usage(fmt.Errorf("unexpected argument %q: the demo takes flags only (see -h)", fs.Arg(0)))
