@@ -187,6 +187,54 @@ func (m Model) At(rps float64) Point {
 		StallMs: lerp(a.StallMs, b.StallMs), Shed: lerp(a.Shed, b.Shed)}
 }
 
+// Advance is the instance over dt seconds at an offered rate per instance, starting with backlog requests
+// queued beyond its last stable state, and the backlog after: the transient At's steady states leave out.
+//
+// Above the capacity the queue does not fill at once: the excess (rps − capacity) joins the backlog until the
+// shield is full (QueueDepth in flight), and only then is it shed with 503, as the container's queue gate does.
+// Below the capacity the backlog drains at (capacity − rps). While a backlog is queued the state lies on the
+// line from the last stable point to the full shield (At at the capacity), at the backlog's share of the room
+// between them: in flight the last stable point's plus the backlog, TTFAB its plus the backlog's wait at the
+// capacity; below the capacity it is never better than At(rps). With no backlog below the capacity it is At(rps);
+// held above the capacity long enough it is At(rps) too. So a rate that crosses the capacity for a second
+// (a fleet whose new instance serves a moment after the load rises) is a second of growing queue, not a full
+// shield and a 10-s Maximum datapoint at the shield depth (docs/design.md, "One instance model").
+func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
+	if !(backlog > 0) || math.IsInf(backlog, 0) {
+		backlog = 0
+	}
+	if !(dt > 0) {
+		return m.At(rps), backlog
+	}
+	last, sat := m.Points[len(m.Points)-1], m.saturated()
+	room := sat.InFlight - last.InFlight
+	queued := func(b float64) Point {
+		f := 1.0
+		if room > 0 {
+			f = math.Min(1, b/room)
+		}
+		lerp := func(x, y float64) float64 { return x + (y-x)*f }
+		return Point{RPS: rps, Metric: lerp(last.Metric, sat.Metric), InFlight: lerp(last.InFlight, sat.InFlight),
+			TTFABMs: lerp(last.TTFABMs, sat.TTFABMs), StallMs: last.StallMs, Shed: last.Shed}
+	}
+	if rps >= m.CapacityRPS {
+		grow := (rps - m.CapacityRPS) * dt
+		absorbed := math.Max(0, math.Min(grow, room-backlog))
+		backlog += absorbed
+		p := queued(backlog)
+		p.Shed = math.Max(last.Shed, (grow-absorbed)/(rps*dt))
+		return p, backlog
+	}
+	backlog = math.Max(0, backlog-(m.CapacityRPS-math.Max(0, rps))*dt)
+	steady := m.At(rps)
+	if backlog == 0 {
+		return steady, 0
+	}
+	q := queued(backlog)
+	steady.Metric, steady.InFlight, steady.TTFABMs = math.Max(steady.Metric, q.Metric), math.Max(steady.InFlight, q.InFlight), math.Max(steady.TTFABMs, q.TTFABMs)
+	return steady, backlog
+}
+
 // SafeRPS is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found on
 // the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it.
 func (m Model) SafeRPS() float64 {

@@ -11,7 +11,7 @@ import (
 
 // Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
 // to the rules that moves any result changes it.
-const Version = "fleet-sim/3 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states, autoscale.Decide, cooldown from completion)"
+const Version = "fleet-sim/4 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, autoscale.Decide, cooldown from completion)"
 
 // Tick is the autoscaler's clock: the period of the high-resolution ConcurrentRequestsPerModel metric. Alarms
 // are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps.
@@ -355,6 +355,9 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	// The datapoints of the period that closed one tick ago (EvaluationLag), fed to the alarms now.
 	lagMetric, lagInvocations, lagged := 0.0, 0.0, false
 	lastScaleIn := math.Inf(-1)
+	// backlog is each serving instance's queue beyond its steady state (loadmodel.Model.Advance): above the
+	// capacity the shield fills over time, and drains when the load falls or a new instance serves.
+	backlog := 0.0
 	flush := func(m int, length float64) {
 		cur.Minute = m
 		cur.OfferedRPS = cur.Offered / length
@@ -379,6 +382,8 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 			return res, false
 		}
 		for len(starting) > 0 && starting[0] <= t {
+			// The instances share the queued requests evenly (the load balancer spreads what arrives).
+			backlog *= float64(serving) / float64(serving+1)
 			serving++
 			starting = starting[1:]
 			if len(starting) == 0 {
@@ -390,7 +395,8 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 		}
 		arrivals := c.requests(t, t+substep)
 		n := float64(serving)
-		st := inst.At(arrivals / substep.Seconds() / n)
+		var st loadmodel.Point
+		st, backlog = inst.Advance(backlog, arrivals/substep.Seconds()/n, substep.Seconds())
 		shed := arrivals * st.Shed
 		violating := shed
 		if st.TTFABMs > slo.TTFABMs || st.StallMs > slo.StallMs {
@@ -444,6 +450,8 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 						starting = append(starting, end+tTotal)
 					}
 					if serving > want {
+						// The removed instances' queued requests are counted on those left (none is lost).
+						backlog *= float64(serving) / float64(want)
 						serving = want
 						for j := range pols {
 							pols[j].State.Completed(false, epoch.Add(end))
