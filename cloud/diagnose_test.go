@@ -180,7 +180,9 @@ func TestKnownRegionsAreTheSDKs(t *testing.T) {
 		}
 	}
 	slices.Sort(sdk)
-	if got := KnownRegions(); !slices.Equal(got, sdk) {
+	got := slices.Clone(knownRegions)
+	slices.Sort(got)
+	if !slices.Equal(got, sdk) {
 		t.Errorf("knownRegions differ from the SDK's partition list:\n got %v\nwant %v", got, sdk)
 	}
 }

@@ -557,13 +557,6 @@ var knownRegions = []string{
 	"us-gov-east-1", "us-gov-west-1",
 }
 
-// KnownRegions returns the regions of the SDK's partition list, sorted.
-func KnownRegions() []string {
-	out := append([]string(nil), knownRegions...)
-	slices.Sort(out)
-	return out
-}
-
 // CheckRegionKnown refuses a region that is not in the SDK's partition list, naming the nearest known one:
 // a usage error (exit 2), found before any call. "" passes (a missing region is CheckRegion's to report).
 func CheckRegionKnown(region string) error {
