@@ -77,6 +77,7 @@ container/README.md.`
 // ctx ends (SIGTERM), then drains and returns nil.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) != 1 || args[0] != "serve" {
+		//lint:ignore ST1005 the error is the usage text, printed as it is
 		return &UsageError{Err: errors.New(Usage)}
 	}
 	out := server.NewLockedWriter(stdout)

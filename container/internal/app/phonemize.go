@@ -45,6 +45,7 @@ func Phonemize(args []string, stdin io.Reader, stdout io.Writer, getenv func(str
 	voice := fs.String("voice", DefaultPhonemizeVoice, "Kokoro voice name; its first letter is the language")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			//lint:ignore ST1005 the error is the usage text, printed as it is
 			return &UsageError{Err: errors.New(PhonemizeUsage)}
 		}
 		return &UsageError{Err: fmt.Errorf("%v\n%s", err, PhonemizeUsage)}

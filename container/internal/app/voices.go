@@ -42,7 +42,7 @@ func Voices(args []string, stdout io.Writer, getenv func(string) string) error {
 func VoiceList(cfg Config) (server.VoiceList, error) {
 	var names []string
 	var def string
-	lang := func(string) string { return "und" }
+	var lang func(string) string
 	switch cfg.Engine {
 	case EngineCalibration:
 		c := &engine.Calibration{}

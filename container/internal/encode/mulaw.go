@@ -29,17 +29,3 @@ func EncodeMuLaw(s int16) byte {
 	mant := (v >> (exp + 3)) & 0x0F
 	return ^byte(sign | exp<<4 | mant)
 }
-
-// DecodeMuLaw is the G.711 inverse of EncodeMuLaw, for tests and tools.
-func DecodeMuLaw(u byte) int16 {
-	u = ^u
-	sign := u & 0x80
-	exp := int(u>>4) & 7
-	mant := int(u & 0x0F)
-	v := ((mant << 3) + 0x84) << exp
-	v -= 0x84
-	if sign != 0 {
-		return int16(-v)
-	}
-	return int16(v)
-}

@@ -111,16 +111,12 @@ func (o *oggStream) page(dst []byte, packets [][]byte, granule int64, flags byte
 	for _, p := range packets {
 		dst = append(dst, p...)
 	}
-	var crc uint32
-	for _, b := range dst[begin:] {
-		crc = crc<<8 ^ oggCRC[byte(crc>>24)^b]
-	}
-	binary.LittleEndian.PutUint32(dst[crcAt:], crc)
+	binary.LittleEndian.PutUint32(dst[crcAt:], OggCRC(dst[begin:]))
 	return dst
 }
 
-// OggCRC is the Ogg page checksum of page (with its CRC field zeroed), for
-// tests and tools that check pages.
+// OggCRC is the Ogg page checksum of page (with its CRC field zeroed): the
+// page writer's, and the one tests and tools check pages with.
 func OggCRC(page []byte) uint32 {
 	var crc uint32
 	for _, b := range page {
