@@ -36,7 +36,8 @@ func destroyCommand() *cli.Command {
 			"model, endpoint config, endpoint, scaling target, policies, alarms and dashboard. The foundation (weights bucket,\n" +
 			"execution role), the model's weights cache and the image in the CDK bootstrap repository stay; it says how to\n" +
 			"remove them. Both refuse while a freeze journal of the endpoint exists (a measurement is running or was\n" +
-			"killed): run `tts-bench thaw` first, or pass --force.",
+			"killed): run `tts-bench thaw` first, or pass --force. --local never starts the emulator: with none running on\n" +
+			"--state-dir there is nothing to remove, unless its stopped state holds the endpoint (then it says how to remove it).",
 		Flags: append([]cli.Flag{
 			cliflags.Local("remove it from the local emulator (never starts one: with none running there is nothing to remove)"),
 			cliflags.InCategory(cliflags.CategoryAWS, &cli.BoolFlag{Name: "yes", Usage: "destroy without asking"})[0],
