@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/speech-infra/speech-infra/bench"
 )
 
 // QMax is the artifact of tts-bench qmax: a closed-loop concurrency staircase on one pinned instance and the
@@ -531,4 +533,148 @@ func (q *QMax) cloudWatchRatio(c float64) float64 {
 		}
 	}
 	return best
+}
+
+// Bounds of the checks NewQMax makes on each closed-loop step.
+const (
+	// LittlesLawTolerance is how far a step's λ·W may be from its mean requests in flight, relatively.
+	LittlesLawTolerance = 0.10
+	// CloudWatchRatioTolerance is how far the CloudWatch ÷ client concurrency ratio may be from 1 before the
+	// step gets a note.
+	CloudWatchRatioTolerance = 0.25
+)
+
+// LittlesLaw returns λ·W ÷ L of a closed-loop step: the achieved rate times the mean response time over the
+// time-averaged requests in flight (1 when Little's law holds), and whether it is within
+// LittlesLawTolerance. A step with nothing in flight or no response time is not checked (ratio 0, ok).
+func (s QMaxStep) LittlesLaw() (float64, bool) {
+	if !(s.ClientConcurrencyMean > 0) || !(s.ResponseMeanMs > 0) || !(s.AchievedRPS > 0) {
+		return 0, true
+	}
+	r := s.AchievedRPS * s.ResponseMeanMs / 1000 / s.ClientConcurrencyMean
+	return r, math.Abs(r-1) <= LittlesLawTolerance
+}
+
+// QMaxRun is what a qmax run measured, the input of NewQMax: the run's identity and SLO, its closed-loop
+// steps with what the command observed around each, and its rate staircase.
+type QMaxRun struct {
+	// Model, Endpoint, InstanceType, ModelRevision, ContainerDigest, Transport and RunID identify the run
+	// (the QMax fields of the same names).
+	Model, Endpoint, InstanceType, ModelRevision, ContainerDigest, Transport, RunID string
+	// SLOTTFABMs and SLOPercentile are the SLO the steps were judged against.
+	SLOTTFABMs, SLOPercentile int
+	// StartedAt and EndedAt bound the run (UTC).
+	StartedAt, EndedAt time.Time
+	// Steps are the closed-loop steps in the order measured.
+	Steps []MeasuredStep
+	// HighestThroughputRPS and RateSteps are the rate staircase's (none: RateSteps empty).
+	HighestThroughputRPS float64
+	RateSteps            []RateStep
+	// CloudWatchPeriod is the period of the CloudWatch datapoints read for the steps, for the notes.
+	CloudWatchPeriod time.Duration
+}
+
+// MeasuredStep is one closed-loop step folded from its records, with what the command observed around it.
+type MeasuredStep struct {
+	// Step is the step folded from its records (bench.SummarizeStep).
+	Step bench.StepResult
+	// Remeasured and Inconclusive are the re-measure flags of QMaxStep.
+	Remeasured, Inconclusive bool
+	// Client is the measuring process's own use during the step; nil when not watched (a resumed step).
+	Client *ClientUse
+	// CloudWatchMax is the highest ConcurrentRequestsPerModel datapoint read for the step; nil when unread.
+	// CloudWatchOuter says the datapoints also cover the neighbouring steps (a window shorter than two
+	// periods).
+	CloudWatchMax   *float64
+	CloudWatchOuter bool
+}
+
+// ClientUse is what the measuring process used during a step.
+type ClientUse struct {
+	// CPUCores is CPU time ÷ wall time: 1 is one core busy for the whole step.
+	CPUCores float64
+	// LagP99Ms and LagMaxMs are its scheduling lag.
+	LagP99Ms, LagMaxMs float64
+}
+
+// QMaxNote is something about a step the operator should know (the command prints it as a warning).
+type QMaxNote struct {
+	// Step is the step's concurrency, 0 for the run as a whole.
+	Step int
+	// Check is what found it: NoteLittlesLaw, NoteCloudWatchRatio or NoteServiceTime.
+	Check string
+	// Text says what was found and what to do.
+	Text string
+}
+
+// The checks of QMaxNote.
+const (
+	NoteLittlesLaw      = "littles_law"
+	NoteCloudWatchRatio = "cloudwatch_ratio"
+	NoteServiceTime     = "service_time"
+)
+
+// NewQMax folds a run into its artifact: each step as StepOf with the command's observations, Little's law
+// and the CloudWatch ratio checked, the uncontended service time from the lowest step that succeeded, and
+// Q_max with its brackets both ways (SetQMax). It is the one constructor of the qmax artifact; tts-bench
+// qmax adds the records file, the settings and whether the run completed, then writes it. The notes are
+// what the checks found, in step order.
+func NewQMax(run QMaxRun) (*QMax, []QMaxNote) {
+	q := &QMax{
+		SchemaVersion: SchemaVersion, Model: run.Model, Endpoint: run.Endpoint, InstanceType: run.InstanceType,
+		ModelRevision: run.ModelRevision, ContainerDigest: run.ContainerDigest, Transport: run.Transport,
+		SLOTTFABMs: run.SLOTTFABMs, SLOPercentile: run.SLOPercentile, RunID: run.RunID,
+		StartedAt: run.StartedAt, EndedAt: run.EndedAt, RetryPolicy: RetryPolicyNone,
+	}
+	var notes []QMaxNote
+	note := func(c int, check, format string, args ...any) {
+		notes = append(notes, QMaxNote{Step: c, Check: check, Text: fmt.Sprintf(format, args...)})
+	}
+	var lowest *bench.StepResult
+	for i, m := range run.Steps {
+		s := m.Step
+		st := StepOf(s)
+		st.Remeasured, st.Inconclusive = m.Remeasured, m.Inconclusive
+		if u := m.Client; u != nil {
+			st.ClientCPUCores, st.ClientLagP99Ms, st.ClientLagMaxMs = u.CPUCores, u.LagP99Ms, u.LagMaxMs
+		}
+		if ratio, ok := st.LittlesLaw(); ratio > 0 {
+			st.LittlesLawRatio, st.LittlesLawMiss = ratio, !ok
+			if !ok {
+				note(s.Concurrency, NoteLittlesLaw, "step at concurrency %d misses Little's law: achieved %.3g rps × mean response %.0f ms = %.3g, against %.3g requests in flight on average (ratio %.2f, more than %.0f%% off): its rate, response time and concurrency disagree (errors, a window too short for the response time, or a client that stalled)",
+					s.Concurrency, st.AchievedRPS, st.ResponseMeanMs, st.AchievedRPS*st.ResponseMeanMs/1000, st.ClientConcurrencyMean, ratio, 100*LittlesLawTolerance)
+			}
+		}
+		if m.CloudWatchMax != nil {
+			v := *m.CloudWatchMax
+			st.CloudWatchConcurrencyMax = v
+			if s.InFlightPeak > 0 {
+				st.CloudWatchRatio = v / float64(s.InFlightPeak)
+				switch {
+				case math.Abs(st.CloudWatchRatio-1) > CloudWatchRatioTolerance && m.CloudWatchOuter:
+					note(s.Concurrency, NoteCloudWatchRatio, "step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the measure window is shorter than two %s periods, so the datapoints also cover the neighbouring steps: use --measure-window %s or longer for a ratio of this step alone",
+						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio, run.CloudWatchPeriod, 2*run.CloudWatchPeriod)
+				case math.Abs(st.CloudWatchRatio-1) > CloudWatchRatioTolerance:
+					note(s.Concurrency, NoteCloudWatchRatio, "step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the instance did not see what the client sent (another client, a second instance, or the metric's definition): check tts-bench drift",
+						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio)
+				}
+			}
+		}
+		q.Steps = append(q.Steps, st)
+		if s.OK > 0 && (lowest == nil || s.Concurrency < lowest.Concurrency) {
+			lowest = &run.Steps[i].Step
+		}
+	}
+	if lowest != nil {
+		q.ServiceTimeMeanMs, q.ServiceTimeP95Ms = lowest.ResponseMeanMs, lowest.ResponseP95Ms
+		if lowest.Concurrency != 1 {
+			note(0, NoteServiceTime, "the uncontended service time is taken at concurrency %d, the lowest measured: put 1 in the ladder for the real one", lowest.Concurrency)
+		}
+	}
+	q.SetQMax()
+	if len(run.RateSteps) > 0 {
+		q.HighestThroughputRPS = run.HighestThroughputRPS
+		q.RateSteps = append([]RateStep(nil), run.RateSteps...)
+	}
+	return q, notes
 }

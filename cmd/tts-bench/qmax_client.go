@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +16,7 @@ import (
 // lagProbeInterval and records how late it woke. A client that used more than --max-client-cpu of a core or
 // whose p99 lag exceeded --max-client-lag measured itself, not the instance: the step is unusable and says
 // why. Little's law is checked on every step: achieved rate × mean response time against the time-averaged
-// requests in flight, within littleTolerance; a step that misses it is flagged.
+// requests in flight, within capacity.LittlesLawTolerance; a step that misses it is flagged.
 
 // Defaults of the client's own bounds.
 const (
@@ -28,8 +27,6 @@ const (
 	DefaultMaxClientLag = 50 * time.Millisecond
 	// lagProbeInterval is how often the probe asks to wake.
 	lagProbeInterval = 10 * time.Millisecond
-	// littleTolerance is how far λ·W may be from the mean in flight, relatively.
-	littleTolerance = 0.10
 )
 
 // clientUse is what the process used during one step.
@@ -108,13 +105,6 @@ func (o *qmaxOpts) judgeClient(u clientUse) string {
 	return strings.Join(why, "; ")
 }
 
-// littlesLaw returns λ·W ÷ L of a closed-loop step: the achieved rate times the mean response time over the
-// time-averaged requests in flight (1 when Little's law holds), and whether it is within littleTolerance.
-// A step with nothing in flight or no response time is not checked (ratio 0, ok).
-func littlesLaw(s capacity.QMaxStep) (float64, bool) {
-	if !(s.ClientConcurrencyMean > 0) || !(s.ResponseMeanMs > 0) || !(s.AchievedRPS > 0) {
-		return 0, true
-	}
-	r := s.AchievedRPS * s.ResponseMeanMs / 1000 / s.ClientConcurrencyMean
-	return r, math.Abs(r-1) <= littleTolerance
-}
+// littlesLaw is capacity.QMaxStep.LittlesLaw: λ·W ÷ L of a closed-loop step, and whether it is within
+// capacity.LittlesLawTolerance.
+func littlesLaw(s capacity.QMaxStep) (float64, bool) { return s.LittlesLaw() }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -43,8 +42,6 @@ const (
 	metricWait = 3 * time.Minute
 	// metricPoll is the delay between two reads while waiting for datapoints.
 	metricPoll = 15 * time.Second
-	// ratioTolerance is how far the CloudWatch ÷ client concurrency ratio may be from 1 before qmax warns.
-	ratioTolerance = 0.25
 )
 
 // qmaxRun is the state of one measurement run.
@@ -449,62 +446,43 @@ func (r *qmaxRun) warn(msg string) {
 	fmt.Fprintf(r.o.stderr, "qmax %s: warning: %s\n", r.o.model.ID, msg)
 }
 
-// artifact folds the steps into the qmax artifact (records digest and name set by write).
+// artifact folds the steps into the qmax artifact (capacity.NewQMax; records digest and name set by write)
+// and warns once about each note of it.
 func (r *qmaxRun) artifact() *capacity.QMax {
 	o := r.o
-	q := &capacity.QMax{
-		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType,
-		ModelRevision: o.model.Revision(), ContainerDigest: o.containerDigest, Transport: o.transport,
-		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile, RunID: r.runID,
-		StartedAt: r.started, EndedAt: time.Now().UTC(), RetryPolicy: capacity.RetryPolicyNone,
+	run := capacity.QMaxRun{
+		Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType, ModelRevision: o.model.Revision(),
+		ContainerDigest: o.containerDigest, Transport: o.transport, RunID: r.runID,
+		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile,
+		StartedAt: r.started, EndedAt: time.Now().UTC(), CloudWatchPeriod: cloud.ConcurrencyPeriod,
 	}
-	var lowest *bench.StepResult
-	for i, s := range r.steps {
-		st := qmaxStepOf(s)
-		st.Remeasured, st.Inconclusive = r.remeasured[s.Concurrency], r.inconclusive[s.Concurrency]
-		ttfabOnly := s.MeetsTTFABSLO // the step's verdict by TTFAB alone: Q_max both ways (issue 23)
-		st.MeetsTTFABSLO = &ttfabOnly
+	for _, s := range r.steps {
+		m := capacity.MeasuredStep{Step: s, Remeasured: r.remeasured[s.Concurrency], Inconclusive: r.inconclusive[s.Concurrency]}
 		if u, ok := r.client[s.Concurrency]; ok {
-			st.ClientCPUCores, st.ClientLagP99Ms, st.ClientLagMaxMs = u.CPUCores, u.LagP99Ms, u.LagMaxMs
-		}
-		if ratio, ok := littlesLaw(st); ratio > 0 {
-			st.LittlesLawRatio, st.LittlesLawMiss = ratio, !ok
-			if !ok && !r.littleWarned[s.Concurrency] {
-				r.littleWarned[s.Concurrency] = true
-				r.warn(fmt.Sprintf("step at concurrency %d misses Little's law: achieved %.3g rps × mean response %s ms = %.3g, against %.3g requests in flight on average (ratio %.2f, more than %.0f%% off): its rate, response time and concurrency disagree (errors, a window too short for the response time, or a client that stalled)",
-					s.Concurrency, st.AchievedRPS, fmtMs(st.ResponseMeanMs), st.AchievedRPS*st.ResponseMeanMs/1000, st.ClientConcurrencyMean, ratio, 100*littleTolerance))
-			}
+			m.Client = &capacity.ClientUse{CPUCores: u.CPUCores, LagP99Ms: u.LagP99Ms, LagMaxMs: u.LagMaxMs}
 		}
 		if v, ok := r.cwMax[s.Concurrency]; ok {
-			st.CloudWatchConcurrencyMax = v
-			if s.InFlightPeak > 0 {
-				st.CloudWatchRatio = v / float64(s.InFlightPeak)
-				if math.Abs(st.CloudWatchRatio-1) > ratioTolerance && r.cwOuter[s.Concurrency] {
-					r.warn(fmt.Sprintf("step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the measure window is shorter than two %s periods, so the datapoints also cover the neighbouring steps: use --measure-window %s or longer for a ratio of this step alone",
-						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio, cloud.ConcurrencyPeriod, 2*cloud.ConcurrencyPeriod))
-				} else if math.Abs(st.CloudWatchRatio-1) > ratioTolerance {
-					r.warn(fmt.Sprintf("step at concurrency %d: CloudWatch saw at most %g concurrent requests but the client held up to %d (ratio %.2f): the instance did not see what the client sent (another client, a second instance, or the metric's definition): check tts-bench drift",
-						s.Concurrency, v, s.InFlightPeak, st.CloudWatchRatio))
-				}
-			}
+			m.CloudWatchMax, m.CloudWatchOuter = &v, r.cwOuter[s.Concurrency]
 		}
-		q.Steps = append(q.Steps, st)
-		if s.OK > 0 && (lowest == nil || s.Concurrency < lowest.Concurrency) {
-			lowest = &r.steps[i]
-		}
+		run.Steps = append(run.Steps, m)
 	}
-	if lowest != nil {
-		q.ServiceTimeMeanMs, q.ServiceTimeP95Ms = lowest.ResponseMeanMs, lowest.ResponseP95Ms
-		if lowest.Concurrency != 1 {
-			r.warn(fmt.Sprintf("the uncontended service time is taken at concurrency %d, the lowest measured: put 1 in the ladder for the real one", lowest.Concurrency))
-		}
-	}
-	q.SetQMax()
 	if len(r.rateSteps) > 0 {
-		q.HighestThroughputRPS = r.highestRPS
+		run.HighestThroughputRPS = r.highestRPS
 		for _, s := range r.rateSteps {
-			q.RateSteps = append(q.RateSteps, r.rateStepOf(s))
+			run.RateSteps = append(run.RateSteps, r.rateStepOf(s))
 		}
+	}
+	q, notes := capacity.NewQMax(run)
+	for _, n := range notes {
+		// A Little's law miss is warned once per step (write may fold the steps more than once); the other
+		// notes, as before, each time.
+		if n.Check == capacity.NoteLittlesLaw {
+			if r.littleWarned[n.Step] {
+				continue
+			}
+			r.littleWarned[n.Step] = true
+		}
+		r.warn(n.Text)
 	}
 	return q
 }
