@@ -142,8 +142,8 @@ func (f *chartFrame) layout(c draw.Canvas) chartAreas {
 	return a
 }
 
-// fitTitle makes the title fit width: down to 10 points, then broken into two lines at the last ", " or " ("
-// before its middle.
+// fitTitle makes the title fit width: a smaller font, down to 10 points, then as many lines as it needs,
+// broken between words.
 func (f *chartFrame) fitTitle(width vg.Length) {
 	t := &f.Plot.Title
 	for t.TextStyle.Font.Size > vg.Points(10) && t.TextStyle.Width(t.Text) > width {
@@ -152,18 +152,16 @@ func (f *chartFrame) fitTitle(width vg.Length) {
 	if t.TextStyle.Width(t.Text) <= width || strings.Contains(t.Text, "\n") {
 		return
 	}
-	half := len(t.Text) / 2
-	cut := max(strings.LastIndex(t.Text[:half], ", "), strings.LastIndex(t.Text[:half], " ("))
-	if cut < 0 {
-		cut = strings.LastIndex(t.Text[:half], " ")
-	}
-	if cut > 0 {
-		if t.Text[cut] == ',' {
-			t.Text = t.Text[:cut+1] + "\n" + t.Text[cut+2:]
-		} else {
-			t.Text = t.Text[:cut] + "\n" + t.Text[cut+1:]
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(t.Text) {
+		if line != "" && t.TextStyle.Width(line+" "+w) > width {
+			lines, line = append(lines, line), w
+			continue
 		}
+		line = strings.TrimPrefix(line+" "+w, " ")
 	}
+	t.Text = strings.Join(append(lines, line), "\n")
 }
 
 // draw draws the chart on c and returns its areas.

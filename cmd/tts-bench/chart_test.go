@@ -108,6 +108,7 @@ type renderedChart struct {
 }
 
 // renderPNG draws f as a PNG (vgimg), decodes it and returns it with the chart's areas.
+// With CHART_PNG_DIR set, each PNG is also kept there, named after the test, for a look.
 func renderPNG(t *testing.T, f *chartFrame) renderedChart {
 	t.Helper()
 	c := vgimg.NewWith(vgimg.UseWH(f.Width, f.Height), vgimg.UseDPI(pngDPI))
@@ -222,6 +223,8 @@ func TestStaircaseChartPNG(t *testing.T) {
 				{32, 1400, 40, true}, {48, 2600, 120, true}, {64, 5200, 900, false}, {56, 3900, 600, false}}},
 		"short ladder, lower bound": {Title: "Q_max of espeak-ng on local (http, closed loop)", Percentile: 95, SLOMs: 1000, StallBudgetMs: 50,
 			QMax: 2, Steps: []chartStep{{1, 40, 0, true}, {2, 52, 0, true}}},
+		"a title too long for one line": {Title: "Q_max of " + strings.Repeat("a model with a very long catalog identifier ", 3) + "on ml.g5.12xlarge (sagemaker-stream, closed loop, bisected)", Percentile: 95,
+			SLOMs: 300, QMax: 4, LowestFail: 8, Steps: []chartStep{{8, 900, 120, false}, {1, 40, 0, true}, {2, 80, 3, true}, {4, 210, 20, true}}},
 		"a title longer than the plot": {Title: "Q_max of a-model-with-a-very-long-catalog-identifier-for-testing on ml.g5.12xlarge (sagemaker-stream, closed loop, bisected)", Percentile: 95,
 			SLOMs: 300, QMax: 4, LowestFail: 8, Steps: []chartStep{{8, 900, 120, false}, {1, 40, 0, true}, {2, 80, 3, true}, {4, 210, 20, true}}},
 	} {
@@ -239,6 +242,9 @@ func TestStaircaseChartPNG(t *testing.T) {
 				ladder[float64(s.Concurrency)] = true
 			}
 			checkLayout(t, r, points)
+			if lines := strings.Count(f.Plot.Title.Text, "\n") + 1; (name == "a title too long for one line") != (lines > 1) {
+				t.Errorf("the title is drawn on %d line(s): %q", lines, f.Plot.Title.Text)
+			}
 
 			p := f.Plot
 			if p.Y.Min != 0 || p.Y.Max < top || p.Y.Max > top*1.1 {
