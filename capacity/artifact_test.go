@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// ParsePlan strictly decodes a plan held in memory, as LoadPlan does a file; source names it in errors. Only
+// tests parse plans from memory (the commands load them from files), so it lives here.
+func ParsePlan(source string, data []byte) (*Plan, error) { return parse[Plan](source, data) }
+
 func TestStrictLoadingNamesEveryField(t *testing.T) {
 	m := kokoro(t)
 	data, err := MarshalArtifact(testQMax(m))

@@ -252,9 +252,6 @@ func LoadPlan(path string) (*Plan, error) {
 	return v, err
 }
 
-// ParsePlan strictly decodes a plan; source names it in errors.
-func ParsePlan(source string, data []byte) (*Plan, error) { return parse[Plan](source, data) }
-
 // verifyInputs returns every out-of-range input, naming the JSON field and stating the limit.
 func verifyInputs(in Inputs) []error {
 	var errs []error
