@@ -1,7 +1,5 @@
 package bench
 
-import "fmt"
-
 // Staircase is the step plan of a closed-loop Q_max measurement (docs/design.md, "Closed loop"): Steps in
 // order; then, while every step passes, the last passing step plus Extension, up to Max; at most MaxSteps
 // steps in all. Nothing above the first failing step can move the bracket, so the staircase ends there;
@@ -19,29 +17,6 @@ type Staircase struct {
 	Max int
 	// MaxSteps bounds the staircase: the extension adds no step once it holds MaxSteps; 0 bounds nothing.
 	MaxSteps int
-}
-
-// Validate returns every problem of the staircase, each naming the field and the fix.
-func (s Staircase) Validate() []error {
-	var errs []error
-	if len(s.Steps) == 0 {
-		errs = append(errs, fmt.Errorf("steps: none: give at least one concurrency"))
-	}
-	for i, n := range s.Steps {
-		if n < 1 || n > MaxConcurrency {
-			errs = append(errs, fmt.Errorf("steps[%d]: concurrency %d: want 1 to %d", i, n, MaxConcurrency))
-		}
-		if i > 0 && n <= s.Steps[i-1] {
-			errs = append(errs, fmt.Errorf("steps[%d]: %d follows %d: list each concurrency once, in increasing order", i, n, s.Steps[i-1]))
-		}
-	}
-	if s.Extension < 0 {
-		errs = append(errs, fmt.Errorf("extension: is %d: want 0 or more", s.Extension))
-	}
-	if s.MaxSteps < 0 {
-		errs = append(errs, fmt.Errorf("max steps: is %d: want 0 (no bound) or more", s.MaxSteps))
-	}
-	return errs
 }
 
 // Next returns the concurrency to measure after the passing steps done (in the order measured), and false

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -49,25 +48,5 @@ func TestBisectHalvesTheBracketUntilAdjacent(t *testing.T) {
 	// 1,5,10,20,30: the widest gap is 10 (10 to 20 or 20 to 30): 4 bisections at most.
 	if got := (Staircase{Steps: []int{1, 5, 10}, Extension: 10, Max: 35}).MostRefineSteps(); got != 4 {
 		t.Errorf("MostRefineSteps = %d, want 4", got)
-	}
-}
-
-func TestStaircaseValidateNamesEachProblem(t *testing.T) {
-	errs := Staircase{Steps: []int{0, 5, 5}, Extension: -1, MaxSteps: -1}.Validate()
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	got := strings.Join(msgs, "\n")
-	for _, want := range []string{"steps[0]: concurrency 0", "steps[2]: 5 follows 5", "extension: is -1", "max steps: is -1"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("Validate() = %q, want %q", got, want)
-		}
-	}
-	if errs := (Staircase{Steps: []int{1, 2}, Extension: 10, Max: 200}).Validate(); len(errs) != 0 {
-		t.Errorf("a valid staircase: %v", errs)
-	}
-	if errs := (Staircase{}).Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "steps: none") {
-		t.Errorf("no steps: %v", errs)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -164,35 +163,6 @@ func ReadJournal(path string) (*Journal, error) {
 		return nil, fmt.Errorf("read journal %s: %w: %s: restore the endpoint by hand (tts-bench thaw without the journal), then delete the file", path, ErrJournalInvalid, strings.Join(problems, "; "))
 	}
 	return &j, nil
-}
-
-// ListJournals reads every journal in dir (*.json), sorted by endpoint; a missing dir holds none. A file that
-// does not read as a journal is returned as an error beside the journals that do.
-func ListJournals(dir string) ([]*Journal, []error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, []error{fmt.Errorf("list journals in %s: %w", dir, err)}
-	}
-	var (
-		js   []*Journal
-		errs []error
-	)
-	for _, e := range entries {
-		if e.IsDir() || filepath.Ext(e.Name()) != ".json" {
-			continue
-		}
-		j, err := ReadJournal(filepath.Join(dir, e.Name()))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		js = append(js, j)
-	}
-	sort.Slice(js, func(a, b int) bool { return js[a].Endpoint < js[b].Endpoint })
-	return js, errs
 }
 
 // createJournal writes j to path atomically and exclusively (atomicfile.CreateNew): the journal is written

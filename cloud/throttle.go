@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 )
@@ -56,11 +55,10 @@ func IsThrottled(err error) bool {
 	return err != nil && retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary
 }
 
-// PollOnceSageMaker, PollOnceLogs and PollOnceCloudWatch make one call a single attempt, for a poller that
-// retries (and backs off) itself: pass it as the call's option.
-func PollOnceSageMaker(o *sagemaker.Options)   { o.Retryer = aws.NopRetryer{} }
-func PollOnceLogs(o *cloudwatchlogs.Options)   { o.Retryer = aws.NopRetryer{} }
-func PollOnceCloudWatch(o *cloudwatch.Options) { o.Retryer = aws.NopRetryer{} }
+// PollOnceSageMaker and PollOnceLogs make one call a single attempt, for a poller that retries (and backs
+// off) itself: pass it as the call's option.
+func PollOnceSageMaker(o *sagemaker.Options) { o.Retryer = aws.NopRetryer{} }
+func PollOnceLogs(o *cloudwatchlogs.Options) { o.Retryer = aws.NopRetryer{} }
 
 // Back-off defaults: the first wait after a throttled read, and the cap of the doubling.
 const (

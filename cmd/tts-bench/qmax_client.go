@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/capacity"
 )
 
 // The client watches itself (issue 23, item 4): per step, the measuring process's CPU time (rusage, user +
@@ -104,7 +103,3 @@ func (o *qmaxOpts) judgeClient(u clientUse) string {
 	}
 	return strings.Join(why, "; ")
 }
-
-// littlesLaw is capacity.QMaxStep.LittlesLaw: λ·W ÷ L of a closed-loop step, and whether it is within
-// capacity.LittlesLawTolerance.
-func littlesLaw(s capacity.QMaxStep) (float64, bool) { return s.LittlesLaw() }

@@ -70,14 +70,14 @@ func TestQMaxClientBoundStepIsUnusable(t *testing.T) {
 	if u := r.client[2]; u.CPUCores <= 0 {
 		t.Errorf("the client's CPU was not measured: %+v", u)
 	}
-	if ratio, ok := littlesLaw(st); !ok || ratio < 0.9 || ratio > 1.1 {
+	if ratio, ok := st.LittlesLaw(); !ok || ratio < 0.9 || ratio > 1.1 {
 		t.Logf("Little's law on a healthy step: ratio %.3f (ok %v)", ratio, ok)
 	}
 	st.AchievedRPS *= 2
-	if ratio, ok := littlesLaw(st); ok || ratio < 1.5 {
+	if ratio, ok := st.LittlesLaw(); ok || ratio < 1.5 {
 		t.Errorf("a rate twice what the concurrency and response time allow: ratio %.3f, ok %v: want flagged", ratio, ok)
 	}
-	if _, ok := littlesLaw(capacity.QMaxStep{}); !ok {
+	if _, ok := (capacity.QMaxStep{}).LittlesLaw(); !ok {
 		t.Errorf("a step with nothing measured is not flagged")
 	}
 }
