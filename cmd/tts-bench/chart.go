@@ -333,16 +333,31 @@ func (t ladderTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// plainTicks are plot's default ticks labelled as plainly as the values allow ("250", not "250.00").
+// plainTicks label about six values at a round step (1, 2 or 5 times a power of ten), as plainly as the values
+// allow ("250", not "250.00"), with an unlabelled tick between two labelled ones.
 type plainTicks struct{}
 
 // Ticks implements plot.Ticker.
 func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = strconv.FormatFloat(math.Round(ticks[i].Value*1e6)/1e6, 'f', -1, 64)
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 6
+	step := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*step >= raw {
+			step *= m
+			break
 		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / (step / 2)); i*step/2 <= hi; i++ {
+		v := i * step / 2
+		tick := plot.Tick{Value: v}
+		if math.Mod(i, 2) == 0 {
+			tick.Label = strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+		}
+		ticks = append(ticks, tick)
 	}
 	return ticks
 }
