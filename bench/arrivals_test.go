@@ -105,3 +105,30 @@ func collect(seq func(func(int64, time.Duration) bool)) []time.Duration {
 	}
 	return out
 }
+
+// TestInFlightMaxLow: the quantile of the peaks of 10-s windows sliding by 1 s. Over [0, 30) there are 21
+// windows ([0,10) … [20,30)); three requests in flight together at 3–4 s and one alone at 25–26 s: windows
+// starting at 0 to 3 hold the peak 3 (4 windows), those starting at 16 to 20 the single request (5 windows), the
+// 12 starting at 4 to 15 nothing. So the 10th percentile (rank floor(0.1 × 20) = 2) is 0, the median 0 and the
+// 90th percentile (rank 18) 3.
+func TestInFlightMaxLow(t *testing.T) {
+	at := func(s float64) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, int(s*1e9), time.UTC) }
+	recs := []Record{{Sent: at(3), End: at(4)}, {Sent: at(3), End: at(4)}, {Sent: at(3), End: at(4)}, {Sent: at(25), End: at(26)}}
+	for _, c := range []struct{ q, want float64 }{{0.1, 0}, {0.5, 0}, {0.8, 1}, {0.9, 3}, {1, 3}} {
+		if got := InFlightMaxLow(recs, at(0), at(30), 10*time.Second, c.q); got != c.want {
+			t.Errorf("quantile %g: %g, want %g", c.q, got, c.want)
+		}
+	}
+	// Steady load: a request in flight at every moment, two at once for a second every 5 s: every window holds
+	// the peak 2, so every quantile is 2.
+	var steady []Record
+	for s := 0.0; s < 60; s += 5 {
+		steady = append(steady, Record{Sent: at(s), End: at(s + 5)}, Record{Sent: at(s + 1), End: at(s + 2)})
+	}
+	if got := InFlightMaxLow(steady, at(0), at(60), 10*time.Second, AlarmQuantile); got != 2 {
+		t.Errorf("steady load: %g, want 2", got)
+	}
+	if got := InFlightMaxLow(recs, at(0), at(5), 10*time.Second, 0.1); got != 3 {
+		t.Errorf("a window shorter than a slice: %g, want its own peak 3", got)
+	}
+}

@@ -171,6 +171,9 @@ type RateStepResult struct {
 	InFlightMean   float64 `json:"in_flight_mean"`
 	InFlightPeak   int     `json:"in_flight_peak"`
 	InFlightMax10s float64 `json:"in_flight_max_10s"`
+	// InFlightMax10sLow is the AlarmQuantile of the window's sliding RateSlice peaks (InFlightMaxLow): the
+	// 10-s peak the scaling alarm can count on at this rate.
+	InFlightMax10sLow float64 `json:"in_flight_max_10s_low"`
 	// Exact TTFAB percentiles of the successful requests sent in the window, and at the SLO's percentile.
 	TTFABP50Ms float64 `json:"ttfab_p50_ms"`
 	TTFABP95Ms float64 `json:"ttfab_p95_ms"`
@@ -355,6 +358,7 @@ func summarizeRateStep(id RateStepID, workers int, recs []Record, j Judge, maxLa
 	}
 	s.InFlightMean, s.InFlightPeak = inFlight(recs, s.WindowStart, s.WindowEnd)
 	s.InFlightMax10s = InFlightMax(recs, s.WindowStart, s.WindowEnd, RateSlice)
+	s.InFlightMax10sLow = InFlightMaxLow(recs, s.WindowStart, s.WindowEnd, RateSlice, AlarmQuantile)
 
 	var fail, unusable []string
 	if s.OK == 0 {

@@ -72,7 +72,7 @@ func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := p.Verify()
-	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 39.4869") {
+	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 39.269") {
 		t.Fatalf("Verify() = %v, want the edited target named", errs)
 	}
 	env, err := SimulateAsWritten(p)

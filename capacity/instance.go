@@ -62,13 +62,13 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	switch {
 	case read > 0 && read == kept:
 		openRatio = cwSum / clientSum
-		ratioNote = "the metric as CloudWatch read it on each of those steps"
+		ratioNote = fmt.Sprintf("CloudWatch read on every kept step, its mean datapoint ÷ the client's mean peak %s", FormatNumber(openRatio))
 	case read > 0:
 		openRatio = cwSum / clientSum
 		ratioNote = fmt.Sprintf("CloudWatch read on %d rate step(s), the others' client 10-s peaks × their CloudWatch ÷ client ratio %s", read, FormatNumber(openRatio))
 	}
 	m := loadmodel.Model{CapacityRPS: capRPS, QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo, Measured: true}
-	used := 0
+	used, low := 0, 0
 	for _, s := range q.RateSteps {
 		if !keep(s) {
 			continue
@@ -79,6 +79,12 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		metric := s.CloudWatchMax10s
 		if !(metric > 0) {
 			metric = s.InFlightMax10s * openRatio
+		}
+		if s.InFlightMax10sLow > 0 {
+			// The datapoint the alarm can count on (bench.AlarmQuantile), on CloudWatch's scale: the mean 10-s
+			// peak is crossed by only about half of a rate's datapoints, and the alarm wants three in a row.
+			metric = s.InFlightMax10sLow * openRatio
+			low++
 		}
 		ttfab := s.TTFABP95Ms
 		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
@@ -91,8 +97,15 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		return loadmodel.Model{}, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
 	}
 	m = m.Monotone()
+	metricNote := fmt.Sprintf("the metric is the 10th percentile of each step's sliding 10-s client peaks (what the alarm can count on) × the CloudWatch ÷ client ratio; %s", ratioNote)
+	switch {
+	case low == 0:
+		metricNote = "the metric is each step's MEAN 10-s peak (the artifact predates the 10th-percentile peak: re-run tts-bench qmax; the alarm fires later than the simulation says); " + ratioNote
+	case low < used:
+		metricNote = fmt.Sprintf("the metric is the 10th percentile of the sliding 10-s peaks on %d of %d steps, the mean peak on the others; %s", low, used, ratioNote)
+	}
 	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), ratioNote)
+		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), metricNote)
 	return m, m.Validate()
 }
 

@@ -24,6 +24,11 @@ type RateStep struct {
 	// InFlightMax10s is the mean, over the window's 10-s slices, of each slice's peak number of requests in
 	// flight (client side): what a 10-s Maximum datapoint of ConcurrentRequestsPerModel shows on average.
 	InFlightMax10s float64 `json:"in_flight_max_10s"`
+	// InFlightMax10sLow is the 10th percentile (bench.AlarmQuantile) of the client's peak in flight over the
+	// window's sliding 10-s windows: the 10-s Maximum the scaling alarm can count on at this rate, nine
+	// datapoints in ten at least this high. The instance model's metric is this, on CloudWatch's scale. Absent
+	// in artifacts written before it was recorded (the model then falls back to the mean and says so).
+	InFlightMax10sLow float64 `json:"in_flight_max_10s_low,omitempty"`
 	// CloudWatchMax10s is the mean of the 10-s Maximum datapoints of ConcurrentRequestsPerModel in the window,
 	// as CloudWatch (or the emulator) published them; absent when unread.
 	CloudWatchMax10s float64 `json:"cloudwatch_max_10s,omitempty"`
@@ -92,6 +97,7 @@ func (q *QMax) verifyRateSteps() []error {
 			x, hi float64
 		}{{"arrival_rps", s.ArrivalRPS, MaxInstanceRPS}, {"achieved_rps", s.AchievedRPS, MaxInstanceRPS},
 			{"in_flight_mean", s.InFlightMean, MaxConcurrency}, {"in_flight_max_10s", s.InFlightMax10s, MaxConcurrency},
+			{"in_flight_max_10s_low", s.InFlightMax10sLow, MaxConcurrency},
 			{"cloudwatch_max_10s", s.CloudWatchMax10s, MaxConcurrency * MaxCloudWatchRatio},
 			{"ttfab_p50_ms", s.TTFABP50Ms, MaxLatencyMs}, {"ttfab_p95_ms", s.TTFABP95Ms, MaxLatencyMs}, {"ttfab_p99_ms", s.TTFABP99Ms, MaxLatencyMs},
 			{"stall_p95_ms", s.StallP95Ms, MaxLatencyMs}, {"shed_fraction", s.ShedFraction, 1}} {

@@ -68,7 +68,7 @@ func StepOf(s bench.StepResult) QMaxStep {
 func RateStepOf(s bench.RateStepResult, cloudWatchMax10s float64) RateStep {
 	return RateStep{
 		Fraction: s.ID.Fraction, OfferedRPS: s.ID.OfferedRPS, ArrivalRPS: s.ArrivalRPS, AchievedRPS: s.AchievedRPS,
-		InFlightMean: s.InFlightMean, InFlightMax10s: s.InFlightMax10s, CloudWatchMax10s: cloudWatchMax10s,
+		InFlightMean: s.InFlightMean, InFlightMax10s: s.InFlightMax10s, InFlightMax10sLow: s.InFlightMax10sLow, CloudWatchMax10s: cloudWatchMax10s,
 		TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms, StallP95Ms: s.StallP95Ms,
 		OKCount: s.OK, ErrorCount: s.Errors, RejectedCount: s.Shed, ShedFraction: s.ShedFraction,
 		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
@@ -256,6 +256,7 @@ func (q *QMax) CheckAgainst(recs []bench.Record) []error {
 			{"fraction", a.Fraction, w.Fraction}, {"offered_rps", a.OfferedRPS, w.OfferedRPS},
 			{"arrival_rps", a.ArrivalRPS, w.ArrivalRPS}, {"achieved_rps", a.AchievedRPS, w.AchievedRPS},
 			{"in_flight_mean", a.InFlightMean, w.InFlightMean}, {"in_flight_max_10s", a.InFlightMax10s, w.InFlightMax10s},
+			{"in_flight_max_10s_low", a.InFlightMax10sLow, w.InFlightMax10sLow},
 			{"ttfab_p50_ms", a.TTFABP50Ms, w.TTFABP50Ms}, {"ttfab_p95_ms", a.TTFABP95Ms, w.TTFABP95Ms}, {"ttfab_p99_ms", a.TTFABP99Ms, w.TTFABP99Ms},
 			{"stall_p95_ms", a.StallP95Ms, w.StallP95Ms},
 			intFigure("ok_count", a.OKCount, w.OKCount), intFigure("error_count", a.ErrorCount, w.ErrorCount),

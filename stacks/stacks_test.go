@@ -432,9 +432,10 @@ func regexpQuote(s string) string {
 func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	// GIVEN the valid measured feasible fixture plan WHEN synthesized with autoscaling asked for THEN the
 	// scalable target, both policies, the alarms and the dashboard carry the plan's exact numbers, rounded to
-	// three decimals: the target is the instance model's metric at the scale-out rate 13.71 rps, 39.487 (between
-	// 12.41 rps → 36 and 15.02 → 43 of the fixture's rate staircase), the scale-in threshold its metric at the
-	// scale-in rate 6.17 rps, 19.457, over 35 × 10 s (at least T_plan 340.8 s).
+	// three decimals: the target is the instance model's metric at the scale-out rate 13.71 rps, 39.269 (between
+	// 12.41 rps → 26 × 1.3546 and 15.02 → 32 × 1.3546 of the fixture's rate staircase: each step's 10th-percentile
+	// 10-s peak × the CloudWatch ÷ client ratio), the scale-in threshold its metric at the
+	// scale-in rate 6.17 rps, 17.231, over 35 × 10 s (at least T_plan 340.8 s).
 	on := true
 	app := gateApp(t, "valid", &on)
 	st := app.Endpoint.Stack
@@ -452,7 +453,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]interface{}{
 			"PolicyType": "TargetTrackingScaling",
 			"TargetTrackingScalingPolicyConfiguration": map[string]interface{}{
-				"TargetValue":                   39.487,
+				"TargetValue":                   39.269,
 				"PredefinedMetricSpecification": map[string]interface{}{"PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"},
 				"DisableScaleIn":                true,
 				"ScaleOutCooldown":              30,
@@ -482,7 +483,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "scale-in alarm below the metric at the scale-in rate triggers the step policy", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Namespace": "AWS/SageMaker", "Dimensions": dims,
-			"Statistic": "Maximum", "Threshold": 19.457, "ComparisonOperator": "LessThanThreshold",
+			"Statistic": "Maximum", "Threshold": 17.231, "ComparisonOperator": "LessThanThreshold",
 			"Period": 10, "EvaluationPeriods": 35, "DatapointsToAlarm": 35,
 			"AlarmActions": []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("ScaleInPolicy.*"))}},
 		})
@@ -501,7 +502,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "fleet-at-maximum alarm", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Dimensions": dims, "Statistic": "Average",
-			"Threshold": 39.487, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
+			"Threshold": 39.269, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
 		})
 	})
 	assert(t, "queue shield from the plan", func() {
@@ -517,7 +518,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	}
 	assert(t, "output names the accepted plan", func() {
 		tpl.HasOutput(jsii.String("ScalingPlan"), map[string]interface{}{
-			"Value": "target 39.487, fleet 1-6, queue depth 50, plan " + planDigest,
+			"Value": "target 39.269, fleet 1-6, queue depth 50, plan " + planDigest,
 		})
 	})
 	ann := assertions.Annotations_FromStack(st)

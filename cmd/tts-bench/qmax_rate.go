@@ -149,8 +149,8 @@ func rateVerdict(s bench.RateStepResult, cfg bench.Config) string {
 	if !s.MeetsSLO {
 		head = "misses the SLO (" + strings.Join(s.FailReasons, "; ") + ")"
 	}
-	return fmt.Sprintf("%s: offered %.3g rps, arrived %.3g rps, achieved %.3g rps, in flight %.2f mean / %.2f 10-s max, p%d TTFAB %s ms, p95 stall %s ms, %.1f%% shed",
-		head, s.ID.OfferedRPS, s.ArrivalRPS, s.AchievedRPS, s.InFlightMean, s.InFlightMax10s, cfg.SLOPercentile, fmtMs(s.TTFABSLOMs), fmtMs(s.StallP95Ms), 100*s.ShedFraction)
+	return fmt.Sprintf("%s: offered %.3g rps, arrived %.3g rps, achieved %.3g rps, in flight %.2f mean / %.2f 10-s max (10th percentile %.0f), p%d TTFAB %s ms, p95 stall %s ms, %.1f%% shed",
+		head, s.ID.OfferedRPS, s.ArrivalRPS, s.AchievedRPS, s.InFlightMean, s.InFlightMax10s, s.InFlightMax10sLow, cfg.SLOPercentile, fmtMs(s.TTFABSLOMs), fmtMs(s.StallP95Ms), 100*s.ShedFraction)
 }
 
 // readRateConcurrency reads the 10-s Maximum datapoints of ConcurrentRequestsPerModel in a rate step's measure
@@ -199,10 +199,13 @@ func renderRateSteps(b *strings.Builder, q *capacity.QMax) {
 		return
 	}
 	fmt.Fprintf(b, "\nRate staircase (open loop, Poisson arrivals) at fractions of the highest closed-loop throughput, %.3g rps:\n", q.HighestThroughputRPS)
-	fmt.Fprintf(b, "%-12s %11s %11s %12s %14s %16s %13s %13s %12s %6s %4s %s\n", "fraction×max", "offered rps", "arrived rps", "achieved rps",
-		"in-flight mean", "in-flight max10s", "cw max10s", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "p95 stall ms", "shed %", "pass", "usable")
+	fmt.Fprintf(b, "%-12s %11s %11s %12s %14s %16s %10s %13s %13s %12s %6s %4s %s\n", "fraction×max", "offered rps", "arrived rps", "achieved rps",
+		"in-flight mean", "in-flight max10s", "max10s p10", "cw max10s", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "p95 stall ms", "shed %", "pass", "usable")
 	for _, s := range q.RateSteps {
-		pass, usable, cw := "no", "yes", "-"
+		pass, usable, cw, low := "no", "yes", "-", "-"
+		if s.InFlightMax10sLow > 0 {
+			low = fmt.Sprintf("%.0f", s.InFlightMax10sLow)
+		}
 		if s.MeetsSLO {
 			pass = "yes"
 		}
@@ -213,11 +216,13 @@ func renderRateSteps(b *strings.Builder, q *capacity.QMax) {
 			cw = fmt.Sprintf("%.2f", s.CloudWatchMax10s)
 		}
 		v, _ := ttfabAtPercentile(s, q.SLOPercentile)
-		fmt.Fprintf(b, "%-12.2f %11.3f %11.3f %12.3f %14.2f %16.2f %13s %13s %12s %6.1f %4s %s\n", s.Fraction, s.OfferedRPS, s.ArrivalRPS, s.AchievedRPS,
-			s.InFlightMean, s.InFlightMax10s, cw, fmtMs(v), fmtMs(s.StallP95Ms), 100*s.ShedFraction, pass, usable)
+		fmt.Fprintf(b, "%-12.2f %11.3f %11.3f %12.3f %14.2f %16.2f %10s %13s %13s %12s %6.1f %4s %s\n", s.Fraction, s.OfferedRPS, s.ArrivalRPS, s.AchievedRPS,
+			s.InFlightMean, s.InFlightMax10s, low, cw, fmtMs(v), fmtMs(s.StallP95Ms), 100*s.ShedFraction, pass, usable)
 	}
 	b.WriteString("in flight mean: time-averaged requests in flight (client); max10s: mean over the window's 10-s slices of each slice's peak, as the\n")
-	b.WriteString("scaling alarm's 10-s Maximum of ConcurrentRequestsPerModel sees it; cw max10s: that metric as CloudWatch published it (- = unread)\n")
+	b.WriteString("scaling alarm's 10-s Maximum of ConcurrentRequestsPerModel sees it; max10s p10: the 10th percentile of the peaks of 10-s windows\n")
+	b.WriteString("sliding by 1 s, the datapoint the alarm can count on (the instance model's metric, × the CloudWatch ÷ client ratio; - = not\n")
+	b.WriteString("recorded); cw max10s: the metric as CloudWatch published it (- = unread)\n")
 }
 
 // ttfabAtPercentile is the rate step's TTFAB at the SLO percentile.
