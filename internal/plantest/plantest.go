@@ -102,6 +102,11 @@ func WriteEspeakPlan(t testing.TB, dir, digest string) *capacity.Plan {
 	if err := capacitytest.WriteRecords(qPath, q, 0); err != nil {
 		t.Fatal(err)
 	}
+	// CloudWatch saw what the synthesized client saw (ratio 1): the instance model scales the 10th-percentile
+	// peaks the records give by CloudWatch ÷ client, and figures set apart from the records would skew it.
+	for i := range q.RateSteps {
+		q.RateSteps[i].CloudWatchMax10s = q.RateSteps[i].InFlightMax10s
+	}
 	if err := capacity.WriteJSON(qPath, q); err != nil {
 		t.Fatal(err)
 	}
