@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -50,10 +51,14 @@ func TestRenderGolden(t *testing.T) {
 		Journal:       &cloud.Journal{RunID: "qmax-1", PID: 4242, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
 		JournalPath:   ".state/journals/speech-espeak-ng.json",
 		RestoreResult: cloud.RestoreResult{Changes: []string{"maximum capacity 1 → 4", "instance count 1 → 2"}, JournalRemoved: true},
-	}); err != nil {
+	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := renderThaw(&b, "speech-espeak-ng", cloud.ThawResult{JournalPath: ".state/journals/speech-espeak-ng.json"}); err != nil {
+	if err := renderThaw(&b, "speech-espeak-ng", cloud.ThawResult{JournalPath: ".state/journals/speech-espeak-ng.json"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A thaw that failed (AWS unreachable) changed nothing it knows of: it must not say the endpoint is fine.
+	if err := renderThaw(&b, "speech-espeak-ng", cloud.ThawResult{JournalPath: ".state/journals/speech-espeak-ng.json"}, errors.New("unreachable")); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "thaw.txt", b.String())

@@ -153,7 +153,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	res, err := cloud.Thaw(ctx, clientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
 		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
-	if rerr := renderThaw(o.stdout, o.endpoint, res); rerr != nil && err == nil {
+	if rerr := renderThaw(o.stdout, o.endpoint, res, err); rerr != nil && err == nil {
 		err = fmt.Errorf("write the result: %w", rerr)
 	}
 	if errors.Is(err, cloud.ErrJournalInvalid) {
@@ -174,7 +174,9 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 }
 
 // renderThaw says where the state came from, each change, each note, and "nothing changed" when nothing did.
-func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult) error {
+// A thaw that stopped on an error (failed) changed nothing it knows of, but it cannot say the endpoint is as it
+// should be: it says so instead, and the error follows on stderr.
+func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult, failed error) error {
 	var b strings.Builder
 	if res.Journal != nil {
 		fmt.Fprintf(&b, "thaw %s: restoring from the journal %s (run %s, pid %d)\n", endpoint, res.JournalPath, res.Journal.RunID, res.Journal.PID)
@@ -190,8 +192,13 @@ func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult) error {
 	if res.JournalRemoved {
 		fmt.Fprintf(&b, "  removed the journal %s\n", res.JournalPath)
 	}
-	if len(res.Changes) == 0 {
+	switch {
+	case len(res.Changes) == 0 && failed != nil:
+		fmt.Fprintf(&b, "nothing changed on %s before the thaw stopped on an error (below): its state is unknown\n", endpoint)
+	case len(res.Changes) == 0:
 		fmt.Fprintf(&b, "nothing changed: %s already is as it should be\n", endpoint)
+	case failed != nil:
+		fmt.Fprintf(&b, "the thaw stopped on an error (below) after the changes above: run tts-bench thaw again\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
