@@ -30,8 +30,10 @@ const (
 	// evaluates a period's datapoint one tick after it closes (simulate.EvaluationLag, the worst case of the
 	// emulator's own 10-s ticker phase); before it did, the replay came 13-27 s after the simulation (the last
 	// such run: 60 s simulated, 73.3 s replayed); with it, a clean-clone CI run measured 70 s simulated and
-	// 94.3 s replayed. What remains is the scatter of real 10-s peaks around the model's mean: three breaching
-	// datapoints in a row come later than the mean crossing the target. The gap is logged on every run.
+	// 94.3 s replayed: the scatter of real 10-s peaks around a model that used their mean. Since the model's
+	// metric is the 10th-percentile peak (bench.AlarmQuantile) and the replay sends Poisson arrivals, the
+	// simulator is on the late side: 52.1 s replayed, 70 s simulated on this machine. A late simulation is the
+	// safe error for a feasibility verdict; the gap is logged on every run.
 	validationScaleOutSlackS = 3*10.0 + 1.0
 )
 
