@@ -51,10 +51,35 @@ build-cmds:
 test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
 
 # -race on every package, each package within 40 minutes (cmd/tts-bench holds the end-to-end measurement and
-# validation tests on the emulator: more than go test's default 10); the tests run the container built once by container-build (SPEECH_CONTAINER_BIN,
-# read by internal/emulatortest) instead of building it in each test process.
+# validation tests on the emulator: more than go test's default 10); the tests run the container built once by
+# container-build (SPEECH_CONTAINER_BIN, read by internal/emulatortest) instead of building it in each test process.
+#
+# cmd/tts-bench's tests took 20 minutes one after another, most of test-go, and the longest of them wait on the
+# emulator's real time more than they compute: TestInstanceModelAgreesWithEmulator (7 minutes: 31-s measure
+# windows, 10-s CloudWatch periods), the T_total runs (time-scaled instance start-ups) and the throttled runs. So
+# those run in a test process of their own (TTS_BENCH_APART, -run), beside the rest of the package (-skip of the
+# same pattern: no test runs twice or never) and the other packages, all three at once (make -j). Processes, not
+# t.Parallel: the tests run the CLI inside the test process, and two runs at once race on urfave/cli's
+# package-level settings (its help flag, the templates cliflags.Conventions sets). The test binary is compiled
+# first, so that the three do not each compile the packages it imports.
+TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m
+TTS_BENCH_APART := ^(TestInstanceModelAgreesWithEmulator|TestTTotal.*|Test.*UnderThrottling)$$
+
+.PHONY: test-go-others test-go-tts-bench-apart test-go-tts-bench-rest
+
 test-go: deps container-build
-	SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m ./...
+	@start=$$(date +%s); $(GO) test -race -c -o /dev/null ./cmd/tts-bench; \
+	$(MAKE) --no-print-directory -j 3 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-rest; \
+	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
+
+test-go-others:
+	$(TEST_GO) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$')
+
+test-go-tts-bench-apart:
+	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
+
+test-go-tts-bench-rest:
+	$(TEST_GO) -skip '$(TTS_BENCH_APART)' ./cmd/tts-bench
 
 synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)
