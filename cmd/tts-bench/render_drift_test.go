@@ -62,6 +62,18 @@ func TestRenderGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "thaw.txt", b.String())
+	b.Reset()
+	if err := renderThawJSON(&b, "speech-espeak-ng", cloud.ThawResult{
+		Journal:       &cloud.Journal{RunID: "qmax-1", PID: 4242, Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		JournalPath:   ".state/journals/speech-espeak-ng.json",
+		RestoreResult: cloud.RestoreResult{Changes: []string{"maximum capacity 1 → 4"}, JournalRemoved: true},
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := renderThawJSON(&b, "speech-espeak-ng", cloud.ThawResult{JournalPath: ".state/journals/speech-espeak-ng.json"}, errors.New("unreachable")); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "thaw.json", b.String())
 }
 
 // A careless command line is a usage error (exit 2) naming every problem at once, before any AWS call.
@@ -76,6 +88,7 @@ func TestDriftThawValidateUsage(t *testing.T) {
 		{[]string{"thaw", "--model", ""}, []string{"give --endpoint NAME or --model ID"}},
 		{[]string{"thaw", "--endpoint", "../../etc", "--desired", "0"}, []string{"not a SageMaker endpoint name", "--desired 0"}},
 		{[]string{"thaw", "--endpoint", "speech-x", "--model", "espeak-ng"}, []string{"disagree"}},
+		{[]string{"thaw", "--model", "espeak-ng", "--format", "xml"}, []string{"--format \"xml\" is not a format"}},
 		{[]string{"validate", "--model", "espeak-ng", "--plan", "/nonexistent/plan.json"}, []string{"--plan /nonexistent/plan.json"}},
 		{[]string{"validate", "--model", "espeak-ng", "--plan", fixtures + "/valid/plan.json"}, []string{"is for model kokoro-82m, not espeak-ng"}},
 	} {

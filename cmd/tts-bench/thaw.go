@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,7 @@ type thawOpts struct {
 	endpoint, modelID, planPath, containerDir, jdir string
 	desired                                         *int32
 	force                                           bool
+	format                                          string
 	env                                             awsenv.Settings
 	stdout, stderr                                  io.Writer
 	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
@@ -68,14 +70,18 @@ func thawCommand() *cli.Command {
 		Flags: append(modelFlags(),
 			&cli.StringFlag{Name: "endpoint", Usage: "endpoint name (instead of --model)"},
 			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"},
-			cliflags.Force("remove any run's measurement marker, and thaw without a journal an endpoint another run has marked")),
+			cliflags.Force("remove any run's measurement marker, and thaw without a journal an endpoint another run has marked"),
+			cliflags.Format("what to print: text, or json (the endpoint, the journal restored from, each change and note, and the error when the thaw stopped on one)")),
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench thaw --help", err)
 		},
 		Action: func(c *cli.Context) error {
 			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: modelUnlessEndpoint(c), planPath: c.String("plan"),
-				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), force: c.Bool("force"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
+				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), force: c.Bool("force"), format: c.String(cliflags.FormatName), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
 			var errs []error
+			if err := cliflags.CheckFormat(o.format); err != nil {
+				errs = append(errs, err)
+			}
 			if c.IsSet("desired") {
 				n := c.Int("desired")
 				if n < 1 || n > models.MaxInstances {
@@ -153,7 +159,11 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	res, err := cloud.Thaw(ctx, clientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
 		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
-	if rerr := renderThaw(o.stdout, o.endpoint, res, err); rerr != nil && err == nil {
+	render := renderThaw
+	if o.format == cliflags.FormatJSON {
+		render = renderThawJSON
+	}
+	if rerr := render(o.stdout, o.endpoint, res, err); rerr != nil && err == nil {
 		err = fmt.Errorf("write the result: %w", rerr)
 	}
 	if errors.Is(err, cloud.ErrJournalInvalid) {
@@ -202,4 +212,26 @@ func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult, failed error
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// renderThawJSON is renderThaw for machines: one JSON object with the endpoint, the journal restored from (null
+// when there was none), each change and note, whether the journal was removed, and the error that stopped the
+// thaw ("" when none; the error also goes to stderr and sets the exit code).
+func renderThawJSON(w io.Writer, endpoint string, res cloud.ThawResult, failed error) error {
+	out := struct {
+		Endpoint       string         `json:"endpoint"`
+		JournalPath    string         `json:"journal_path"`
+		Journal        *cloud.Journal `json:"journal"`
+		Changes        []string       `json:"changes"`
+		Notes          []string       `json:"notes"`
+		JournalRemoved bool           `json:"journal_removed"`
+		Error          string         `json:"error"`
+	}{Endpoint: endpoint, JournalPath: res.JournalPath, Journal: res.Journal, Changes: append([]string{}, res.Changes...),
+		Notes: append([]string{}, res.Notes...), JournalRemoved: res.JournalRemoved}
+	if failed != nil {
+		out.Error = failed.Error()
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
