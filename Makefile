@@ -142,13 +142,14 @@ lint-cfn: synth-all deps-tools
 
 # The demo keeps everything in .demo/ (emulator state, journals, artifacts) on port 4699, never in .state/ or
 # artifacts/; DEMO_FLAGS passes more flags (e.g. -time-scale 20). Built, not `go run`, so that a SIGTERM or
-# Ctrl-C reaches the demo itself, which stops the emulator. .ci/run checks its summary with -check.
+# Ctrl-C reaches the demo itself, which stops the emulator. .ci/run checks its summary with -check. It needs
+# node_modules and the container's libraries, not cfn-lint (deps-tools): the demo lints nothing.
 DEMO_FLAGS ?=
-demo: deps build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy
+demo: deps-node $(DEPS_EXTRA) build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy
 	$(GO) build -o bin/demo ./tools/demo
 	bin/demo $(DEMO_FLAGS)
 
-docs: deps build ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
+docs: deps-node $(DEPS_EXTRA) build ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
 	$(GO) build -o bin/demo ./tools/demo
 	bin/demo -docs docs $(DEMO_FLAGS)
 

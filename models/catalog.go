@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
@@ -238,8 +240,50 @@ func (c Catalog) Get(id string) (Model, error) {
 	return m, nil
 }
 
-// Default loads the catalog embedded in the binary.
-func Default() (Catalog, error) { return Load(embedded) }
+// CatalogEnv names the environment variable that replaces the catalog built into the binary with a directory
+// of catalog files, as the commands' --catalog DIR does (issue 26 item 11): an edit to models/*.json then
+// counts without a rebuild.
+const CatalogEnv = "SPEECH_CATALOG"
+
+// dirOverride is the directory --catalog gave for the running command (UseDir); it wins over CatalogEnv.
+var dirOverride string
+
+// UseDir makes Default load the catalog files in dir ("" goes back to CatalogEnv, else the built-in catalog).
+// The commands call it for --catalog before they run and reset it after.
+func UseDir(dir string) { dirOverride = dir }
+
+// Dir is the catalog directory in effect: --catalog's (UseDir), else $SPEECH_CATALOG, else "" (built in).
+func Dir() string {
+	if dirOverride != "" {
+		return dirOverride
+	}
+	return os.Getenv(CatalogEnv)
+}
+
+// CatalogSource says in words which catalog Default loads.
+func CatalogSource() string {
+	if d := Dir(); d != "" {
+		return fmt.Sprintf("the catalog files in %s (--catalog or %s)", d, CatalogEnv)
+	}
+	return "the catalog built into this binary (models/*.json when it was built; --catalog DIR or " + CatalogEnv + " reads a directory instead)"
+}
+
+// Default loads the catalog in effect: the directory of --catalog or $SPEECH_CATALOG when set (Dir), else the
+// catalog embedded in the binary.
+func Default() (Catalog, error) {
+	d := Dir()
+	if d == "" {
+		return Load(embedded)
+	}
+	if st, err := os.Stat(d); err != nil || !st.IsDir() {
+		return Catalog{}, exitcode.Usagef("model catalog %s (--catalog or %s): not a readable directory: give a directory of <model-id>.json files, such as the repository's models/", d, CatalogEnv)
+	}
+	cat, err := Load(os.DirFS(d))
+	if err != nil {
+		return Catalog{}, exitcode.Usagef("model catalog %s (--catalog or %s): %w", d, CatalogEnv, err)
+	}
+	return cat, nil
+}
 
 // ValidationError lists every problem found in the catalog.
 type ValidationError struct {
@@ -292,7 +336,7 @@ func Parse(file string, data []byte) (Model, []string) {
 		problems = append(problems, fmt.Sprintf("%s: %s: %s", file, field, fmt.Sprintf(format, args...)))
 	}
 	var m Model
-	if probs := strictjson.Decode(data, &m, "remove it or check its spelling against models/catalog.go", "a catalog file is one JSON object describing one model"); len(probs) > 0 {
+	if probs := strictjson.Decode(data, &m, "remove it or check its spelling against the other catalog files (models/*.json) and the README's model catalog section", "a catalog file is one JSON object describing one model"); len(probs) > 0 {
 		for _, p := range probs {
 			problems = append(problems, file+": "+p)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/models"
 )
 
 // VersionFlagName is the flag that prints Version on every command.
@@ -111,9 +112,13 @@ func oneDefault(base cli.FlagStringFunc) cli.FlagStringFunc {
 	}
 }
 
-// conventions gives one command the --version flag and the usage errors with a suggestion.
+// CatalogFlagName is the flag that replaces the built-in model catalog with a directory (models.UseDir).
+const CatalogFlagName = "catalog"
+
+// conventions gives one command the --version and --catalog flags and the usage errors with a suggestion.
 func conventions(appName string, path []string, c *cli.Command) {
-	c.Flags = append(c.Flags, &cli.BoolFlag{Name: VersionFlagName, Usage: "print the version and exit", DisableDefaultText: true})
+	c.Flags = append(c.Flags, &cli.BoolFlag{Name: VersionFlagName, Usage: "print the version and exit", DisableDefaultText: true},
+		&cli.StringFlag{Name: CatalogFlagName, EnvVars: []string{models.CatalogEnv}, Usage: "a directory of model catalog files (<model-id>.json, e.g. the repository's models/) to use instead of the catalog built into this binary (default: the built-in one)"})
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError(appName, path, c.Flags, err)
 	}
@@ -128,6 +133,12 @@ func conventions(appName string, path []string, c *cli.Command) {
 		}
 		if action == nil {
 			return nil
+		}
+		if dir := ctx.String(CatalogFlagName); dir != "" {
+			// Said on every run that replaces it, so that an edited catalog is never used, or ignored, silently.
+			models.UseDir(dir)
+			defer models.UseDir("")
+			fmt.Fprintf(ctx.App.ErrWriter, "%s: using %s\n", appName, models.CatalogSource())
 		}
 		return action(ctx)
 	}
