@@ -245,10 +245,18 @@ func (e *Emulator) publish(b []byte) error {
 	if err := atomicfile.WriteFile(filepath.Join(e.opts.StateDir, InfoFile), b, 0o644); err != nil {
 		return fmt.Errorf("publish emulator info: %w", err)
 	}
-	if err := e.lock.Truncate(0); err != nil {
+	return e.publishLock(b)
+}
+
+// publishLock writes the identity into the lock file (which cannot be replaced by a rename: it holds the flock).
+// It writes first and cuts the tail after, so a reader never finds the file empty while the identity is being
+// written again (a client that read an empty lock file beside a damaged discovery file took a running emulator
+// for one that does not answer).
+func (e *Emulator) publishLock(b []byte) error {
+	if _, err := e.lock.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("publish emulator info in the lock file: %w", err)
 	}
-	if _, err := e.lock.WriteAt(b, 0); err != nil {
+	if err := e.lock.Truncate(int64(len(b))); err != nil {
 		return fmt.Errorf("publish emulator info in the lock file: %w", err)
 	}
 	return nil
@@ -268,12 +276,18 @@ func (e *Emulator) republishLoop(b []byte) {
 		info, _ := readLimited(filepath.Join(e.opts.StateDir, InfoFile), int64(len(b))+1)
 		lock := make([]byte, len(b)+1)
 		n, _ := e.lock.ReadAt(lock, 0)
-		if bytes.Equal(info, b) && bytes.Equal(lock[:n], b) {
-			continue
+		// Each copy is written again only when it changed, so the intact one stays readable meanwhile.
+		if !bytes.Equal(info, b) {
+			e.log.Printf("the discovery file changed: writing it again")
+			if err := atomicfile.WriteFile(filepath.Join(e.opts.StateDir, InfoFile), b, 0o644); err != nil {
+				e.log.Printf("publish emulator info: %v", err)
+			}
 		}
-		e.log.Printf("the discovery file or the lock file's copy of it changed: writing them again")
-		if err := e.publish(b); err != nil {
-			e.log.Print(err)
+		if !bytes.Equal(lock[:n], b) {
+			e.log.Printf("the lock file's copy of the discovery file changed: writing it again")
+			if err := e.publishLock(b); err != nil {
+				e.log.Print(err)
+			}
 		}
 	}
 }

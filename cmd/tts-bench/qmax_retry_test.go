@@ -44,13 +44,14 @@ func TestQMaxTransportDoesNotRetry(t *testing.T) {
 	}
 	ctx := context.Background()
 	var classes []string
+	var errs []error
 	for range 2 {
 		_, err := w.Send(ctx, "hello")
 		class, _ := bench.Classify(ctx, err)
-		classes = append(classes, class)
+		classes, errs = append(classes, class), append(errs, err)
 	}
 	if attempts.Load() != 2 || classes[0] == bench.ClassOK || classes[1] != bench.ClassOK {
-		t.Errorf("%d attempts, classes %v: want one attempt per request, the 503 an error record and the next a success", attempts.Load(), classes)
+		t.Errorf("%d attempts, classes %v (errors %v): want one attempt per request, the 503 an error record and the next a success", attempts.Load(), classes, errs)
 	}
 }
 
