@@ -20,7 +20,9 @@ func TypeArtifactDir(modelID, instanceType string) string {
 }
 
 // DefaultComparePath is where tts-bench compare writes its report for a model.
-func DefaultComparePath(modelID string) string { return filepath.Join(ArtifactDir(modelID), CompareFile) }
+func DefaultComparePath(modelID string) string {
+	return filepath.Join(ArtifactDir(modelID), CompareFile)
+}
 
 // TypeComparison is the report of tts-bench compare: one row per instance type measured, planned and simulated
 // on one trace, and the cheapest type that holds the SLO (docs/design.md, "Instance types side by side").
