@@ -29,8 +29,11 @@ func DefaultComparePath(modelID string) string {
 type TypeComparison struct {
 	SchemaVersion int    `json:"schema_version"`
 	Model         string `json:"model"`
-	// Trace names the trace every type's plan was simulated on.
-	Trace string `json:"trace"`
+	// Trace names the trace every type's plan was simulated on; PeakRPS and TroughRPS are the plan inputs
+	// every type was planned with (the trace's peak and trough), so that plan --from-compare plans the same.
+	Trace     string  `json:"trace"`
+	PeakRPS   float64 `json:"peak_rps"`
+	TroughRPS float64 `json:"trough_rps"`
 	// Local is true when the endpoints ran on the local emulator (instance-type profiles, not AWS).
 	Local bool `json:"local"`
 	// Rows are the types in the order given.
