@@ -67,6 +67,9 @@ type Model struct {
 	Twin *Twin `json:"twin,omitempty"`
 
 	file string
+	// endpoint, when set (WithEndpoint), replaces speech-<id> as the endpoint's name: tts-bench compare
+	// measures one endpoint per instance type (docs/design.md, "Instance types side by side").
+	endpoint string
 }
 
 // Source pins the Hugging Face files of a model.
@@ -155,7 +158,18 @@ type Container struct {
 func (m Model) File() string { return m.file }
 
 // EndpointName is the SageMaker endpoint name of the model.
-func (m Model) EndpointName() string { return "speech-" + m.ID }
+func (m Model) EndpointName() string {
+	if m.endpoint != "" {
+		return m.endpoint
+	}
+	return "speech-" + m.ID
+}
+
+// WithEndpoint returns the model deployed and measured under the endpoint name instead of speech-<id>.
+func (m Model) WithEndpoint(name string) Model {
+	m.endpoint = name
+	return m
+}
 
 // VariantName is the production variant every endpoint uses.
 const VariantName = "AllTraffic"
@@ -229,6 +243,16 @@ func (c Catalog) IDs() []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// With returns a copy of the catalog in which m replaces the model of its id.
+func (c Catalog) With(m Model) Catalog {
+	out := Catalog{models: make(map[string]Model, len(c.models)+1)}
+	for id, v := range c.models {
+		out.models[id] = v
+	}
+	out.models[m.ID] = m
+	return out
 }
 
 // Get returns the model with the given id, or an error listing the known ones.
