@@ -450,7 +450,12 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 			return describeInstances(ctx, cl.SageMaker, name, true) // one attempt: the poller backs off itself
 		}
 		if _, err := describeInstances(ctx, cl.SageMaker, name, false); err != nil { // with the SDK's retries
-			return fmt.Errorf("replay: %w: deploy it first (speech-infra deploy %s)", err, o.model.ID)
+			if cloud.IsNotFound(err) {
+				return exitcode.CheckFailedf("replay: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", name, o.model.ID)
+			}
+			// Anything else (a closed port, expired credentials, throttling) is not a missing endpoint: say what
+			// it was, and let the exit code say the run could not start.
+			return fmt.Errorf("replay: %w", err)
 		}
 		// One client per worker: a client's event-stream decoder races when several streams are open on it
 		// (aws/smithy-go#714).

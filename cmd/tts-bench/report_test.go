@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
 // wavOnce answers every POST like the container: a WAV header and 100 ms of PCM16 silence at 24 kHz, after
@@ -245,5 +246,17 @@ func TestReplayUsageErrors(t *testing.T) {
 				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, stderr)
 			}
 		}
+	}
+}
+
+// TestReplayNamesAMissingEndpoint: replay against an emulator without the endpoint says to deploy it first and
+// fails the check (exit 1); an unreachable AWS is not a missing endpoint (TestConventionsGolden's replay case:
+// exit 3 with the diagnosis, no "deploy it first").
+func TestReplayNamesAMissingEndpoint(t *testing.T) {
+	e := emulatortest.Start(t)
+	stdout, stderr, code := runCLI(t, "replay", "--local", "--state-dir", e.StateDir, "--model", "espeak-ng", "--trace", "step",
+		"--peak-rps", "2", "--trough-rps", "1", "--duration", "10s", "--step", "1s", "--at", "2s", "--output", filepath.Join(t.TempDir(), "r.jsonl.gz"))
+	if code != 1 || !strings.Contains(stderr, "the endpoint speech-espeak-ng does not exist: deploy it first (speech-infra deploy espeak-ng)") {
+		t.Errorf("exit %d, want 1 naming the missing endpoint:\n%s%s", code, stdout, stderr)
 	}
 }
