@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -349,7 +351,7 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 		mismatch("model revision", fp.ModelRevision, d.Model.Revision())
 	}
 	if fp.InstanceType != d.InstanceType {
-		mismatch("instance type", fp.InstanceType, d.InstanceType)
+		reasons = append(reasons, instanceTypeMismatch(fp.InstanceType, d.InstanceType, planPath))
 	}
 	if fp.ContainerDigest != d.ContainerDigest {
 		mismatch("container digest", fp.ContainerDigest, d.ContainerDigest)
@@ -364,6 +366,32 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 		mismatch("transport", fp.Transport, d.Transport)
 	}
 	return reasons
+}
+
+// instanceTypeMismatch says that the plan was measured on another instance type than the one deployed, and
+// the two ways out: deploy the plan's type (-c instance_type, speech-infra deploy --instance-type), or measure
+// and plan again on the deployed type (docs/design.md, "Instance types side by side").
+func instanceTypeMismatch(planned, deployed, planPath string) string {
+	replan := fmt.Sprintf("or re-measure on %s (tts-bench qmax, ttotal, plan) and deploy that plan", quoteOrNone(deployed))
+	fix := fmt.Sprintf("deploy the plan's type with -c instance_type=%s (speech-infra deploy --instance-type %s), %s", planned, planned, replan)
+	switch {
+	case planned == models.LocalInstanceType:
+		fix = fmt.Sprintf("a plan measured on the local emulator's own instances deploys only on the emulator (speech-infra deploy --local): re-measure on %s (tts-bench qmax, ttotal, plan) and deploy that plan", quoteOrNone(deployed))
+	case ValidInstanceType(planned) != nil:
+		fix = "re-measure (tts-bench qmax, ttotal, plan) on the type you deploy"
+	}
+	return fmt.Sprintf("plan at %s was measured for instance type %s but the deployment has %s: %s", planPath, quoteOrNone(planned), quoteOrNone(deployed), fix)
+}
+
+// ValidInstanceType returns nil when t is a SageMaker endpoint instance type, a value of the service model's
+// ProductionVariantInstanceType enum (as the AWS SDK knows it), and otherwise an error saying so.
+func ValidInstanceType(t string) error {
+	for _, v := range smtypes.ProductionVariantInstanceType("").Values() {
+		if string(v) == t {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a SageMaker endpoint instance type (the service model's ProductionVariantInstanceType enum has no such value)", t)
 }
 
 func quoteOrNone(s string) string {

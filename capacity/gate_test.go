@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-infra/speech-infra/models"
 )
 
 // fixtureDigest is the container digest testdata/plans was generated with (see testdata/plans/README.md).
@@ -114,6 +116,32 @@ func TestGateFingerprint(t *testing.T) {
 	d.Transport = TransportSageMakerStream
 	if dec := Gate(d, fixturePlan("valid")); !dec.Enabled {
 		t.Fatalf("matching transport refused: %q", dec.Reasons)
+	}
+}
+
+// Issue 28: the plan was measured on another type than the one deployed. The refusal names both types and
+// the two ways out: deploy the plan's type (-c instance_type, speech-infra deploy --instance-type), or
+// re-measure on the deployed one; a plan of the emulator's own instances points at --local.
+func TestGateInstanceTypeMismatchNamesTheFix(t *testing.T) {
+	d := fixtureDeployment(t)
+	d.InstanceType = "ml.g6.xlarge"
+	dec := Gate(d, fixturePlan("valid"))
+	if dec.Enabled || len(dec.Reasons) != 1 {
+		t.Fatalf("reasons = %q, want one", dec.Reasons)
+	}
+	for _, w := range []string{"measured for instance type ml.g5.xlarge but the deployment has ml.g6.xlarge",
+		"-c instance_type=ml.g5.xlarge", "speech-infra deploy --instance-type ml.g5.xlarge", "re-measure on ml.g6.xlarge"} {
+		if !strings.Contains(dec.Reasons[0], w) {
+			t.Errorf("reason %q lacks %q", dec.Reasons[0], w)
+		}
+	}
+	if got := instanceTypeMismatch(models.LocalInstanceType, "ml.g5.xlarge", "p.json"); !strings.Contains(got, "speech-infra deploy --local") || strings.Contains(got, "-c instance_type") {
+		t.Errorf("a local plan on AWS: %q", got)
+	}
+	for typ, ok := range map[string]bool{"ml.g5.xlarge": true, "ml.g6.xlarge": true, "ml.g4dn.xlarge": true, "local": false, "ml.g9.huge": false, "": false, "ML.G5.XLARGE": false} {
+		if err := ValidInstanceType(typ); (err == nil) != ok {
+			t.Errorf("ValidInstanceType(%q) = %v, want valid %v", typ, err, ok)
+		}
 	}
 }
 
