@@ -115,6 +115,8 @@ type Emulator struct {
 	requests atomic.Int64
 	// limiter throttles the control-plane operations (Options.Throttle).
 	limiter *limiter
+	// unprofiled holds the instance types without an instance-type profile the emulator has logged (once each).
+	unprofiled sync.Map
 }
 
 // Requests is the number of HTTP requests the emulator has received, of every kind (AWS calls, invocations,

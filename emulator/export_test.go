@@ -100,3 +100,8 @@ func (e *Emulator) AppendLog(group, stream string, t time.Time, msg string) {
 func (e *Emulator) AddIsolatedMetric(ns, metric, endpoint, variant, tag string, t time.Time, v float64) {
 	e.metrics.add(ns, metric, append(endpointDims(endpoint, variant), dimension{Name: "Injected", Value: tag}), t, v)
 }
+
+// ProductionVariantInstanceTypes is the service model's ProductionVariantInstanceType enum.
+func ProductionVariantInstanceTypes() []string {
+	return serviceModels["SageMaker"].Shapes["ProductionVariantInstanceType"].Enum
+}

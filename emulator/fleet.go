@@ -80,6 +80,8 @@ type instance struct {
 	id       string
 	endpoint string
 	stream   string
+	// instanceType is the instance type of the variant the instance runs (its instance-type profile's key).
+	instanceType string
 	// port is the loopback port the container serves on, set when it starts.
 	port     atomic.Int32
 	cmd      *exec.Cmd
@@ -226,7 +228,7 @@ func (e *Emulator) reconcile(f *fleet) {
 				e.st.NextInstance++
 				id = fmt.Sprintf("i-%05d", e.st.NextInstance)
 			}
-			in := newInstance(ep, id)
+			in := newInstance(ep, id, ep.InstanceType)
 			starting = append(starting, in)
 			f.instances = append(f.instances, in)
 		}
@@ -329,7 +331,7 @@ func (e *Emulator) blueGreen(f *fleet, ep *endpointRec) {
 	if model != nil {
 		for range pd.Desired {
 			e.st.NextInstance++
-			in := newInstance(ep, fmt.Sprintf("i-%05d", e.st.NextInstance))
+			in := newInstance(ep, fmt.Sprintf("i-%05d", e.st.NextInstance), v.InstanceType)
 			green = append(green, in)
 			f.instances = append(f.instances, in)
 		}
@@ -550,9 +552,10 @@ func (e *Emulator) pendingLocked(pd *pendingDeployment) (variantRec, *modelRec) 
 	return v, &cp
 }
 
-// newInstance is a not yet started instance of the endpoint, logging to the stream <variant>/<id>.
-func newInstance(ep *endpointRec, id string) *instance {
-	return &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, exited: make(chan struct{})}
+// newInstance is a not yet started instance of the endpoint of the instance type, logging to the stream
+// <variant>/<id>.
+func newInstance(ep *endpointRec, id, instanceType string) *instance {
+	return &instance{id: id, endpoint: ep.Name, stream: ep.Variant + "/" + id, instanceType: instanceType, exited: make(chan struct{})}
 }
 
 // startEach starts the instances in parallel and returns, in the same order, each one's startInstance error.
@@ -581,9 +584,11 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 	if e.opts.ContainerBin == "" {
 		return fmt.Errorf("instance %s: the emulator has no container binary configured (set SPEECH_CONTAINER_BIN or build bin/speech-container)", in.id)
 	}
-	// The platform's phases before the container runs: its log stream stays empty meanwhile.
+	// The platform's phases before the container runs, as long as the instance type's profile makes them: its
+	// log stream stays empty meanwhile.
 	who := fmt.Sprintf("instance %s of %s", in.id, in.endpoint)
-	if !e.runPhases(PhaseLaunch, who, nil) {
+	tp := e.instanceTypeProfile(in.instanceType)
+	if !e.runScaledPhases(PhaseLaunch, who, nil, tp) {
 		close(in.exited)
 		return errors.New("emulator stopping")
 	}
@@ -595,6 +600,16 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 	cmd := exec.Command(e.opts.ContainerBin, "serve")
 	cmd.Env = os.Environ()
 	for k, v := range model.Container.Environment {
+		if k == envCalibrationSegment && tp.ServiceFactor != 1 {
+			// The twin's compute on this instance type: only the process gets the scaled value; the model (as
+			// DescribeModel shows it) keeps the one it was created with.
+			if scaled, ok := scaleMillis(v, tp.ServiceFactor); ok {
+				e.log.Printf("%s: %s=%s for instance type %s (the model's %s × service-time factor %g)", who, k, scaled, in.instanceType, v, tp.ServiceFactor)
+				v = scaled
+			} else {
+				e.log.Printf("%s: %s=%q is not a whole number of milliseconds the instance type %s's factor %g can scale; passed as given", who, k, v, in.instanceType, tp.ServiceFactor)
+			}
+		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Env = append(cmd.Env, "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port), "INSTANCE_ID="+in.id)

@@ -21,6 +21,9 @@ import (
 // after the container is ready (PhaseHealth) and then ActivatingTraffic (PhaseTraffic), each status with its
 // StartTime. The phase names appear in the emulator's own log only: AWS shows no finer detail, and neither does
 // the emulator. The container's own stages (its STAGE lines) are the container's: a profile never slows them.
+//
+// The instance type of the endpoint's variant scales the launch phases by its instance-type profile's
+// LaunchFactor (instancetypes.go); the other phases are the platform's and stay as the profile gives them.
 
 // PhaseRole says where in an instance's start a phase of a profile runs.
 type PhaseRole string
@@ -223,16 +226,30 @@ func profileFromEnv(opts *Options) error {
 // each divided by the time scale and logged by name in the emulator's log. It returns false when the
 // emulator stops or abort is closed first.
 func (e *Emulator) runPhases(role PhaseRole, who string, abort <-chan struct{}) bool {
+	return e.runScaledPhases(role, who, abort, InstanceTypeProfile{LaunchFactor: 1})
+}
+
+// runScaledPhases is runPhases for an instance of the type tp: its PhaseLaunch phases last LaunchFactor
+// times the profile's (the other roles are the platform's and do not depend on the type).
+func (e *Emulator) runScaledPhases(role PhaseRole, who string, abort <-chan struct{}, tp InstanceTypeProfile) bool {
 	p := e.opts.Profile
 	if p == nil {
 		return true
+	}
+	factor := 1.0
+	if role == PhaseLaunch {
+		factor = tp.LaunchFactor
 	}
 	for _, ph := range p.Phases {
 		if ph.Role != role {
 			continue
 		}
-		d := time.Duration(float64(ph.Duration) / e.opts.TimeScale)
-		e.log.Printf("%s: platform phase %s (%s of profile %s, %s at time scale %g)", who, ph.Name, ph.Duration, p.Name, d, e.opts.TimeScale)
+		d := time.Duration(math.Round(float64(ph.Duration) * factor / e.opts.TimeScale))
+		if factor != 1 {
+			e.log.Printf("%s: platform phase %s (%s of profile %s × launch factor %g for instance type %s, %s at time scale %g)", who, ph.Name, ph.Duration, p.Name, factor, tp.InstanceType, d, e.opts.TimeScale)
+		} else {
+			e.log.Printf("%s: platform phase %s (%s of profile %s, %s at time scale %g)", who, ph.Name, ph.Duration, p.Name, d, e.opts.TimeScale)
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:

@@ -65,7 +65,8 @@ var validationCodes = map[string]string{
 // sharing its cores, memory and (no) GPU with every other instance. It is an emulator extension of SageMaker's
 // ProductionVariantInstanceType enum, accepted beside the model's real types so that a local run records that
 // it ran locally (the tools' models.LocalInstanceType); a real type (ml.g5.xlarge, ...) is accepted too and
-// runs the same local process. See the README's timing profile for how local instances differ.
+// runs the same local process, with that type's instance-type profile (InstanceTypeProfileFor). See the
+// README's timing profile and instance-type profiles for how local instances differ.
 const LocalInstanceType = "local"
 
 // enumExtensions are the values the emulator accepts beyond a model enum, by service and shape.

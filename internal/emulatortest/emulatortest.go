@@ -206,6 +206,8 @@ type Spec struct {
 	StartupTimeout time.Duration
 	// InService makes Endpoint wait until the endpoint is InService.
 	InService bool
+	// InstanceType is the endpoint config's instance type ("local").
+	InstanceType string
 }
 
 // EndpointOption changes a Spec.
@@ -231,8 +233,11 @@ func StartupTimeout(d time.Duration) EndpointOption {
 // InService makes Endpoint wait until the endpoint is InService (WaitInService).
 func InService() EndpointOption { return func(s *Spec) { s.InService = true } }
 
+// InstanceType sets the endpoint config's instance type (an instance-type profile's, e.g. ml.g4dn.xlarge).
+func InstanceType(t string) EndpointOption { return func(s *Spec) { s.InstanceType = t } }
+
 func spec(opts []EndpointOption) Spec {
-	s := Spec{Env: map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0"}, Instances: 1, StartupTimeout: 60 * time.Second}
+	s := Spec{Env: map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0"}, Instances: 1, StartupTimeout: 60 * time.Second, InstanceType: emulator.LocalInstanceType}
 	for _, o := range opts {
 		o(&s)
 	}
@@ -259,7 +264,7 @@ func Model(t testing.TB, e *Emulator, name string, opts ...EndpointOption) {
 }
 
 // Config creates an endpoint config named config with one variant, AllTraffic, of model on the Spec's
-// instance count of type "local".
+// instance count of the Spec's instance type ("local" unless InstanceType says otherwise).
 func Config(t testing.TB, e *Emulator, config, model string, opts ...EndpointOption) {
 	t.Helper()
 	s := spec(opts)
@@ -267,7 +272,7 @@ func Config(t testing.TB, e *Emulator, config, model string, opts ...EndpointOpt
 		EndpointConfigName: aws.String(config),
 		ProductionVariants: []smtypes.ProductionVariant{{
 			VariantName: aws.String("AllTraffic"), ModelName: aws.String(model),
-			InitialInstanceCount: aws.Int32(s.Instances), InstanceType: smtypes.ProductionVariantInstanceType("local"),
+			InitialInstanceCount: aws.Int32(s.Instances), InstanceType: smtypes.ProductionVariantInstanceType(s.InstanceType),
 			ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(int32(s.StartupTimeout / time.Second)),
 		}},
 	}); err != nil {
