@@ -2,6 +2,7 @@
 // synthesizes SpeechFoundationStack and the selected model's endpoint stack.
 //
 //	npx cdk synth -c model=kokoro-82m
+//	npx cdk synth -c model=kokoro-82m -c instance_type=ml.g6.xlarge   (deploy another type than the catalog's)
 package main
 
 import (
@@ -30,7 +31,8 @@ func main() {
 	app.Synth(nil)
 }
 
-// configFromContext resolves context (-c model=..., -c catalog=..., -c plan=..., -c autoscaling=...) and the CDK environment variables into
+// configFromContext resolves context (-c model=..., -c catalog=..., -c plan=..., -c instance_type=...,
+// -c autoscaling=...) and the CDK environment variables into
 // the app configuration. Nothing below main reads context or environment.
 func configFromContext(app awscdk.App) (stacks.AppConfig, error) {
 	modelID := contextString(app, "model", models.DefaultModel)
@@ -53,6 +55,12 @@ func configFromContext(app awscdk.App) (stacks.AppConfig, error) {
 	}
 	cfg.ContainerDigest, cfg.ContainerNote = digest, files.UntrackedNote()
 	cfg.PlanPath = contextString(app, "plan", capacity.DefaultPlanPath(m.ID))
+	if v := contextString(app, "instance_type", ""); v != "" {
+		if err := capacity.ValidInstanceType(v); err != nil {
+			return stacks.AppConfig{}, fmt.Errorf("context instance_type (-c instance_type): %w: pass -c instance_type=<type> with a SageMaker endpoint type such as ml.g6.xlarge (the one your plan was measured on, tts-bench plan prints it), or leave it out to deploy the catalog's %s", err, m.InstanceType)
+		}
+		cfg.InstanceType = v
+	}
 	switch v := contextString(app, "autoscaling", ""); v {
 	case "":
 	case "true", "false":

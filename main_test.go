@@ -57,6 +57,10 @@ func TestConfigFromContext(t *testing.T) {
 		{"broken catalog names file and field", map[string]interface{}{"catalog": broken},
 			[]string{"kokoro-82m.json: scaling.max_instances", "kokoro-82m.json: source.revision"}},
 		{"missing container dir", map[string]interface{}{"containerDir": t.TempDir()}, []string{"no Dockerfile"}},
+		{"instance type", map[string]interface{}{"instance_type": "ml.g6.xlarge"}, nil},
+		{"unknown instance type", map[string]interface{}{"instance_type": "ml.g9.huge"},
+			[]string{`"ml.g9.huge" is not a SageMaker endpoint instance type`, "-c instance_type=<type>", "catalog's ml.g5.xlarge"}},
+		{"the emulator's type on AWS", map[string]interface{}{"instance_type": "local"}, []string{`"local" is not a SageMaker endpoint instance type`, "-c instance_type"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +73,10 @@ func TestConfigFromContext(t *testing.T) {
 				}
 				if want, _ := tc.context["model"].(string); want != "" && cfg.Model.ID != want {
 					t.Errorf("model = %s, want %s", cfg.Model.ID, want)
+				}
+				// -c instance_type reaches the app's configuration; without it the catalog's type is deployed.
+				if want, _ := tc.context["instance_type"].(string); cfg.InstanceType != want {
+					t.Errorf("instance type = %q, want %q", cfg.InstanceType, want)
 				}
 				return
 			}

@@ -23,6 +23,9 @@ type AppConfig struct {
 	ContainerNote string
 	// PlanPath is the plan the gate reads (default artifacts/<model>/plan.json).
 	PlanPath string
+	// InstanceType is -c instance_type: the instance type deployed instead of the catalog's (a type a
+	// comparison found cheaper, docs/design.md "Instance types side by side"); "" deploys the catalog's.
+	InstanceType string
 	// AutoscalingOverride is -c autoscaling=true|false; nil leaves the catalog's choice.
 	AutoscalingOverride *bool
 	// ModuleDir is the Go module root the model-cache Lambda is built from (default ".", the repository root).
@@ -51,9 +54,14 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 	if planPath == "" {
 		planPath = capacity.DefaultPlanPath(cfg.Model.ID)
 	}
+	instanceType := cfg.InstanceType
+	if instanceType == "" {
+		instanceType = cfg.Model.InstanceType
+	}
+	// The catalog entry stays as it is (the gate rebuilds the plan from it); only the deployed type changes.
 	gate := capacity.Gate(capacity.Deployment{
 		Model:               cfg.Model,
-		InstanceType:        cfg.Model.InstanceType,
+		InstanceType:        instanceType,
 		ContainerDigest:     cfg.ContainerDigest,
 		ContainerNote:       cfg.ContainerNote,
 		AutoscalingOverride: cfg.AutoscalingOverride,
@@ -62,6 +70,7 @@ func Build(app awscdk.App, cfg AppConfig) *App {
 		Gate:          gate,
 		StackProps:    awscdk.StackProps{Env: cfg.Env},
 		Model:         cfg.Model,
+		InstanceType:  instanceType,
 		WeightsBucket: foundation.WeightsBucket,
 		ExecutionRole: foundation.ExecutionRole,
 		ContainerDir:  cfg.ContainerDir,

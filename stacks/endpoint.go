@@ -29,6 +29,8 @@ type EndpointStackProps struct {
 	awscdk.StackProps
 	// Model is the catalog entry to serve.
 	Model models.Model
+	// InstanceType is the variant's instance type; "" deploys the catalog's (Model.InstanceType).
+	InstanceType string
 	// WeightsBucket holds the model's files under Model.WeightsPrefix().
 	WeightsBucket awss3.IBucket
 	// ExecutionRole is the SageMaker execution role from the foundation stack.
@@ -56,9 +58,13 @@ type EndpointStack struct {
 // NewEndpointStack creates the endpoint stack for one model.
 func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStackProps) *EndpointStack {
 	m := props.Model
+	instanceType := props.InstanceType
+	if instanceType == "" {
+		instanceType = m.InstanceType
+	}
 	sprops := props.StackProps
 	if sprops.Description == nil {
-		sprops.Description = jsii.String(fmt.Sprintf("speech-infra: SageMaker real-time endpoint %s (%s on %s)", m.EndpointName(), m.ID, m.InstanceType))
+		sprops.Description = jsii.String(fmt.Sprintf("speech-infra: SageMaker real-time endpoint %s (%s on %s)", m.EndpointName(), m.ID, instanceType))
 	}
 	stack := awscdk.NewStack(scope, &id, &sprops)
 	// Scalable targets and dashboards take no Tags in the CloudFormation resource schema cfn-lint checks against.
@@ -108,7 +114,7 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	variant := &awssagemaker.CfnEndpointConfig_ProductionVariantProperty{
 		VariantName:          jsii.String(models.VariantName),
 		ModelName:            model.AttrModelName(),
-		InstanceType:         jsii.String(m.InstanceType),
+		InstanceType:         jsii.String(instanceType),
 		InitialInstanceCount: jsii.Number(float64(m.InitialInstanceCount)),
 		InitialVariantWeight: jsii.Number(1),
 		ContainerStartupHealthCheckTimeoutInSeconds: jsii.Number(float64(m.Container.StartupHealthCheckTimeoutS)),
@@ -120,7 +126,7 @@ func NewEndpointStack(scope constructs.Construct, id string, props *EndpointStac
 	configProps := &awssagemaker.CfnEndpointConfigProps{ProductionVariants: &[]interface{}{variant}}
 	// SageMaker rejects a KmsKeyId for instance types with local NVMe storage: that storage is encrypted in
 	// hardware (XTS-AES-256) and no key can be attached. Other instance types get a rotated customer key.
-	if !HasInstanceStorage(m.InstanceType) {
+	if !HasInstanceStorage(instanceType) {
 		key := awskms.NewKey(stack, jsii.String("EndpointStorageKey"), &awskms.KeyProps{
 			EnableKeyRotation: jsii.Bool(true),
 			Description:       jsii.String("Encrypts the ML storage volume of " + m.EndpointName()),
