@@ -49,15 +49,23 @@ q_max, t_total_s, throughput_rps (per instance at C_scale_max) are required; thr
 container_digest are optional. A what-if plan is marked measured: false, is printed but written only
 when --output is given, and the deploy gate never accepts it.
 
+--from-compare REPORT plans for the cheapest type that holds the SLO in a tts-bench compare report (its
+winner; --instance-type T picks another row that holds): the type's qmax.json and ttotal.json in its artifact
+directory, the report's peak and trough (--peak-rps and --trough-rps given still win). The plan is written
+beside those artifacts (the gate accepts a measured plan only with its artifacts beside it), and the output
+says how to deploy it: -c instance_type=T (speech-infra deploy --instance-type T) when T is not the
+catalog's type.
+
 Examples:
   tts-bench plan --peak-rps 80
+  tts-bench plan --from-compare artifacts/kokoro-82m/compare.json
   tts-bench plan --what-if q_max=40,t_total_s=280,throughput_rps=13.6 --peak-rps 80 --trough-rps 10`
 
 func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "plan",
 		Usage:       "derive scaling thresholds, cooldowns and fleet bounds from qmax and ttotal, and judge them",
-		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
+		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --from-compare REPORT [--instance-type TYPE] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
 		Description: planDescription,
 		Flags: []cli.Flag{
 			modelFlag("catalog id of the model to plan for"),
@@ -75,6 +83,8 @@ func planCommand() *cli.Command {
 			cliflags.Output("where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"),
 			cliflags.Format("what to print: text or json"),
 			&cli.StringFlag{Name: "what-if", Usage: "plan from assumed numbers instead of artifacts: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
+			&cli.StringFlag{Name: "from-compare", Usage: "plan for the winner of a tts-bench compare report (its type's artifacts, peak and trough)"},
+			&cli.StringFlag{Name: "instance-type", Usage: "with --from-compare: plan for this row of the report instead of the winner (it must hold the SLO)"},
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return exitcode.Usagef("%w: see tts-bench plan --help", err)
@@ -108,6 +118,9 @@ type planOpts struct {
 	scaleInMargin        *float64
 	traces               []string
 	noSearch             bool
+	// modelSet says --model was given; fromCompare and instanceType are --from-compare and --instance-type.
+	modelSet                  bool
+	fromCompare, instanceType string
 
 	catalog        models.Catalog
 	stdout, stderr io.Writer
@@ -116,6 +129,9 @@ type planOpts struct {
 	model    models.Model
 	capOpts  capacity.Options
 	whatIfIn capacity.WhatIf
+	// compared is the report's row planned for, with --from-compare.
+	compared *capacity.TypeRow
+	report   *capacity.TypeComparison
 }
 
 // newPlanOpts reads the command line of c into planOpts; it checks nothing.
@@ -124,6 +140,7 @@ func newPlanOpts(c *cli.Context, cat models.Catalog) *planOpts {
 		args: c.Args().Slice(), modelID: c.String("model"), qmaxPath: c.String("qmax"), ttotalPath: c.String("ttotal"),
 		output: c.String("output"), format: c.String("format"),
 		catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+		modelSet: c.IsSet("model"), fromCompare: c.String("from-compare"), instanceType: c.String("instance-type"),
 	}
 	f64 := func(name string) *float64 {
 		if !c.IsSet(name) {
@@ -161,6 +178,13 @@ func (o *planOpts) Validate() error {
 	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
+	if o.fromCompare != "" || o.instanceType != "" {
+		// Only the report's own problems: the rest of the command line is checked below, with the report's
+		// model, peak and trough filled in.
+		if err := o.fromComparison(); err != nil {
+			return exitcode.Usage(err)
+		}
+	}
 	m, err := o.catalog.Get(o.modelID)
 	modelKnown := err == nil
 	if !modelKnown {
@@ -179,6 +203,15 @@ func (o *planOpts) Validate() error {
 			bad("--what-if %q: %w", *o.whatIf, err)
 		}
 		o.whatIfIn = w
+	} else if modelKnown && o.compared != nil {
+		dir := o.compared.ArtifactDir
+		o.qmaxPath, o.ttotalPath = filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
+		field := fmt.Sprintf("--from-compare %s (artifact_dir of %s)", o.fromCompare, o.compared.InstanceType)
+		errs = append(errs, artifactExists(field, o.qmaxPath, "tts-bench compare"), artifactExists(field, o.ttotalPath, "tts-bench compare"))
+		if o.output == "" {
+			// Beside the artifacts it is derived from: the gate accepts a measured plan only so.
+			o.output = filepath.Join(dir, capacity.PlanFile)
+		}
 	} else if modelKnown {
 		if o.qmaxPath == "" {
 			o.qmaxPath = capacity.DefaultQMaxPath(m.ID)
@@ -192,6 +225,116 @@ func (o *planOpts) Validate() error {
 		}
 	}
 	return exitcode.Usage(errors.Join(errs...))
+}
+
+// fromComparison reads the --from-compare report and picks its row: the winner, or the --instance-type row,
+// which must hold the SLO. It sets the model to the report's, and the peak and trough to the report's unless
+// --peak-rps and --trough-rps were given. Every problem is an error naming the flag and the fix.
+func (o *planOpts) fromComparison() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.fromCompare == "" {
+		return fmt.Errorf("--instance-type %s picks a row of a comparison report: give --from-compare REPORT (tts-bench compare writes %s), or drop --instance-type", o.instanceType, capacity.DefaultComparePath("<model>"))
+	}
+	if o.qmaxPath != "" || o.ttotalPath != "" {
+		bad("--from-compare takes the chosen type's qmax and ttotal artifacts from the report: drop --qmax and --ttotal, or drop --from-compare")
+	}
+	if o.whatIf != nil {
+		bad("--from-compare plans from measured artifacts, --what-if from assumed numbers: give one of them")
+	}
+	c, err := capacity.LoadTypeComparison(o.fromCompare)
+	if errors.Is(err, fs.ErrNotExist) {
+		bad("--from-compare %s: no such file: run tts-bench compare first, or give the report it wrote", o.fromCompare)
+		return errors.Join(errs...)
+	}
+	if err != nil {
+		bad("--from-compare %s: %w: run tts-bench compare again instead of editing the report", o.fromCompare, err)
+		return errors.Join(errs...)
+	}
+	o.report = c
+	if o.modelSet && o.modelID != c.Model {
+		bad("--model %s: the report %s compares %s: drop --model, or give that model's report", o.modelID, o.fromCompare, c.Model)
+	}
+	o.modelID = c.Model
+	var types []string
+	for _, r := range c.Rows {
+		types = append(types, r.InstanceType)
+	}
+	pick := c.Winner
+	switch {
+	case o.instanceType != "":
+		pick = o.instanceType
+		if c.Row(pick) == nil {
+			bad("--instance-type %s: the report %s has no row for it (it compares %s): pick one of those, or leave --instance-type out for the winner", pick, o.fromCompare, strings.Join(types, ", "))
+			return errors.Join(errs...)
+		}
+	case pick == "":
+		var why []string
+		for _, r := range c.Rows {
+			why = append(why, r.InstanceType+": "+rowFinding(r))
+		}
+		bad("--from-compare %s: no type holds the SLO (winner is empty): %s: there is no plan to deploy; compare more or larger types, or raise the allowed maximum fleet, and compare again", o.fromCompare, strings.Join(why, "; "))
+		return errors.Join(errs...)
+	}
+	row := c.Row(pick)
+	if !row.Holds {
+		bad("--instance-type %s: it does not hold the SLO in %s: %s: plan for the winner (leave --instance-type out)%s", pick, o.fromCompare, rowFinding(*row), winnerWords(c.Winner))
+	}
+	if row.ArtifactDir == "" {
+		bad("--from-compare %s: the row of %s has no artifact_dir: run tts-bench compare again", o.fromCompare, pick)
+	}
+	o.compared = row
+	if o.peakRPS == nil && c.PeakRPS > 0 {
+		v := c.PeakRPS
+		o.peakRPS = &v
+	}
+	if o.troughRPS == nil && c.TroughRPS > 0 {
+		v := c.TroughRPS
+		o.troughRPS = &v
+	}
+	return errors.Join(errs...)
+}
+
+// rowFinding is why a row of a comparison does not hold: its error, or its finding.
+func rowFinding(r capacity.TypeRow) string {
+	switch {
+	case r.Error != "":
+		return r.Error
+	case r.Finding != "":
+		return r.Finding
+	case r.Holds:
+		return "holds the SLO"
+	}
+	return "does not hold the SLO (no finding recorded)"
+}
+
+func winnerWords(winner string) string {
+	if winner == "" {
+		return "; the report has no winner"
+	}
+	return ", " + winner
+}
+
+// writeDeployHint says which type the plan made from a comparison is for, and how to deploy it: the
+// endpoint stack deploys the catalog's type unless told otherwise, and the gate refuses a plan measured on
+// another type (docs/design.md, "Instance types side by side").
+func (o *planOpts) writeDeployHint(w io.Writer) {
+	t := o.compared.InstanceType
+	which := "the winner (the cheapest type that holds the SLO"
+	if t != o.report.Winner {
+		which = "the row chosen with --instance-type (it holds the SLO"
+	}
+	fmt.Fprintf(w, "\nPlan for %s: %s on trace %s in %s).\n", t, which, o.report.Trace, o.fromCompare)
+	planFlag, planCtx := "", ""
+	if o.output != capacity.DefaultPlanPath(o.model.ID) {
+		planFlag, planCtx = " --plan "+o.output, " -c plan="+o.output
+	}
+	if t == o.model.InstanceType {
+		fmt.Fprintf(w, "%s is the catalog's type. Deploy it with:\n  speech-infra deploy %s%s\n  (CDK: -c model=%s%s)\n", t, o.model.ID, planFlag, o.model.ID, planCtx)
+		return
+	}
+	fmt.Fprintf(w, "The catalog deploys %s: the deploy needs -c instance_type=%s, or the gate refuses this plan. Deploy it with:\n  speech-infra deploy %s --instance-type %s%s\n  (CDK: -c model=%s -c instance_type=%s%s)\n",
+		o.model.InstanceType, t, o.model.ID, t, planFlag, o.model.ID, t, planCtx)
 }
 
 // applyOptions applies the flags that were given to opts, checking each against its bounds.
@@ -273,6 +416,10 @@ func (o *planOpts) Execute() error {
 		if err != nil {
 			return exitcode.Usage(err)
 		}
+		if r := o.compared; r != nil && ms.QMax.InstanceType != r.InstanceType {
+			return exitcode.Usagef("--from-compare %s: the row of %s names %s, whose qmax artifact was measured on %s: the artifact directory holds another type's measurement; run tts-bench compare again",
+				o.fromCompare, r.InstanceType, o.qmaxPath, ms.QMax.InstanceType)
+		}
 		// The qmax artifact's figures, folded again from the raw records beside it, as the gate does (issue 27).
 		if errs := ms.QMax.CheckRecords(filepath.Dir(o.qmaxPath)); len(errs) > 0 {
 			return exitcode.Usage(errors.New(capacity.RecordsRefusal(o.qmaxPath, errs)))
@@ -291,6 +438,13 @@ func (o *planOpts) Execute() error {
 			return exitcode.Usage(err)
 		}
 		fmt.Fprintf(o.stderr, "wrote %s plan to %s\n", p.Verdict, o.output)
+		if o.compared != nil {
+			hint := o.stdout
+			if o.format == "json" {
+				hint = o.stderr
+			}
+			o.writeDeployHint(hint)
+		}
 	} else {
 		fmt.Fprintln(o.stderr, "what-if plan not written: pass --output PATH to keep it (the deploy gate refuses what-if plans)")
 	}
