@@ -123,6 +123,7 @@ func TestInstanceTypeOutsideEnumRefused(t *testing.T) {
 // per-segment time times the type's service factor: the container process gets the scaled
 // CALIBRATION_SEGMENT_MS (its environment, as the kernel holds it), the model keeps the value it was created
 // with (DescribeModel), the emulator logs it, and the endpoint really serves slower than one on ml.g5.xlarge.
+// An UpdateEndpoint to a config of the slower type starts the new instances with the slower type's profile.
 func TestInstanceTypeServiceTime(t *testing.T) {
 	logs := &syncBuffer{}
 	r := emulatortest.Start(t, emulatortest.Container(t), logTo(logs))
@@ -140,14 +141,17 @@ func TestInstanceTypeServiceTime(t *testing.T) {
 	emulatortest.WaitInService(ctx, t, r.SageMaker, slower)
 
 	wantScaled := int(segmentMs*slow.ServiceFactor + 0.5)
-	for name, want := range map[string]int{fast: segmentMs, slower: wantScaled} {
+	// processSegment is the CALIBRATION_SEGMENT_MS the endpoint's serving container process runs with.
+	processSegment := func(name string) string {
 		pid, _ := r.InstancePID(t, name)
 		environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 		if err != nil {
 			t.Fatalf("read the environment of %s's container process: %v", name, err)
 		}
-		vars := strings.Split(string(environ), "\x00")
-		if got := lastValue(vars, "CALIBRATION_SEGMENT_MS"); got != strconv.Itoa(want) {
+		return lastValue(strings.Split(string(environ), "\x00"), "CALIBRATION_SEGMENT_MS")
+	}
+	for name, want := range map[string]int{fast: segmentMs, slower: wantScaled} {
+		if got := processSegment(name); got != strconv.Itoa(want) {
 			t.Errorf("%s's container process has CALIBRATION_SEGMENT_MS=%s, want %d", name, got, want)
 		}
 		m, err := r.SageMaker.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String(name)})
@@ -182,6 +186,16 @@ func TestInstanceTypeServiceTime(t *testing.T) {
 	}
 	if ratio < 0.6*slow.ServiceFactor || ratio > 1.25*slow.ServiceFactor {
 		t.Errorf("ml.g4dn.xlarge took %.2f times as long as ml.g5.xlarge; want about its service factor %g (0.6 to 1.25 times it)", ratio, slow.ServiceFactor)
+	}
+
+	// A blue/green UpdateEndpoint to a config of another type starts its instances with that type's profile.
+	emulatortest.Version(t, r, fast+"-v2", env, emulatortest.InstanceType("ml.g4dn.xlarge"))
+	if _, err := r.SageMaker.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(fast), EndpointConfigName: aws.String(fast + "-v2")}); err != nil {
+		t.Fatalf("UpdateEndpoint %s to ml.g4dn.xlarge: %v", fast, err)
+	}
+	emulatortest.WaitInService(ctx, t, r.SageMaker, fast)
+	if got := processSegment(fast); got != strconv.Itoa(wantScaled) {
+		t.Errorf("after UpdateEndpoint to ml.g4dn.xlarge, %s's container process has CALIBRATION_SEGMENT_MS=%s, want %d", fast, got, wantScaled)
 	}
 }
 
