@@ -21,8 +21,10 @@ const (
 type Setup struct {
 	// Plan is the plan to simulate; its inputs hold the instance model.
 	Plan *Plan
-	// PricePerHour is the price of one instance-hour in US dollars.
+	// PricePerHour is the price of one instance-hour in US dollars, and PriceSource where it comes from
+	// (models.Model.ResolvePrice: the catalog's entry with its source and date, or --price-per-hour).
 	PricePerHour float64
+	PriceSource  string
 	// AllowedMaxInstances is the catalog's fleet maximum, for the configurations that do not come from the plan.
 	AllowedMaxInstances int
 	// InitialInstances, when above 0, is how many instances serve at the trace's start in the fleets that
@@ -54,15 +56,17 @@ type Summary struct {
 
 // Report is a whole comparison on one trace: the plan minute by minute, and every configuration's totals.
 type Report struct {
-	Trace         string  `json:"trace"`
-	DurationS     float64 `json:"duration_s"`
-	PeakRPS       float64 `json:"peak_rps"`
-	Measured      bool    `json:"measured"`
-	Model         string  `json:"model"`
-	InstanceType  string  `json:"instance_type"`
-	PricePerHour  float64 `json:"price_per_hour_usd"`
-	SLOMs         int     `json:"slo_ttfab_ms"`
-	SLOPercentile int     `json:"slo_percentile"`
+	Trace        string  `json:"trace"`
+	DurationS    float64 `json:"duration_s"`
+	PeakRPS      float64 `json:"peak_rps"`
+	Measured     bool    `json:"measured"`
+	Model        string  `json:"model"`
+	InstanceType string  `json:"instance_type"`
+	PricePerHour float64 `json:"price_per_hour_usd"`
+	// PriceSource says where PricePerHour comes from.
+	PriceSource   string `json:"price_source"`
+	SLOMs         int    `json:"slo_ttfab_ms"`
+	SLOPercentile int    `json:"slo_percentile"`
 	// Instance is the model's basis line.
 	Instance string `json:"instance"`
 	// Plan is the given plan's simulation, with minutes and scaling events.
@@ -94,7 +98,7 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	inst := in.Instance
 	allowed := max(s.AllowedMaxInstances, d.MaxInstances)
 	rep := Report{Trace: tr.Name, DurationS: tr.Duration.Seconds(), PeakRPS: tr.Peak(), Measured: p.Measured && inst.Measured,
-		Model: p.Fingerprint.Model, InstanceType: p.Fingerprint.InstanceType, PricePerHour: s.PricePerHour,
+		Model: p.Fingerprint.Model, InstanceType: p.Fingerprint.InstanceType, PricePerHour: s.PricePerHour, PriceSource: s.PriceSource,
 		SLOMs: p.Fingerprint.SLOTTFABMs, SLOPercentile: p.Fingerprint.SLOPercentile, Instance: inst.Basis, Cheapest: -1}
 	if !inst.Measured {
 		rep.Notes = append(rep.Notes, "the instance model is "+inst.Basis) // Basis starts with "NOT MEASURED"

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -45,10 +46,10 @@ type Model struct {
 	Source *Source `json:"source,omitempty"`
 	// InstanceType is the SageMaker instance type, e.g. ml.g5.xlarge.
 	InstanceType string `json:"instance_type"`
-	// PricePerHourUSD is the on-demand price of one instance-hour of InstanceType for real-time inference, in
-	// US dollars (us-east-1 list price where the file says nothing else). Optional in the catalog; tts-bench
-	// simulate needs it (or --price-per-hour) to report cost.
-	PricePerHourUSD *float64 `json:"price_per_hour_usd,omitempty"`
+	// Prices is the on-demand price of one instance-hour for real-time inference per instance type, each with
+	// its source and date (issue 28 item 3): InstanceType must have one; the other types are those tts-bench
+	// compare may measure. ResolvePrice picks the price a command uses.
+	Prices map[string]Price `json:"prices"`
 	// InitialInstanceCount is the endpoint's instance count at creation.
 	InitialInstanceCount int `json:"initial_instance_count"`
 	// SLO is the latency objective that qmax measures against.
@@ -67,6 +68,8 @@ type Model struct {
 	Twin *Twin `json:"twin,omitempty"`
 
 	file string
+	// origin is the catalog file as a user finds it (CatalogPath).
+	origin string
 	// endpoint, when set (WithEndpoint), replaces speech-<id> as the endpoint's name: tts-bench compare
 	// measures one endpoint per instance type (docs/design.md, "Instance types side by side").
 	endpoint string
@@ -157,6 +160,15 @@ type Container struct {
 // File is the catalog file the model was loaded from.
 func (m Model) File() string { return m.file }
 
+// CatalogPath is the catalog file as a user finds it: models/<id>.json for the catalog built into the binary,
+// <dir>/<id>.json for a --catalog or SPEECH_CATALOG directory, the bare file name when loaded otherwise (Load).
+func (m Model) CatalogPath() string {
+	if m.origin != "" {
+		return m.origin
+	}
+	return m.file
+}
+
 // EndpointName is the SageMaker endpoint name of the model.
 func (m Model) EndpointName() string {
 	if m.endpoint != "" {
@@ -226,7 +238,7 @@ const (
 	MaxDetectionBufferS = 3600
 	// MaxSLOMs is the largest slo.ttfab_ms (an hour).
 	MaxSLOMs = 3_600_000
-	// MaxPricePerHourUSD is the largest price_per_hour_usd.
+	// MaxPricePerHourUSD is the largest price of one instance-hour (prices[...].usd_per_hour, --price-per-hour).
 	MaxPricePerHourUSD = 1000
 )
 
@@ -297,12 +309,12 @@ func CatalogSource() string {
 func Default() (Catalog, error) {
 	d := Dir()
 	if d == "" {
-		return Load(embedded)
+		return load(embedded, func(name string) string { return "models/" + name })
 	}
 	if st, err := os.Stat(d); err != nil || !st.IsDir() {
 		return Catalog{}, exitcode.Usagef("model catalog %s (--catalog or %s): not a readable directory: give a directory of <model-id>.json files, such as the repository's models/", d, CatalogEnv)
 	}
-	cat, err := Load(os.DirFS(d))
+	cat, err := load(os.DirFS(d), func(name string) string { return filepath.Join(d, name) })
 	if err != nil {
 		return Catalog{}, exitcode.Usagef("model catalog %s (--catalog or %s): %w", d, CatalogEnv, err)
 	}
@@ -321,7 +333,10 @@ func (e *ValidationError) Error() string {
 
 // Load reads every *.json file at the root of fsys as a model and validates them all. It returns a
 // *ValidationError with every problem at once when any file is invalid.
-func Load(fsys fs.FS) (Catalog, error) {
+func Load(fsys fs.FS) (Catalog, error) { return load(fsys, nil) }
+
+// load is Load, each model's CatalogPath given by origin (nil: the file name).
+func load(fsys fs.FS, origin func(name string) string) (Catalog, error) {
 	names, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return Catalog{}, fmt.Errorf("list catalog files: %w", err)
@@ -340,6 +355,9 @@ func Load(fsys fs.FS) (Catalog, error) {
 		m, probs := Parse(name, data)
 		problems = append(problems, probs...)
 		if len(probs) == 0 {
+			if origin != nil {
+				m.origin = origin(name)
+			}
 			if prev, dup := cat.models[m.ID]; dup {
 				problems = append(problems, fmt.Sprintf("%s: id %q is already used by %s: ids must be unique", name, m.ID, prev.file))
 				continue
@@ -362,6 +380,10 @@ func Parse(file string, data []byte) (Model, []string) {
 	var m Model
 	if probs := strictjson.Decode(data, &m, "remove it or check its spelling against the other catalog files (models/*.json) and the README's model catalog section", "a catalog file is one JSON object describing one model"); len(probs) > 0 {
 		for _, p := range probs {
+			if strings.HasPrefix(p, replacedPriceField+": unknown field:") {
+				problems = append(problems, replacedPriceProblem(file))
+				continue
+			}
 			problems = append(problems, file+": "+p)
 		}
 		return Model{}, problems
@@ -438,9 +460,7 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	if m.InstanceType != LocalInstanceType && !instancePattern.MatchString(m.InstanceType) {
 		add("instance_type", "%q is not a SageMaker instance type: use a name like ml.g5.xlarge", m.InstanceType)
 	}
-	if p := m.PricePerHourUSD; p != nil && !(*p >= 0 && *p <= MaxPricePerHourUSD) {
-		add("price_per_hour_usd", "is %s: use the instance type's on-demand price per hour in US dollars, 0 to %d", strconv.FormatFloat(*p, 'g', -1, 64), MaxPricePerHourUSD)
-	}
+	m.validatePrices(add)
 	if m.InitialInstanceCount < 1 {
 		add("initial_instance_count", "is %d: it must be at least 1", m.InitialInstanceCount)
 	}

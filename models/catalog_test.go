@@ -40,7 +40,8 @@ func TestDefaultCatalogHoldsBothModels(t *testing.T) {
 	}
 }
 
-const good = `{"id":"m1","engine":"espeak","instance_type":"ml.c5.large","initial_instance_count":1,
+const good = `{"id":"m1","engine":"espeak","instance_type":"ml.c5.large",
+"prices":{"ml.c5.large":{"usd_per_hour":0.119,"source":"a test figure","date":"2026-11-30"}},"initial_instance_count":1,
 "slo":{"ttfab_ms":1000,"percentile":95,"stall_budget_ms":0},"queue_max_depth":4,
 "scaling":{"autoscaling":true,"min_instances":1,"max_instances":3},
 "planning":{"surge_ratio":1.25,"detection_buffer_s":60},
@@ -176,33 +177,5 @@ func TestFirstAudioTarget(t *testing.T) {
 		if got := (SLO{TTFABMs: c.slo}).FirstAudioTargetMs(); got != c.want {
 			t.Errorf("SLO %d ms: target %d ms, want %d", c.slo, got, c.want)
 		}
-	}
-}
-
-func TestPricePerHour(t *testing.T) {
-	cat, err := Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"kokoro-82m", "espeak-ng"} {
-		m, err := cat.Get(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.PricePerHourUSD == nil || !(*m.PricePerHourUSD > 0) {
-			t.Errorf("%s: price_per_hour_usd %v: want the instance type's hourly price", id, m.PricePerHourUSD)
-		}
-	}
-	data := []byte(`{"id":"x","engine":"espeak","instance_type":"ml.c5.large","price_per_hour_usd":-1,"initial_instance_count":1,
-		"slo":{"ttfab_ms":1000,"percentile":95,"stall_budget_ms":0},"queue_max_depth":16,
-		"scaling":{"autoscaling":true,"min_instances":1,"max_instances":4},"planning":{"surge_ratio":1.25,"detection_buffer_s":60},
-		"container":{"startup_health_check_timeout_s":300,"model_download_timeout_s":300,"invocation_timeout_s":60}}`)
-	_, problems := Parse("x.json", data)
-	found := false
-	for _, p := range problems {
-		found = found || strings.Contains(p, "price_per_hour_usd")
-	}
-	if !found {
-		t.Errorf("a negative price is accepted: %q", problems)
 	}
 }

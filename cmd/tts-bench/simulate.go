@@ -91,7 +91,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
-			&cli.Float64Flag{Name: "price-per-hour", Usage: "US dollars per instance-hour (default: the catalog's price_per_hour_usd)"},
+			cliflags.PricePerHour(),
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
 		},
@@ -127,7 +127,7 @@ type simulateOpts struct {
 	trace     string
 	shape     simulate.ShapeParams
 	atSet     bool
-	price     *float64
+	prices    []string
 	initial   *int
 	format    string
 	output    string
@@ -167,10 +167,7 @@ func newSimulateOpts(c *cli.Context, cat models.Catalog) *simulateOpts {
 		v := c.Float64("surge")
 		o.surge = &v
 	}
-	if c.IsSet("price-per-hour") {
-		v := c.Float64("price-per-hour")
-		o.price = &v
-	}
+	o.prices = c.StringSlice(cliflags.PricePerHourName)
 	if c.IsSet("initial-instances") {
 		v := c.Int("initial-instances")
 		o.initial = &v
@@ -219,11 +216,10 @@ func (o *simulateOpts) Validate() error {
 			}
 		}
 	}
-	if o.price != nil && !(*o.price >= 0 && *o.price <= models.MaxPricePerHourUSD) {
-		bad("--price-per-hour %s: want US dollars per instance-hour, 0 to %d", fmtFloat(*o.price), models.MaxPricePerHourUSD)
-	}
-	if o.price == nil && err == nil && m.PricePerHourUSD == nil {
-		bad("the catalog has no price_per_hour_usd for %s (%s): add it to %s or pass --price-per-hour", m.ID, m.InstanceType, m.File())
+	// The values' form is checked here; which type a bare price stands for is the simulated plan's, known once
+	// the plan is read (priceFor).
+	if _, e := models.ParsePriceOverrides(o.prices, m.InstanceType); e != nil && err == nil {
+		errs = append(errs, e)
 	}
 	if o.initial != nil && !(*o.initial >= 1 && *o.initial <= capacity.MaxInstances) {
 		bad("--initial-instances %d: want 1 to %d instances serving at the trace's start (the plan's fleet range bounds it further)", *o.initial, capacity.MaxInstances)
@@ -376,14 +372,27 @@ func (o *simulateOpts) setup() (capacity.Setup, error) {
 		}
 		s.InitialInstances = *o.initial
 	}
-	if o.price != nil {
-		s.PricePerHour = *o.price
-	} else if m.PricePerHourUSD != nil {
-		s.PricePerHour = *m.PricePerHourUSD
-	} else {
-		return s, fmt.Errorf("the catalog has no price_per_hour_usd for %s: add it to %s or pass --price-per-hour", m.ID, m.File())
+	usd, source, err := o.priceFor(m, s.Plan.Fingerprint.InstanceType)
+	if err != nil {
+		return s, err
 	}
+	s.PricePerHour, s.PriceSource = usd, source
 	return s, nil
+}
+
+// priceFor is the price of one instance-hour of the simulated plan's instance type and its source: a bare
+// --price-per-hour stands for that type (the catalog's own type for a plan measured on the local emulator),
+// TYPE=USD for TYPE, and the catalog's prices for the rest (models.Model.ResolvePrice).
+func (o *simulateOpts) priceFor(m models.Model, instanceType string) (float64, string, error) {
+	bare := instanceType
+	if bare == models.LocalInstanceType {
+		bare = m.InstanceType
+	}
+	overrides, err := models.ParsePriceOverrides(o.prices, bare)
+	if err != nil {
+		return 0, "", err
+	}
+	return m.ResolvePrice(instanceType, overrides)
 }
 
 // checkPlanArtifacts requires the artifacts a measured plan names beside it, with the digests it records.
@@ -431,6 +440,9 @@ func writeSimulateTable(w io.Writer, rep capacity.Report) error {
 	}
 	fmt.Fprintf(b, "Simulation of %s on %s (%s), SLO p%d TTFAB ≤ %d ms, %s per instance-hour\n", rep.Model, rep.InstanceType, kind, rep.SLOPercentile, rep.SLOMs, simUSD(rep.PricePerHour))
 	fmt.Fprintf(b, "trace: %s (peak %s rps)\n", rep.Trace, capacity.FormatNumber(rep.PeakRPS))
+	if rep.PriceSource != "" {
+		fmt.Fprintf(b, "price: %s per instance-hour from %s\n", simUSD(rep.PricePerHour), rep.PriceSource)
+	}
 	fmt.Fprintf(b, "fleet: %s, %d to %d instances\n", r.Name, r.MinInstances, r.MaxInstances)
 	for _, n := range rep.Notes {
 		fmt.Fprintf(b, "note: %s\n", n)

@@ -127,10 +127,14 @@ func TestSimulateInputErrors(t *testing.T) {
 		"missing plan":   {[]string{"--plan", filepath.Join(dir, "none.json"), "--trace", "ramp"}, []string{"--plan", "no such file"}},
 		"both":           {[]string{"--plan", espeakPlan, "--what-if", "q_max=5,t_total_s=1,throughput_rps=1", "--trace", "ramp"}, []string{"--what-if replaces the plan"}},
 		"bad what-if":    {[]string{"--what-if", "q_max=x", "--trace", "ramp"}, []string{"q_max=x", "missing"}},
-		"negative price": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--price-per-hour", "-1"}, []string{"--price-per-hour -1"}},
-		"format":         {[]string{"--plan", espeakPlan, "--trace", "ramp", "--format", "yaml"}, []string{"--format \"yaml\""}},
-		"surge on plan":  {[]string{"--plan", espeakPlan, "--trace", "ramp", "--surge", "1.2"}, []string{"--surge applies to --what-if only"}},
-		"wrong model":    {[]string{"--model", "kokoro-82m", "--plan", espeakPlan, "--trace", "ramp"}, []string{"is for model espeak-ng, not --model kokoro-82m"}},
+		"negative price": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--price-per-hour", "-1"}, []string{`--price-per-hour "-1": -1 is out of range`}},
+		"price not a number": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--price-per-hour", "ml.c5.large=cheap"},
+			[]string{`--price-per-hour "ml.c5.large=cheap": "cheap" is not a number of US dollars: use --price-per-hour TYPE=USD`}},
+		"type priced twice": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--price-per-hour", "1.2", "--price-per-hour", "ml.c5.large=1"},
+			[]string{`--price-per-hour "ml.c5.large=1": ml.c5.large is priced twice`}},
+		"format":        {[]string{"--plan", espeakPlan, "--trace", "ramp", "--format", "yaml"}, []string{"--format \"yaml\""}},
+		"surge on plan": {[]string{"--plan", espeakPlan, "--trace", "ramp", "--surge", "1.2"}, []string{"--surge applies to --what-if only"}},
+		"wrong model":   {[]string{"--model", "kokoro-82m", "--plan", espeakPlan, "--trace", "ramp"}, []string{"is for model espeak-ng, not --model kokoro-82m"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, stderr, code := runCLI(t, append([]string{"simulate", "--output", filepath.Join(dir, "x.svg")}, tc.args...)...)
@@ -140,6 +144,63 @@ func TestSimulateInputErrors(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+		})
+	}
+}
+
+// --price-per-hour prices the simulated plan's instance type: a bare USD or TYPE=USD, over the catalog's
+// prices; a plan for a type the catalog does not price is refused naming --price-per-hour TYPE=USD (issue 28).
+func TestSimulatePricePerHour(t *testing.T) {
+	dir := t.TempDir()
+	// The espeak plan measured on the emulator, as if measured on ml.g6.xlarge, which espeak-ng's catalog entry
+	// does not price.
+	g6 := filepath.Join(dir, "g6")
+	if err := os.MkdirAll(g6, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"plan.json", "qmax.json", "ttotal.json"} {
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(espeakPlan), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "plan.json" {
+			b = []byte(strings.Replace(string(b), `"instance_type": "local"`, `"instance_type": "ml.g6.xlarge"`, 1))
+		}
+		if err := os.WriteFile(filepath.Join(g6, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g6Plan := filepath.Join(g6, "plan.json")
+	for name, tc := range map[string]struct {
+		plan  string
+		price []string
+		code  int
+		want  []string
+	}{
+		"catalog price of the local run's type": {espeakPlan, nil, 1, []string{"$0.12 per instance-hour",
+			"price: $0.12 per instance-hour from catalog models/espeak-ng.json, ", "(the local emulator run priced as the catalog's instance type ml.c5.large)"}},
+		"bare USD": {espeakPlan, []string{"1.2"}, 1, []string{"$1.20 per instance-hour",
+			"price: $1.20 per instance-hour from --price-per-hour (the local emulator run priced as the catalog's instance type ml.c5.large)"}},
+		"TYPE=USD":                     {espeakPlan, []string{"ml.c5.large=1.2", "ml.g6.xlarge=2"}, 1, []string{"$1.20 per instance-hour", "from --price-per-hour"}},
+		"unpriced type refused":        {g6Plan, nil, 2, []string{"no price for instance type ml.g6.xlarge of model espeak-ng: the catalog models/espeak-ng.json prices ml.c5.large; pass --price-per-hour ml.g6.xlarge=USD"}},
+		"unpriced type given":          {g6Plan, []string{"ml.g6.xlarge=0.9"}, 1, []string{"Simulation of espeak-ng on ml.g6.xlarge (measured), SLO p95 TTFAB ≤ 1000 ms, $0.90 per instance-hour"}},
+		"bare USD for the plan's type": {g6Plan, []string{"0.8"}, 1, []string{"on ml.g6.xlarge (measured), SLO p95 TTFAB ≤ 1000 ms, $0.80 per instance-hour"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"simulate", "--plan", tc.plan, "--trace", "spike", "--trough-rps", "150", "--peak-rps", "560", "--duration", "90m",
+				"--at", "20m", "--width", "30m", "--output", filepath.Join(dir, "c.svg")}
+			for _, p := range tc.price {
+				args = append(args, "--price-per-hour", p)
+			}
+			stdout, stderr, code := runCLI(t, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q:\n%s%s", w, stdout, stderr)
 				}
 			}
 		})

@@ -110,3 +110,14 @@ func InCategory(category string, flags ...cli.Flag) []cli.Flag {
 	}
 	return flags
 }
+
+// PricePerHourName is the name of the shared --price-per-hour flag.
+const PricePerHourName = "price-per-hour"
+
+// PricePerHour is --price-per-hour, repeatable: a bare USD for the model's instance type, or TYPE=USD (parsed
+// by models.ParsePriceOverrides, priced by models.Model.ResolvePrice), so that tts-bench simulate and tts-bench
+// compare price instance-hours alike.
+func PricePerHour() cli.Flag {
+	return &cli.StringSliceFlag{Name: PricePerHourName,
+		Usage: "US dollars per instance-hour: USD for the model's instance type, or TYPE=USD; repeat for more types (default: the catalog's prices)"}
+}

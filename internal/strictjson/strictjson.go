@@ -234,6 +234,18 @@ func walk(raw any, t reflect.Type, path, hint string) []string {
 			out = append(out, walk(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), hint)...)
 		}
 		return out
+	case reflect.Map:
+		// A map's keys are data (the model catalog's prices by instance type); its values are checked as
+		// values, at path["key"].
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			return nil
+		}
+		var out []string
+		for _, k := range sortedKeys(obj) {
+			out = append(out, walk(obj[k], t.Elem(), fmt.Sprintf("%s[%q]", path, k), hint)...)
+		}
+		return out
 	case reflect.Struct:
 	default:
 		return nil

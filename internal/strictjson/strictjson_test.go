@@ -156,3 +156,17 @@ func TestReadFileRefusesWhatIsNotABoundedRegularFile(t *testing.T) {
 		t.Fatalf("ReadFileFS fifo: %v", err)
 	}
 }
+
+func TestDecodeChecksMapValues(t *testing.T) {
+	// GIVEN a map of structs (the model catalog's prices by instance type) WHEN decoded strictly THEN an unknown,
+	// missing or null member of a value is reported at path["key"], as in a struct.
+	type byKey struct {
+		M map[string]inner `json:"m"`
+	}
+	var d byKey
+	got := Decode([]byte(`{"m":{"b":{"n":1,"x":2},"a":{},"c":null}}`), &d, "fix it", "one doc")
+	want := []string{`m["a"].n: missing required field`, `m["b"].x: unknown field: fix it`, `m["c"]: is null: give a value, or leave the field out where it is optional`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Decode =\n  %q\nwant\n  %q", got, want)
+	}
+}

@@ -132,13 +132,13 @@ func analyse(ms capacity.Measurement, sz size, isSmoke bool) (result, error) {
 			return result{}, err
 		}
 		res.traceKeys = keys
-		price := 0.0
-		if pr.m.PricePerHourUSD != nil {
-			price = *pr.m.PricePerHourUSD
+		price, priceSource, err := pr.m.ResolvePrice(pr.p.Fingerprint.InstanceType, nil)
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", pr.key, err)
 		}
 		prof := profile{key: pr.key, label: pr.label, basis: pr.basis, plan: pr.p}
 		for _, tr := range traces {
-			rep, err := capacity.Compare(tr, capacity.Setup{Plan: pr.p, PricePerHour: price, AllowedMaxInstances: originalMaxInstances})
+			rep, err := capacity.Compare(tr, capacity.Setup{Plan: pr.p, PricePerHour: price, PriceSource: priceSource, AllowedMaxInstances: originalMaxInstances})
 			if err != nil {
 				return result{}, fmt.Errorf("%s: %w", pr.key, err)
 			}
