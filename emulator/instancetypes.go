@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -114,8 +115,11 @@ func (e *Emulator) instanceTypeProfile(t string) InstanceTypeProfile {
 		return p
 	}
 	if _, seen := e.unprofiled.LoadOrStore(t, true); !seen {
-		e.log.Printf("instance type %q: the emulator has no instance-type profile for it; it runs as %s (every factor 1); the profiled types are %s",
-			t, ReferenceInstanceType, strings.Join(ProfiledInstanceTypes(), ", "))
+		what := fmt.Sprintf("instance type %q: the emulator has no instance-type profile for it", t)
+		if t == "" {
+			what = "a variant names no instance type"
+		}
+		e.log.Printf("%s; it runs as %s (every factor 1); the profiled types are %s", what, ReferenceInstanceType, strings.Join(ProfiledInstanceTypes(), ", "))
 	}
 	p := instanceTypeProfiles[ReferenceInstanceType]
 	p.InstanceType = t
