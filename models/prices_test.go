@@ -35,6 +35,21 @@ func TestCatalogPricesEveryModelsOwnType(t *testing.T) {
 	if p, _ := k.PriceFor("ml.g5.xlarge"); p.USDPerHour != 1.408 {
 		t.Errorf("kokoro-82m on ml.g5.xlarge: %+v, want the 1.408 the catalog has carried since commit ed9dcda", p)
 	}
+	// A twin stands for its original on the same hardware: the same prices, or a comparison of the twin's
+	// types would be priced unlike the original's.
+	for _, id := range cat.IDs() {
+		m, _ := cat.Get(id)
+		if m.Twin == nil {
+			continue
+		}
+		of, err := cat.Get(m.Twin.Of)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(m.Prices, of.Prices) {
+			t.Errorf("%s prices %v, its original %s %v", id, m.Prices, of.ID, of.Prices)
+		}
+	}
 	e, _ := cat.Get("espeak-ng")
 	if p, _ := e.PriceFor("ml.c5.large"); p.USDPerHour != 0.119 {
 		t.Errorf("espeak-ng on ml.c5.large: %+v, want 0.119", p)
