@@ -329,6 +329,13 @@ func (o *planOpts) writeDeployHint(w io.Writer) {
 	if o.output != capacity.DefaultPlanPath(o.model.ID) {
 		planFlag, planCtx = " --plan "+o.output, " -c plan="+o.output
 	}
+	if o.report.Local {
+		// The artifacts name the type the emulator's profile stood for; its service times are assumptions
+		// (emulator/README.md), not a measurement of that type on AWS.
+		fmt.Fprintf(w, "The comparison ran on the local emulator: this plan is for the emulator's %s profile, not a measurement on AWS. Deploy it there with:\n  speech-infra deploy %s --local --instance-type %s%s\n",
+			t, o.model.ID, t, planFlag)
+		return
+	}
 	if t == o.model.InstanceType {
 		fmt.Fprintf(w, "%s is the catalog's type. Deploy it with:\n  speech-infra deploy %s%s\n  (CDK: -c model=%s%s)\n", t, o.model.ID, planFlag, o.model.ID, planCtx)
 		return

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,6 +105,21 @@ func TestPlanFromCompareWinner(t *testing.T) {
 		!strings.Contains(stdout, "speech-infra deploy kokoro-82m --plan "+out) {
 		t.Errorf("stdout for the catalog's type:\n%s", stdout)
 	}
+
+	// A comparison on the emulator: the plan is for the emulator's profile of the type, deployed with --local.
+	local, _ := compareReport(t, func(c *capacity.TypeComparison) { c.Local = true })
+	stdout, stderr, code = runCLI(t, "plan", "--from-compare", local, "--format", "json")
+	if code != 0 {
+		t.Fatalf("local report: exit %d\n%s", code, stderr)
+	}
+	var lp capacity.Plan
+	if err := json.Unmarshal([]byte(stdout), &lp); err != nil || lp.Fingerprint.InstanceType != "ml.g6.xlarge" {
+		t.Errorf("--format json: stdout is not the plan alone (%v):\n%s", err, stdout)
+	}
+	if !strings.Contains(stderr, "ran on the local emulator") || !strings.Contains(stderr, "speech-infra deploy kokoro-82m --local --instance-type ml.g6.xlarge --plan ") ||
+		strings.Contains(stderr, "-c instance_type") {
+		t.Errorf("local report, stderr:\n%s", stderr)
+	}
 }
 
 // The refusals are usage errors (exit 2) naming the flag and the finding, and write no plan.
@@ -116,6 +132,9 @@ func TestPlanFromCompareRefusals(t *testing.T) {
 	})
 	notHolding, _ := compareReport(t, func(c *capacity.TypeComparison) {
 		c.Rows[0].Holds, c.Rows[0].Finding = false, "peak_coverage: the peak needs 11 instances, the maximum is 9"
+	})
+	swapped, _ := compareReport(t, func(c *capacity.TypeComparison) {
+		c.Rows[0].ArtifactDir, c.Rows[1].ArtifactDir = c.Rows[1].ArtifactDir, c.Rows[0].ArtifactDir
 	})
 	for _, tc := range []struct {
 		name  string
@@ -135,6 +154,7 @@ func TestPlanFromCompareRefusals(t *testing.T) {
 		{"another model", []string{"--from-compare", report, "--model", "espeak-ng"}, []string{"--model espeak-ng: the report " + report + " compares kokoro-82m"}},
 		{"--instance-type alone", []string{"--instance-type", "ml.g6.xlarge", "--peak-rps", "80"}, []string{"--instance-type ml.g6.xlarge picks a row of a comparison report: give --from-compare REPORT"}},
 		{"no report", []string{"--from-compare", filepath.Join(t.TempDir(), "compare.json")}, []string{"no such file: run tts-bench compare first"}},
+		{"another type's artifacts", []string{"--from-compare", swapped}, []string{"the row of ml.g6.xlarge names", "measured on ml.g5.xlarge", "run tts-bench compare again"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "plan.json")
