@@ -123,7 +123,7 @@ func ParsePriceOverrides(values []string, defaultType string) (map[string]float6
 			continue
 		}
 		if prev, dup := out[typ]; dup {
-			bad(raw, "%s is priced twice (%s before): give one price per instance type", typ, fmtUSD(prev))
+			bad(raw, "%s is priced twice (%s before): give one price per instance type (a comma separates values: write decimals with a point, 1.2)", typ, fmtUSD(prev))
 			continue
 		}
 		out[typ] = f
