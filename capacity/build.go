@@ -122,6 +122,13 @@ func (p *Plan) recordQMax(q *QMax) {
 	in.Instance, _ = q.InstanceModel(in.QueueMaxDepth, q.stallBound(), in.CloudWatchRatio)
 }
 
+// PlanScatter is how the alarm's datapoints scatter around the instance model of a plan derived from q
+// (QMax.InstanceScatter with the plan's queue depth and CloudWatch ratio, as recordQMax builds the model): for
+// simulate.ScaleOutSpread. Nil when q's rate steps have no 10th-percentile peaks.
+func PlanScatter(p *Plan, q *QMax) (*loadmodel.Scatter, error) {
+	return q.InstanceScatter(p.Inputs.QueueMaxDepth, q.stallBound(), p.Inputs.CloudWatchRatio)
+}
+
 // recordTTotal sets what a measured plan takes from its ttotal artifact (see recordQMax).
 func (p *Plan) recordTTotal(t *TTotal) { p.Inputs.TTotalS = t.TTotalS }
 

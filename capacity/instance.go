@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
@@ -20,6 +21,20 @@ const keepingUp = 0.95
 // the queueing approximation (loadmodel.Approximate) from the closed-loop capacity, marked NOT MEASURED. The
 // metric and in-flight columns are fitted non-decreasing in the rate (loadmodel.Model.Monotone).
 func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (loadmodel.Model, error) {
+	m, _, err := q.instanceModel(queueDepth, stallMs, cloudWatchRatio)
+	return m, err
+}
+
+// InstanceScatter is how the alarm's datapoints scatter around InstanceModel's metric (loadmodel.Scatter): the
+// mean 10-s peak of each step the model keeps, on the model's scale, with bench.AlarmQuantile, the quantile the
+// model's metric is. It is nil when no kept step recorded its 10th-percentile peak (the model's metric is then
+// the mean, and there is nothing to scatter around), or when the artifact has no rate staircase.
+func (q *QMax) InstanceScatter(queueDepth int, stallMs, cloudWatchRatio float64) (*loadmodel.Scatter, error) {
+	_, sc, err := q.instanceModel(queueDepth, stallMs, cloudWatchRatio)
+	return sc, err
+}
+
+func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (loadmodel.Model, *loadmodel.Scatter, error) {
 	slo := loadmodel.SLO{TTFABMs: float64(q.SLOTTFABMs), Percentile: q.SLOPercentile, StallMs: stallMs}
 	capRPS := q.HighestThroughputRPS
 	for _, s := range q.Steps {
@@ -30,7 +45,7 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	if len(q.RateSteps) == 0 {
 		m, err := loadmodel.Approximate(loadmodel.Approximation{CapacityRPS: capRPS, QMax: max(1, q.QMax), QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo})
 		m.Basis = fmt.Sprintf("NOT MEASURED: the qmax artifact has no rate staircase; M/M/1 approximation at its closed-loop capacity %s rps and Q_max %d", FormatNumber(capRPS), q.QMax)
-		return m, err
+		return m, nil, err
 	}
 	for _, s := range q.RateSteps {
 		if s.Usable {
@@ -69,6 +84,7 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	}
 	m := loadmodel.Model{CapacityRPS: capRPS, QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo, Measured: true}
 	used, low := 0, 0
+	sc := &loadmodel.Scatter{Quantile: bench.AlarmQuantile}
 	for _, s := range q.RateSteps {
 		if !keep(s) {
 			continue
@@ -85,6 +101,7 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			// peak is crossed by only about half of a rate's datapoints, and the alarm wants three in a row.
 			metric = s.InFlightMax10sLow * openRatio
 			low++
+			sc.RPS, sc.Mean = append(sc.RPS, s.ArrivalRPS), append(sc.Mean, s.InFlightMax10s*openRatio)
 		}
 		ttfab := s.TTFABP95Ms
 		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
@@ -94,7 +111,7 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		used++
 	}
 	if used == 0 {
-		return loadmodel.Model{}, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
+		return loadmodel.Model{}, nil, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
 	}
 	m = m.Monotone()
 	metricNote := fmt.Sprintf("the metric is the 10th percentile of each step's sliding 10-s client peaks (what the alarm can count on) × the CloudWatch ÷ client ratio; %s", ratioNote)
@@ -106,7 +123,10 @@ func (q *QMax) InstanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	}
 	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s", used, len(q.RateSteps), q.RunID,
 		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), metricNote)
-	return m, m.Validate()
+	if low == 0 || sc.Validate() != nil {
+		sc = nil
+	}
+	return m, sc, m.Validate()
 }
 
 // stallBound is the stall bound of the steps: the stall budget plus the jitter allowance they were judged with.

@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/speech-infra/speech-infra/autoscale"
@@ -90,6 +91,12 @@ type Fleet struct {
 	Bucket time.Duration
 	// PricePerHour is the price of one instance-hour, in US dollars.
 	PricePerHour float64
+	// Scatter, when set, draws each 10-s datapoint the alarms see from the rate's scatter
+	// (loadmodel.Scatter.Draw) with a random stream seeded by Seed, instead of the model's metric: one random
+	// run of the alarm, for the spread of scale-out times (ScaleOutSpread). A plan's verdict never uses it.
+	Scatter *loadmodel.Scatter
+	// Seed seeds the datapoints' random stream when Scatter is set.
+	Seed uint64
 }
 
 // Minute is one row of a simulation: a minute, or a Bucket.
@@ -352,6 +359,11 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	cur := Minute{}
 	instSeconds := 0.0
 	tickMetric, tickInvocations := 0.0, 0.0
+	var tickState loadmodel.Point // the state of the tick's highest metric, for a scattered datapoint
+	var rng *rand.Rand
+	if f.Scatter != nil {
+		rng = rand.New(rand.NewPCG(f.Seed, 0x5ca77e2))
+	}
 	// The datapoints of the period that closed one tick ago (EvaluationLag), fed to the alarms now.
 	lagMetric, lagInvocations, lagged := 0.0, 0.0, false
 	lastScaleIn := math.Inf(-1)
@@ -415,6 +427,9 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 		res.Shed += shed
 		instSeconds += float64(serving+len(starting)) * substep.Seconds()
 		res.PeakInstances = max(res.PeakInstances, serving+len(starting))
+		if st.Metric >= tickMetric {
+			tickState = st
+		}
 		tickMetric = math.Max(tickMetric, st.Metric)
 		tickInvocations += arrivals / n
 
@@ -428,6 +443,9 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 						a.add(lagMetric)
 					}
 				}
+			}
+			if rng != nil {
+				tickMetric = f.Scatter.Draw(inst, tickState, rng.NormFloat64())
 			}
 			lagMetric, lagInvocations, lagged = tickMetric, tickInvocations, true
 			tickMetric, tickInvocations = 0, 0

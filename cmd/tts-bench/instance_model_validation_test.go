@@ -28,8 +28,8 @@ const (
 	validationMetricRel, validationMetricAbs = 0.4, 3.0
 	validationTTFABRel, validationTTFABAbs   = 0.5, 40.0 // p95 TTFAB: within 50% or 40 ms
 	// validationScaleOutSlackS bounds how much later the replayed first scale-out may come than the simulated
-	// one: three evaluation periods and the 1-s DescribeEndpoint poll. Issue 22 asks for one period either way;
-	// it is not met, and the bound is one-sided. The simulator
+	// (deterministic) one: three evaluation periods and the 1-s DescribeEndpoint poll. One period either way is
+	// asked of the scattered simulation's spread instead (validationPeriodS), for the reason below. The simulator
 	// evaluates a period's datapoint one tick after it closes (simulate.EvaluationLag, the worst case of the
 	// emulator's own 10-s ticker phase); before it did, the replay came 13-27 s after the simulation (the last
 	// such run: 60 s simulated, 73.3 s replayed); with it, a clean-clone CI run measured 70 s simulated and
@@ -39,8 +39,14 @@ const (
 	// clean-clone CI run. The 10-s peak barely tells 0.8 of the scale-out rate from the rate itself (mean peaks
 	// 7.5 and 8 here): a target at the rate's 10th percentile is crossed three times in a row somewhere between
 	// them, at random. A deterministic simulator cannot place that moment within a period; it can be late, the
-	// safe error for a feasibility verdict. The gap is logged on every run.
+	// safe error for a feasibility verdict. The scattered simulation (loadmodel.Scatter) draws the datapoints
+	// and gives the spread one replay falls in. The gaps are logged on every run.
 	validationScaleOutSlackS = 3*10.0 + 1.0
+	// validationSpreadRuns is how many seeded runs of the scattered simulation give the spread of scale-out
+	// times; validationPeriodS is one evaluation period, the slack on either side of its p2.5 to p97.5 range
+	// (plus the 1-s DescribeEndpoint poll).
+	validationSpreadRuns = 400
+	validationPeriodS    = 10.0 + 1.0
 )
 
 // TestInstanceModelAgreesWithEmulator (issue 22, "check a model against a measurement"): the Kokoro twin (one
@@ -50,8 +56,9 @@ const (
 // overstates TTFAB for the deadline scheduler), the scaling metric (the 10-s peak in flight) and p95 TTFAB
 // within the stated tolerances. Then the plan's
 // scaling is applied to the endpoint and a growth trace (×s per T_plan from below the scale-out rate) is both
-// replayed against it and simulated with the same plan: the replayed first scale-out comes no later than three
-// evaluation periods after the simulated one (validationScaleOutSlackS says why one-sided and not one period).
+// replayed against it and simulated with the same plan: the replayed first scale-out lies within one evaluation
+// period of the scattered simulation's spread (p2.5 to p97.5 over validationSpreadRuns seeds), and no later than
+// three evaluation periods after the plan's deterministic simulation (validationScaleOutSlackS says why).
 func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the instance model validation measures the emulator for about four minutes")
@@ -187,17 +194,25 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	}
 	fleet := capacity.PlanFleet("plan", p.Inputs, d, p.Fingerprint)
 	fleet.InitialInstances = 1
-	sim := simulate.Run(tr, fleet)
-	simOut := -1.0
-	for _, ev := range sim.Events {
-		if ev.To > ev.From {
-			simOut = ev.AtS
-			break
-		}
+	simOut := simulate.FirstScaleOut(simulate.Run(tr, fleet))
+	// The scattered simulation: each 10-s datapoint drawn from the measured mean and 10th-percentile peak at its
+	// rate (loadmodel.Scatter), once per seed: where one run of the alarm may place the first scale-out.
+	sc, err := capacity.PlanScatter(p, q)
+	if err != nil || sc == nil {
+		t.Fatalf("the plan's scatter: %v (nil %v): the twin's rate steps must record their 10th-percentile peaks", err, sc == nil)
 	}
-	t.Logf("growth ×%g per T_plan %s from %.2f rps: first scale-out replayed at %.1f s, simulated at %.1f s", p.Inputs.SurgeRatio, tPlan, 0.8*d.ScaleOutRPS, replayedOut, simOut)
+	spread := simulate.ScaleOutSpread(tr, fleet, *sc, validationSpreadRuns)
+	lo, med, hi := spread.Quantile(0.025), spread.Quantile(0.5), spread.Quantile(0.975)
+	t.Logf("growth ×%g per T_plan %s from %.2f rps: first scale-out replayed at %.1f s; simulated at %.1f s (the plan's deterministic run), scattered over %d seeds %.0f / %.0f / %.0f s (p2.5 / median / p97.5, %d without one)",
+		p.Inputs.SurgeRatio, tPlan, 0.8*d.ScaleOutRPS, replayedOut, simOut, spread.Runs, lo, med, hi, spread.Missing)
 	if replayedOut < 0 || simOut < 0 {
 		t.Fatalf("no scale-out (replayed %.1f s, simulated %.1f s): the growth trace must cross the scale-out rate", replayedOut, simOut)
+	}
+	// Two-sided, within one evaluation period (issue 22): the replay is one random run of the alarm, so it is
+	// compared with the spread of random runs, not with one deterministic time.
+	if replayedOut < lo-validationPeriodS || replayedOut > hi+validationPeriodS {
+		t.Errorf("the first scale-out was replayed at %.1f s, outside the scattered simulation's %.0f to %.0f s (p2.5 to p97.5) by more than one evaluation period (%.0f s)",
+			replayedOut, lo, hi, validationPeriodS)
 	}
 	// One-sided (validationScaleOutSlackS says why): the simulator must not scale out earlier than the endpoint
 	// does, or its feasibility verdict would count on instances that come later; an endpoint that scales out

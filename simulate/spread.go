@@ -1,0 +1,55 @@
+package simulate
+
+import (
+	"math"
+	"slices"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
+)
+
+// FirstScaleOut is the time of the result's first scale-out decision, in seconds from the trace's start; -1
+// when there was none.
+func FirstScaleOut(r Result) float64 {
+	for _, ev := range r.Events {
+		if ev.To > ev.From {
+			return ev.AtS
+		}
+	}
+	return -1
+}
+
+// Spread is where the first scale-out falls over many random runs of the alarm's datapoints.
+type Spread struct {
+	// Runs is the number of runs; Missing how many of them did not scale out at all.
+	Runs, Missing int
+	// Times are the runs' first scale-out times that happened, in seconds, sorted.
+	Times []float64
+}
+
+// Quantile is the q-quantile of the first scale-out times (nearest rank); NaN when no run scaled out.
+func (s Spread) Quantile(q float64) float64 {
+	if len(s.Times) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(s.Times)))) - 1
+	return s.Times[min(len(s.Times)-1, max(0, i))]
+}
+
+// ScaleOutSpread runs f on tr once for each seed 1..runs with the alarm's datapoints drawn from sc
+// (Fleet.Scatter), and gathers the first scale-out times: where one run of the real alarm may place it. The
+// deterministic Run (the plan's verdict) feeds the alarm the quantile the model's metric is, and so scales out
+// at the late end of this spread.
+func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int) Spread {
+	s := Spread{Runs: runs}
+	f.Scatter = &sc
+	for seed := 1; seed <= runs; seed++ {
+		f.Seed = uint64(seed)
+		if at := FirstScaleOut(Run(tr, f)); at >= 0 {
+			s.Times = append(s.Times, at)
+		} else {
+			s.Missing++
+		}
+	}
+	slices.Sort(s.Times)
+	return s
+}
