@@ -201,12 +201,30 @@ func (d *demo) env() []string {
 // exit code. An exit code outside okCodes (nil: only 0) is an error. On ctx's end the command gets SIGINT
 // (never SIGKILL first: tts-bench restores what it froze) and at most commandWaitDelay to end.
 func (d *demo) run(ctx context.Context, okCodes []int, name string, args ...string) (string, int, error) {
+	return d.runTo(ctx, okCodes, "", name, args...)
+}
+
+// runTo is run with the command's stdout written to the file saveTo instead of shown (when saveTo is not
+// ""): a machine-readable report has its place in the artifacts, not in the demo's log.
+func (d *demo) runTo(ctx context.Context, okCodes []int, saveTo, name string, args ...string) (string, int, error) {
 	path := filepath.Join(d.o.Bin, name)
-	fmt.Fprintf(d.out, "$ %s\n", shellLine(path, args))
+	line := shellLine(path, args)
+	if saveTo != "" {
+		line += " > " + shellLine(saveTo, nil)
+	}
+	fmt.Fprintf(d.out, "$ %s\n", line)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = d.env()
 	var stdout bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&stdout, d.out)
+	if saveTo != "" {
+		cmd.Stdout = &stdout
+		defer func() {
+			if err := os.WriteFile(saveTo, stdout.Bytes(), 0o644); err != nil {
+				fmt.Fprintf(d.out, "could not keep the output in %s: %v\n", saveTo, err)
+			}
+		}()
+	}
 	cmd.Stderr = d.out
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = commandWaitDelay
@@ -364,8 +382,7 @@ func (d *demo) planStep(ctx context.Context) error {
 	d.sum.EnvelopeTraces = len(p.Envelope.Traces)
 	// The plan on a day of traffic from its trough to its peak, through the same simulator, beside the oracle.
 	fmt.Fprintln(d.out, "The plan on a diurnal day from the trough to the peak (tts-bench simulate), beside the oracle and the original's thresholds:")
-	out, code, err := d.run(ctx, []int{0, 1}, "tts-bench", "simulate", "--plan", d.plan, "--trace", "diurnal", "--peak-rps", num(p.Inputs.PeakRPS),
-		"--trough-rps", num(p.Inputs.TroughRPS), "--format", "json", "--output", filepath.Join(d.art, "simulate-diurnal.svg"))
+	out, code, err := d.simulate(ctx, "diurnal", false, "--plan", d.plan, "--trace", "diurnal", "--peak-rps", num(p.Inputs.PeakRPS), "--trough-rps", num(p.Inputs.TroughRPS))
 	if err != nil {
 		return err
 	}
@@ -454,8 +471,7 @@ func (d *demo) surge(ctx context.Context) error {
 	}
 	fmt.Fprintln(d.out, "The same trace through the simulator (the plan's scaling, autoscale.Decide, the instance model):")
 	// The simulation starts where the replay started: with the instances the endpoint had then.
-	simOut, code, err := d.run(ctx, []int{0, 1}, "tts-bench", "simulate", "--plan", d.plan, "--trace", tracePath, "--format", "json",
-		"--initial-instances", strconv.Itoa(d.sum.InstancesBefore), "--output", filepath.Join(d.art, "simulate-surge.svg"))
+	simOut, code, err := d.simulate(ctx, "surge", true, "--plan", d.plan, "--trace", tracePath, "--initial-instances", strconv.Itoa(d.sum.InstancesBefore))
 	if err != nil {
 		return err
 	}
@@ -463,6 +479,36 @@ func (d *demo) surge(ctx context.Context) error {
 		return err
 	}
 	return d.showActivities(ctx)
+}
+
+// simulate runs tts-bench simulate on the arguments for its JSON, kept as simulate-<name>.json in the artifacts
+// (with the chart simulate-<name>.svg) and not shown, and returns its stdout and exit code. With showRows the
+// text's minute rows are shown too (a second run: a surge's few minutes; a day's 1440 rows would bury the
+// log); either way one line per configuration of the comparison is printed from the JSON.
+func (d *demo) simulate(ctx context.Context, name string, showRows bool, args ...string) (string, int, error) {
+	text := append([]string{"simulate"}, args...)
+	if showRows {
+		if _, _, err := d.run(ctx, []int{0, 1}, "tts-bench", text...); err != nil {
+			return "", 0, err
+		}
+	}
+	out, code, err := d.runTo(ctx, []int{0, 1}, filepath.Join(d.art, "simulate-"+name+".json"), "tts-bench",
+		slices.Concat(text, []string{"--format", "json", "--output", filepath.Join(d.art, "simulate-"+name+".svg")})...)
+	if err != nil {
+		return out, code, err
+	}
+	var rep capacity.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		return out, code, fmt.Errorf("read tts-bench simulate's JSON: %w", err)
+	}
+	for _, c := range rep.Comparison {
+		held := "meets the SLO"
+		if !c.MeetsSLO {
+			held = "VIOLATES the SLO"
+		}
+		fmt.Fprintf(d.out, "  %-40s %s: %d violation minute(s), %d flap(s), %.2f instance-hours, fleet %d to %d\n", c.Name, held, c.ViolationMinutes, c.Flaps, c.InstanceHours, c.MinInstances, c.MaxInstances)
+	}
+	return out, code, nil
 }
 
 // readSimulation fills the summary's simulation line from tts-bench simulate's JSON.
