@@ -184,7 +184,7 @@ func TestSimulatePricePerHour(t *testing.T) {
 		"bare USD": {espeakPlan, []string{"1.2"}, 1, []string{"$1.20 per instance-hour",
 			"price: $1.20 per instance-hour from --price-per-hour (the local emulator run priced as the catalog's instance type ml.c5.large)"}},
 		"TYPE=USD":                     {espeakPlan, []string{"ml.c5.large=1.2", "ml.g6.xlarge=2"}, 1, []string{"$1.20 per instance-hour", "from --price-per-hour"}},
-		"unpriced type refused":        {g6Plan, nil, 2, []string{"no price for instance type ml.g6.xlarge of model espeak-ng: the catalog models/espeak-ng.json prices ml.c5.large; pass --price-per-hour ml.g6.xlarge=USD"}},
+		"unpriced type refused":        {g6Plan, nil, 2, []string{"no price for instance type ml.g6.xlarge of model espeak-ng: the catalog models/espeak-ng.json prices ml.c5.large, ml.c5.xlarge; pass --price-per-hour ml.g6.xlarge=USD"}},
 		"unpriced type given":          {g6Plan, []string{"ml.g6.xlarge=0.9"}, 1, []string{"Simulation of espeak-ng on ml.g6.xlarge (measured), SLO p95 TTFAB ≤ 1000 ms, $0.90 per instance-hour"}},
 		"bare USD for the plan's type": {g6Plan, []string{"0.8"}, 1, []string{"on ml.g6.xlarge (measured), SLO p95 TTFAB ≤ 1000 ms, $0.80 per instance-hour"}},
 	} {
