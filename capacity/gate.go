@@ -376,7 +376,7 @@ func instanceTypeMismatch(planned, deployed, planPath string) string {
 	fix := fmt.Sprintf("deploy the plan's type with -c instance_type=%s (speech-infra deploy --instance-type %s), %s", planned, planned, replan)
 	switch {
 	case planned == models.LocalInstanceType:
-		fix = fmt.Sprintf("a plan measured on the local emulator's own instances deploys only on the emulator (speech-infra deploy --local): re-measure on %s (tts-bench qmax, ttotal, plan) and deploy that plan", quoteOrNone(deployed))
+		fix = fmt.Sprintf("a plan measured on the local emulator's own instances deploys only on them (speech-infra deploy --local, without --instance-type): re-measure on %s (tts-bench qmax, ttotal, plan) and deploy that plan", quoteOrNone(deployed))
 	case ValidInstanceType(planned) != nil:
 		fix = "re-measure (tts-bench qmax, ttotal, plan) on the type you deploy"
 	}

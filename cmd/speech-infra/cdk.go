@@ -98,11 +98,14 @@ func (t cdkTarget) command(args ...string) cdkCommand {
 }
 
 // deployCommandFor is the `cdk deploy` of a model's stacks with the context the app reads: -c model, -c plan
-// (the plan the gate reads) and, when given, -c autoscaling. yes adds --require-approval never (otherwise CDK
-// asks before it widens IAM permissions).
-func deployCommandFor(t cdkTarget, m models.Model, planPath string, autoscaling *bool, yes bool) cdkCommand {
+// (the plan the gate reads) and, when given, -c instance_type (a type other than the catalog's) and
+// -c autoscaling. yes adds --require-approval never (otherwise CDK asks before it widens IAM permissions).
+func deployCommandFor(t cdkTarget, m models.Model, planPath, instanceType string, autoscaling *bool, yes bool) cdkCommand {
 	args := append([]string{"deploy"}, modelStacks(m)...)
 	args = append(args, "-c", "model="+m.ID, "-c", "plan="+planPath)
+	if instanceType != "" {
+		args = append(args, "-c", "instance_type="+instanceType)
+	}
 	if autoscaling != nil {
 		args = append(args, "-c", fmt.Sprintf("autoscaling=%t", *autoscaling))
 	}

@@ -41,6 +41,8 @@ func deployCommand() *cli.Command {
 			"then `cdk deploy` of the model's stacks runs with -c model, -c plan and -c autoscaling, its output streamed to\n" +
 			"stderr; stdout gets the endpoint name. --dry-run prints the preflight and the exact CDK command and changes\n" +
 			"nothing (exit 1 when a check fails). The CDK app's gate decides about scaling, as with --local.\n\n" +
+			"--instance-type T deploys T instead of the catalog's type (-c instance_type=T; on --local instead of the\n" +
+			"emulator's own \"local\"): the gate accepts only a plan measured on T (tts-bench plan --from-compare).\n\n" +
 			"--local: runs the gate on the plan, deploys the endpoint with the container environment that follows from it\n" +
 			"(blue/green when it changed), then applies the plan's scaling or removes scaling from an earlier plan.\n" +
 			"--format text (the default) prints only the export lines for the emulator on stdout, so\n" +
@@ -52,6 +54,7 @@ func deployCommand() *cli.Command {
 			cliflags.ContainerDir("container source directory whose digest the gate compares with the plan"),
 			&cli.StringFlag{Name: "model-dir", Usage: "local directory with the model's weights (engines with weights only)", EnvVars: []string{"SPEECH_INFRA_MODEL_DIR"}},
 			&cli.BoolFlag{Name: "autoscaling", Usage: "override the catalog's scaling.autoscaling: true makes a refused plan a failed check (exit 1), false deploys without scaling"},
+			&cli.StringFlag{Name: "instance-type", Usage: "deploy this SageMaker instance type instead of the catalog's (on AWS: -c instance_type; --local: instead of \"local\"), e.g. the type tts-bench plan --from-compare planned for"},
 			cliflags.Format("what to print on stdout: text or json (json with --local only)"),
 		}, cliflags.InCategory(cliflags.CategoryAWS,
 			cliflags.DryRun("print the preflight and the CDK command, change nothing (exit 1 when a check fails)"),
@@ -66,7 +69,7 @@ func deployCommand() *cli.Command {
 			}
 			o := &deployOpts{
 				args: c.Args().Slice(), local: c.Bool("local"), planPath: c.String("plan"), containerDir: c.String("container-dir"),
-				modelDir: c.String("model-dir"), format: c.String("format"), emulator: settingsFrom(c), catalog: cat,
+				modelDir: c.String("model-dir"), format: c.String("format"), instanceType: c.String("instance-type"), emulator: settingsFrom(c), catalog: cat,
 				stdout: c.App.Writer, stderr: c.App.ErrWriter, connect: connectEmulator, clients: deployClientsFor,
 				dryRun: c.Bool("dry-run"), skipPreflight: c.Bool("skip-preflight"), yes: c.Bool("yes"), forMeasurement: c.Bool("for-measurement"),
 				aws: awsSettingsFrom(c), stdin: os.Stdin, runner: execRunner{}, preflightEnv: loadPreflightEnv,
@@ -100,6 +103,8 @@ type deployOpts struct {
 	modelDir     string
 	format       string
 	autoscaling  *bool
+	// instanceType is --instance-type: the type deployed instead of the catalog's (AWS) or "local" (emulator).
+	instanceType string
 	emulator     emulatorSettings
 
 	catalog        models.Catalog
@@ -168,6 +173,15 @@ func (o *deployOpts) Validate() error {
 	if o.format != "text" && o.format != "json" {
 		errs = append(errs, fmt.Errorf("--format %q is not a format: use text or json", o.format))
 	}
+	if t := o.instanceType; t != "" && !(o.local && t == models.LocalInstanceType) {
+		if err := capacity.ValidInstanceType(t); err != nil {
+			def := m.InstanceType
+			if o.local {
+				def = models.LocalInstanceType
+			}
+			errs = append(errs, fmt.Errorf("--instance-type %w: give a type such as ml.g6.xlarge (the one your plan was measured on: tts-bench plan prints it), or leave --instance-type out to deploy %s", err, quoteOr(def, "the catalog's type")))
+		}
+	}
 	if o.planPath == "" && m.ID != "" {
 		o.planPath = capacity.DefaultPlanPath(m.ID)
 	}
@@ -196,7 +210,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	res, deployErr := cloud.DeployModel(ctx, o.clients(emu.config()), cloud.DeployOptions{
-		Model: o.model, InstanceType: models.LocalInstanceType, Image: localImage, RoleARN: localRole,
+		Model: o.model, InstanceType: o.deployedType(), Image: localImage, RoleARN: localRole,
 		ContainerDigest: digest, ContainerNote: files.UntrackedNote(), PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
 	})
 	refused := errors.Is(deployErr, cloud.ErrAutoscalingRefused)
@@ -381,7 +395,7 @@ func (o *deployOpts) executeAWS(ctx context.Context) error {
 			planPath = abs
 		}
 	}
-	cmd := deployCommandFor(o.aws.target(), o.model, planPath, o.autoscaling, o.yes)
+	cmd := deployCommandFor(o.aws.target(), o.model, planPath, o.instanceType, o.autoscaling, o.yes)
 	var problems int
 	if !o.skipPreflight {
 		timeout := o.checkTimeout
@@ -394,10 +408,10 @@ func (o *deployOpts) executeAWS(ctx context.Context) error {
 			free = 2
 		}
 		r := cloud.Preflight(ctx, o.runner, env.clients, cloud.PreflightOptions{
-			AppDir: o.aws.appDir, Region: env.region, ConfigErr: env.configErr, InstanceType: o.model.InstanceType,
+			AppDir: o.aws.appDir, Region: env.region, ConfigErr: env.configErr, InstanceType: o.deployedType(),
 			Endpoint: o.model.EndpointName(), FreeInstances: free, Timeout: timeout,
 		})
-		title := fmt.Sprintf("deploy %s (%s, %d free instance(s) needed) to %s", o.model.ID, o.model.InstanceType, free, regionWords(r))
+		title := fmt.Sprintf("deploy %s (%s, %d free instance(s) needed) to %s", o.model.ID, o.deployedType(), free, regionWords(r))
 		if err := renderPreflight(report, title, r); err != nil {
 			return fmt.Errorf("write the preflight: %w", err)
 		}
@@ -419,7 +433,27 @@ func (o *deployOpts) executeAWS(ctx context.Context) error {
 	if err := o.runner.Stream(ctx, cmd, o.stdin, o.stderr, o.stderr); err != nil {
 		return exitcode.CheckFailedf("deploy %s: %w: CDK's output above says why; CloudFormation rolls a failed stack back by itself: fix the cause and run the deploy again", o.model.ID, err)
 	}
-	return renderDeployedAWS(o.stdout, o.stderr, o.model)
+	return renderDeployedAWS(o.stdout, o.stderr, o.model, o.deployedType())
+}
+
+// deployedType is the instance type the deploy runs: --instance-type, or else the catalog's on AWS and
+// "local" on the emulator.
+func (o *deployOpts) deployedType() string {
+	switch {
+	case o.instanceType != "":
+		return o.instanceType
+	case o.local:
+		return models.LocalInstanceType
+	}
+	return o.model.InstanceType
+}
+
+// quoteOr is s, or def when s is empty.
+func quoteOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // regionWords names the account and region a preflight found.
@@ -434,9 +468,9 @@ func regionWords(r cloud.PreflightReport) string {
 }
 
 // renderDeployedAWS prints the endpoint name (data) and the next step of the workflow (diagnostics).
-func renderDeployedAWS(stdout, stderr io.Writer, m models.Model) error {
+func renderDeployedAWS(stdout, stderr io.Writer, m models.Model, instanceType string) error {
 	ep := m.EndpointName()
-	fmt.Fprintf(stderr, "deployed %s: endpoint %s (variant %s) runs on %s\n", strings.Join(modelStacks(m), ", "), ep, models.VariantName, m.InstanceType)
+	fmt.Fprintf(stderr, "deployed %s: endpoint %s (variant %s) runs on %s\n", strings.Join(modelStacks(m), ", "), ep, models.VariantName, instanceType)
 	fmt.Fprintf(stderr, "next: check that nothing will disturb a measurement, then measure Q_max:\n")
 	fmt.Fprintf(stderr, "  tts-bench drift --model %s\n", m.ID)
 	fmt.Fprintf(stderr, "  tts-bench qmax --model %s --dry-run    (the ladder and its duration; then without --dry-run)\n", m.ID)
