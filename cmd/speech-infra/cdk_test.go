@@ -92,7 +92,9 @@ func TestDeployCommandSynthesizes(t *testing.T) {
 		var endpoint struct {
 			Resources map[string]struct {
 				Type       string
-				Properties struct{ ProductionVariants []struct{ InstanceType string } }
+				Properties struct {
+					ProductionVariants []struct{ InstanceType string }
+				}
 			}
 		}
 		if err := json.Unmarshal(tpl, &endpoint); err != nil {
