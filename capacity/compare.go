@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -30,6 +31,10 @@ type Setup struct {
 	// InitialInstances, when above 0, is how many instances serve at the trace's start in the fleets that
 	// scale (each within its own bounds); 0 starts each where target tracking would have left it.
 	InitialInstances int
+	// Scatter and ScatterRuns, when set, add the plan's spread over ScatterRuns runs with the alarm's datapoints
+	// drawn from Scatter (simulate.ScaleOutSpread; PlanScatter builds it from the plan's qmax artifact).
+	Scatter     *loadmodel.Scatter
+	ScatterRuns int
 	// Cancel, when set and returning true, stops the comparison (checked every simulated hour): Compare then
 	// returns ErrCanceled.
 	Cancel simulate.Cancel
@@ -81,6 +86,24 @@ type Report struct {
 	Cheapest int `json:"cheapest"`
 	// Notes are caveats.
 	Notes []string `json:"notes,omitempty"`
+	// Spread is the plan's scattered runs (Setup.Scatter); nil when none were asked for.
+	Spread *SpreadSummary `json:"spread,omitempty"`
+}
+
+// SpreadSummary is where the plan's first scale-out falls and how large its fleet grows over runs with the
+// alarm's datapoints scattered as measured (simulate.ScaleOutSpread), beside the deterministic run the verdict
+// is (Report.Plan).
+type SpreadSummary struct {
+	Runs int `json:"runs"`
+	// WithoutScaleOut counts the runs that never scaled out.
+	WithoutScaleOut int `json:"without_scale_out"`
+	// FirstScaleOutS are the first scale-out's p2.5, median and p97.5, in seconds (absent when no run scaled out).
+	FirstScaleOutS *[3]float64 `json:"first_scale_out_s,omitempty"`
+	// PeakInstancesMin and PeakInstancesMax bound the runs' largest fleets.
+	PeakInstancesMin int `json:"peak_instances_min"`
+	PeakInstancesMax int `json:"peak_instances_max"`
+	// ViolationRuns counts the runs with a minute that violated the SLO.
+	ViolationRuns int `json:"violation_runs"`
 }
 
 // Compare simulates the plan on tr beside the oracle, the original's thresholds, target tracking on
@@ -121,6 +144,18 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	planFleet.PricePerHour = s.PricePerHour
 	planFleet.InitialInstances = s.InitialInstances
 	rep.Plan = run(tr, planFleet)
+	if s.Scatter != nil && s.ScatterRuns > 0 && !canceled {
+		sp, ok := simulate.ScaleOutSpread(tr, planFleet, *s.Scatter, s.ScatterRuns, s.Cancel)
+		canceled = !ok
+		if ok {
+			sum := &SpreadSummary{Runs: sp.Runs, WithoutScaleOut: sp.Missing, ViolationRuns: sp.ViolationRuns,
+				PeakInstancesMin: sp.PeakInstances[0], PeakInstancesMax: sp.PeakInstances[len(sp.PeakInstances)-1]}
+			if len(sp.Times) > 0 {
+				sum.FirstScaleOutS = &[3]float64{sp.Quantile(0.025), sp.Quantile(0.5), sp.Quantile(0.975)}
+			}
+			rep.Spread = sum
+		}
+	}
 	add(KindPlan, fmt.Sprintf("scale out at metric %s (%s rps per instance), in below %s (%s rps) over %d × %d s", FormatNumber(d.TargetValue), FormatNumber(d.ScaleOutRPS),
 		FormatNumber(d.ScaleInThreshold), FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS), rep.Plan)
 

@@ -18,12 +18,17 @@ func FirstScaleOut(r Result) float64 {
 	return -1
 }
 
-// Spread is where the first scale-out falls over many random runs of the alarm's datapoints.
+// Spread is where the first scale-out falls, and how large the fleet grows, over many random runs of the
+// alarm's datapoints.
 type Spread struct {
 	// Runs is the number of runs; Missing how many of them did not scale out at all.
 	Runs, Missing int
 	// Times are the runs' first scale-out times that happened, in seconds, sorted.
 	Times []float64
+	// PeakInstances are the runs' largest fleets (serving and starting), sorted.
+	PeakInstances []int
+	// ViolationRuns is how many runs had a minute that violated the SLO.
+	ViolationRuns int
 }
 
 // Quantile is the q-quantile of the first scale-out times (nearest rank); NaN when no run scaled out.
@@ -39,17 +44,28 @@ func (s Spread) Quantile(q float64) float64 {
 // (Fleet.Scatter), and gathers the first scale-out times: where one run of the real alarm may place it. The
 // deterministic Run (the plan's verdict) feeds the alarm the quantile the model's metric is, and so scales out
 // at the late end of this spread.
-func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int) Spread {
-	s := Spread{Runs: runs}
+//
+// cancel (nil: never) is checked as Run checks it; ok is false when it stopped the runs.
+func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int, cancel Cancel) (s Spread, ok bool) {
+	s = Spread{Runs: runs}
 	f.Scatter = &sc
 	for seed := 1; seed <= runs; seed++ {
 		f.Seed = uint64(seed)
-		if at := FirstScaleOut(Run(tr, f)); at >= 0 {
+		r, ok := RunCancelable(tr, f, cancel)
+		if !ok {
+			return s, false
+		}
+		if at := FirstScaleOut(r); at >= 0 {
 			s.Times = append(s.Times, at)
 		} else {
 			s.Missing++
 		}
+		s.PeakInstances = append(s.PeakInstances, r.PeakInstances)
+		if r.ViolationMinutes > 0 {
+			s.ViolationRuns++
+		}
 	}
 	slices.Sort(s.Times)
-	return s
+	slices.Sort(s.PeakInstances)
+	return s, true
 }

@@ -21,7 +21,7 @@ func TestScaleOutSpreadBracketsTheDeterministicRun(t *testing.T) {
 	if det < 0 {
 		t.Fatal("the deterministic run did not scale out")
 	}
-	s := ScaleOutSpread(tr, f, sc, 200)
+	s, _ := ScaleOutSpread(tr, f, sc, 200, nil)
 	if s.Missing > 0 || len(s.Times) != 200 {
 		t.Fatalf("%d of 200 runs did not scale out", s.Missing)
 	}
@@ -33,8 +33,14 @@ func TestScaleOutSpreadBracketsTheDeterministicRun(t *testing.T) {
 	if det < med {
 		t.Errorf("the deterministic run scaled out at %.0f s, before the scattered median %.0f s: the low quantile should be late", det, med)
 	}
-	if again := ScaleOutSpread(tr, f, sc, 200); !slices.Equal(again.Times, s.Times) {
+	if again, _ := ScaleOutSpread(tr, f, sc, 200, nil); !slices.Equal(again.Times, s.Times) {
 		t.Error("the same seeds gave other times")
+	}
+	if s.PeakInstances[0] < 2 || len(s.PeakInstances) != 200 {
+		t.Errorf("peak instances %v: want one per run, each run scaled out", s.PeakInstances[:min(5, len(s.PeakInstances))])
+	}
+	if _, ok := ScaleOutSpread(tr, f, sc, 200, func() bool { return true }); ok {
+		t.Error("a cancel that says stop did not stop the runs")
 	}
 	if f.Scatter != nil {
 		t.Error("ScaleOutSpread changed the caller's fleet")

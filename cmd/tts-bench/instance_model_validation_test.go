@@ -201,7 +201,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	if err != nil || sc == nil {
 		t.Fatalf("the plan's scatter: %v (nil %v): the twin's rate steps must record their 10th-percentile peaks", err, sc == nil)
 	}
-	spread := simulate.ScaleOutSpread(tr, fleet, *sc, validationSpreadRuns)
+	spread, _ := simulate.ScaleOutSpread(tr, fleet, *sc, validationSpreadRuns, nil)
 	lo, med, hi := spread.Quantile(0.025), spread.Quantile(0.5), spread.Quantile(0.975)
 	t.Logf("growth ×%g per T_plan %s from %.2f rps: first scale-out replayed at %.1f s; simulated at %.1f s (the plan's deterministic run), scattered over %d seeds %.0f / %.0f / %.0f s (p2.5 / median / p97.5, %d without one)",
 		p.Inputs.SurgeRatio, tPlan, 0.8*d.ScaleOutRPS, replayedOut, simOut, spread.Runs, lo, med, hi, spread.Missing)

@@ -91,6 +91,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
+			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them (seeded), and print where the first scale-out falls (p2.5, median, p97.5) and how large the fleet grows: one real run lands anywhere in that spread, the verdict stays the deterministic run's (measured plans only; 0 to %d)", maxScatterRuns)},
 			cliflags.PricePerHour(),
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
@@ -129,6 +130,7 @@ type simulateOpts struct {
 	atSet     bool
 	prices    []string
 	initial   *int
+	scatter   int
 	format    string
 	output    string
 	catalog   models.Catalog
@@ -168,6 +170,7 @@ func newSimulateOpts(c *cli.Context, cat models.Catalog) *simulateOpts {
 		o.surge = &v
 	}
 	o.prices = c.StringSlice(cliflags.PricePerHourName)
+	o.scatter = c.Int("scatter-runs")
 	if c.IsSet("initial-instances") {
 		v := c.Int("initial-instances")
 		o.initial = &v
@@ -223,6 +226,11 @@ func (o *simulateOpts) Validate() error {
 	}
 	if o.initial != nil && !(*o.initial >= 1 && *o.initial <= capacity.MaxInstances) {
 		bad("--initial-instances %d: want 1 to %d instances serving at the trace's start (the plan's fleet range bounds it further)", *o.initial, capacity.MaxInstances)
+	}
+	if o.scatter < 0 || o.scatter > maxScatterRuns {
+		bad("--scatter-runs %d: want 0 (off) to %d seeded runs", o.scatter, maxScatterRuns)
+	} else if o.scatter > 0 && o.whatIf != nil {
+		bad("--scatter-runs needs a measured plan (the scatter is qmax's measured 10-s peaks): drop it with --what-if")
 	}
 	errs = append(errs, o.loadTrace()...)
 	return exitcode.Usage(errors.Join(errs...))
@@ -359,9 +367,19 @@ func (o *simulateOpts) setup() (capacity.Setup, error) {
 			fmt.Fprintf(o.stderr, "warning: %s is infeasible; simulating it anyway\n", o.planPath)
 		}
 		if p.Measured {
-			if err := checkPlanArtifacts(p, filepath.Dir(o.planPath)); err != nil {
+			ms, err := checkPlanArtifacts(p, filepath.Dir(o.planPath))
+			if err != nil {
 				return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
 			}
+			if o.scatter > 0 {
+				sc, err := capacity.PlanScatter(p, ms.QMax)
+				if err != nil || sc == nil {
+					return s, fmt.Errorf("--scatter-runs: the qmax artifact beside %s records no 10th-percentile 10-s peaks to scatter around (%v): re-run tts-bench qmax", o.planPath, err)
+				}
+				s.Scatter, s.ScatterRuns = sc, o.scatter
+			}
+		} else if o.scatter > 0 {
+			return s, fmt.Errorf("--scatter-runs: %s is not measured: the scatter is qmax's measured 10-s peaks", o.planPath)
 		}
 		s.Plan = p
 	}
@@ -396,17 +414,20 @@ func (o *simulateOpts) priceFor(m models.Model, instanceType string) (float64, s
 }
 
 // checkPlanArtifacts requires the artifacts a measured plan names beside it, with the digests it records.
-func checkPlanArtifacts(p *capacity.Plan, dir string) error {
+func checkPlanArtifacts(p *capacity.Plan, dir string) (capacity.Measurement, error) {
 	in := p.Inputs
 	ms, err := capacity.LoadMeasurement(filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile))
 	if err != nil {
-		return err
+		return ms, err
 	}
 	if ms.QMaxSHA256 != in.QMaxSHA256 || ms.TTotalSHA256 != in.TTotalSHA256 {
-		return fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
+		return ms, fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
 	}
-	return nil
+	return ms, nil
 }
+
+// maxScatterRuns bounds --scatter-runs: each run is a whole simulation of the trace.
+const maxScatterRuns = 10000
 
 // lowestRate is the trace's lowest rate.
 func lowestRate(tr simulate.Trace) float64 {
@@ -471,6 +492,22 @@ func writeSimulateTable(w io.Writer, rep capacity.Report) error {
 			line += fmt.Sprintf("; serving at %s", simClock(e.ServingAtS))
 		}
 		fmt.Fprintln(b, line)
+	}
+	if sp := rep.Spread; sp != nil {
+		fmt.Fprintf(b, "\nSCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the verdict is the run above)\n", sp.Runs)
+		first := "no run scaled out"
+		if q := sp.FirstScaleOutS; q != nil {
+			first = fmt.Sprintf("%.0f / %.0f / %.0f s after the start (p2.5 / median / p97.5)", q[0], q[1], q[2])
+			if at := simulate.FirstScaleOut(r); at >= 0 {
+				first += fmt.Sprintf("; the run above at %.0f s", at)
+			}
+			if sp.WithoutScaleOut > 0 {
+				first += fmt.Sprintf("; %d run(s) never scaled out", sp.WithoutScaleOut)
+			}
+		}
+		fmt.Fprintf(b, "  first scale-out        %s\n", first)
+		fmt.Fprintf(b, "  peak instances         %d to %d\n", sp.PeakInstancesMin, sp.PeakInstancesMax)
+		fmt.Fprintf(b, "  runs with a violation  %d of %d\n", sp.ViolationRuns, sp.Runs)
 	}
 	fmt.Fprintln(b, "\nTOTALS")
 	fmt.Fprintf(b, "  SLO-violation minutes  %d of %d\n", r.ViolationMinutes, len(r.Minutes))

@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // espeakPlan is a feasible espeak-ng plan (fleet 3 to 4) derived by tts-bench plan (--peak-rps 450
@@ -286,6 +290,55 @@ func TestSimulateInitialInstances(t *testing.T) {
 		_, stderr, code := runCLI(t, args("--initial-instances", tc.value)...)
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("--initial-instances %s: exit %d, stderr %q, want exit 2 naming %q", tc.value, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestSimulateScatterRuns: --scatter-runs adds the spread of the plan's first scale-out and peak fleet over
+// seeded runs with the alarm's datapoints scattered as qmax measured them, beside the deterministic run the
+// verdict is (which sits at the late end). testdata/simulate-twin is a demo run's plan, qmax and ttotal
+// artifacts and its surge trace (the demo replayed it: first scale-out at about 40 s, peak 3 instances).
+func TestSimulateScatterRuns(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join("testdata", "simulate-twin", "plan.json")
+	trace := filepath.Join("testdata", "simulate-twin", "surge.csv")
+	args := []string{"simulate", "--plan", plan, "--trace", trace, "--initial-instances", "1", "--scatter-runs", "200", "--output", filepath.Join(dir, "s.svg")}
+	stdout, stderr, code := runCLI(t, append(args, "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var rep capacity.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	sp := rep.Spread
+	if sp == nil || sp.Runs != 200 || sp.FirstScaleOutS == nil {
+		t.Fatalf("spread %+v: want 200 runs with a first scale-out", sp)
+	}
+	q := *sp.FirstScaleOutS
+	det := simulate.FirstScaleOut(rep.Plan)
+	t.Logf("first scale-out: deterministic %.0f s, scattered %.0f / %.0f / %.0f s; peak %d to %d instances", det, q[0], q[1], q[2], sp.PeakInstancesMin, sp.PeakInstancesMax)
+	if !(q[0] <= q[1] && q[1] <= q[2]) || det < q[1] {
+		t.Errorf("spread %v s beside the deterministic %.0f s: want ordered quantiles and the deterministic run at or after the median", q, det)
+	}
+	if !(sp.PeakInstancesMin >= 2 && sp.PeakInstancesMax <= rep.Plan.MaxInstances) {
+		t.Errorf("peak instances %d to %d: want every run to scale out, within the plan's maximum %d", sp.PeakInstancesMin, sp.PeakInstancesMax, rep.Plan.MaxInstances)
+	}
+	again, _, _ := runCLI(t, append(args, "--format", "json")...)
+	if again != stdout {
+		t.Error("the same command gave another report: the seeds must make the runs reproducible")
+	}
+	text, _, code := runCLI(t, args...)
+	if code != 0 || !strings.Contains(text, "SCATTERED (200 runs") || !strings.Contains(text, fmt.Sprintf("first scale-out        %.0f / %.0f / %.0f s after the start", q[0], q[1], q[2])) {
+		t.Errorf("exit %d; the text lacks the scattered runs:\n%s", code, text)
+	}
+	// Refusals: a plan whose qmax recorded no 10th-percentile peaks, a what-if, a negative or huge count.
+	if _, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "step", "--scatter-runs", "10", "--output", filepath.Join(dir, "e.svg")); code != 2 || !strings.Contains(stderr, "records no 10th-percentile 10-s peaks") {
+		t.Errorf("a plan without the peaks to scatter: exit %d, %s", code, stderr)
+	}
+	for _, bad := range [][]string{{"--scatter-runs", "-1"}, {"--scatter-runs", "10001"}, {"--scatter-runs", "5", "--what-if", "q_max=4,t_total_s=60,throughput_rps=10"}} {
+		if _, stderr, code := runCLI(t, append([]string{"simulate", "--model", "espeak-ng", "--trace", "step"}, bad...)...); code != 2 || !strings.Contains(stderr, "--scatter-runs") {
+			t.Errorf("%v: exit %d, want 2 naming --scatter-runs: %s", bad, code, stderr)
 		}
 	}
 }

@@ -21,6 +21,7 @@ var (
 	reVerdict    = regexp.MustCompile(`^(\w+): (\d+) of (\d+) envelope traces failed in simulation`)
 	reSurge      = regexp.MustCompile(`^(\w+): .*the autoscaler went from (\d+) to (\d+) instances, the new instance served (\d+) s after the surge began, and back to (\d+) \((\d+) scale-in\(s\), (\d+) flap\(s\)\); (\d+) of (\d+) 10-s slices violated after the first T_plan \((\d+) within it\); (\d+) requests sent, (\d+) shed`)
 	reDay        = regexp.MustCompile(`^(\w+): the plan simulated on a day from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?) rps: (\d+) violation minute\(s\), (\d+) flap\(s\)`)
+	reScatter    = regexp.MustCompile(`^(\w+): the replay (?:first scaled out at (\d+) s|never scaled out) and peaked at (\d+) instances; (\d+) simulated runs .* scaled out first at (\d+) / (\d+) / (\d+) s \(p2\.5 / median / p97\.5; (\d+) s either side counts\) and peaked at (\d+) to (\d+) instances`)
 	reSim        = regexp.MustCompile(`^(\w+): the same trace simulated with the plan: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+) scale-out\(s\), (\d+) scale-in\(s\)`)
 )
 
@@ -118,6 +119,21 @@ func checkSummary(r io.Reader) []error {
 		}
 		if outs < 1 {
 			fail("simulation", "%g scale-outs: the simulated fleet must grow on the surge as the replayed one did", outs)
+		}
+	}
+	if v, ok := lines["scatter"]; !ok {
+		fail("scatter", "missing")
+	} else if m := reScatter.FindStringSubmatch(v); m == nil {
+		if !strings.HasPrefix(v, "DISAGREES") {
+			fail("scatter", "%q does not read as %s", v, reScatter)
+		}
+	} else {
+		f := func(i int) float64 { x, _ := strconv.ParseFloat(m[i], 64); return x }
+		out, peak, lo, hi, slack, pmin, pmax := f(2), f(3), f(5), f(7), f(8), f(9), f(10)
+		agrees := m[2] != "" && out >= lo-slack && out <= hi+slack && peak >= pmin && peak <= pmax
+		if (m[1] == "agrees") != agrees {
+			fail("scatter", "says %s, but the replay's first scale-out %q s and peak %g lie %s the simulated %g to %g s (± %g) and %g to %g instances",
+				m[1], m[2], peak, map[bool]string{true: "inside", false: "outside"}[agrees], lo, hi, slack, pmin, pmax)
 		}
 	}
 	if v, ok := lines["artifacts"]; !ok {

@@ -23,6 +23,7 @@ func saneSummary() summary {
 		InstancesBefore: 1, InstancesMax: 2, InstancesEnd: 1, ServingAfterS: 41, Served: true, ScaleIns: 1, Slices: 15, Sent: 1800, Shed: 0,
 		DayHeld: true, DayTroughRPS: 5.7, DayPeakRPS: 38, DayInstanceHours: 53.54, DayOracleRatio: 0.86,
 		SimHeld: true, SimScaleOuts: 1, SimScaleIns: 1, SimMaxInstances: 2,
+		ScatterRuns: 400, ScatterLo: 40, ScatterMedian: 50, ScatterHi: 70, ScatterPeakMin: 2, ScatterPeakMax: 3, ReplayFirstOutS: 52,
 		Artifacts: "/repo/.demo/artifacts/kokoro-82m-twin", Charts: []string{"qmax.svg", "ttotal.svg"},
 		Cleanup: "endpoint destroyed, emulator stopped, nothing left running",
 	}
@@ -48,6 +49,7 @@ func TestCheckAcceptsASaneSummary(t *testing.T) {
 		"verdict     feasible: 0 of 4 envelope traces failed in simulation (",
 		"surge       held: 11.2 to 14 rps for 67 s, then 1.9 rps: the autoscaler went from 1 to 2 instances, the new instance served 41 s after the surge began, and back to 1 (1 scale-in(s), 0 flap(s)); 0 of 15 10-s slices violated after the first T_plan (0 within it); 1800 requests sent, 0 shed",
 		"simulation  held: the same trace simulated with the plan: 0 violation minute(s), 0 flap(s), 1 scale-out(s), 1 scale-in(s), peak 2 instances",
+		"scatter     agrees: the replay first scaled out at 52 s and peaked at 2 instances; 400 simulated runs with the alarm's datapoints scattered as measured scaled out first at 40 / 50 / 70 s (p2.5 / median / p97.5; 11 s either side counts) and peaked at 2 to 3 instances",
 		"cleanup     endpoint destroyed, emulator stopped, nothing left running",
 	} {
 		if !strings.Contains(out, want) {
@@ -99,11 +101,15 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 // against its own numbers, not only against the verdict word.
 func TestCheckRefusesClaimsTheNumbersContradict(t *testing.T) {
 	for name, c := range map[string]struct{ from, to, want string }{
-		"surge held over violating slices": {"0 of 15 10-s slices violated after", "6 of 15 10-s slices violated after", "says held, but the numbers"},
-		"surge held over a flap":           {"1 scale-in(s), 0 flap(s))", "1 scale-in(s), 1 flap(s))", "says held, but the numbers"},
-		"simulation held over violations":  {"held: the same trace simulated with the plan: 0 violation", "held: the same trace simulated with the plan: 32 violation", "says held, but the numbers"},
-		"day held over violations":         {"held: the plan simulated on a day from 5.7 to 38 rps: 0 violation", "held: the plan simulated on a day from 5.7 to 38 rps: 188 violation", "says held, but the numbers"},
-		"feasible over a failed envelope":  {"feasible: 0 of 4 envelope", "feasible: 2 of 4 envelope", `"verdict"`},
+		"surge held over violating slices":       {"0 of 15 10-s slices violated after", "6 of 15 10-s slices violated after", "says held, but the numbers"},
+		"surge held over a flap":                 {"1 scale-in(s), 0 flap(s))", "1 scale-in(s), 1 flap(s))", "says held, but the numbers"},
+		"simulation held over violations":        {"held: the same trace simulated with the plan: 0 violation", "held: the same trace simulated with the plan: 32 violation", "says held, but the numbers"},
+		"day held over violations":               {"held: the plan simulated on a day from 5.7 to 38 rps: 0 violation", "held: the plan simulated on a day from 5.7 to 38 rps: 188 violation", "says held, but the numbers"},
+		"feasible over a failed envelope":        {"feasible: 0 of 4 envelope", "feasible: 2 of 4 envelope", `"verdict"`},
+		"scatter agrees but the replay is late":  {"the replay first scaled out at 52 s", "the replay first scaled out at 95 s", `says agrees, but`},
+		"scatter agrees but the peak is outside": {"and peaked at 2 instances;", "and peaked at 4 instances;", `says agrees, but`},
+		"scatter agrees without a scale-out":     {"the replay first scaled out at 52 s", "the replay never scaled out", `says agrees, but`},
+		"scatter disagrees inside the spread":    {"scatter     agrees:", "scatter     DISAGREES:", `says DISAGREES, but`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			log := render(saneSummary())
@@ -217,5 +223,24 @@ func TestSurgeLineOfAFleetThatGrewBeforeTheSurge(t *testing.T) {
 	out := render(s)
 	if !strings.Contains(out, "surge       FAILED:") || !strings.Contains(out, "the new instance served 2 s BEFORE the surge began") {
 		t.Fatalf("surge line:\n%s", out)
+	}
+}
+
+// An honest disagreement between the replay and the scattered simulation is a truthful summary: the check
+// passes it, and the summary says DISAGREES.
+func TestCheckAcceptsAnHonestScatterDisagreement(t *testing.T) {
+	for name, edit := range map[string]func(*summary){
+		"late replay":     func(s *summary) { s.ReplayFirstOutS = 95 },
+		"no scatter runs": func(s *summary) { s.ScatterRuns = 0 },
+	} {
+		s := saneSummary()
+		edit(&s)
+		out := render(s)
+		if !strings.Contains(out, "scatter     DISAGREES: ") {
+			t.Errorf("%s: the scatter line does not say DISAGREES:\n%s", name, out)
+		}
+		if errs := checkSummary(strings.NewReader(out)); len(errs) > 0 {
+			t.Errorf("%s: refused: %v", name, errs)
+		}
 	}
 }

@@ -40,6 +40,9 @@ const (
 	commandWaitDelay = 90 * time.Second
 	// cleanupTimeout bounds the destroy and the emulator stop at the end.
 	cleanupTimeout = 2 * time.Minute
+	// scatterRuns is how many seeded runs of the surge's simulation scatter the alarm's datapoints (tts-bench
+	// simulate --scatter-runs): the spread the replay's one run is compared with.
+	scatterRuns = 400
 )
 
 // qmaxArgs is the short staircase: three closed-loop steps of 10 s (61 ms a request: an 8-s window holds the
@@ -471,7 +474,8 @@ func (d *demo) surge(ctx context.Context) error {
 	}
 	fmt.Fprintln(d.out, "The same trace through the simulator (the plan's scaling, autoscale.Decide, the instance model):")
 	// The simulation starts where the replay started: with the instances the endpoint had then.
-	simOut, code, err := d.simulate(ctx, "surge", true, "--plan", d.plan, "--trace", tracePath, "--initial-instances", strconv.Itoa(d.sum.InstancesBefore))
+	simOut, code, err := d.simulate(ctx, "surge", true, "--plan", d.plan, "--trace", tracePath, "--initial-instances", strconv.Itoa(d.sum.InstancesBefore),
+		"--scatter-runs", strconv.Itoa(scatterRuns))
 	if err != nil {
 		return err
 	}
@@ -521,6 +525,11 @@ func (d *demo) readSimulation(out string, code int) error {
 	d.sum.SimViolationMinutes, d.sum.SimFlaps, d.sum.SimMaxInstances = r.ViolationMinutes, len(r.Flaps), r.PeakInstances
 	d.sum.SimScaleOuts, d.sum.SimScaleIns = r.ScaleOuts, r.ScaleIns
 	d.sum.SimHeld = r.Holds() && code == 0
+	if sp := rep.Spread; sp != nil && sp.FirstScaleOutS != nil {
+		d.sum.ScatterRuns = sp.Runs
+		d.sum.ScatterLo, d.sum.ScatterMedian, d.sum.ScatterHi = sp.FirstScaleOutS[0], sp.FirstScaleOutS[1], sp.FirstScaleOutS[2]
+		d.sum.ScatterPeakMin, d.sum.ScatterPeakMax = sp.PeakInstancesMin, sp.PeakInstancesMax
+	}
 	return nil
 }
 
@@ -574,7 +583,7 @@ func (d *demo) readSurge(out string, at time.Duration) error {
 	if len(log.Samples) == 0 {
 		return errors.New("the replay sampled no instance count: DescribeEndpoint never answered")
 	}
-	d.sum.InstancesBefore, d.sum.ServingAfterS = log.Samples[0].Current, -1
+	d.sum.InstancesBefore, d.sum.ServingAfterS, d.sum.ReplayFirstOutS = log.Samples[0].Current, -1, -1
 	served := false
 	surgeAt := s.Start.Add(at)
 	lastIn := time.Time{}
@@ -590,6 +599,9 @@ func (d *demo) readSurge(out string, at time.Duration) error {
 			lastIn = smp.At
 			d.sum.ScaleIns++
 		case smp.Desired > prev:
+			if d.sum.ReplayFirstOutS < 0 {
+				d.sum.ReplayFirstOutS = smp.At.Sub(s.Start).Seconds()
+			}
 			if !lastIn.IsZero() && smp.At.Sub(lastIn) < tPlan {
 				d.sum.Flaps++
 			}

@@ -60,6 +60,14 @@ type summary struct {
 	SimHeld                                        bool
 	SimViolationMinutes, SimFlaps, SimMaxInstances int
 	SimScaleOuts, SimScaleIns                      int
+	// Scatter*: the same trace simulated ScatterRuns times with the alarm's datapoints scattered as measured
+	// (tts-bench simulate --scatter-runs): the first scale-out's p2.5, median and p97.5 (seconds from the
+	// trace's start; ScatterRuns 0 when the simulation gave none) and the range of peak fleets; ReplayFirstOutS
+	// is when the replay's desired count first rose (-1 when it never did).
+	ScatterRuns                         int
+	ScatterLo, ScatterMedian, ScatterHi float64
+	ScatterPeakMin, ScatterPeakMax      int
+	ReplayFirstOutS                     float64
 	// Artifacts is the directory of the artifacts, Charts the chart files written.
 	Artifacts string
 	Charts    []string
@@ -98,6 +106,7 @@ func (s summary) write(w io.Writer) {
 			s.ViolatingSlices, s.Slices, s.EarlyViolatingSlices, s.Sent, s.Shed)},
 		{"simulation", fmt.Sprintf("%s: the same trace simulated with the plan: %d violation minute(s), %d flap(s), %d scale-out(s), %d scale-in(s), peak %d instances",
 			heldWord(s.SimHeld), s.SimViolationMinutes, s.SimFlaps, s.SimScaleOuts, s.SimScaleIns, s.SimMaxInstances)},
+		{"scatter", scatterLine(s)},
 		{"artifacts", fmt.Sprintf("%s (charts: %s)", s.Artifacts, strings.Join(s.Charts, ", "))},
 		{"cleanup", s.Cleanup},
 	}
@@ -106,6 +115,33 @@ func (s summary) write(w io.Writer) {
 		fmt.Fprintf(w, "%-11s %s\n", l[0], l[1])
 	}
 	fmt.Fprintln(w, SummaryEnd)
+}
+
+// ScatterSlackS is the slack on either side of the scattered simulation's p2.5 to p97.5 within which the
+// replay's first scale-out agrees with it: one 10-s evaluation period and the replay's 1-s instance poll.
+const ScatterSlackS = 11
+
+// scatterAgrees says whether the replay's first scale-out lies within the scattered simulation's spread (with
+// ScatterSlackS either side) and its peak fleet within the simulated peaks.
+func scatterAgrees(s summary) bool {
+	return s.ScatterRuns > 0 && s.ReplayFirstOutS >= 0 && s.ReplayFirstOutS >= s.ScatterLo-ScatterSlackS && s.ReplayFirstOutS <= s.ScatterHi+ScatterSlackS &&
+		s.InstancesMax >= s.ScatterPeakMin && s.InstancesMax <= s.ScatterPeakMax
+}
+
+func scatterLine(s summary) string {
+	if s.ScatterRuns == 0 {
+		return "DISAGREES: the simulation gave no scattered runs to compare the replay with"
+	}
+	word := "DISAGREES"
+	if scatterAgrees(s) {
+		word = "agrees"
+	}
+	replay := "never scaled out"
+	if s.ReplayFirstOutS >= 0 {
+		replay = fmt.Sprintf("first scaled out at %.0f s", s.ReplayFirstOutS)
+	}
+	return fmt.Sprintf("%s: the replay %s and peaked at %d instances; %d simulated runs with the alarm's datapoints scattered as measured scaled out first at %.0f / %.0f / %.0f s (p2.5 / median / p97.5; %d s either side counts) and peaked at %d to %d instances",
+		word, replay, s.InstancesMax, s.ScatterRuns, s.ScatterLo, s.ScatterMedian, s.ScatterHi, ScatterSlackS, s.ScatterPeakMin, s.ScatterPeakMax)
 }
 
 // replayVerdict is the replay's own verdict: held when no 10-s slice violated after the first T_plan, nothing
