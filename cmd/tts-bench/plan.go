@@ -206,8 +206,13 @@ func (o *planOpts) Validate() error {
 	} else if modelKnown && o.compared != nil {
 		dir := o.compared.ArtifactDir
 		o.qmaxPath, o.ttotalPath = filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
-		field := fmt.Sprintf("--from-compare %s (artifact_dir of %s)", o.fromCompare, o.compared.InstanceType)
-		errs = append(errs, artifactExists(field, o.qmaxPath, "tts-bench compare"), artifactExists(field, o.ttotalPath, "tts-bench compare"))
+		for _, path := range []string{o.qmaxPath, o.ttotalPath} {
+			if _, err := os.Stat(path); err != nil {
+				bad("--from-compare %s: the artifact directory of %s (artifact_dir %s) cannot be used: %v: run tts-bench plan from the directory tts-bench compare ran in (a relative artifact_dir is from there), or run tts-bench compare again",
+					o.fromCompare, o.compared.InstanceType, dir, err)
+				break
+			}
+		}
 		if o.output == "" {
 			// Beside the artifacts it is derived from: the gate accepts a measured plan only so.
 			o.output = filepath.Join(dir, capacity.PlanFile)

@@ -133,6 +133,7 @@ func TestPlanFromCompareRefusals(t *testing.T) {
 	notHolding, _ := compareReport(t, func(c *capacity.TypeComparison) {
 		c.Rows[0].Holds, c.Rows[0].Finding = false, "peak_coverage: the peak needs 11 instances, the maximum is 9"
 	})
+	gone, _ := compareReport(t, func(c *capacity.TypeComparison) { c.Rows[1].ArtifactDir = filepath.Join(t.TempDir(), "moved") })
 	swapped, _ := compareReport(t, func(c *capacity.TypeComparison) {
 		c.Rows[0].ArtifactDir, c.Rows[1].ArtifactDir = c.Rows[1].ArtifactDir, c.Rows[0].ArtifactDir
 	})
@@ -154,6 +155,7 @@ func TestPlanFromCompareRefusals(t *testing.T) {
 		{"another model", []string{"--from-compare", report, "--model", "espeak-ng"}, []string{"--model espeak-ng: the report " + report + " compares kokoro-82m"}},
 		{"--instance-type alone", []string{"--instance-type", "ml.g6.xlarge", "--peak-rps", "80"}, []string{"--instance-type ml.g6.xlarge picks a row of a comparison report: give --from-compare REPORT"}},
 		{"no report", []string{"--from-compare", filepath.Join(t.TempDir(), "compare.json")}, []string{"no such file: run tts-bench compare first"}},
+		{"artifacts gone", []string{"--from-compare", gone}, []string{"the artifact directory of ml.g6.xlarge (artifact_dir ", "no such file or directory", "run tts-bench compare again"}},
 		{"another type's artifacts", []string{"--from-compare", swapped}, []string{"the row of ml.g6.xlarge names", "measured on ml.g5.xlarge", "run tts-bench compare again"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
