@@ -65,7 +65,7 @@ test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tes
 # package-level settings (its help flag, the templates cliflags.Conventions sets). The test binary is compiled
 # first, so that the three do not each compile the packages it imports.
 TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m
-TTS_BENCH_APART := ^(TestInstanceModelAgreesWithEmulator|TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling)$$
+TTS_BENCH_APART := ^(TestInstanceModelAgreesWithEmulator|TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling|TestCompare(EndToEnd|Interrupted))$$
 
 .PHONY: test-go-others test-go-tts-bench-apart test-go-tts-bench-rest
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -162,6 +163,9 @@ func renderCompareChart(rep *capacity.TypeComparison) ([]byte, error) {
 func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, deployD time.Duration, err error) {
 	cat := o.catalog.With(o.model.WithEndpoint(compareEndpoint(o.model.ID, o.types[0])))
 	common := append([]string{"--model", o.model.ID, "--journal-dir", o.jdir}, o.awsArgs()...)
+	if o.containerDir != "" {
+		common = append(common, "--container-dir", o.containerDir)
+	}
 	var out bytes.Buffer
 	if err := runSub(ctx, qmaxCommand(), append(common, strings.Fields(o.qmaxArgs)...), &out, func(c *cli.Context) error {
 		q := newQMaxOpts(c, cat)
@@ -172,20 +176,20 @@ func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, dep
 		qmaxD = q.durationBound()
 		return nil
 	}); err != nil {
-		return 0, 0, 0, exitcode0("--qmax-args", err)
+		return 0, 0, 0, subArgsError("--qmax-args", err)
 	}
 	if err := runSub(ctx, ttotalCommand(), append(common, strings.Fields(o.ttotalArgs)...), &out, func(c *cli.Context) error {
 		ttotalD = c.Duration("warmup") + c.Duration("max-wait")
 		return nil
 	}); err != nil {
-		return 0, 0, 0, exitcode0("--ttotal-args", err)
+		return 0, 0, 0, subArgsError("--ttotal-args", err)
 	}
 	deployD = time.Duration(o.model.Container.StartupHealthCheckTimeoutS)*time.Second + cloud.DeployWaitSlack
 	return qmaxD, ttotalD, deployD, nil
 }
 
-// exitcode0 names the compare flag whose arguments a sub-command refused.
-func exitcode0(flag string, err error) error {
+// subArgsError names the compare flag whose arguments a sub-command refused.
+func subArgsError(flag string, err error) error {
 	return fmt.Errorf("%s: %w", flag, err)
 }
 
@@ -203,7 +207,7 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config) error {
 	fmt.Fprintf(&b, "per type at most %s: deploy %s (start-up bound), qmax %s (its own bound), ttotal %s (warm-up + max wait)\n\n",
 		per.Round(time.Second), dd.Round(time.Second), qd.Round(time.Second), td.Round(time.Second))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tENDPOINT\tUSD/H\tPRICE SOURCE\tQUOTA\tMEASUREMENT COST AT MOST\t")
+	fmt.Fprintln(tw, "TYPE\tENDPOINT (would be created, then destroyed)\tUSD/H\tMEASUREMENT COST AT MOST\tQUOTA (two instances: ttotal adds one)\t")
 	allOK := true
 	total := 0.0
 	for _, it := range o.types {
@@ -220,10 +224,14 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config) error {
 		// One instance for the whole run, a second during ttotal: the bound charges both for all of it.
 		cost := 2 * per.Hours() * o.price[it].usd
 		total += cost
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s USD\t\n", it, ep, usd(o.price[it].usd), o.price[it].source, quota, usd(cost))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s USD\t%s\t\n", it, ep, usd(o.price[it].usd), usd(cost), quota)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	b.WriteString("\nPRICES\n")
+	for _, it := range o.types {
+		fmt.Fprintf(&b, "  %s  %s USD an instance-hour (%s)\n", it, usd(o.price[it].usd), o.price[it].source)
 	}
 	n := len(o.types)
 	wall := time.Duration(n) * per
@@ -239,7 +247,7 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config) error {
 		fmt.Fprintf(&b, "\n%d type(s) at a time (--parallel %d; one at a time when a quota is short): at most %s in all, at most %s USD of measurement\n",
 			par, o.parallel, (time.Duration(waves) * per).Round(time.Second), usd(total))
 	}
-	fmt.Fprintf(&b, "then the report %s and the chart %s\n", capacity.DefaultComparePath(o.model.ID), compareChartFile)
+	fmt.Fprintf(&b, "then the report %s and the chart %s\n", filepath.Join(o.artifacts, capacity.CompareFile), filepath.Join(o.artifacts, compareChartFile))
 	_, err = io.WriteString(o.stdout, b.String())
 	return err
 }

@@ -5,11 +5,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"image/png"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +54,8 @@ func compareArgs(e *emulatortest.Emulator, dir string, extra ...string) []string
 		"--qmax-args", compareQMaxArgs, "--ttotal-args", compareTTotalArgs}, extra...)
 }
 
-// noEndpointLeft fails the test when the emulator still has an endpoint, an endpoint config or a model.
+// noEndpointLeft fails the test when the emulator still has an endpoint (ListEndpoints), or an endpoint config
+// or a model (the emulator implements no List call for those: its persisted state, state.json, is read).
 func noEndpointLeft(t *testing.T, e *emulatortest.Emulator) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -56,16 +64,28 @@ func noEndpointLeft(t *testing.T, e *emulatortest.Emulator) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgs, err := e.SageMaker.ListEndpointConfigs(ctx, &sagemaker.ListEndpointConfigsInput{})
+	for _, ep := range eps.Endpoints {
+		t.Errorf("left behind: endpoint %s", *ep.EndpointName)
+	}
+	data, err := os.ReadFile(filepath.Join(e.StateDir, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return // nothing was ever created
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := e.SageMaker.ListModels(ctx, &sagemaker.ListModelsInput{})
-	if err != nil {
-		t.Fatal(err)
+	var st struct {
+		Models          map[string]json.RawMessage `json:"models"`
+		EndpointConfigs map[string]json.RawMessage `json:"endpoint_configs"`
+		Endpoints       map[string]json.RawMessage `json:"endpoints"`
 	}
-	if n := len(eps.Endpoints) + len(cfgs.EndpointConfigs) + len(ms.Models); n > 0 {
-		t.Errorf("left behind: %d endpoint(s), %d endpoint config(s), %d model(s)", len(eps.Endpoints), len(cfgs.EndpointConfigs), len(ms.Models))
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatalf("the emulator's state.json: %v", err)
+	}
+	for kind, m := range map[string]map[string]json.RawMessage{"model": st.Models, "endpoint config": st.EndpointConfigs, "endpoint": st.Endpoints} {
+		for name := range m {
+			t.Errorf("left behind in the emulator's state: %s %s", kind, name)
+		}
 	}
 }
 
@@ -301,4 +321,74 @@ func TestCompareInterrupted(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "artifacts", capacity.CompareFile)); err == nil {
 		t.Error("an interrupted comparison wrote a report")
 	}
+}
+
+// --dry-run changes nothing. On --local it names the endpoints, the estimate and the cost and creates nothing
+// on the emulator; against "AWS" (the emulator behind a proxy that records every call's operation, through
+// AWS_ENDPOINT_URL) it also checks each type's quota, and every call it makes is a List, Describe or Get.
+func TestCompareDryRun(t *testing.T) {
+	e := emulatortest.Start(t)
+	dir := t.TempDir()
+	args := compareArgs(e, dir, "--dry-run")
+	stdout, stderr, code := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"DRY RUN: nothing is created", "speech-kokoro-82m-twin-ml-g5-xlarge", "speech-kokoro-82m-twin-ml-g4dn-xlarge",
+		"none on the emulator", "per type at most", "USD", "0.74 USD an instance-hour (--price-per-hour)"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("the dry run does not say %q:\n%s", w, stdout)
+		}
+	}
+	noEndpointLeft(t, e)
+	for _, p := range []string{"artifacts", "journals"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("the dry run wrote %s", p)
+		}
+	}
+
+	// The AWS path: the SDK's own endpoint resolution sends every service to the recording proxy.
+	var mu sync.Mutex
+	var ops []string
+	target, err := url.Parse(e.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ops = append(ops, r.Header.Get("X-Amz-Target"))
+		mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", e.Key.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", e.Key.SecretAccessKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "no-config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "no-credentials"))
+	stdout, stderr, code = runCLI(t, "compare", "--model", compareModel, "--instance-types", compareTypes, "--trace", "diurnal", "--peak-rps", "10",
+		"--price-per-hour", "ml.g4dn.xlarge=0.736", "--journal-dir", filepath.Join(dir, "journals"), "--container-dir", containerDir,
+		"--artifacts", filepath.Join(dir, "artifacts"), "--qmax-args", compareQMaxArgs, "--ttotal-args", compareTTotalArgs, "--parallel", "2", "--dry-run")
+	if code != 0 {
+		t.Fatalf("AWS dry run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "QUOTA") || strings.Count(stdout, "ListServiceQuotas") < 2 {
+		t.Errorf("the AWS dry run does not report each type's quota check:\n%s", stdout)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ops) == 0 {
+		t.Fatal("the AWS dry run made no call: the quota check did not run")
+	}
+	for _, op := range ops {
+		_, name, _ := strings.Cut(op, ".")
+		if !(strings.HasPrefix(name, "List") || strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "Get")) {
+			t.Errorf("the dry run called %q: only List, Describe and Get calls are allowed", op)
+		}
+	}
+	t.Logf("calls: %v", ops)
+	noEndpointLeft(t, e)
 }
