@@ -310,12 +310,18 @@ func compareEndpoint(modelID, instanceType string) string {
 // Execute runs the comparison: every type (one at a time on --local), then the report, the chart and the
 // verdict.
 func (o *compareOpts) Execute(ctx context.Context) error {
+	// qmax's and ttotal's own checks of --qmax-args and --ttotal-args, before anything is deployed: a bad value
+	// is a usage error now, not the same error in every type's row after a deploy.
+	qd, td, dd, err := o.measurementBound(ctx)
+	if err != nil {
+		return exitcode.Usage(err)
+	}
 	cfg, err := o.aws.Config(ctx)
 	if err != nil {
 		return err
 	}
 	if o.dryRun {
-		return o.printDryRun(ctx, cfg)
+		return o.printDryRun(ctx, cfg, qd, td, dd)
 	}
 	rep := &capacity.TypeComparison{SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Trace: o.tr.Name,
 		PeakRPS: o.peakRPS, TroughRPS: o.troughRPS, Local: o.aws.Local, Rows: make([]capacity.TypeRow, len(o.types))}

@@ -176,30 +176,26 @@ func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, dep
 		qmaxD = q.durationBound()
 		return nil
 	}); err != nil {
-		return 0, 0, 0, subArgsError("--qmax-args", err)
+		return 0, 0, 0, subArgsError("qmax", "--qmax-args", err)
 	}
 	if err := runSub(ctx, ttotalCommand(), append(common, strings.Fields(o.ttotalArgs)...), &out, func(c *cli.Context) error {
 		ttotalD = c.Duration("warmup") + c.Duration("max-wait")
 		return nil
 	}); err != nil {
-		return 0, 0, 0, subArgsError("--ttotal-args", err)
+		return 0, 0, 0, subArgsError("ttotal", "--ttotal-args", err)
 	}
 	deployD = time.Duration(o.model.Container.StartupHealthCheckTimeoutS)*time.Second + cloud.DeployWaitSlack
 	return qmaxD, ttotalD, deployD, nil
 }
 
-// subArgsError names the compare flag whose arguments a sub-command refused.
-func subArgsError(flag string, err error) error {
-	return fmt.Errorf("%s: %w", flag, err)
+// subArgsError says which sub-command refused its settings: those of flag, or the flags compare passes on.
+func subArgsError(command, flag string, err error) error {
+	return fmt.Errorf("%s refuses its settings (%s, or --container-dir and --journal-dir, which compare passes on): %w", command, flag, err)
 }
 
 // printDryRun prints what a run would do and changes nothing: the endpoints, the quota check of each type
 // (read-only calls on AWS), the estimated duration and the estimated measurement cost.
-func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config) error {
-	qd, td, dd, err := o.measurementBound(ctx)
-	if err != nil {
-		return err
-	}
+func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config, qd, td, dd time.Duration) error {
 	per := dd + qd + td
 	var b strings.Builder
 	fmt.Fprintf(&b, "compare %s, DRY RUN: nothing is created, changed or deleted.\n\n", o.model.ID)
@@ -248,7 +244,7 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config) error {
 			par, o.parallel, (time.Duration(waves) * per).Round(time.Second), usd(total))
 	}
 	fmt.Fprintf(&b, "then the report %s and the chart %s\n", filepath.Join(o.artifacts, capacity.CompareFile), filepath.Join(o.artifacts, compareChartFile))
-	_, err = io.WriteString(o.stdout, b.String())
+	_, err := io.WriteString(o.stdout, b.String())
 	return err
 }
 

@@ -210,7 +210,7 @@ func TestCompareUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	base := func(types string, extra ...string) []string {
 		return append([]string{"compare", "--local", "--state-dir", filepath.Join(dir, "state"), "--model", "espeak-ng", "--instance-types", types, "--trace", "diurnal",
-			"--artifacts", filepath.Join(dir, "artifacts")}, extra...)
+			"--artifacts", filepath.Join(dir, "artifacts"), "--container-dir", containerDir}, extra...)
 	}
 	for _, tt := range []struct {
 		name string
@@ -224,6 +224,8 @@ func TestCompareUsageErrors(t *testing.T) {
 		{"no price", base("ml.c5.large,ml.m5.xlarge"), []string{"no price for instance type ml.m5.xlarge", "--price-per-hour ml.m5.xlarge=USD"}},
 		{"bad price", base("ml.c5.large", "--price-per-hour", "ml.c5.large=free"), []string{"--price-per-hour", "free"}},
 		{"price of a type not compared", base("ml.c5.large", "--price-per-hour", "ml.m5.xlarge=0.2"), []string{"--price-per-hour ml.m5.xlarge=...: ml.m5.xlarge is not in --instance-types"}},
+		{"bad qmax args", base("ml.c5.large", "--qmax-args", "--ladder 5,1"), []string{"qmax refuses its settings (--qmax-args", "--ladder"}},
+		{"unknown ttotal flag", base("ml.c5.large", "--ttotal-args", "--warmpu 5s"), []string{"ttotal refuses its settings (--ttotal-args", "warmpu"}},
 		{"flag compare sets", base("ml.c5.large", "--qmax-args", "--ladder 1,2 --output x.json"), []string{"--qmax-args: --output is set by compare itself"}},
 		{"no trace", []string{"compare", "--local", "--model", "espeak-ng", "--instance-types", "ml.c5.large"}, []string{"--trace is required"}},
 		{"aws without image", []string{"compare", "--model", "espeak-ng", "--instance-types", "ml.c5.large", "--trace", "diurnal", "--region", "us-east-1"}, []string{"--image: none given", "--role: none given"}},
