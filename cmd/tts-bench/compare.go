@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -153,8 +154,10 @@ type compareOpts struct {
 	// Set by Validate.
 	model models.Model
 	types []string
-	price map[string]typePrice
-	tr    simulate.Trace
+	// destroyFailed counts the measurement endpoints that could not be destroyed.
+	destroyFailed atomic.Int32
+	price         map[string]typePrice
+	tr            simulate.Trace
 }
 
 // typePrice is one type's price and where it comes from.
@@ -342,6 +345,11 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 			continue
 		}
 		sem <- struct{}{}
+		if ctx.Err() != nil { // interrupted while the previous type ran: deploy nothing more
+			<-sem
+			rep.Rows[i] = capacity.TypeRow{InstanceType: it, ArtifactDir: o.typeDir(it), Error: "not measured: the comparison was interrupted"}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
@@ -351,7 +359,11 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 	wg.Wait()
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
-		return exitcode.Interrupted(fmt.Errorf("compare %s: interrupted (%v): every measurement endpoint was destroyed; the finished types' artifacts stay in %s; no report written", o.model.ID, cause, o.artifacts),
+		left := "every measurement endpoint was destroyed"
+		if n := o.destroyFailed.Load(); n > 0 {
+			left = fmt.Sprintf("%d measurement endpoint(s) could NOT be destroyed (see DESTROY FAILED above): delete them by hand", n)
+		}
+		return exitcode.Interrupted(fmt.Errorf("compare %s: interrupted (%v): %s; the finished types' artifacts stay in %s; no report written", o.model.ID, cause, left, o.artifacts),
 			cause != nil && strings.Contains(cause.Error(), syscall.SIGTERM.String()))
 	}
 	o.decide(rep)
@@ -388,7 +400,7 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 // typeDir is the artifact set of one type.
 func (o *compareOpts) typeDir(it string) string { return filepath.Join(o.artifacts, it) }
 
-// decide sets each row's verdict and the winner: the cheapest per day among the types that hold.
+// decide names the winner, the cheapest per day among the types that hold, and adds the comparison's notes.
 func (o *compareOpts) decide(rep *capacity.TypeComparison) {
 	for _, r := range rep.Rows {
 		if r.Holds && (rep.Winner == "" || r.CostPerDayUSD < rep.Row(rep.Winner).CostPerDayUSD) {
@@ -403,7 +415,7 @@ func (o *compareOpts) decide(rep *capacity.TypeComparison) {
 		cpu = cpu || r.CPUPercent != nil || r.MemoryMB != nil
 	}
 	if !cpu {
-		rep.Notes = append(rep.Notes, "no CPU or memory figure: the container's EMF lines carry only its queue metrics (QueueDepth, QueueDepthPeak, QueueRejections), and no CPUUtilization or MemoryUtilization datapoint of /aws/sagemaker/Endpoints was found for the qmax run")
+		rep.Notes = append(rep.Notes, "no CPU or memory figure: the container's EMF lines carry only its queue metrics (QueueDepth, QueueDepthPeak, QueueRejections), and no CPUUtilization datapoint of /aws/sagemaker/Endpoints was found for the qmax run (the emulator publishes none); SageMaker's MemoryUtilization is a percentage of the instance's memory and is not read as megabytes")
 	}
 }
 
@@ -430,6 +442,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 		o.phase(it, "destroy the endpoint %s (its endpoint config and model too)", ep)
 		if _, err := cloud.DestroyEndpoint(dctx, sm, ep); err != nil {
 			o.phase(it, "DESTROY FAILED: %v: delete it by hand (speech-infra destroy or the console): it costs money while it runs", err)
+			o.destroyFailed.Add(1)
 			row.Error = strings.TrimPrefix(row.Error+"; destroy: "+err.Error(), "; ")
 			row.Holds = false
 		}
