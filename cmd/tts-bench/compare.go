@@ -397,8 +397,14 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 	return exitcode.CheckFailedf("compare %s: no type holds the SLO on the trace %s (each row names its finding)", o.model.ID, rep.Trace)
 }
 
-// typeDir is the artifact set of one type.
-func (o *compareOpts) typeDir(it string) string { return filepath.Join(o.artifacts, it) }
+// typeDir is the artifact set of one type: capacity.TypeArtifactDir (artifacts/<model>/<type>/), or <type>/
+// inside --artifacts.
+func (o *compareOpts) typeDir(it string) string {
+	if o.artifacts == capacity.ArtifactDir(o.model.ID) {
+		return capacity.TypeArtifactDir(o.model.ID, it)
+	}
+	return filepath.Join(o.artifacts, it)
+}
 
 // decide names the winner, the cheapest per day among the types that hold, and adds the comparison's notes.
 func (o *compareOpts) decide(rep *capacity.TypeComparison) {
