@@ -447,7 +447,8 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 		defer cancel()
 		o.phase(it, "destroy the endpoint %s (its endpoint config and model too)", ep)
 		if _, err := cloud.DestroyEndpoint(dctx, sm, ep); err != nil {
-			o.phase(it, "DESTROY FAILED: %v: delete it by hand (speech-infra destroy or the console): it costs money while it runs", err)
+			err = cloud.Diagnose(err)
+			o.phase(it, "DESTROY FAILED: %v: the endpoint %s may still exist (and cost money while it runs): check it (aws sagemaker describe-endpoint --endpoint-name %s) and delete it, its endpoint config and its model by hand", err, ep, ep)
 			o.destroyFailed.Add(1)
 			row.Error = strings.TrimPrefix(row.Error+"; destroy: "+err.Error(), "; ")
 			row.Holds = false
@@ -457,6 +458,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted (%w)", context.Cause(ctx))
 		}
+		err = cloud.Diagnose(err) // an AWS error as the preflight's one line with the fix
 		o.phase(it, "%s failed: %v", phase, err)
 		row.Error = phase + ": " + err.Error()
 		return row

@@ -31,7 +31,9 @@ func TestConventionsGolden(t *testing.T) {
 	out := func(name string) string { return filepath.Join(dir, name) }
 	// The arguments that take each command to its first AWS call; nil for a command that makes none.
 	calls := map[string][]string{
-		"plan":     nil,
+		"plan": nil,
+		"compare": {"--model", "espeak-ng", "--instance-types", "ml.c5.large", "--trace", "diurnal", "--image", "speech-container:test",
+			"--role", "arn:aws:iam::000000000000:role/test", "--journal-dir", jdir, "--container-dir", containerDir, "--artifacts", out("artifacts")},
 		"qmax":     {"--model", "espeak-ng", "--journal-dir", jdir, "--container-dir", containerDir, "--output", out("qmax.json")},
 		"ttotal":   {"--model", "espeak-ng", "--qmax", qmaxPath, "--journal-dir", jdir, "--container-dir", containerDir, "--probe-concurrency", "4", "--output", out("ttotal.json")},
 		"drift":    {"--model", "espeak-ng", "--journal-dir", jdir},
