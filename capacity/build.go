@@ -206,7 +206,7 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 	if q.InstanceType != m.InstanceType && q.InstanceType != models.LocalInstanceType {
 		worst(StatusWarn)
 		details = append(details, fmt.Sprintf("measured on %s but the catalog deploys %s: the deploy gate will refuse this plan on %s", q.InstanceType, m.InstanceType, m.InstanceType))
-		recs = append(recs, "re-measure on the catalog's instance type")
+		recs = append(recs, fmt.Sprintf("deploy it on %s with -c instance_type=%s (speech-infra deploy --instance-type %s), or re-measure on the catalog's instance type", q.InstanceType, q.InstanceType, q.InstanceType))
 	}
 	if f.Status == StatusPass {
 		details = append(details, fmt.Sprintf("%s and %s verify and are live; all %d staircase steps are usable", ms.QMaxFile, ms.TTotalFile, len(q.Steps)))

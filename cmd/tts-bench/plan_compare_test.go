@@ -57,6 +57,7 @@ func TestPlanFromCompareWinner(t *testing.T) {
 	}
 	for _, w := range []string{
 		"Plan for kokoro-82m on ml.g6.xlarge: measured",
+		"→ deploy it on ml.g6.xlarge with -c instance_type=ml.g6.xlarge (speech-infra deploy --instance-type ml.g6.xlarge)",
 		"Plan for ml.g6.xlarge: the winner (the cheapest type that holds the SLO on trace diurnal in " + report + ")",
 		"The catalog deploys ml.g5.xlarge: the deploy needs -c instance_type=ml.g6.xlarge",
 		"speech-infra deploy kokoro-82m --instance-type ml.g6.xlarge --plan " + planPath,
