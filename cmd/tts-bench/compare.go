@@ -78,6 +78,8 @@ const (
 	maxCompareTypes = 10
 	// compareDestroyTimeout bounds the destroy of one measurement endpoint, on a context of its own.
 	compareDestroyTimeout = 3 * time.Minute
+	// maxEndpointName is SageMaker's limit on an endpoint name's length.
+	maxEndpointName = 63
 	// compareChartFile is the chart written beside the report.
 	compareChartFile = "compare.png"
 )
@@ -204,6 +206,8 @@ func (o *compareOpts) Validate() error {
 			bad("--instance-types: %v: name real-time endpoint types such as ml.g5.xlarge or ml.c5.large", capacity.ValidInstanceType(t))
 		case seen[t]:
 			bad("--instance-types: %s is given twice: name each type once", t)
+		case modelKnown && len(compareEndpoint(m.ID, t)) > maxEndpointName:
+			bad("--instance-types: %s: the measurement endpoint's name %s is longer than SageMaker's %d characters", t, compareEndpoint(m.ID, t), maxEndpointName)
 		}
 		seen[t] = true
 		o.types = append(o.types, t)
@@ -257,8 +261,8 @@ func (o *compareOpts) Validate() error {
 	for _, a := range []struct{ flag, v string }{{"--qmax-args", o.qmaxArgs}, {"--ttotal-args", o.ttotalArgs}} {
 		for _, f := range strings.Fields(a.v) {
 			name := strings.SplitN(strings.TrimLeft(f, "-"), "=", 2)[0]
-			if strings.HasPrefix(f, "-") && slices.Contains([]string{"model", "output", "qmax", "local", "state-dir", "region", "profile", "journal-dir", "container-dir", "dry-run", "format"}, name) {
-				bad("%s: --%s is set by compare itself: leave it out", a.flag, name)
+			if strings.HasPrefix(f, "-") && slices.Contains([]string{"model", "output", "qmax", "local", "state-dir", "region", "profile", "journal-dir", "container-dir", "dry-run", "format", "transport", "url", "catalog"}, name) {
+				bad("%s: --%s is compare's to set (--transport and --url: compare measures each type's endpoint over sagemaker-stream): leave it out", a.flag, name)
 			}
 		}
 	}

@@ -226,7 +226,8 @@ func TestCompareUsageErrors(t *testing.T) {
 		{"price of a type not compared", base("ml.c5.large", "--price-per-hour", "ml.m5.xlarge=0.2"), []string{"--price-per-hour ml.m5.xlarge=...: ml.m5.xlarge is not in --instance-types"}},
 		{"bad qmax args", base("ml.c5.large", "--qmax-args", "--ladder 5,1"), []string{"qmax refuses its settings (--qmax-args", "--ladder"}},
 		{"unknown ttotal flag", base("ml.c5.large", "--ttotal-args", "--warmpu 5s"), []string{"ttotal refuses its settings (--ttotal-args", "warmpu"}},
-		{"flag compare sets", base("ml.c5.large", "--qmax-args", "--ladder 1,2 --output x.json"), []string{"--qmax-args: --output is set by compare itself"}},
+		{"another transport", base("ml.c5.large", "--qmax-args", "--transport=http --url http://127.0.0.1:1"), []string{"--qmax-args: --transport is compare's to set"}},
+		{"flag compare sets", base("ml.c5.large", "--qmax-args", "--ladder 1,2 --output x.json"), []string{"--qmax-args: --output is compare's to set"}},
 		{"no trace", []string{"compare", "--local", "--model", "espeak-ng", "--instance-types", "ml.c5.large"}, []string{"--trace is required"}},
 		{"aws without image", []string{"compare", "--model", "espeak-ng", "--instance-types", "ml.c5.large", "--trace", "diurnal", "--region", "us-east-1"}, []string{"--image: none given", "--role: none given"}},
 	} {
