@@ -109,6 +109,7 @@ func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
 func (p *Plan) recordQMax(q *QMax) {
 	fp, in := &p.Fingerprint, &p.Inputs
 	fp.ModelRevision, fp.InstanceType, fp.ContainerDigest, fp.Transport = q.ModelRevision, q.InstanceType, q.ContainerDigest, q.Transport
+	fp.Emulator = q.Emulator
 	in.QMax = q.QMax
 	in.QMaxTTFABOnly, in.QMaxTTFABOnlyLowerBound = nil, false
 	if q.QMaxTTFABOnly != nil && q.BracketTTFABOnlyLowestFail != nil {
@@ -150,6 +151,11 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 		worst(StatusFail)
 		details = append(details, fmt.Sprintf("qmax was measured on %s but ttotal on %s", q.InstanceType, t.InstanceType))
 		recs = append(recs, "measure both on the same instance type")
+	}
+	if q.Emulator != t.Emulator {
+		worst(StatusFail)
+		details = append(details, fmt.Sprintf("qmax was measured on the emulator %v but ttotal on the emulator %v", q.Emulator, t.Emulator))
+		recs = append(recs, "measure both on AWS, or both on the local emulator")
 	}
 	var unusable []string
 	for _, s := range q.Steps {

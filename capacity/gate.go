@@ -20,6 +20,9 @@ type Deployment struct {
 	Model models.Model
 	// InstanceType is the instance type being deployed ("local" on the emulator).
 	InstanceType string
+	// Emulator is true when the deployment is on the local emulator (whatever its instance type): only then is a
+	// plan measured on the emulator accepted.
+	Emulator bool
 	// ContainerDigest is the SourceDigest of the container being deployed.
 	ContainerDigest string
 	// ContainerNote, when set, is added to a container-digest mismatch: which files the digest covers that
@@ -221,6 +224,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 		{"fingerprint.model", "qmax", qa.path, p.Fingerprint.Model, q.Model},
 		{"fingerprint.model_revision", "qmax", qa.path, p.Fingerprint.ModelRevision, want.Fingerprint.ModelRevision},
 		{"fingerprint.instance_type", "qmax", qa.path, p.Fingerprint.InstanceType, want.Fingerprint.InstanceType},
+		{"fingerprint.emulator", "qmax", qa.path, fmt.Sprint(p.Fingerprint.Emulator), fmt.Sprint(want.Fingerprint.Emulator)},
 		{"fingerprint.container_digest", "qmax", qa.path, p.Fingerprint.ContainerDigest, want.Fingerprint.ContainerDigest},
 		{"fingerprint.transport", "qmax", qa.path, p.Fingerprint.Transport, want.Fingerprint.Transport},
 		{"inputs.q_max", "qmax", qa.path, fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
@@ -352,6 +356,11 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 	}
 	if fp.InstanceType != d.InstanceType {
 		reasons = append(reasons, instanceTypeMismatch(fp.InstanceType, d.InstanceType, planPath))
+	} else if fp.Emulator && !(d.Emulator || d.InstanceType == models.LocalInstanceType) {
+		// The emulator runs an instance type as a profile of assumptions (start-up phases, a service-time factor):
+		// numbers measured there do not stand for the type on AWS (docs/design.md, "The gate").
+		reasons = append(reasons, fmt.Sprintf("plan at %s was measured on the local emulator's profile of %s, not on AWS: an AWS deployment needs a plan measured on AWS (tts-bench compare, or qmax, ttotal and plan, without --local); the emulator's plan deploys with speech-infra deploy --local --instance-type %s",
+			planPath, fp.InstanceType, fp.InstanceType))
 	}
 	if fp.ContainerDigest != d.ContainerDigest {
 		mismatch("container digest", fp.ContainerDigest, d.ContainerDigest)

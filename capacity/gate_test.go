@@ -508,3 +508,80 @@ func TestGateRefusesAPlanPathThatIsNotABoundedRegularFile(t *testing.T) {
 		})
 	}
 }
+
+// A plan measured on the local emulator (its instance type a profile of assumptions, issue 28) is accepted for a
+// deployment on the emulator only: an AWS deployment of the same type is refused naming the emulator, and a plan
+// edited to say it was measured on AWS is refused by the re-derivation from its qmax artifact.
+func TestGateRefusesAnEmulatorPlanOnAWS(t *testing.T) {
+	src := filepath.Join("..", "testdata", "plans", "valid")
+	dir := t.TempDir()
+	q, err := LoadQMax(filepath.Join(src, QMaxFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.RecordsFile != "" {
+		data, err := os.ReadFile(filepath.Join(src, q.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, q.RecordsFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.Emulator = true
+	qPath, tPath := filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile)
+	if err := WriteJSON(qPath, q); err != nil {
+		t.Fatal(err)
+	}
+	tt, err := LoadTTotal(filepath.Join(src, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt.Emulator = true
+	if tt.QMaxSHA256, err = FileDigest(qPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(tPath, tt); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := LoadMeasurement(qPath, tPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := LoadPlan(fixturePlan("valid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = orig.Inputs.PeakRPS, orig.Inputs.TroughRPS
+	p, err := FromArtifacts(m, ms, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Fingerprint.Emulator {
+		t.Fatal("a plan from emulator artifacts does not say so in its fingerprint")
+	}
+	planPath := filepath.Join(dir, PlanFile)
+	if err := WriteJSON(planPath, p); err != nil {
+		t.Fatal(err)
+	}
+	aws := fixtureDeployment(t)
+	dec := Gate(aws, planPath)
+	if dec.Enabled || len(dec.Reasons) != 1 || !strings.Contains(dec.Reasons[0], "measured on the local emulator's profile of ml.g5.xlarge, not on AWS") {
+		t.Fatalf("an emulator plan on AWS: enabled %v, reasons %q; want one reason naming the emulator", dec.Enabled, dec.Reasons)
+	}
+	local := aws
+	local.Emulator = true
+	if dec := Gate(local, planPath); !dec.Enabled {
+		t.Fatalf("an emulator plan on the emulator refused: %q", dec.Reasons)
+	}
+	// Forged: the plan says AWS, its qmax artifact says emulator.
+	p.Fingerprint.Emulator = false
+	if err := WriteJSON(planPath, p); err != nil {
+		t.Fatal(err)
+	}
+	if dec := Gate(aws, planPath); dec.Enabled || !strings.Contains(strings.Join(dec.Reasons, "\n"), "fingerprint.emulator") {
+		t.Fatalf("a plan edited to say AWS: enabled %v, reasons %q; want the re-derivation to name fingerprint.emulator", dec.Enabled, dec.Reasons)
+	}
+}

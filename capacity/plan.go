@@ -56,6 +56,9 @@ type Fingerprint struct {
 	ModelRevision string `json:"model_revision"`
 	// InstanceType is the instance type measured.
 	InstanceType string `json:"instance_type"`
+	// Emulator is true when the plan was measured on the local emulator (QMax.Emulator): the gate accepts it
+	// for a deployment on the emulator only.
+	Emulator bool `json:"emulator,omitempty"`
 	// ContainerDigest is the SourceDigest of the container measured; empty only in what-if plans.
 	ContainerDigest string `json:"container_digest"`
 	// SLOTTFABMs is the TTFAB bound of the SLO in milliseconds.

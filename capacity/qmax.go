@@ -20,6 +20,9 @@ type QMax struct {
 	Endpoint string `json:"endpoint"`
 	// InstanceType is the instance type measured (ml.g5.xlarge, or "local" on the emulator).
 	InstanceType string `json:"instance_type"`
+	// Emulator is true when the endpoint measured ran on the local emulator (tts-bench --local): its instance
+	// type is then a profile of assumptions, not that type (docs/design.md, "The gate"). Absent on AWS.
+	Emulator bool `json:"emulator,omitempty"`
 	// ModelRevision is the pinned weights revision ("none" for engines without weights).
 	ModelRevision string `json:"model_revision"`
 	// ContainerDigest is the SourceDigest of the container that served the measurement.
@@ -561,6 +564,8 @@ type QMaxRun struct {
 	// Model, Endpoint, InstanceType, ModelRevision, ContainerDigest, Transport and RunID identify the run
 	// (the QMax fields of the same names).
 	Model, Endpoint, InstanceType, ModelRevision, ContainerDigest, Transport, RunID string
+	// Emulator is true when the endpoint ran on the local emulator (QMax.Emulator).
+	Emulator bool
 	// SLOTTFABMs and SLOPercentile are the SLO the steps were judged against.
 	SLOTTFABMs, SLOPercentile int
 	// StartedAt and EndedAt bound the run (UTC).
@@ -621,7 +626,7 @@ const (
 // what the checks found, in step order.
 func NewQMax(run QMaxRun) (*QMax, []QMaxNote) {
 	q := &QMax{
-		SchemaVersion: SchemaVersion, Model: run.Model, Endpoint: run.Endpoint, InstanceType: run.InstanceType,
+		SchemaVersion: SchemaVersion, Model: run.Model, Endpoint: run.Endpoint, InstanceType: run.InstanceType, Emulator: run.Emulator,
 		ModelRevision: run.ModelRevision, ContainerDigest: run.ContainerDigest, Transport: run.Transport,
 		SLOTTFABMs: run.SLOTTFABMs, SLOPercentile: run.SLOPercentile, RunID: run.RunID,
 		StartedAt: run.StartedAt, EndedAt: run.EndedAt, RetryPolicy: RetryPolicyNone,

@@ -23,6 +23,8 @@ type TTotal struct {
 	Endpoint string `json:"endpoint"`
 	// InstanceType is the instance type measured.
 	InstanceType string `json:"instance_type"`
+	// Emulator is true when the endpoint measured ran on the local emulator (as QMax.Emulator).
+	Emulator bool `json:"emulator,omitempty"`
 	// Transport is how the first successful response was observed; it must equal the qmax artifact's.
 	Transport string `json:"transport"`
 	// QMaxSHA256 is the digest of the qmax artifact this measurement was made against.

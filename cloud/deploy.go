@@ -42,6 +42,9 @@ type DeployOptions struct {
 	Model models.Model
 	// InstanceType is the instance type of the variant (models.LocalInstanceType on the emulator).
 	InstanceType string
+	// Emulator is true when the clients point at the local emulator: the gate then accepts a plan measured
+	// there (capacity.Deployment.Emulator).
+	Emulator bool
 	// Image is the container image the SageMaker model records.
 	Image string
 	// RoleARN is the execution role the SageMaker model records.
@@ -168,7 +171,7 @@ func DeployModel(ctx context.Context, cl DeployClients, o DeployOptions) (Deploy
 	m := o.Model
 	res := DeployModelResult{Endpoint: m.EndpointName(), Variant: models.VariantName, PlanPath: o.PlanPath}
 	res.Gate = capacity.Gate(capacity.Deployment{
-		Model: m, InstanceType: o.InstanceType, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
+		Model: m, InstanceType: o.InstanceType, Emulator: o.Emulator, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
 	}, o.PlanPath)
 	res.Environment = m.ContainerEnvironment(o.ModelDir, res.Gate.QueueMaxDepth())
 

@@ -78,7 +78,7 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 	if local {
 		it = models.LocalInstanceType
 	}
-	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
+	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.spec = &s

@@ -451,7 +451,7 @@ func (r *qmaxRun) warn(msg string) {
 func (r *qmaxRun) artifact() *capacity.QMax {
 	o := r.o
 	run := capacity.QMaxRun{
-		Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType, ModelRevision: o.model.Revision(),
+		Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType, Emulator: o.aws.Local, ModelRevision: o.model.Revision(),
 		ContainerDigest: o.containerDigest, Transport: o.transport, RunID: r.runID,
 		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile,
 		StartedAt: r.started, EndedAt: time.Now().UTC(), CloudWatchPeriod: cloud.ConcurrencyPeriod,

@@ -732,7 +732,7 @@ func (r *ttotalRun) write(to int32) error {
 	events := append([]capacity.Event(nil), r.events...)
 	r.mu.Unlock()
 	t := &capacity.TTotal{
-		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType,
+		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType, Emulator: o.aws.Local,
 		Transport: o.transport, QMaxSHA256: o.qmaxSHA256, RunID: r.runID, FromInstances: int(r.from), ToInstances: int(to),
 		Timeline: capacity.AssembleTimeline(events),
 	}
