@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -34,6 +39,11 @@ type DeployClients struct {
 	AutoScaling ScalingClient
 	// CloudWatch holds the alarms.
 	CloudWatch AlarmClient
+}
+
+// NewDeployClients makes DeployModel's SDK clients for cfg (AWS, or the emulator's LocalConfig).
+func NewDeployClients(cfg aws.Config) DeployClients {
+	return DeployClients{SageMaker: sagemaker.NewFromConfig(cfg), AutoScaling: applicationautoscaling.NewFromConfig(cfg), CloudWatch: cloudwatch.NewFromConfig(cfg)}
 }
 
 // DeployOptions say what DeployModel deploys. Validate reports every problem at once.

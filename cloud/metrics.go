@@ -94,3 +94,34 @@ func MaxValue(points []Datapoint) (float64, bool) {
 	}
 	return m, true
 }
+
+// InstanceMetricMax is the highest 1-minute Maximum of an /aws/sagemaker/Endpoints instance metric
+// (CPUUtilization, ...) of the endpoint's variant between from and to; nil when CloudWatch has no datapoint
+// (the local emulator publishes none) or could not be read.
+func InstanceMetricMax(ctx context.Context, cw MetricReadAPI, endpoint, variant, metric string, from, to time.Time) *float64 {
+	if from.IsZero() || !to.After(from) {
+		return nil
+	}
+	out, err := cw.GetMetricData(ctx, &cloudwatch.GetMetricDataInput{
+		StartTime: aws.Time(from.Truncate(time.Minute)), EndTime: aws.Time(to.Add(time.Minute)),
+		MetricDataQueries: []cwtypes.MetricDataQuery{{Id: aws.String("m"), MetricStat: &cwtypes.MetricStat{
+			Metric: &cwtypes.Metric{Namespace: aws.String("/aws/sagemaker/Endpoints"), MetricName: aws.String(metric),
+				Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(endpoint)}, {Name: aws.String("VariantName"), Value: aws.String(variant)}}},
+			Period: aws.Int32(60), Stat: aws.String("Maximum")}}},
+	})
+	if err != nil {
+		return nil
+	}
+	found, v := false, 0.0
+	for _, r := range out.MetricDataResults {
+		for _, x := range r.Values {
+			if !found || x > v {
+				found, v = true, x
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &v
+}

@@ -124,6 +124,11 @@ type ParameterAPI interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
+// NewQuotaClients makes CheckQuota's SDK clients for cfg.
+func NewQuotaClients(cfg aws.Config) (QuotaAPI, EndpointUsageAPI) {
+	return servicequotas.NewFromConfig(cfg), sagemaker.NewFromConfig(cfg)
+}
+
 // QuotaAPI is the Service Quotas call the preflight makes (through its paginator).
 type QuotaAPI interface {
 	servicequotas.ListServiceQuotasAPIClient

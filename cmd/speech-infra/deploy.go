@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/urfave/cli/v2"
 
@@ -89,9 +87,7 @@ func deployCommand() *cli.Command {
 
 // deployClientsFor returns the real SDK clients for cfg.
 func deployClientsFor(cfg aws.Config) cloud.DeployClients {
-	return cloud.DeployClients{
-		SageMaker: sagemaker.NewFromConfig(cfg), AutoScaling: applicationautoscaling.NewFromConfig(cfg), CloudWatch: cloudwatch.NewFromConfig(cfg),
-	}
+	return cloud.NewDeployClients(cfg)
 }
 
 // deployOpts is one speech-infra deploy: the command line, and what it runs with.

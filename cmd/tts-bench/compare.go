@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,10 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
-	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/capacity"
@@ -440,7 +435,8 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 	row = capacity.TypeRow{InstanceType: it, ArtifactDir: dir, PricePerHourUSD: o.price[it].usd, PriceSource: o.price[it].source}
 	ep := compareEndpoint(o.model.ID, it)
 	m := o.model.WithEndpoint(ep)
-	sm := sagemaker.NewFromConfig(cfg)
+	dcl := cloud.NewDeployClients(cfg)
+	sm := dcl.SageMaker
 	deployed := false
 	defer func() {
 		if !deployed {
@@ -478,7 +474,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 	if o.aws.Local {
 		image, role = localImage, localRole
 	}
-	if _, err := cloud.DeployModel(ctx, cloud.DeployClients{SageMaker: sm, AutoScaling: applicationautoscaling.NewFromConfig(cfg), CloudWatch: cloudwatch.NewFromConfig(cfg)},
+	if _, err := cloud.DeployModel(ctx, dcl,
 		cloud.DeployOptions{Model: m, InstanceType: it, Image: image, RoleARN: role, PlanPath: filepath.Join(dir, capacity.PlanFile),
 			ModelDir: o.modelDir, AutoscalingOverride: &off}); err != nil {
 		return fail("deploy", err)
@@ -530,7 +526,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 	}); err != nil {
 		return fail("ttotal", err)
 	}
-	o.fillMeasured(ctx, cloudwatch.NewFromConfig(cfg), &row, qmaxPath, ttotalPath)
+	o.fillMeasured(ctx, cloud.NewClients(cfg).CloudWatch, &row, qmaxPath, ttotalPath)
 
 	o.phase(it, "plan for peak %s rps, trough %s rps; simulate it on the trace %s", fmtFloat(o.peakRPS), capacity.FormatNumber(o.troughRPS), o.tr.Name)
 	if err := o.planAndSimulate(m, &row, qmaxPath, ttotalPath); err != nil {
@@ -546,7 +542,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 
 // fillMeasured copies the measurements into the row, and the container's CPU and memory during qmax where
 // CloudWatch has them.
-func (o *compareOpts) fillMeasured(ctx context.Context, cw *cloudwatch.Client, row *capacity.TypeRow, qmaxPath, ttotalPath string) {
+func (o *compareOpts) fillMeasured(ctx context.Context, cw cloud.MetricReadAPI, row *capacity.TypeRow, qmaxPath, ttotalPath string) {
 	q, err := capacity.LoadQMax(qmaxPath)
 	if err != nil {
 		return
@@ -561,29 +557,7 @@ func (o *compareOpts) fillMeasured(ctx context.Context, cw *cloudwatch.Client, r
 	}
 	// SageMaker's MemoryUtilization is a percentage of the instance's memory, not megabytes: MemoryMB stays nil
 	// rather than a figure converted with a memory size this code does not know.
-	row.CPUPercent = instanceMetricMax(ctx, cw, q.Endpoint, "CPUUtilization", q.StartedAt, q.EndedAt)
-}
-
-// instanceMetricMax is the highest 1-minute Maximum of an /aws/sagemaker/Endpoints instance metric of the
-// endpoint between from and to; nil when CloudWatch has no datapoint (the emulator publishes none).
-func instanceMetricMax(ctx context.Context, cw *cloudwatch.Client, endpoint, metric string, from, to time.Time) *float64 {
-	if from.IsZero() || !to.After(from) {
-		return nil
-	}
-	out, err := cw.GetMetricStatistics(ctx, &cloudwatch.GetMetricStatisticsInput{
-		Namespace: aws.String("/aws/sagemaker/Endpoints"), MetricName: aws.String(metric),
-		Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String(endpoint)}, {Name: aws.String("VariantName"), Value: aws.String(models.VariantName)}},
-		StartTime:  aws.Time(from.Truncate(time.Minute)), EndTime: aws.Time(to.Add(time.Minute)), Period: aws.Int32(60),
-		Statistics: []cwtypes.Statistic{cwtypes.StatisticMaximum},
-	})
-	if err != nil || len(out.Datapoints) == 0 {
-		return nil
-	}
-	v := math.Inf(-1)
-	for _, d := range out.Datapoints {
-		v = math.Max(v, aws.ToFloat64(d.Maximum))
-	}
-	return &v
+	row.CPUPercent = cloud.InstanceMetricMax(ctx, cw, q.Endpoint, models.VariantName, "CPUUtilization", q.StartedAt, q.EndedAt)
 }
 
 // planAndSimulate plans for the trace's peak and trough from the type's artifacts (tts-bench plan's code),

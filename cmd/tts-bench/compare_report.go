@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	"github.com/aws/aws-sdk-go-v2/service/servicequotas"
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -206,11 +204,12 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config, qd, td, d
 	fmt.Fprintln(tw, "TYPE\tENDPOINT (would be created, then destroyed)\tUSD/H\tMEASUREMENT COST AT MOST\tQUOTA (two instances: ttotal adds one)\t")
 	allOK := true
 	total := 0.0
+	quotas, usage := cloud.NewQuotaClients(cfg)
 	for _, it := range o.types {
 		ep := compareEndpoint(o.model.ID, it)
 		quota := "none on the emulator"
 		if !o.aws.Local {
-			c := cloud.CheckQuota(ctx, servicequotas.NewFromConfig(cfg), sagemaker.NewFromConfig(cfg), it, ep, 2, cloud.DefaultCheckTimeout)
+			c := cloud.CheckQuota(ctx, quotas, usage, it, ep, 2, cloud.DefaultCheckTimeout)
 			quota = string(c.Status) + ": " + c.Detail
 			if c.Fix != "" {
 				quota += " → " + c.Fix
@@ -251,8 +250,9 @@ func (o *compareOpts) printDryRun(ctx context.Context, cfg aws.Config, qd, td, d
 // quotaParallel checks each type's quota (two instances: ttotal adds one) and returns how many types may run
 // at once: want when every quota allows, else 1.
 func (o *compareOpts) quotaParallel(ctx context.Context, cfg aws.Config, want int) int {
+	quotas, usage := cloud.NewQuotaClients(cfg)
 	for _, it := range o.types {
-		c := cloud.CheckQuota(ctx, servicequotas.NewFromConfig(cfg), sagemaker.NewFromConfig(cfg), it, compareEndpoint(o.model.ID, it), 2, cloud.DefaultCheckTimeout)
+		c := cloud.CheckQuota(ctx, quotas, usage, it, compareEndpoint(o.model.ID, it), 2, cloud.DefaultCheckTimeout)
 		if c.Status != cloud.PreflightOK {
 			fmt.Fprintf(o.stderr, "compare %s: quota of %s: %s %s: the types run one at a time\n", o.model.ID, it, c.Status, c.Detail)
 			return 1
