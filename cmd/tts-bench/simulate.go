@@ -287,6 +287,11 @@ func (o *simulateOpts) Execute() error {
 	// printed or written then.
 	ctx := o.ctx
 	setup.Cancel = func() bool { return ctx.Err() != nil }
+	if total := time.Duration(setup.ScatterRuns) * o.tr.Duration; total >= 10*24*time.Hour {
+		// Each scattered run simulates the whole trace: say so before a long wait, and how to stop it.
+		fmt.Fprintf(o.stderr, "simulate: %d scattered runs of a %s trace (%.0f simulated days): this takes a while; Ctrl-C stops it\n",
+			setup.ScatterRuns, o.tr.Duration, total.Hours()/24)
+	}
 	rep, err := capacity.Compare(o.tr, setup)
 	if errors.Is(err, capacity.ErrCanceled) {
 		cause := context.Cause(ctx)
