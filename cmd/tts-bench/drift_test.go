@@ -42,7 +42,9 @@ func TestDriftThawValidateEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A bound on a hang, not a speed check: under -race beside three other test processes on 2 cores (make
+	// test-go) the deploys, drift, thaw and validate took more than 3 minutes once.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	res, err := cloud.DeployModel(ctx, cloud.DeployClients{SageMaker: e.SageMaker, AutoScaling: e.AutoScaling, CloudWatch: e.CloudWatch}, cloud.DeployOptions{
 		Model: m, InstanceType: models.LocalInstanceType, Image: "speech-infra/speech-container:local", RoleARN: "arn:aws:iam::000000000000:role/local",
