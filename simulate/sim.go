@@ -91,9 +91,15 @@ type Fleet struct {
 	Bucket time.Duration
 	// PricePerHour is the price of one instance-hour, in US dollars.
 	PricePerHour float64
-	// Scatter, when set, draws each 10-s datapoint the alarms see from the rate's scatter
-	// (loadmodel.Scatter.Draw) with a random stream seeded by Seed, instead of the model's metric: one random
-	// run of the alarm, for the spread of scale-out times (ScaleOutSpread). A plan's verdict never uses it.
+	// Scatter, when set, makes the run one random run of the real alarm, for the spread of scale-out times
+	// (ScaleOutSpread), with a random stream seeded by Seed. A plan's verdict never uses it. Three things are
+	// drawn where the deterministic run takes a fixed, late value:
+	//   - each 10-s datapoint, from the rate's scatter (loadmodel.Scatter.Draw), instead of the model's metric;
+	//   - the trace's phase on the 10-s period grid: the first period is 1 to 10 s long (10 in the deterministic
+	//     run), as a replay starts at any moment of the wall clock's grid; a partial period's datapoint is the
+	//     Maximum of fewer samples (partialDeviate);
+	//   - the evaluation lag, 0 to 9 s after a period closes (EvaluationLag, 10 s, in the deterministic run), as
+	//     the emulator's evaluation ticker has a phase of its own.
 	Scatter *loadmodel.Scatter
 	// Seed seeds the datapoints' random stream when Scatter is set.
 	Seed uint64
@@ -361,11 +367,20 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	tickMetric, tickInvocations := 0.0, 0.0
 	var tickState loadmodel.Point // the state of the tick's highest metric, for a scattered datapoint
 	var rng *rand.Rand
+	// The first period's length and the evaluation lag: the latest phases, unless this is a scattered run.
+	firstPeriod, lag := Tick, EvaluationLag
 	if f.Scatter != nil {
 		rng = rand.New(rand.NewPCG(f.Seed, 0x5ca77e2))
+		firstPeriod = time.Duration(1+rng.IntN(int(Tick/substep))) * substep
+		lag = time.Duration(rng.IntN(int(Tick/substep))) * substep
 	}
-	// The datapoints of the period that closed one tick ago (EvaluationLag), fed to the alarms now.
-	lagMetric, lagInvocations, lagged := 0.0, 0.0, false
+	// The datapoints of the periods that closed, each fed to the alarms lag after its close (at most two wait:
+	// lag ≤ Tick).
+	type datapoint struct {
+		evalAt              time.Duration
+		metric, invocations float64
+	}
+	var closed []datapoint
 	lastScaleIn := math.Inf(-1)
 	// backlog is each serving instance's queue beyond its steady state (loadmodel.Model.Advance): above the
 	// capacity the shield fills over time, and drains when the load falls or a new instance serves.
@@ -434,21 +449,27 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 		tickInvocations += arrivals / n
 
 		end := t + substep
-		if f.Scaling != nil && end%Tick == 0 {
-			if lagged {
-				for _, a := range alarms {
-					if a.invocations {
-						a.add(lagInvocations)
-					} else {
-						a.add(lagMetric)
-					}
+		if f.Scaling != nil && end >= firstPeriod && (end-firstPeriod)%Tick == 0 {
+			if rng != nil {
+				z := rng.NormFloat64()
+				if end == firstPeriod {
+					z = partialDeviate(z, firstPeriod)
+				}
+				tickMetric = f.Scatter.Draw(inst, tickState, z)
+			}
+			closed = append(closed, datapoint{evalAt: end + lag, metric: tickMetric, invocations: tickInvocations})
+			tickMetric, tickInvocations = 0, 0
+		}
+		if f.Scaling != nil && len(closed) > 0 && closed[0].evalAt <= end {
+			dp := closed[0]
+			closed = closed[1:]
+			for _, a := range alarms {
+				if a.invocations {
+					a.add(dp.invocations)
+				} else {
+					a.add(dp.metric)
 				}
 			}
-			if rng != nil {
-				tickMetric = f.Scatter.Draw(inst, tickState, rng.NormFloat64())
-			}
-			lagMetric, lagInvocations, lagged = tickMetric, tickInvocations, true
-			tickMetric, tickInvocations = 0, 0
 			if len(starting) == 0 {
 				want, ev, changed := decide(epoch.Add(end), serving, lo, hi, pols, alarms)
 				if changed {
@@ -487,6 +508,20 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	res.Cost = res.InstanceHours * f.PricePerHour
 	res.Worst = worst(res.Minutes, f)
 	return res, true
+}
+
+// partialDeviate turns the standard normal deviate z of a full period's datapoint into the deviate of a
+// period only length long: the Maximum of fewer samples. With the samples of a period taken as independent
+// (one a second: emulator/metrics.go), the Maximum of k of them has the k-th power of one's distribution, so a
+// period of length L has P(max ≤ x) = P(full period's max ≤ x)^(L/Tick): z's quantile u becomes u^(Tick/L).
+func partialDeviate(z float64, length time.Duration) float64 {
+	if length >= Tick {
+		return z
+	}
+	u := 0.5 * math.Erfc(-z/math.Sqrt2)
+	u = math.Pow(u, float64(Tick)/float64(length))
+	// u in (0, 1]; the ends are clamped so that Draw never multiplies an infinity by a zero spread.
+	return math.Max(-8, math.Min(8, math.Sqrt2*math.Erfinv(2*u-1)))
 }
 
 // decide asks autoscale.Decide for the new capacity and keeps the policies' cooldown memory.

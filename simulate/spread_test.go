@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -44,5 +45,62 @@ func TestScaleOutSpreadBracketsTheDeterministicRun(t *testing.T) {
 	}
 	if f.Scatter != nil {
 		t.Error("ScaleOutSpread changed the caller's fleet")
+	}
+}
+
+// TestScatteredRunsDrawThePhases: a replay starts at any moment of the alarm's 10-s grid and the evaluation
+// ticker has a phase of its own, so a scattered run's first scale-out, on a load that breaches every period,
+// falls anywhere from 21 s (a 1-s first period breaching, evaluated at once) to 39 s (a full first period,
+// evaluated 9 s late), where the deterministic run takes the latest phases: 40 s (three periods closing at
+// 10, 20 and 30 s, evaluated a tick late). Issue 22: CI replays scaled out 19-21 s in against a spread from 40 s.
+func TestScatteredRunsDrawThePhases(t *testing.T) {
+	inst := saturating()
+	// 9 rps is far above the target 12's rate (about 8.4): its datapoints, even a 1-s period's, breach.
+	sc := loadmodel.Scatter{Quantile: 0.1, RPS: []float64{1, 10}, Mean: []float64{1.6, 14.2}}
+	f := Fleet{Name: "plan", Instance: inst, TTotalS: 60, Scaling: scaling(30), InitialInstances: 1}
+	tr := constant(9, 3*time.Minute)
+	if det := FirstScaleOut(Run(tr, f)); det != 40 {
+		t.Fatalf("the deterministic run scaled out at %.0f s, want 40 (three periods and a tick's lag)", det)
+	}
+	s, _ := ScaleOutSpread(tr, f, sc, 400, nil)
+	if s.Missing > 0 {
+		t.Fatalf("%d of 400 runs did not scale out", s.Missing)
+	}
+	if s.Times[0] != 21 || s.Times[len(s.Times)-1] != 39 {
+		t.Errorf("first scale-outs from %.0f to %.0f s: want 21 to 39 s", s.Times[0], s.Times[len(s.Times)-1])
+	}
+	seen := map[float64]bool{}
+	for _, at := range s.Times {
+		seen[at] = true
+	}
+	if len(seen) != 19 {
+		t.Errorf("%d distinct first scale-out times: want all 19 seconds from 21 to 39", len(seen))
+	}
+}
+
+// TestPartialDeviate: a period shorter than a tick has fewer samples, so its Maximum's deviate is lower; a
+// full period's is unchanged, and the ends are finite.
+func TestPartialDeviate(t *testing.T) {
+	for _, z := range []float64{-3, 0, 1.5} {
+		if got := partialDeviate(z, Tick); got != z {
+			t.Errorf("a full period moved deviate %g to %g", z, got)
+		}
+		prev := z
+		for l := 9; l >= 1; l-- {
+			got := partialDeviate(z, time.Duration(l)*time.Second)
+			if !(got < prev) {
+				t.Errorf("deviate %g over %d s is %g: want below %g, the longer period's", z, l, got, prev)
+			}
+			prev = got
+		}
+	}
+	// z = 0 is the median of a full period: the median of 10 samples' Maximum; one sample is below it with
+	// probability 0.5^(1/10) = 0.933... so the full period's median is one sample's 0.933 quantile and one
+	// sample's median sits at the full period's 0.5^10 quantile, about −3.1 standard deviations.
+	if got := partialDeviate(0, time.Second); math.Abs(got-(-3.097)) > 0.01 {
+		t.Errorf("partialDeviate(0, 1 s) = %g, want about −3.097", got)
+	}
+	if got := partialDeviate(-40, time.Second); math.IsInf(got, 0) || math.IsNaN(got) {
+		t.Errorf("partialDeviate(−40, 1 s) = %g, want finite", got)
 	}
 }
