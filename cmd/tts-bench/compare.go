@@ -112,20 +112,8 @@ func compareCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest the artifacts record"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journals are kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench compare --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newCompareOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute(c.Context)
-		},
+		OnUsageError: usageError("compare"),
+		Action:       catalogAction(newCompareOpts),
 	}
 }
 

@@ -49,6 +49,37 @@ func modelUnlessEndpoint(c *cli.Context) string {
 	return c.String("model")
 }
 
+// usageError is a command's OnUsageError: a misused flag is a usage error (exit 2) that points at the
+// command's --help.
+func usageError(command string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		return exitcode.Usagef("%w: see tts-bench %s --help", err, command)
+	}
+}
+
+// command is what a tts-bench command builds from its command line: checked whole by Validate (every
+// problem named, exit 2) before Execute does anything.
+type command interface {
+	Validate() error
+	Execute(ctx context.Context) error
+}
+
+// catalogAction is the Action of a command whose options are built from the command line and the model
+// catalog: build, Validate, then Execute with the signal context (SIGINT or SIGTERM ends it).
+func catalogAction[O command](build func(*cli.Context, models.Catalog) O) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		cat, err := models.Default()
+		if err != nil {
+			return err
+		}
+		o := build(c, cat)
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Execute(c.Context)
+	}
+}
+
 // newApp builds the application, writing data to stdout and diagnostics to stderr.
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{

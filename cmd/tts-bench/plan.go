@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -86,20 +87,8 @@ func planCommand() *cli.Command {
 			&cli.StringFlag{Name: "from-compare", Usage: "plan for the winner of a tts-bench compare report (its type's artifacts, peak and trough)"},
 			&cli.StringFlag{Name: "instance-type", Usage: "with --from-compare: plan for this row of the report instead of the winner (it must hold the SLO)"},
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench plan --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newPlanOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute()
-		},
+		OnUsageError: usageError("plan"),
+		Action:       catalogAction(newPlanOpts),
 	}
 }
 
@@ -417,7 +406,7 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 // Execute builds the plan Validate prepared, prints it as --format asks, writes it (a what-if plan only to
 // a given --output) and fails the check (exit 1) when it is infeasible. An artifact or what-if set that
 // cannot make a plan, or an output that cannot be written, is an input error (exit 2).
-func (o *planOpts) Execute() error {
+func (o *planOpts) Execute(context.Context) error {
 	var build func(capacity.Options) (*capacity.Plan, error)
 	if o.whatIf != nil {
 		build = func(opts capacity.Options) (*capacity.Plan, error) {

@@ -128,20 +128,8 @@ func qmaxCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest the artifact records"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench qmax --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newQMaxOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute(c.Context)
-		},
+		OnUsageError: usageError("qmax"),
+		Action:       catalogAction(newQMaxOpts),
 	}
 }
 

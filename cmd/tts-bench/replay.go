@@ -107,20 +107,8 @@ func replayCommand() *cli.Command {
 			cliflags.Output("records file (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz)"),
 			cliflags.Format("what to print: text or json"),
 		}, awsenv.Flags()...),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench replay --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newReplayOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute(c.Context)
-		},
+		OnUsageError: usageError("replay"),
+		Action:       catalogAction(newReplayOpts),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,20 +64,8 @@ func reportCommand() *cli.Command {
 			cliflags.Force("merge files of different runs or traces, or an incomplete set of shards"),
 			cliflags.Format("what to print: text or json"),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench report --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newReportOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute()
-		},
+		OnUsageError: usageError("report"),
+		Action:       catalogAction(newReportOpts),
 	}
 }
 
@@ -139,7 +128,7 @@ func (o *reportOpts) Validate() error {
 }
 
 // Execute reads and checks the files, merges them and prints the report.
-func (o *reportOpts) Execute() error {
+func (o *reportOpts) Execute(context.Context) error {
 	recs, samples, early, err := mergeShards(o.files, o.force, o.stderr)
 	if err != nil {
 		return err

@@ -96,29 +96,14 @@ func simulateCommand() *cli.Command {
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench simulate --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newSimulateOpts(c, cat)
-			o.ctx = c.Context
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute()
-		},
+		OnUsageError: usageError("simulate"),
+		Action:       catalogAction(newSimulateOpts),
 	}
 }
 
 // simulateOpts is one tts-bench simulate: the command line, the catalog and writers, and what Validate
 // resolves.
 type simulateOpts struct {
-	// ctx ends on SIGINT or SIGTERM (its cause names the signal).
-	ctx       context.Context
 	args      []string
 	modelID   string
 	modelSet  bool
@@ -278,14 +263,13 @@ func (o *simulateOpts) loadTrace() []error {
 
 // Execute builds the setup (plan, instance model, re-derivation), simulates, prints the report, writes the
 // chart, and fails the check (exit 1) when the plan violates the SLO on the trace.
-func (o *simulateOpts) Execute() error {
+func (o *simulateOpts) Execute(ctx context.Context) error {
 	setup, err := o.setup()
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	// SIGINT or SIGTERM (main's signal context) stops the simulation between simulated hours; nothing is
+	// SIGINT or SIGTERM (main's signal context, ctx) stops the simulation between simulated hours; nothing is
 	// printed or written then.
-	ctx := o.ctx
 	setup.Cancel = func() bool { return ctx.Err() != nil }
 	if total := time.Duration(setup.ScatterRuns) * o.tr.Duration; total >= 10*24*time.Hour {
 		// Each scattered run simulates the whole trace: say so before a long wait, and how to stop it.

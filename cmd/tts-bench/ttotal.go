@@ -115,20 +115,8 @@ func ttotalCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest must equal the qmax artifact's"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return exitcode.Usagef("%w: see tts-bench ttotal --help", err)
-		},
-		Action: func(c *cli.Context) error {
-			cat, err := models.Default()
-			if err != nil {
-				return err
-			}
-			o := newTTotalOpts(c, cat)
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Execute(c.Context)
-		},
+		OnUsageError: usageError("ttotal"),
+		Action:       catalogAction(newTTotalOpts),
 	}
 }
 
