@@ -140,7 +140,14 @@ func TestQMaxDryRunMakesNoCall(t *testing.T) {
 }
 
 // The staircase against the emulator with the espeak engine under a tight SLO: a bracket, a valid artifact
-// with its records and chart, drift clean before and after, and tts-bench plan accepts the artifact.
+// with its records and chart, drift clean before and after, and tts-bench plan accepts the artifact. A 400-ms
+// request timeout and a ladder up to 128 make the bracket certain on a machine idle or loaded. espeak is bound
+// by throughput (about 100 rps on two idle cores, at every step from 2 up), so a request's response time grows
+// as C ÷ throughput: 1.3 s at C = 128 idle, and more than 1% of a step timed out is a failing step. The
+// container's scheduler keeps p95 TTFAB near 15 ms up to C = 32 on an idle machine, under the tight SLO's
+// 20-ms floor: with the SLO alone and a 10-s timeout no step failed there (Q_max 32, no bracket; it had
+// failed only under CI's load). A 150-ms timeout was too tight the other way: under -race and three busy
+// loops, 1 of 73 requests at C = 1 timed out.
 func TestQMaxEndToEnd(t *testing.T) {
 	e := emulatortest.Start(t, emulatortest.Container(t))
 	emulatortest.Endpoint(t, e, "speech-espeak-ng", emulatortest.InService())
@@ -158,8 +165,8 @@ func TestQMaxEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runCLI(t, append([]string{"qmax", "--ladder", "1,2,4,8,16,32", "--max-concurrency", "32", "--settle", "1s", "--hold", "4s",
-		"--measure-window", "3s", "--request-timeout", "10s", "--slo-ms", strconv.Itoa(slo), "--stall-budget-ms", "250",
+	stdout, stderr, code := runCLI(t, append([]string{"qmax", "--ladder", "1,2,4,8,16,32,64,128", "--max-concurrency", "128", "--settle", "1s", "--hold", "4s",
+		"--measure-window", "3s", "--request-timeout", "400ms", "--slo-ms", strconv.Itoa(slo), "--stall-budget-ms", "250",
 		"--rate-fractions", "none", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--container-dir", containerDir, "--output", out}, common...)...)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -171,6 +178,7 @@ func TestQMaxEndToEnd(t *testing.T) {
 	if errs := q.Verify(); len(errs) > 0 {
 		t.Fatalf("the artifact does not verify: %v", errs)
 	}
+	t.Logf("Q_max %d, lowest failing step %d (SLO %d ms)", q.QMax, q.BracketLowestFail, slo)
 	if q.QMax < 1 || q.BracketLowestFail <= q.QMax || q.DryRun || q.Transport != capacity.TransportSageMakerStream || q.InstanceType != "local" {
 		t.Errorf("want a live bracket over sagemaker-stream on local, got Q_max %d, lowest fail %d, dry run %v, %s on %s", q.QMax, q.BracketLowestFail, q.DryRun, q.Transport, q.InstanceType)
 	}
