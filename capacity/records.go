@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
@@ -113,6 +114,9 @@ func (q *QMax) ReadQMaxRecords(dir string) ([]bench.Record, error) {
 	if got := DigestBytes(data); got != q.RecordsSHA256 {
 		return nil, fmt.Errorf("records_file: %s has digest %s but records_sha256 is %s: the records changed after the measurement (edited, truncated) or are another run's", path, got, q.RecordsSHA256)
 	}
+	if recs, ok := decodedRecords.get(q.RecordsSHA256); ok {
+		return recs, nil
+	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("records_file: %s is not gzip-compressed records: %w", path, err)
@@ -129,7 +133,61 @@ func (q *QMax) ReadQMaxRecords(dir string) ([]bench.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("records_file: %s: %w", path, err)
 	}
+	decodedRecords.put(q.RecordsSHA256, recs)
 	return recs, nil
+}
+
+// decodedRecords keeps the records of the last records file decoded, by the digest of its bytes, so that a
+// process that checks one artifact several times (the gate re-deriving a plan after tts-bench plan did; the
+// tests) decodes its JSON lines once: decoding was half of a gate's time. The digest is of the very bytes
+// the records were decoded from, so a file edited since is decoded again. Each get is a deep copy: no caller
+// can change what the next one reads. Files of more than cachedRecordsMax records are not kept.
+var decodedRecords recordsCache
+
+const cachedRecordsMax = 200_000
+
+type recordsCache struct {
+	mu     sync.Mutex
+	digest string
+	recs   []bench.Record
+}
+
+func (c *recordsCache) get(digest string) ([]bench.Record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recs == nil || c.digest != digest {
+		return nil, false
+	}
+	return cloneRecords(c.recs), true
+}
+
+func (c *recordsCache) put(digest string, recs []bench.Record) {
+	if len(recs) > cachedRecordsMax {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.digest, c.recs = digest, cloneRecords(recs)
+}
+
+// cloneRecords copies the records and everything they point to.
+func cloneRecords(recs []bench.Record) []bench.Record {
+	out := make([]bench.Record, len(recs))
+	for i, r := range recs {
+		if r.Chunks != nil {
+			r.Chunks = append([][2]float64(nil), r.Chunks...)
+		}
+		if r.Arrival != nil {
+			a := *r.Arrival
+			r.Arrival = &a
+		}
+		if r.RateStep != nil {
+			id := *r.RateStep
+			r.RateStep = &id
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // firstError keeps the first error other than io.EOF that r returned: a gzip stream cut short reads as

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +382,51 @@ func TestLadderRecordsCheck(t *testing.T) {
 	q.Steps[4].AchievedRPS *= 1.01
 	if errs := q.CheckRecords(dir); len(errs) != 1 || !strings.Contains(errs[0].Error(), fmt.Sprintf("steps[4] (concurrency 16): achieved_rps is %v", q.Steps[4].AchievedRPS)) {
 		t.Fatalf("got %v", errs)
+	}
+}
+
+// TestReadQMaxRecordsKeepsNoSharedState: the records of the last file read are kept by digest
+// (decodedRecords), so a second read must give the same records, untouched by what a caller did to the first
+// read's, and a file re-sealed with other records must give those.
+func TestReadQMaxRecordsKeepsNoSharedState(t *testing.T) {
+	src := filepath.Join("..", "testdata", "plans", "valid")
+	q := loadQMax(t, filepath.Join(src, QMaxFile))
+	first, err := q.ReadQMaxRecords(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cloneRecords(first)
+	for i := range first {
+		first[i].TTFABMs = -1
+		if first[i].Chunks != nil {
+			first[i].Chunks[0][0] = -1
+		}
+		if first[i].Arrival != nil {
+			first[i].Arrival.Index = -1
+		}
+		if first[i].RateStep != nil {
+			first[i].RateStep.Fraction = -1
+		}
+	}
+	again, err := q.ReadQMaxRecords(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, want) {
+		t.Fatal("the second read differs from the first read's records as decoded: a caller's change reached the kept records")
+	}
+	// The same file name in another directory, re-sealed with one record less: its own records, not the kept ones.
+	dir := t.TempDir()
+	data := gzipTestRecords(t, want[1:])
+	if err := os.WriteFile(filepath.Join(dir, q.RecordsFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q.RecordsSHA256 = DigestBytes(data)
+	other, err := q.ReadQMaxRecords(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other) != len(want)-1 || !reflect.DeepEqual(other, want[1:]) {
+		t.Fatalf("the re-sealed file gave %d records, want its own %d", len(other), len(want)-1)
 	}
 }
