@@ -27,9 +27,19 @@ bench: deps deps-bench container-build ## run every benchmark row at full size a
 		$(BENCH_ENV) $(GO) run ./perf/$$p -out $(BENCH_DIR) $$extra; done
 	$(GO) run ./perf/report -in $(BENCH_DIR) -out BENCHMARKS.md -require $(bench_require)
 
+# Row 7's smoke run (about 2 of bench-smoke's 4.5 minutes) waits on the emulator's clock: it measures the twin,
+# whose compute is a wait, and its figures are not judged at this size. So it runs beside the other rows, its
+# output held in a log printed when it ends; the report waits for it.
+BENCH_SMOKE_BESIDE := 7:cost
+
 bench-smoke: deps deps-bench container-build ## every benchmark row at its smallest size (seconds each), then the report
-	@start=$$(date +%s); rm -f $(BENCH_DIR)/[0-9]*-*.json; \
-	for r in $(BENCH_ROWS); do p=$${r#*:}; echo "== row $${r%%:*}: go run ./perf/$$p -smoke"; \
-		$(BENCH_ENV) $(GO) run ./perf/$$p -smoke -out $(BENCH_DIR); done; \
+	@start=$$(date +%s); rm -f $(BENCH_DIR)/[0-9]*-*.json; mkdir -p $(BENCH_DIR); \
+	for r in $(BENCH_SMOKE_BESIDE); do p=$${r#*:}; echo "== row $${r%%:*}: go run ./perf/$$p -smoke (beside the others; output at its end)"; \
+		( $(BENCH_ENV) $(GO) run ./perf/$$p -smoke -out $(BENCH_DIR) > $(BENCH_DIR)/smoke-$$p.log 2>&1; echo $$? > $(BENCH_DIR)/smoke-$$p.rc ) & done; \
+	for r in $(filter-out $(BENCH_SMOKE_BESIDE),$(BENCH_ROWS)); do p=$${r#*:}; echo "== row $${r%%:*}: go run ./perf/$$p -smoke"; \
+		$(BENCH_ENV) $(GO) run ./perf/$$p -smoke -out $(BENCH_DIR) || { wait; exit 1; }; done; \
+	wait; \
+	for r in $(BENCH_SMOKE_BESIDE); do p=$${r#*:}; echo "== row $${r%%:*} (ran beside): go run ./perf/$$p -smoke"; cat $(BENCH_DIR)/smoke-$$p.log; \
+		rc=$$(cat $(BENCH_DIR)/smoke-$$p.rc); [ "$$rc" = 0 ] || { echo "bench-smoke: row $${r%%:*} exited $$rc" >&2; exit 1; }; done; \
 	$(GO) run ./perf/report -in $(BENCH_DIR) -out $(BENCH_DIR)/BENCHMARKS.md -require $(bench_require); \
 	echo "bench-smoke: every row produced in $$(( $$(date +%s) - start )) s"
