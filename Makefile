@@ -69,7 +69,14 @@ TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=
 # tts-bench compare's two end-to-end runs (about 7.5 minutes, measuring two emulated instance types one after the
 # other, waits on the twin's emulated compute) run in a fourth process (TTS_BENCH_COMPARE): added to the apart
 # process they made it the whole run's longest pole.
-TTS_BENCH_APART := ^(TestInstanceModelAgreesWithEmulator|TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling)$$
+#
+# TestInstanceModelAgreesWithEmulator compares the instance model's predicted p95 TTFAB with a second measurement
+# on the in-process emulator: under -race that emulator is several times slower, and the comparison measured the
+# race detector beside three other test processes (a clean-clone CI run: 128 ms predicted from a loaded
+# moment of the first qmax run, 58 ms measured by the second). It runs without -race, after the apart
+# process's other tests (TTS_BENCH_VALIDATION); the code it runs is raced by the rest of the package's tests.
+TTS_BENCH_VALIDATION := ^TestInstanceModelAgreesWithEmulator$$
+TTS_BENCH_APART := ^(TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling)$$
 TTS_BENCH_COMPARE := ^TestCompare(EndToEnd|Interrupted)$$
 
 .PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest
@@ -98,12 +105,13 @@ check-no-race:
 
 test-go-tts-bench-apart:
 	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
+	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
 
 test-go-tts-bench-compare:
 	$(TEST_GO) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest:
-	$(TEST_GO) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
+	$(TEST_GO) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
 
 synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)
