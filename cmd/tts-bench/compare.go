@@ -112,8 +112,7 @@ func compareCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest the artifacts record"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journals are kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: usageError("compare"),
-		Action:       catalogAction(newCompareOpts),
+		Action: catalogAction(newCompareOpts),
 	}
 }
 

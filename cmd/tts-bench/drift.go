@@ -119,12 +119,11 @@ type driftOpts struct {
 
 func driftCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "drift",
-		Usage:        "compare what is deployed for a model with its plan or catalog (read-only); exit 1 on an error-level finding",
-		UsageText:    "tts-bench drift [--model ID] [--local | --region R --profile P] [--plan F] [--format text|json]",
-		Description:  driftDescription,
-		Flags:        append(modelFlags(), cliflags.Format("text or json")),
-		OnUsageError: usageError("drift"),
+		Name:        "drift",
+		Usage:       "compare what is deployed for a model with its plan or catalog (read-only); exit 1 on an error-level finding",
+		UsageText:   "tts-bench drift [--model ID] [--local | --region R --profile P] [--plan F] [--format text|json]",
+		Description: driftDescription,
+		Flags:       append(modelFlags(), cliflags.Format("text or json")),
 		Action: func(c *cli.Context) error {
 			o := &driftOpts{args: c.Args().Slice(), modelID: c.String("model"), planPath: c.String("plan"), containerDir: c.String("container-dir"),
 				jdir: c.String("journal-dir"), format: c.String("format"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}

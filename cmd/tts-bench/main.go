@@ -49,14 +49,6 @@ func modelUnlessEndpoint(c *cli.Context) string {
 	return c.String("model")
 }
 
-// usageError is a command's OnUsageError: a misused flag is a usage error (exit 2) that points at the
-// command's --help.
-func usageError(command string) cli.OnUsageErrorFunc {
-	return func(_ *cli.Context, err error, _ bool) error {
-		return exitcode.Usagef("%w: see tts-bench %s --help", err, command)
-	}
-}
-
 // command is what a tts-bench command builds from its command line: checked whole by Validate (every
 // problem named, exit 2) before Execute does anything.
 type command interface {

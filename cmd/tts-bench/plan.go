@@ -87,8 +87,7 @@ func planCommand() *cli.Command {
 			&cli.StringFlag{Name: "from-compare", Usage: "plan for the winner of a tts-bench compare report (its type's artifacts, peak and trough)"},
 			&cli.StringFlag{Name: "instance-type", Usage: "with --from-compare: plan for this row of the report instead of the winner (it must hold the SLO)"},
 		},
-		OnUsageError: usageError("plan"),
-		Action:       catalogAction(newPlanOpts),
+		Action: catalogAction(newPlanOpts),
 	}
 }
 

@@ -128,8 +128,7 @@ func qmaxCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest the artifact records"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: usageError("qmax"),
-		Action:       catalogAction(newQMaxOpts),
+		Action: catalogAction(newQMaxOpts),
 	}
 }
 

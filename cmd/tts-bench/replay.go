@@ -107,8 +107,7 @@ func replayCommand() *cli.Command {
 			cliflags.Output("records file (default artifacts/<model>/replay-<run id>[-shard-i-of-n].jsonl.gz)"),
 			cliflags.Format("what to print: text or json"),
 		}, awsenv.Flags()...),
-		OnUsageError: usageError("replay"),
-		Action:       catalogAction(newReplayOpts),
+		Action: catalogAction(newReplayOpts),
 	}
 }
 

@@ -64,8 +64,7 @@ func reportCommand() *cli.Command {
 			cliflags.Force("merge files of different runs or traces, or an incomplete set of shards"),
 			cliflags.Format("what to print: text or json"),
 		},
-		OnUsageError: usageError("report"),
-		Action:       catalogAction(newReportOpts),
+		Action: catalogAction(newReportOpts),
 	}
 }
 

@@ -96,8 +96,7 @@ func simulateCommand() *cli.Command {
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
 		},
-		OnUsageError: usageError("simulate"),
-		Action:       catalogAction(newSimulateOpts),
+		Action: catalogAction(newSimulateOpts),
 	}
 }
 

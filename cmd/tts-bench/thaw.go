@@ -72,7 +72,6 @@ func thawCommand() *cli.Command {
 			&cli.IntFlag{Name: "desired", Usage: "instance count to set once the rest is restored"},
 			cliflags.Force("remove any run's measurement marker, and thaw without a journal an endpoint another run has marked"),
 			cliflags.Format("what to print: text, or json (the endpoint, the journal restored from, each change and note, and the error when the thaw stopped on one)")),
-		OnUsageError: usageError("thaw"),
 		Action: func(c *cli.Context) error {
 			o := &thawOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), modelID: modelUnlessEndpoint(c), planPath: c.String("plan"),
 				containerDir: c.String("container-dir"), jdir: c.String("journal-dir"), force: c.Bool("force"), format: c.String(cliflags.FormatName), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}

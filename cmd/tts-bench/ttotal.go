@@ -115,8 +115,7 @@ func ttotalCommand() *cli.Command {
 			cliflags.ContainerDir("the container source tree whose digest must equal the qmax artifact's"),
 			cliflags.JournalDir(cloud.DefaultJournalDir, "where the freeze journal is kept"),
 		}, awsenv.Flags()...),
-		OnUsageError: usageError("ttotal"),
-		Action:       catalogAction(newTTotalOpts),
+		Action: catalogAction(newTTotalOpts),
 	}
 }
 

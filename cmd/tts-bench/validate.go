@@ -61,7 +61,6 @@ func validateCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "plan to check against (default artifacts/<model>/plan.json)"},
 			cliflags.Format("text or json"),
 		}, awsenv.Flags()...),
-		OnUsageError: usageError("validate"),
 		Action: func(c *cli.Context) error {
 			o := &validateOpts{args: c.Args().Slice(), modelID: c.String("model"), planPath: c.String("plan"), format: c.String("format"),
 				env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter}
