@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
+	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // Verdicts of a plan.
@@ -24,6 +26,12 @@ const (
 	// DefaultEvaluationPeriods is how many breaching datapoints the target-tracking alarm waits for.
 	DefaultEvaluationPeriods = 3
 )
+
+// ScaleOutAlarmMemory is how long after a load ends the scale-out alarm's datapoints may still hold it: the
+// period the load ended in, the DefaultEvaluationPeriods datapoints, and the evaluation tick
+// (simulate.EvaluationLag). A replay that must start from a quiet alarm, as the simulation does, waits this
+// long after the load before it.
+const ScaleOutAlarmMemory = time.Duration(DefaultEvaluationPeriods+1)*DefaultMetricPeriodS*time.Second + simulate.EvaluationLag
 
 // Plan is the artifact of tts-bench plan: thresholds, cooldowns and fleet bounds derived from measurement,
 // the findings that judge them and the verdict. The endpoint stack reads Derived (and Fingerprint.SLO*)

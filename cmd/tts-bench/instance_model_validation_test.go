@@ -37,9 +37,8 @@ const (
 	// metric is the 10th-percentile peak (bench.AlarmQuantile) and the replay sends Poisson arrivals, the
 	// simulator is on the late side: 52.1 s replayed, 70 s simulated on this machine; 19.1, 21.2 and 19.5 s
 	// replayed in clean-clone CI runs (the deterministic run also takes the latest phase of the period grid
-	// and of the evaluation ticker; the scattered runs draw them). The 10-s peak barely tells 0.8 of
-	// the scale-out rate from the rate itself (mean peaks
-	// 7.5 and 8 here): a target at the rate's 10th percentile is crossed three times in a row somewhere between
+	// and of the evaluation ticker; the scattered runs draw them). The 10-s peak barely tells 0.8 of the
+	// scale-out rate from the rate itself (mean peaks 7.5 and 8 here): a target at the rate's 10th percentile is crossed three times in a row somewhere between
 	// them, at random. A deterministic simulator cannot place that moment within a period; it can be late, the
 	// safe error for a feasibility verdict. The scattered simulation (loadmodel.Scatter) draws the datapoints
 	// and gives the spread one replay falls in. The gaps are logged on every run.
@@ -156,8 +155,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	// alarm's datapoints, where the simulation starts from a quiet alarm: wait until the alarm's window holds none
 	// of it, as the demo does before its surge. (It was suspected of the replays that scaled out 19-21 s in; a CI
 	// run after this wait still scaled out 19.5 s in: see the comparison below.)
-	quiet := time.Duration(capacity.DefaultEvaluationPeriods+1)*time.Duration(capacity.DefaultMetricPeriodS)*time.Second + simulate.EvaluationLag
-	if wait := time.Until(check.EndedAt.Add(quiet)); wait > 0 {
+	if wait := time.Until(check.EndedAt.Add(capacity.ScaleOutAlarmMemory)); wait > 0 {
 		t.Logf("waiting %s for the check run's load to leave the scale-out alarm's window", wait.Round(time.Second))
 		time.Sleep(wait)
 	}

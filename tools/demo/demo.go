@@ -23,7 +23,6 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/awsenv"
-	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // The demo's fixed choices: the twin of Kokoro-82M on g5 (the calibration engine waits Kokoro's published
@@ -404,7 +403,7 @@ func (d *demo) redeploy(ctx context.Context) error {
 	// created now would see three breaching datapoints and scale out before the surge begins (a run went from
 	// 1 to 4 instances the second its surge started). Wait until those datapoints have left the alarm's window:
 	// the period the load ended in, the three datapoints, and the evaluation tick.
-	quiet := time.Duration(capacity.DefaultEvaluationPeriods+1)*time.Duration(capacity.DefaultMetricPeriodS)*time.Second + simulate.EvaluationLag
+	quiet := capacity.ScaleOutAlarmMemory
 	if wait := time.Until(d.loadEnded.Add(quiet)); !d.loadEnded.IsZero() && wait > 0 {
 		fmt.Fprintf(d.out, "Waiting %s for ttotal's probe load to leave the scale-out alarm's window (%s after it ended)...\n", wait.Round(time.Second), quiet)
 		select {
