@@ -50,9 +50,10 @@ build-cmds:
 
 test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
 
-# -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes (cmd/tts-bench holds the end-to-end measurement and
-# validation tests on the emulator: more than go test's default 10); the tests run the container built once by
-# container-build (SPEECH_CONTAINER_BIN, read by internal/emulatortest) instead of building it in each test process.
+# -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes
+# (cmd/tts-bench holds the end-to-end measurement and validation tests on the emulator: more than go test's
+# default 10); the tests run the container built once by container-build (SPEECH_CONTAINER_BIN, read by
+# internal/emulatortest) instead of building it in each test process.
 #
 # cmd/tts-bench's tests took 20 minutes one after another, most of test-go, and the longest of them wait on the
 # emulator's real time more than they compute: TestInstanceModelAgreesWithEmulator (7 minutes: 31-s measure

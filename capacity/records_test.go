@@ -70,15 +70,21 @@ func loadQMax(t *testing.T, path string) *QMax {
 	return q
 }
 
-// rewriteRecords replaces the records file beside the plan with what edit makes of its records, and records
-// the new file's digest in q: a records file edited and re-sealed.
-func rewriteRecords(t *testing.T, dir string, q *QMax, edit func([]bench.Record) []bench.Record) {
+// readRecords is q's records beside it in dir (QMax.ReadQMaxRecords), or the test stops.
+func readRecords(t *testing.T, q *QMax, dir string) []bench.Record {
 	t.Helper()
 	recs, err := q.ReadQMaxRecords(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := gzipTestRecords(t, edit(recs))
+	return recs
+}
+
+// rewriteRecords replaces the records file beside the plan with what edit makes of its records, and records
+// the new file's digest in q: a records file edited and re-sealed.
+func rewriteRecords(t *testing.T, dir string, q *QMax, edit func([]bench.Record) []bench.Record) {
+	t.Helper()
+	data := gzipTestRecords(t, edit(readRecords(t, q, dir)))
 	if err := os.WriteFile(filepath.Join(dir, q.RecordsFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +226,7 @@ func TestGateAcceptsAResealedSetWhoseRecordsGiveIt(t *testing.T) {
 func TestCheckAgainstNamesEachEditedFigure(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "plans", "valid")
 	q := loadQMax(t, filepath.Join(dir, QMaxFile))
-	recs, err := q.ReadQMaxRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := readRecords(t, q, dir)
 	if errs := q.CheckAgainst(recs); len(errs) > 0 {
 		t.Fatalf("the fixture does not follow from its records: %v", errs)
 	}
@@ -391,10 +394,7 @@ func TestLadderRecordsCheck(t *testing.T) {
 func TestReadQMaxRecordsKeepsNoSharedState(t *testing.T) {
 	src := filepath.Join("..", "testdata", "plans", "valid")
 	q := loadQMax(t, filepath.Join(src, QMaxFile))
-	first, err := q.ReadQMaxRecords(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := readRecords(t, q, src)
 	want := cloneRecords(first)
 	for i := range first {
 		first[i].TTFABMs = -1
@@ -408,10 +408,7 @@ func TestReadQMaxRecordsKeepsNoSharedState(t *testing.T) {
 			first[i].RateStep.Fraction = -1
 		}
 	}
-	again, err := q.ReadQMaxRecords(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := readRecords(t, q, src)
 	if !reflect.DeepEqual(again, want) {
 		t.Fatal("the second read differs from the first read's records as decoded: a caller's change reached the kept records")
 	}
@@ -422,10 +419,7 @@ func TestReadQMaxRecordsKeepsNoSharedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.RecordsSHA256 = DigestBytes(data)
-	other, err := q.ReadQMaxRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := readRecords(t, q, dir)
 	if len(other) != len(want)-1 || !reflect.DeepEqual(other, want[1:]) {
 		t.Fatalf("the re-sealed file gave %d records, want its own %d", len(other), len(want)-1)
 	}
