@@ -91,7 +91,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
-			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them (seeded), and print where the first scale-out falls (p2.5, median, p97.5) and how large the fleet grows: one real run lands anywhere in that spread, the verdict stays the deterministic run's (measured plans only; 0 to %d)", maxScatterRuns)},
+			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them, the trace starting at a random phase of the 10-s period grid and the alarm evaluated at a random lag (seeded), and print where the first scale-out falls (p2.5, median, p97.5) and how large the fleet grows: one real run lands anywhere in that spread, the verdict stays the deterministic run's (measured plans only; 0 to %d)", maxScatterRuns)},
 			cliflags.PricePerHour(),
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
