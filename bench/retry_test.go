@@ -101,7 +101,12 @@ func TestHTTPDoesNotRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(step.Requests) != n.Load() || step.Shed != 1 || step.OK != step.Requests-1 {
-		t.Errorf("%d requests recorded for %d the server saw, %d shed, %d ok: want one record per attempt and the 503 as one failure", step.Requests, n.Load(), step.Shed, step.OK)
+	// One record per attempt: every record the step wrote, not only the measured ones. A request sent in the
+	// same microseconds as the hold's end is recorded but falls after the measure window (its Sent is taken
+	// after the loop's check), so the measured count may be one short of what the server saw: a clean-clone
+	// CI run recorded 219 and measured 218.
+	records := int64(bytes.Count(out.Bytes(), []byte("\n")))
+	if records != n.Load() || step.Shed != 1 || step.OK != step.Requests-1 {
+		t.Errorf("%d records written (%d measured) for %d requests the server saw, %d shed, %d ok: want one record per attempt and the 503 as one failure", records, step.Requests, n.Load(), step.Shed, step.OK)
 	}
 }
