@@ -48,7 +48,7 @@ build-cmds:
 	@mkdir -p bin
 	@for c in $(CMDS); do echo "go build -o bin/$$c ./cmd/$$c"; $(GO) build -o bin/$$c ./cmd/$$c; done
 
-test: deps lint test-go $(TEST_EXTRA) ## everything CI runs: linters and all tests
+test: deps lint test-go $(TEST_EXTRA) test-tools ## everything CI runs: linters and all tests
 
 # -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes
 # (cmd/tts-bench holds the end-to-end measurement and validation tests on the emulator: more than go test's
@@ -80,6 +80,7 @@ TTS_BENCH_VALIDATION := ^TestInstanceModelAgreesWithEmulator$$
 TTS_BENCH_APART := ^(TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling)$$
 TTS_BENCH_COMPARE := ^TestCompare(EndToEnd|Interrupted)$$
 
+.PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
 .PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest
 
 test-go: deps container-build
@@ -113,6 +114,28 @@ test-go-tts-bench-compare:
 
 test-go-tts-bench-rest:
 	$(TEST_GO) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
+
+# The checks on the tests themselves, after them: the flake hunt finds a test that fails when a goroutine is
+# slow, and the leak check catches a test that leaves the emulator running (each shown on a planted case).
+test-tools: flake-hunt-selftest check-leaks-selftest
+
+# make flake-hunt PKGS='./cmd/tts-bench' RUN='^TestTTotal' N=10 LOAD=2 [RACE=0] [TAGS=...]: scripts/flake-hunt.sh
+# runs the tests N times beside LOAD busy loops and lists each failure with its -shuffle seed and its log.
+flake-hunt: ## run PKGS (-run RUN) N times beside LOAD busy loops; list each failure with its seed and log
+	@PKGS='$(PKGS)' RUN='$(RUN)' N='$(N)' LOAD='$(LOAD)' RACE='$(RACE)' TAGS='$(TAGS)' bash scripts/flake-hunt.sh
+
+# The hunt at its defaults (10 runs, 2 busy loops) on tools/flakeplant's planted flaky test must report it.
+flake-hunt-selftest:
+	@if out=$$(PKGS=./tools/flakeplant TAGS=flakeplant RACE=0 OUT=.cache/flake-hunt-selftest bash scripts/flake-hunt.sh 2>&1); then \
+		echo "$$out"; echo "flake-hunt-selftest: the hunt passed tools/flakeplant's test, which fails when a goroutine is slow" >&2; exit 1; fi; \
+	if ! grep -q 'FAILED: TestPlantedSlowGoroutine' <<<"$$out"; then echo "$$out"; echo "flake-hunt-selftest: the hunt failed without naming the planted test" >&2; exit 1; fi; \
+	echo "flake-hunt-selftest: the hunt found the planted flaky test: $$(grep -c 'FAILED: TestPlantedSlowGoroutine' <<<"$$out") of 10 runs failed"
+
+check-leaks: ## fail, naming it, when a process a test started is still running
+	@bash scripts/check-leaks.sh --wait 10
+
+check-leaks-selftest:
+	@bash scripts/check-leaks-selftest.sh
 
 synth: deps ## synthesize the CDK app for MODEL into cdk.out/
 	$(CDK) synth -q -c model=$(MODEL)

@@ -350,7 +350,7 @@ func TestDiscoveryIdentity(t *testing.T) {
 		if !ok || err != nil || info.PID != os.Getpid() || info.Instance != self.Instance || info.URL != self.URL {
 			t.Errorf("discovery file with %s: emulator.Running = %+v, %v, %v; want the emulator itself", name, info, ok, err)
 		}
-		eventually(t, 10*time.Second, "the emulator to restore its discovery file ("+name+")", func() bool {
+		eventually(t, hangBound, "the emulator to restore its discovery file ("+name+")", func() bool {
 			b, _ := os.ReadFile(infoPath)
 			return bytes.Equal(b, published)
 		})

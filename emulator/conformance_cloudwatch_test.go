@@ -470,7 +470,7 @@ func TestConformanceCloudWatchStateReason(t *testing.T) {
 				t.Fatalf("PutMetricAlarm: %v", err)
 			}
 			var reason string
-			eventually(t, 15*time.Second, "the alarm to reach "+string(tc.state), func() bool {
+			eventually(t, hangBound, "the alarm to reach "+string(tc.state), func() bool {
 				r.AddMetric(ns, metric, "conf", "AllTraffic", time.Now(), tc.value)
 				out, err := c.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{name}})
 				if err != nil || len(out.MetricAlarms) != 1 {

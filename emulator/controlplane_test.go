@@ -51,7 +51,7 @@ func TestControlPlane(t *testing.T) {
 	if d.EndpointStatus != smtypes.EndpointStatusCreating && d.EndpointStatus != smtypes.EndpointStatusFailed {
 		t.Fatalf("new endpoint status = %s, want Creating (or already Failed)", d.EndpointStatus)
 	}
-	eventually(t, 10*time.Second, "endpoint Failed", func() bool {
+	eventually(t, hangBound, "endpoint Failed", func() bool {
 		d, err = c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
 		return err == nil && d.EndpointStatus == smtypes.EndpointStatusFailed
 	})

@@ -227,7 +227,7 @@ func TestEndToEndEspeak(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	wait := load(ctx, r, name, 6, stop)
-	eventually(t, 20*time.Second, "the target tracking alarm in ALARM under load", func() bool { return alarmState() == cwtypes.StateValueAlarm })
+	eventually(t, hangBound, "the target tracking alarm in ALARM under load", func() bool { return alarmState() == cwtypes.StateValueAlarm })
 	time.Sleep(3 * time.Second) // three more evaluation periods in ALARM while suspended
 	if d := describe(ctx, t, c, name); d.EndpointStatus != smtypes.EndpointStatusInService || aws.ToInt32(d.ProductionVariants[0].DesiredInstanceCount) != 2 {
 		t.Fatalf("while suspended: status %s, desired %d; want InService with 2", d.EndpointStatus, aws.ToInt32(d.ProductionVariants[0].DesiredInstanceCount))
@@ -267,7 +267,7 @@ func TestEndToEndEspeak(t *testing.T) {
 
 	// Unsuspended, target tracking scales out within a bounded number of periods.
 	register(false)
-	eventually(t, 15*time.Second, "desired count 3 after unsuspending", func() bool {
+	eventually(t, hangBound, "desired count 3 after unsuspending", func() bool {
 		return aws.ToInt32(describe(ctx, t, c, name).ProductionVariants[0].DesiredInstanceCount) == 3
 	})
 	emulatortest.WaitInService(ctx, t, c.SageMaker, name)

@@ -84,7 +84,7 @@ func TestHungInstanceReplaced(t *testing.T) {
 			d.EndpointStatus == smtypes.EndpointStatusInService
 	})
 	// The stopped process was killed (SIGKILL reaches a stopped process) and reaped.
-	eventually(t, 10*time.Second, "the hung process to be gone", func() bool {
+	eventually(t, hangBound, "the hung process to be gone", func() bool {
 		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 	})
 	newID := r.InstanceIDs(name)[0]

@@ -24,6 +24,11 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// hangBound bounds a wait for something that must happen (a state reached, a process gone): only a hang
+// reaches it. The tests assert what happens and in which order, never how fast; a loaded machine (the race
+// detector beside other test processes on two cores) may take many times longer than an idle one.
+const hangBound = 2 * time.Minute
+
 // eventually polls cond every 100 ms until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -74,5 +74,5 @@ func TestInstanceURLs(t *testing.T) {
 	if _, err := e.SageMaker.DeleteEndpoint(ctxFor(t, 10*time.Second), &sagemaker.DeleteEndpointInput{EndpointName: aws.String(name)}); err != nil {
 		t.Fatalf("DeleteEndpoint: %v", err)
 	}
-	eventually(t, 20*time.Second, "the deleted endpoint to list no instance URL", func() bool { return e.InstanceURLs(name) == nil })
+	eventually(t, hangBound, "the deleted endpoint to list no instance URL", func() bool { return e.InstanceURLs(name) == nil })
 }

@@ -176,7 +176,7 @@ func TestStateValidation(t *testing.T) {
 	}
 	r = startFleet(t, emulator.Options{StateDir: dir, InstanceQuota: 3})
 	c = r.Clients
-	eventually(t, 10*time.Second, "the count to be lowered to the quota", func() bool {
+	eventually(t, hangBound, "the count to be lowered to the quota", func() bool {
 		d, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("ep")})
 		return err == nil && aws.ToInt32(d.ProductionVariants[0].DesiredInstanceCount) == 3
 	})

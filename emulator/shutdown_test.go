@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestShutdownWhileInstanceStarts stops the emulator while an instance is still starting (its container never
@@ -28,7 +27,7 @@ func TestShutdownWhileInstanceStarts(t *testing.T) {
 	emulatortest.Endpoint(t, r, "speech-never-ready", emulatortest.Instances(1))
 
 	var pid int
-	eventually(t, 10*time.Second, "the instance process to start", func() bool {
+	eventually(t, hangBound, "the instance process to start", func() bool {
 		b, _ := os.ReadFile(marker) // an unreadable marker leaves b empty, which Atoi refuses
 		var err error
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))

@@ -190,7 +190,7 @@ func TestExtendedStatistics(t *testing.T) {
 		}
 		return &out.MetricAlarms[0]
 	}
-	eventually(t, 20*time.Second, "the p95 alarm in ALARM and the p50 alarm OK", func() bool {
+	eventually(t, hangBound, "the p95 alarm in ALARM and the p50 alarm OK", func() bool {
 		return state("p95-high").StateValue == cwtypes.StateValueAlarm && state("p50-high").StateValue == cwtypes.StateValueOk
 	})
 	a := state("p95-high")

@@ -128,9 +128,12 @@ func connectEmulator(ctx context.Context, s emulatorSettings) (localEmulator, er
 	}
 	logPath := filepath.Join(dir, "emulator.log")
 	for attempt := 1; ; attempt++ {
-		var exited chan error
+		var (
+			exited chan error
+			child  *os.Process
+		)
 		if !ok {
-			if exited, err = startEmulator(dir, s.port, bin, logPath); err != nil {
+			if child, exited, err = startEmulator(dir, s.port, bin, logPath); err != nil {
 				return localEmulator{}, err
 			}
 		}
@@ -149,6 +152,12 @@ func connectEmulator(ctx context.Context, s emulatorSettings) (localEmulator, er
 			}
 			info, ok, err = emulator.Running(dir)
 			if ok && err == nil {
+				if childRunning && info.PID != child.Pid {
+					// Another command's emulator holds the directory: the one this command started is not
+					// needed, and left alone it could take the directory over once that one stops, serving
+					// with nobody to stop it.
+					stopChild(child, exited)
+				}
 				return attach(dir, info)
 			}
 			if err != nil && !errors.Is(err, emulator.ErrNotAnswering) {
@@ -175,31 +184,48 @@ func connectEmulator(ctx context.Context, s emulatorSettings) (localEmulator, er
 	}
 }
 
-// startEmulator starts `speech-infra local serve` detached, its output appended to logPath, and returns a
-// channel that receives its exit.
-func startEmulator(dir string, port int, bin, logPath string) (chan error, error) {
+// childStopGrace bounds the wait for an emulator this command started and no longer needs to stop on
+// SIGTERM, before it is killed.
+const childStopGrace = 10 * time.Second
+
+// stopChild stops an emulator this command started (SIGTERM, then SIGKILL after childStopGrace) and waits for
+// its exit on exited.
+func stopChild(p *os.Process, exited <-chan error) {
+	_ = p.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return
+	case <-time.After(childStopGrace):
+	}
+	_ = p.Kill()
+	<-exited
+}
+
+// startEmulator starts `speech-infra local serve` detached, its output appended to logPath, and returns its
+// process and a channel that receives its exit.
+func startEmulator(dir string, port int, bin, logPath string) (*os.Process, chan error, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
+		return nil, nil, fmt.Errorf("find own executable: %w", err)
 	}
 	// The log names the access key: it is its owner's only, like the key file.
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open emulator log: %w", err)
+		return nil, nil, fmt.Errorf("open emulator log: %w", err)
 	}
 	defer logFile.Close()
 	if err := logFile.Chmod(0o600); err != nil {
-		return nil, fmt.Errorf("restrict emulator log %s to its owner: %w", logPath, err)
+		return nil, nil, fmt.Errorf("restrict emulator log %s to its owner: %w", logPath, err)
 	}
 	cmd := exec.Command(exe, "local", "serve", "--state-dir", dir, "--port", strconv.Itoa(port), "--container-bin", bin)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the emulator: %w", err)
+		return nil, nil, fmt.Errorf("start the emulator: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	return exited, nil
+	return cmd.Process, exited, nil
 }
 
 // lastLine is the last non-empty line of the file at path (at most its last 4 KiB), or a note that there is

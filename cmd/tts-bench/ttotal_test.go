@@ -275,30 +275,29 @@ func TestTTotalNoRequestReachesTheNewInstance(t *testing.T) {
 	}
 }
 
-// TestTTotalRecoveryThatCannotCome (issue 23, item 9): the new instance serves, but slower than the SLO (its
-// engine computes 200 ms a segment, not 60, as a machine whose cores it shares would slow it; routed by
-// least outstanding requests it takes about a quarter of the probe, at a p95 TTFAB near 2 s), so the
-// probe's p95 cannot fall to the threshold; ttotal waits --recovery-windows windows after the new instance
-// served, not --max-wait, writes what it saw with the reason, and exits 1.
+// TestTTotalRecoveryThatCannotCome: the new instance serves, but every first audio it sends comes after the
+// SLO (its engine computes 2,000 ms a segment, twice the catalog's 1,000-ms SLO, where the first computes
+// 60), so the probe cannot recover: ttotal waits --recovery-windows windows after the new instance served, not
+// --max-wait, writes what it saw with the reason, and exits 1.
+//
+// Why no window can pass, whatever the machine's load: the calibration engine's compute is a wait, so load
+// only slows an instance. Least-outstanding routing keeps a request in flight on the slow instance; the
+// probe's cohort counts only requests sent before the oldest one still in flight, so a window holds at most
+// the requests in flight on the fast instance when a slow one was sent (fewer than --min-samples 8), or, when
+// a slow request has just ended, that request too: its TTFAB above the threshold is the window's p95 while
+// the window holds at most 20 requests (one slow request of the fast instance's 60-ms segments' 3 s).
 func TestTTotalRecoveryThatCannotCome(t *testing.T) {
-	e := profiledWith(t, 20, wrapContainer(t, "", "200"), slotEnv)
+	e := profiledWith(t, 20, wrapContainer(t, "", "2000"), slotEnv)
 	dir := t.TempDir()
 	qpath := writeSlotQMax(t, dir)
 	out := filepath.Join(dir, "ttotal.json")
-	started := time.Now()
 	stdout, stderr, code := runCLI(t, "ttotal", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--qmax", qpath, "--warmup", "4s", "--window", "3s", "--min-samples", "8", "--recovery-windows", "3", "--max-wait", "600s",
-		"--request-timeout", "30s", "--container-dir", containerDir, "--output", out)
-	took := time.Since(started)
+		"--request-timeout", "60s", "--container-dir", containerDir, "--output", out)
 	if code != 1 {
 		t.Fatalf("ttotal: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	t.Logf("ttotal (%s):\n%s%s", took, stdout, stderr)
-	// Bounded by the recovery windows, not by --max-wait: the scale-out (about 13 s at time scale 20), 9 s
-	// of windows, the restore; 600 s would be --max-wait.
-	if took > 300*time.Second {
-		t.Errorf("ttotal took %s: the recovery wait was not bounded by --recovery-windows", took)
-	}
+	t.Logf("ttotal:\n%s%s", stdout, stderr)
 	tt, err := capacity.LoadTTotal(out)
 	if err != nil {
 		t.Fatal(err)
@@ -309,12 +308,18 @@ func TestTTotalRecoveryThatCannotCome(t *testing.T) {
 	if strings.Join(tt.MissingStages, ",") != "traffic_recovered" {
 		t.Errorf("missing_stages %v: want traffic_recovered only (the stages reached are all on the timeline)", tt.MissingStages)
 	}
+	// The wait ended on the recovery windows (their reason), not on --max-wait (its own reason).
 	if !strings.HasPrefix(tt.IncompleteReason, "traffic_recovered not observed: 3 windows of 3s") || !strings.Contains(stdout, "why: traffic_recovered not observed") ||
 		!strings.Contains(stderr, "waiting at most 9s (3 windows of 3s)") {
 		t.Errorf("incomplete_reason %q; stdout:\n%s\nstderr:\n%s", tt.IncompleteReason, stdout, stderr)
 	}
-	if p := tt.Probe; p == nil || p.NewInstance == "" || !p.ExceededSLOBeforeInService || p.P95LastWindowMs <= p.RecoveryThresholdMs {
-		t.Errorf("probe %+v: want a new instance, past the SLO before, the last window's p95 above the threshold", tt.Probe)
+	p := tt.Probe
+	if p == nil || p.NewInstance == "" || !p.ExceededSLOBeforeInService {
+		t.Fatalf("probe %+v: want a new instance, past the SLO before in_service", tt.Probe)
+	}
+	// The last window is not a recovery: too few requests to judge, or a p95 above the threshold.
+	if p.SamplesLastWindow >= 8 && p.P95LastWindowMs <= p.RecoveryThresholdMs {
+		t.Errorf("probe %+v: the last window (%d requests, p95 %.1f ms) is a recovery to %.1f ms, yet none was recorded", p, p.SamplesLastWindow, p.P95LastWindowMs, p.RecoveryThresholdMs)
 	}
 	if st := readScaling(t, e); st.Desired != 1 {
 		t.Errorf("after ttotal the variant is %+v, want 1 instance", st)
