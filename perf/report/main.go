@@ -1,7 +1,9 @@
-// Command report assembles BENCHMARKS.md from the benchmark rows (issue 15): it reads every row file
+// Command report assembles BENCHMARKS.md from the benchmark rows: it reads every row file
 // (<n>-<name>.json, perf/internal/row) of a directory strictly, copies each row's SVG charts next to
 // the document, and writes the document atomically, rows in their fixed order, each with its title, figures,
 // goals and whether they are met, what was fixed, the command that reproduces it, the machine and the date.
+// The document states facts and rules, not the issue tracker's numbers: a row's references to an issue are
+// dropped (withoutIssueRefs), and one that cannot be dropped fails the report, naming the row.
 //
 //	go run ./perf/report [-in .cache/bench] [-out BENCHMARKS.md] [-figures benchmarks] [-require 1,2,3,4,5,6]
 //
@@ -119,6 +121,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	rows, err := loadRows(o.in)
 	if err != nil {
 		return err
+	}
+	for i := range rows {
+		if err := withoutIssueRefs(&rows[i]); err != nil {
+			return err
+		}
 	}
 	var missing []string
 	for _, n := range o.require {
@@ -288,4 +295,61 @@ func anchor(r row.Row) string {
 		}
 	}
 	return b.String()
+}
+
+// issueParen is a parenthetical that only cites the issue tracker: " (issue 15)", " (issue 17's set-up)",
+// " (issue 22, item 6)". The text around it states the fact; the number only says where it was asked for.
+var issueParen = regexp.MustCompile(`\s*\(issues? [0-9][^()]*\)`)
+
+// issueLead is a leading citation, as a "Fixed" entry copied from a commit message has: "issue 22 item 6: ".
+var issueLead = regexp.MustCompile(`^issues? [0-9]+(?:,? items? [0-9]+)?:\s*`)
+
+// issueRef is any reference to an issue left after those are dropped.
+var issueRef = regexp.MustCompile(`(?i)\bissues? #?[0-9]`)
+
+// withoutIssueRefs drops r's references to the issue tracker from every text the document shows, and
+// refuses a reference it cannot drop, naming the row and the text, so the row's program can state the rule
+// instead.
+func withoutIssueRefs(r *row.Row) error {
+	var left []string
+	fix := func(where string, s *string) {
+		*s = issueLead.ReplaceAllString(issueParen.ReplaceAllString(*s, ""), "")
+		if issueRef.MatchString(*s) {
+			left = append(left, fmt.Sprintf("%s %q", where, *s))
+		}
+	}
+	fix("title", &r.Title)
+	fix("summary", &r.Summary)
+	for i := range r.Goals {
+		g := &r.Goals[i]
+		fix(fmt.Sprintf("goal %d", i+1), &g.Text)
+		fix(fmt.Sprintf("goal %d's measured", i+1), &g.Measured)
+		fix(fmt.Sprintf("goal %d's why", i+1), &g.Why)
+	}
+	for i := range r.Tables {
+		t := &r.Tables[i]
+		fix(fmt.Sprintf("table %d's title", i+1), &t.Title)
+		for j := range t.Columns {
+			fix(fmt.Sprintf("table %d's column %d", i+1, j+1), &t.Columns[j])
+		}
+		for j := range t.Rows {
+			for k := range t.Rows[j] {
+				fix(fmt.Sprintf("table %d's row %d", i+1, j+1), &t.Rows[j][k])
+			}
+		}
+	}
+	for i := range r.Figures {
+		fix(fmt.Sprintf("figure %d's caption", i+1), &r.Figures[i].Caption)
+	}
+	for i := range r.Fixed {
+		fix(fmt.Sprintf("fixed %d", i+1), &r.Fixed[i])
+	}
+	for i := range r.Notes {
+		fix(fmt.Sprintf("note %d", i+1), &r.Notes[i])
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("row %d (%s): refers to the issue tracker where the document must state the fact or rule: %s: rewrite it in the row's program (perf/ROWS.md)",
+			r.N, r.Command, strings.Join(left, "; "))
+	}
+	return nil
 }

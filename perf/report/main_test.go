@@ -121,3 +121,47 @@ func TestReportRefuses(t *testing.T) {
 		})
 	}
 }
+
+// The document carries no issue numbers: a parenthetical or leading citation is dropped, the fact around it
+// stays, and a citation that cannot be dropped fails the report, naming the row.
+func TestReportDropsIssueReferences(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	r := fixture(1, "load-engine", false)
+	r.Goals[0].Text = "rate >= 0.9x wrk (issue 15)"
+	r.Tables[0].Title = "calibration: 100 ms a segment, one worker (issue 17's set-up)"
+	r.Fixed = []string{"issue 22 item 6: bench: a fix (abc123)"}
+	r.Notes = []string{"The engine runs with one worker (issue 17's set-up), so its two rows are one configuration (issue 22, item 6)."}
+	writeRow(t, in, r)
+	doc := filepath.Join(out, "BENCHMARKS.md")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-in", in, "-out", doc}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if issueRef.Match(got) {
+		t.Errorf("the document still cites an issue:\n%s", got)
+	}
+	for _, want := range []string{"| rate >= 0.9x wrk | 0.95x |", "**calibration: 100 ms a segment, one worker**",
+		"- bench: a fix (abc123)", "- The engine runs with one worker, so its two rows are one configuration."} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("document lacks %q:\n%s", want, got)
+		}
+	}
+
+	// A reference in running text cannot be dropped without losing the sentence: refused, nothing written.
+	in, out = t.TempDir(), t.TempDir()
+	r = fixture(1, "load-engine", false)
+	r.Summary = "Measured as issue 15 asks."
+	writeRow(t, in, r)
+	doc = filepath.Join(out, "BENCHMARKS.md")
+	err = run([]string{"-in", in, "-out", doc}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "row 1") || !strings.Contains(err.Error(), "summary") {
+		t.Fatalf("run = %v, want an error naming row 1's summary", err)
+	}
+	if _, err := os.Stat(doc); !os.IsNotExist(err) {
+		t.Errorf("wrote %s on error (stat: %v)", doc, err)
+	}
+}
