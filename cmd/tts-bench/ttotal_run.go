@@ -98,6 +98,15 @@ type ttotalRun struct {
 	gaps       map[string]float64
 	fineFrom   string
 	incomplete string
+	// lastWindow is the probe's judged window when the recovery wait ran out (the numbers incomplete
+	// states): the artifact records that window, not one taken after the probe stopped.
+	lastWindow *probeWindow
+}
+
+// probeWindow is a p95 TTFAB over n requests of the probe's judged window.
+type probeWindow struct {
+	p95 float64
+	n   int
 }
 
 // add records a stage observation once per stage name (AssembleTimeline keeps the first anyway; the probe
@@ -316,6 +325,9 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 			}
 			if time.Now().After(recoverBy) {
 				p95, n := r.probe.judged(r.clock.now())
+				r.mu.Lock()
+				r.lastWindow = &probeWindow{p95: p95, n: n}
+				r.mu.Unlock()
 				r.incomplete = fmt.Sprintf("traffic_recovered not observed: %d windows of %s (%s) after the new instance served and the endpoint was InService, the probe's p95 TTFAB over the last window was %s over %d requests, above the recovery threshold %.0f ms (p95 before the scale-out %.0f ms; SLO %d ms): the fleet of %d does not serve %d in flight within the threshold here (a loaded machine, a slow new instance, or a probe past what %d instances serve)",
 					o.recoveryWindows, o.window, bound, fmtP95(p95), n, r.rec.RecoveryThresholdMs, r.rec.P95BeforeScaleOutMs, o.qmax.SLOTTFABMs, to, r.probeC, to)
 				break
@@ -802,10 +814,15 @@ func (r *ttotalRun) record(t *capacity.TTotal) {
 	p.InstancesBeforeScaleOut = sortedKeys(r.before)
 	p.NewInstance = r.newInstance
 	gaps := maps.Clone(r.gaps)
+	window := r.lastWindow
 	r.mu.Unlock()
 	p.ExceededSLOBeforeInService = p.PeakP95BeforeInServiceMs > float64(p.SLOTTFABMs)
-	if p95, n := r.probe.judged(r.clock.now()); n > 0 {
-		p.P95LastWindowMs, p.SamplesLastWindow = r.finite(p95), n
+	if window == nil {
+		p95, n := r.probe.judged(r.clock.now())
+		window = &probeWindow{p95: p95, n: n}
+	}
+	if window.n > 0 {
+		p.P95LastWindowMs, p.SamplesLastWindow = r.finite(window.p95), window.n
 	}
 	t.Probe = &p
 	pl := &capacity.TTotalPolling{IntervalS: r.o.poll.Seconds(), FineIntervalS: min(r.o.poll, r.o.finePoll).Seconds(), FineFrom: r.fineFrom,

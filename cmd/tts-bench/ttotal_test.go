@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -317,7 +318,11 @@ func TestTTotalRecoveryThatCannotCome(t *testing.T) {
 	if p == nil || p.NewInstance == "" || !p.ExceededSLOBeforeInService {
 		t.Fatalf("probe %+v: want a new instance, past the SLO before in_service", tt.Probe)
 	}
-	// The last window is not a recovery: too few requests to judge, or a p95 above the threshold.
+	// The artifact's last window is the one the verdict was taken on (its reason states it), and it is not a
+	// recovery: too few requests to judge, or a p95 above the threshold.
+	if !strings.Contains(tt.IncompleteReason, fmt.Sprintf(" over %d requests,", p.SamplesLastWindow)) {
+		t.Errorf("the artifact's last window has %d requests, its reason says otherwise: %q", p.SamplesLastWindow, tt.IncompleteReason)
+	}
 	if p.SamplesLastWindow >= 8 && p.P95LastWindowMs <= p.RecoveryThresholdMs {
 		t.Errorf("probe %+v: the last window (%d requests, p95 %.1f ms) is a recovery to %.1f ms, yet none was recorded", p, p.SamplesLastWindow, p.P95LastWindowMs, p.RecoveryThresholdMs)
 	}
