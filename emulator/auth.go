@@ -97,6 +97,11 @@ func randomToken(n int) string {
 	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)[:n]
 }
 
+// credentialsHint is how a refused caller gets the emulator's access key. It names the commands only: an
+// answer to a caller without the key says nothing about this host's paths (the emulator's log names the
+// credentials file when it starts).
+const credentialsHint = "`speech-infra local status` prints it; `speech-infra deploy <model> --local` writes the credentials when it starts the emulator"
+
 // authorize checks the SigV4 Authorization header of an AWS request: it must name this emulator's access key
 // id. The signature is not verified. The errors are the ones AWS lists as common to all its APIs:
 // MissingAuthenticationToken and InvalidClientTokenId (HTTP 403), IncompleteSignature (HTTP 400).
@@ -104,8 +109,7 @@ func (e *Emulator) authorize(r *http.Request) *apiError {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return errorf("MissingAuthenticationToken", http.StatusForbidden,
-			"the request must contain a valid access key id: sign it with SigV4 and the access key of this emulator (`speech-infra local status` prints it; the key is in %s)",
-			filepath.Join(e.opts.StateDir, CredentialsFile))
+			"the request must contain a valid access key id: sign it with SigV4 and the access key of this emulator (%s)", credentialsHint)
 	}
 	akid, ok := sigV4AccessKeyID(h)
 	if !ok {
@@ -114,8 +118,7 @@ func (e *Emulator) authorize(r *http.Request) *apiError {
 	}
 	if subtle.ConstantTimeCompare([]byte(akid), []byte(e.creds.AccessKeyID)) != 1 {
 		return errorf("InvalidClientTokenId", http.StatusForbidden,
-			"the access key id provided does not exist in the records of this emulator: use the key `speech-infra local status` prints (from %s)",
-			filepath.Join(e.opts.StateDir, CredentialsFile))
+			"the access key id provided does not exist in the records of this emulator: use its access key (%s)", credentialsHint)
 	}
 	return nil
 }

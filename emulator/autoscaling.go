@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -391,6 +392,9 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 		if err := aasEnum("stepScalingPolicyConfiguration.metricAggregationType", c.MetricAggregationType, enumAggregation); err != nil {
 			return nil, err
 		}
+		if err := checkStepAdjustments(c.StepAdjustments); err != nil {
+			return nil, err
+		}
 		p.Step = c
 	case "TargetTrackingScaling":
 		c := in.TargetTrackingScalingPolicyConfiguration
@@ -452,6 +456,109 @@ func (e *Emulator) putScalingPolicy(dec decoder) (any, *apiError) {
 	e.st.Policies[key] = p
 	e.saveLocked()
 	return map[string]any{"PolicyARN": p.Arn, "Alarms": e.policyAlarmsLocked(p)}, nil
+}
+
+// maxStepAdjustments is Application Auto Scaling's quota "Step adjustments per step scaling policy", 20 by
+// default (Quotas for Application Auto Scaling, user guide).
+const maxStepAdjustments = 20
+
+// stepsMember is how validation messages name a step scaling policy's step adjustments.
+const stepsMember = "stepScalingPolicyConfiguration.stepAdjustments"
+
+// checkStepAdjustments refuses step adjustments that break the rules of StepAdjustment (API reference):
+// "There are a few rules for the step adjustments for your step policy:
+//   - The ranges of your step adjustments can't overlap or have a gap.
+//   - At most one step adjustment can have a null lower bound. If one step adjustment has a negative lower
+//     bound, then there must be a step adjustment with a null lower bound.
+//   - At most one step adjustment can have a null upper bound. If one step adjustment has a positive upper
+//     bound, then there must be a step adjustment with a null upper bound.
+//   - The upper and lower bound can't be null in the same step adjustment."
+//
+// and MetricIntervalUpperBound: "The upper bound must be greater than the lower bound." Each answer is a
+// ValidationException. So is a policy of more than maxStepAdjustments steps, checked first, so that a request
+// of thousands of steps costs no more than a count: AWS documents no error code for it, and its wording is
+// AWS's as CloudFormation relayed it (aws/aws-cdk#26215). The emulator does not answer the quota's
+// LimitExceededException ("A per-account resource limit is exceeded."): the SDKs retry that code as a throttle
+// (aws-sdk-go-v2 retry.DefaultThrottleErrorCodes), and a request over the limit never succeeds. Steps are
+// numbered from 1 in the order given, as validation messages number list members.
+func checkStepAdjustments(steps []stepAdjustment) *apiError {
+	if len(steps) > maxStepAdjustments {
+		return aasValidation("There can be at most %d step adjustments per scaling policy: %s has %d.", maxStepAdjustments, stepsMember, len(steps))
+	}
+	nullLower, nullUpper := 0, 0
+	negativeLower, positiveUpper := 0, 0
+	for i, s := range steps {
+		lo, hi := s.MetricIntervalLowerBound, s.MetricIntervalUpperBound
+		switch {
+		case lo == nil && hi == nil:
+			// Application Auto Scaling's wording, as the AWS provider for Terraform relayed it
+			// (hashicorp/terraform-provider-aws#4812).
+			return aasValidation("Both lower and upper bounds of a step adjustment cannot be left unspecified: %s.%d.member.", stepsMember, i+1)
+		case lo != nil && hi != nil && *hi <= *lo:
+			return aasValidation("The upper bound must be greater than the lower bound: %s.%d.member has lower bound %s and upper bound %s.",
+				stepsMember, i+1, num(*lo), num(*hi))
+		}
+		if lo == nil {
+			nullLower++
+		} else if *lo < 0 {
+			negativeLower = i + 1
+		}
+		if hi == nil {
+			nullUpper++
+		} else if *hi > 0 {
+			positiveUpper = i + 1
+		}
+	}
+	switch {
+	case nullLower > 1:
+		return aasValidation("At most one step adjustment can have a null lower bound: %d of %s have none.", nullLower, stepsMember)
+	case nullUpper > 1:
+		return aasValidation("At most one step adjustment can have a null upper bound: %d of %s have none.", nullUpper, stepsMember)
+	case negativeLower > 0 && nullLower == 0:
+		return aasValidation("There must be a step adjustment with a null lower bound when one has a negative lower bound: %s.%d.member has one.", stepsMember, negativeLower)
+	case positiveUpper > 0 && nullUpper == 0:
+		// EC2 Auto Scaling words the same rule "There must be a StepAdjustment with an unspecified upper bound (i.e.,
+		// upper bound is null) when one StepAdjustment has a positive upper bound" (hashicorp/terraform-provider-aws#9077).
+		return aasValidation("There must be a step adjustment with a null upper bound when one has a positive upper bound: %s.%d.member has one.", stepsMember, positiveUpper)
+	}
+	// In the order of their ranges (a null lower bound is minus infinity), each range must end where the next
+	// begins.
+	order := make([]int, len(steps))
+	for i := range order {
+		order[i] = i
+	}
+	lower := func(i int) float64 {
+		if b := steps[i].MetricIntervalLowerBound; b != nil {
+			return *b
+		}
+		return math.Inf(-1)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return lower(order[a]) < lower(order[b]) })
+	for k := 1; k < len(order); k++ {
+		prev, cur := order[k-1], order[k]
+		end, begin := steps[prev].MetricIntervalUpperBound, lower(cur)
+		switch {
+		case end == nil || *end > begin:
+			return aasValidation("The ranges of step adjustments can't overlap: %s.%d.member %s and %s.%d.member %s overlap.",
+				stepsMember, prev+1, stepRange(steps[prev]), stepsMember, cur+1, stepRange(steps[cur]))
+		case *end < begin:
+			return aasValidation("The ranges of step adjustments can't have a gap: %s.%d.member %s and %s.%d.member %s leave one.",
+				stepsMember, prev+1, stepRange(steps[prev]), stepsMember, cur+1, stepRange(steps[cur]))
+		}
+	}
+	return nil
+}
+
+// stepRange shows a step adjustment's range, a null bound as infinity: [0, 10), (-inf, 0).
+func stepRange(s stepAdjustment) string {
+	lo, hi := "(-inf", "+inf)"
+	if b := s.MetricIntervalLowerBound; b != nil {
+		lo = "[" + num(*b)
+	}
+	if b := s.MetricIntervalUpperBound; b != nil {
+		hi = num(*b) + ")"
+	}
+	return lo + ", " + hi
 }
 
 func stepCooldown(c *stepConfig) *int {

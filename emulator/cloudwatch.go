@@ -52,7 +52,24 @@ const (
 	stateReasonTimeFormat = "02/01/06 15:04:05"
 	fifteenDays           = 15 * 24 * time.Hour
 	sixtyThreeDays        = 63 * 24 * time.Hour
+	// longestRetention is the longest CloudWatch keeps a datapoint (GetMetricData in the API reference): "Data
+	// points with a period of 3600 seconds (1 hour) are available for 455 days (15 months)."
+	longestRetention = 455 * 24 * time.Hour
 )
+
+// The limits of an alarm's periods, from PutMetricAlarm's Period in the API reference: "An alarm's total current
+// evaluation period can be no longer than seven days, so Period multiplied by EvaluationPeriods can't be more
+// than 604,800 seconds. For alarms with a period of less than one hour (3,600 seconds), the total evaluation
+// period can't be longer than one day (86,400 seconds)."
+const (
+	maxAlarmEvaluationS      = 604800
+	shortAlarmPeriodS        = 3600
+	maxShortAlarmEvaluationS = 86400
+)
+
+// alarmSubMinutePeriods are the periods under a minute PutMetricAlarm accepts: "Valid values are 10, 20, 30, and
+// any multiple of 60."
+var alarmSubMinutePeriods = []int{10, 20, 30}
 
 func invalidParam(format string, args ...any) *apiError {
 	return errorf("InvalidParameterValue", http.StatusBadRequest, format, args...)
@@ -115,6 +132,22 @@ func retainedFrom(start, now time.Time, period int) time.Time {
 	return start
 }
 
+// queryStart is where a metric read of the given period starts: StartTime rounded down as CloudWatch does
+// (alignStart) and, when that is older than CloudWatch keeps any datapoint (longestRetention), moved forward by
+// whole periods to the last datapoint timestamp of the request's grid at or before that limit. A read from the
+// year 1 thus stamps its datapoints where AWS would, and never works with spans a time.Duration cannot hold (about
+// 292 years): the emulator keeps metricRetention of data, so nothing older is lost.
+func queryStart(start, now time.Time, period int) time.Time {
+	start = alignStart(start, now, period)
+	oldest := now.Add(-longestRetention)
+	if !start.Before(oldest) {
+		return start
+	}
+	p := int64(period)
+	skip := (oldest.Unix() - start.Unix()) / p
+	return time.Unix(start.Unix()+skip*p, int64(start.Nanosecond())).UTC()
+}
+
 // cloudwatchOps are the CloudWatch operations, served over rpcv2Cbor
 // (/service/GraniteServiceVersion20100801/operation/<op>) and awsJson1_0 (X-Amz-Target
 // GraniteServiceVersion20100801.<op>).
@@ -153,12 +186,73 @@ func (e *Emulator) putMetricAlarm(dec decoder) (any, *apiError) {
 	if err := dec(&in); err != nil {
 		return nil, err
 	}
+	if err := e.checkAlarmPeriods(in); err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, err := e.putAlarmLocked(in); err != nil {
 		return nil, err
 	}
 	return map[string]any{}, nil
+}
+
+// checkAlarmPeriods refuses an alarm whose periods PutMetricAlarm does not accept, with CloudWatch's
+// ValidationError: a Period outside its valid values, or a total evaluation period (Period × EvaluationPeriods)
+// longer than its limits. A Period or EvaluationPeriods that is missing or under 1 is left to putAlarmLocked's
+// checks (the service model refuses one under 1 before).
+func (e *Emulator) checkAlarmPeriods(in putMetricAlarmInput) *apiError {
+	if in.Period < 1 || in.EvaluationPeriods < 1 {
+		return nil
+	}
+	// Both are at most 2^31 - 1 (the model's integer type), so their product fits an int64.
+	total := int64(in.Period) * int64(in.EvaluationPeriods)
+	switch {
+	case total > maxAlarmEvaluationS:
+		return errorf("ValidationError", http.StatusBadRequest,
+			"The total evaluation period of an alarm can be no longer than seven days: Period (%d) multiplied by EvaluationPeriods (%d) is %d seconds, more than %d.",
+			in.Period, in.EvaluationPeriods, total, maxAlarmEvaluationS)
+	case in.Period < shortAlarmPeriodS && total > maxShortAlarmEvaluationS:
+		return errorf("ValidationError", http.StatusBadRequest,
+			"The total evaluation period of an alarm with a Period of less than %d seconds can be no longer than one day: Period (%d) multiplied by EvaluationPeriods (%d) is %d seconds, more than %d.",
+			shortAlarmPeriodS, in.Period, in.EvaluationPeriods, total, maxShortAlarmEvaluationS)
+	case !e.alarmPeriodValid(in.Period):
+		// CloudWatch's answer to Period 1, as CloudFormation relayed it (awsdocs/aws-cloudformation-user-guide#777):
+		// "Period must be 10, 30 or a multiple of 60 (Service: AmazonCloudWatch; Status Code: 400; Error Code:
+		// ValidationError ...)"; 20 has been valid since.
+		return errorf("ValidationError", http.StatusBadRequest, "Period must be 10, 20, 30 or a multiple of 60%s, not %d.", e.shortenedPeriodsNote(), in.Period)
+	}
+	return nil
+}
+
+// awsAlarmPeriod reports whether PutMetricAlarm accepts the period p, in seconds: "Valid values are 10, 20, 30,
+// and any multiple of 60."
+func awsAlarmPeriod(p int) bool { return p%60 == 0 || slices.Contains(alarmSubMinutePeriods, p) }
+
+// alarmPeriodValid reports whether the emulator accepts the alarm period p, in seconds (at most
+// maxAlarmEvaluationS): AWS's valid values and, when the emulator's metric period is shorter than SageMaker's 10
+// s (the tests' 1 s, or `--metric-period`), the same values shortened by its factor (metric period / 10 s) where
+// they come out whole: with a 1-s metric period 1, 2, 3 and the multiples of 6 stand for 10, 20, 30 and the
+// multiples of 60, so the emulator's compressed alarms keep AWS's grid. At the default 10 s the set is AWS's.
+func (e *Emulator) alarmPeriodValid(p int) bool {
+	if awsAlarmPeriod(p) {
+		return true
+	}
+	mp := e.opts.MetricPeriod
+	if mp >= DefaultMetricPeriod {
+		return false
+	}
+	stretched := time.Duration(p) * DefaultMetricPeriod
+	return stretched%mp == 0 && awsAlarmPeriod(int(stretched/mp))
+}
+
+// shortenedPeriodsNote names, in a Period refusal, the shortened periods an emulator with a metric period under
+// 10 s accepts too ("" at the default).
+func (e *Emulator) shortenedPeriodsNote() string {
+	if e.opts.MetricPeriod >= DefaultMetricPeriod {
+		return ""
+	}
+	return fmt.Sprintf(" (or those values × %s/%s: this emulator's metric period over SageMaker's)", e.opts.MetricPeriod, DefaultMetricPeriod)
 }
 
 // putAlarmLocked validates and stores an alarm, keeping its state when only its configuration changes; e.mu
@@ -196,7 +290,9 @@ func (e *Emulator) putAlarmLocked(in putMetricAlarmInput) (*alarmRec, *apiError)
 	case in.EvaluationPeriods < 1:
 		return nil, invalidParam("The parameter EvaluationPeriods must be at least 1.")
 	case in.DatapointsToAlarm > in.EvaluationPeriods:
-		return nil, invalidParam("DatapointsToAlarm must be less than or equal to EvaluationPeriods.")
+		// CloudWatch's answer, as the AWS provider for Terraform relayed it (hashicorp/terraform#24070):
+		// "ValidationError: DatapointsToAlarm must be less than or equal to EvaluationPeriods".
+		return nil, errorf("ValidationError", http.StatusBadRequest, "DatapointsToAlarm must be less than or equal to EvaluationPeriods.")
 	case in.Threshold == nil:
 		return nil, errorf("MissingParameter", http.StatusBadRequest, "The parameter Threshold is required.")
 	case in.ComparisonOperator == "":
@@ -604,7 +700,7 @@ func (m *mathEval) series(id string) (timeSeries, *apiError) {
 	var ts timeSeries
 	if q.MetricStat != nil {
 		ms := q.MetricStat
-		start := alignStart(m.start, m.now, ms.Period)
+		start := queryStart(m.start, m.now, ms.Period)
 		var points []agg
 		if ms.Unit == "" || ms.Unit == unitOf(ms.Metric.MetricName) {
 			points = m.e.metrics.query(ms.Metric.Namespace, ms.Metric.MetricName, ms.Metric.Dimensions, retainedFrom(start, m.now, ms.Period),
@@ -677,12 +773,16 @@ func (e *Emulator) getMetricStatistics(dec decoder) (any, *apiError) {
 		}
 	}
 	now := time.Now()
-	start := alignStart(in.StartTime.Time, now, in.Period)
-	period := time.Duration(in.Period) * time.Second
-	if n := (in.EndTime.Sub(start) + period - 1) / period; n > time.Duration(maxStatisticsDatapoints) {
+	// The datapoints requested are counted over the whole range asked for, in seconds: a range of centuries is
+	// more than a time.Duration holds.
+	aligned := alignStart(in.StartTime.Time, now, in.Period)
+	span := float64(in.EndTime.Unix()-aligned.Unix()) + float64(in.EndTime.Nanosecond()-aligned.Nanosecond())/1e9
+	if n := math.Ceil(span / float64(in.Period)); n > float64(maxStatisticsDatapoints) {
 		return nil, errorf("InvalidParameterCombination", http.StatusBadRequest,
-			"You have requested up to %d datapoints, which exceeds the limit of %d. You may reduce the datapoints requested by increasing Period, or decreasing the time range.", int64(n), maxStatisticsDatapoints)
+			"You have requested up to %.0f datapoints, which exceeds the limit of %d. You may reduce the datapoints requested by increasing Period, or decreasing the time range.", n, maxStatisticsDatapoints)
 	}
+	start := queryStart(in.StartTime.Time, now, in.Period)
+	period := time.Duration(in.Period) * time.Second
 	var points []agg
 	if in.Unit == "" || in.Unit == unitOf(in.MetricName) {
 		points = e.metrics.query(in.Namespace, in.MetricName, in.Dimensions, retainedFrom(start, now, in.Period), start, in.EndTime.Time, period)

@@ -1,21 +1,27 @@
 package emulator_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
 	aastypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
 
+	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
@@ -155,4 +161,62 @@ func TestConformanceServiceModelValidation(t *testing.T) {
 			t.Fatalf("the endpoint config with InstanceType %q: %v", emulator.LocalInstanceType, err)
 		}
 	})
+}
+
+// lockedBuffer is an io.Writer the emulator's log goes to while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestConformanceRefusalNamesNoPath: a request without the emulator's access key gets AWS's common errors,
+// MissingAuthenticationToken and InvalidClientTokenId (HTTP 403), whose answer tells how to get the key (the
+// commands) and says nothing about this host's paths: not the state directory, not the credentials file. The
+// emulator's own log names the credentials file.
+func TestConformanceRefusalNamesNoPath(t *testing.T) {
+	log := &lockedBuffer{}
+	r := emulatortest.Start(t, func(o *emulator.Options) { o.Log = log })
+	anon := emulatortest.NewClients(r.URL, r.Key)
+	cfg := cloud.LocalConfig(r.URL, r.Key)
+	cfg.Credentials = aws.AnonymousCredentials{}
+	anon.SageMaker = sagemaker.NewFromConfig(cfg)
+	anon.Runtime = sagemakerruntime.NewFromConfig(cfg)
+	anon.AutoScaling = applicationautoscaling.NewFromConfig(cfg)
+	anon.CloudWatch = cloudwatch.NewFromConfig(cfg)
+	anon.Logs = cloudwatchlogs.NewFromConfig(cfg)
+	other := emulatortest.NewClients(r.URL, cloud.LocalCredentials{AccessKeyID: emulator.AccessKeyPrefix + emulator.RandomToken(16), SecretAccessKey: r.Key.SecretAccessKey})
+	credentials := filepath.Join(r.StateDir, emulator.CredentialsFile)
+	for _, tc := range []struct {
+		name    string
+		clients emulatortest.Clients
+		code    string
+	}{{"without credentials", anon, "MissingAuthenticationToken"}, {"with another key", other, "InvalidClientTokenId"}} {
+		for op, err := range sdkCalls(t, tc.clients) {
+			code, status := errCode(err)
+			_, msg := apiError(err)
+			switch {
+			case code != tc.code || status != http.StatusForbidden:
+				t.Errorf("%s %s: %v (code %q, HTTP %d); want %s 403", op, tc.name, err, code, status, tc.code)
+			case strings.Contains(msg, r.StateDir) || strings.Contains(msg, emulator.CredentialsFile):
+				t.Errorf("%s %s: the answer %q names a local path (%s)", op, tc.name, msg, credentials)
+			case !strings.Contains(msg, "speech-infra local status") || !strings.Contains(msg, "speech-infra deploy <model> --local"):
+				t.Errorf("%s %s: the answer %q does not say how to get the key", op, tc.name, msg)
+			}
+		}
+	}
+	if !strings.Contains(log.String(), credentials) {
+		t.Errorf("the emulator's log does not name its credentials file %s:\n%s", credentials, log.String())
+	}
 }

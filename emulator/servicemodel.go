@@ -186,6 +186,23 @@ func (m *serviceModel) check(shapeName, path string, v any, ext map[string][]str
 			if f != math.Trunc(f) {
 				return
 			}
+			// The types have ranges of their own (Smithy's simple types, smithy.io/2.0/spec/simple-types.html):
+			// "An integer is a 32-bit signed integer ranging from -2^31 to (2^31)-1 (inclusive)." and "A long is
+			// a 64-bit signed integer ranging from -2^63 to (2^63)-1 (inclusive)." A value outside them is no
+			// value of the member, whatever the model's min and max leave open (RegisterScalableTarget's
+			// ResourceCapacity, PutMetricAlarm's Period and EvaluationPeriods have no max).
+			lo, hi, hiText := float64(math.MinInt32), float64(math.MaxInt32), strconv.Itoa(math.MaxInt32)
+			if sh.Type == "long" {
+				lo, hi, hiText = math.MinInt64, math.MaxInt64, strconv.FormatInt(math.MaxInt64, 10)
+			}
+			if f < lo {
+				fail(f, "have value greater than or equal to "+num(lo))
+				return
+			}
+			if f > hi {
+				fail(f, "have value less than or equal to "+hiText)
+				return
+			}
 		}
 		switch {
 		case sh.Min != nil && sh.Max != nil && (f < *sh.Min || f > *sh.Max):
