@@ -366,3 +366,40 @@ func TestUsage(t *testing.T) {
 		t.Errorf("stderr:\n%s", p.errText())
 	}
 }
+
+// TestBindAddressOnTheBinary: SAGEMAKER_BIND_TO_ADDRESS=127.0.0.1 binds
+// loopback only (the emulator's instances, whose /invocations takes no key);
+// an invalid value stops the start with exit 2 naming the variable; an
+// address not on this host stops it with exit 1 naming both variables.
+func TestBindAddressOnTheBinary(t *testing.T) {
+	p := start(t, map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "5", "SAGEMAKER_BIND_TO_ADDRESS": "127.0.0.1"})
+	p.waitLine(t, "STAGE ready")
+	if p.ping() != 200 {
+		t.Fatalf("/ping on 127.0.0.1: %d", p.ping())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp6", p.cmd.Process.Pid))
+	if err == nil && strings.Contains(string(b), fmt.Sprintf(":%04X 00000000000000000000000000000000:0000 0A", p.port)) {
+		t.Errorf("the port %d is bound on :: as well", p.port)
+	}
+	b, err = os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), fmt.Sprintf("0100007F:%04X 00000000:0000 0A", p.port)) || strings.Contains(string(b), fmt.Sprintf("00000000:%04X 00000000:0000 0A", p.port)) {
+		t.Errorf("port %d is not listening on 127.0.0.1 alone:\n%s", p.port, b)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.wait(t)
+
+	for _, v := range []string{"localhost", "127.0.0.1:80", "[::1]"} {
+		p := start(t, map[string]string{"ENGINE": "calibration", "SAGEMAKER_BIND_TO_ADDRESS": v})
+		if code := p.wait(t); code != 2 || !strings.Contains(p.errText(), fmt.Sprintf("SAGEMAKER_BIND_TO_ADDRESS=%q: use an IP address", v)) {
+			t.Errorf("SAGEMAKER_BIND_TO_ADDRESS=%q: exit %d, stderr %q; want exit 2 naming the variable", v, code, p.errText())
+		}
+	}
+	// 192.0.2.1 (TEST-NET-1) is on no host.
+	p = start(t, map[string]string{"ENGINE": "calibration", "SAGEMAKER_BIND_TO_ADDRESS": "192.0.2.1"})
+	if code := p.wait(t); code != 1 || !strings.Contains(p.errText(), "SAGEMAKER_BIND_TO_ADDRESS") || !strings.Contains(p.errText(), "SAGEMAKER_BIND_TO_PORT") {
+		t.Errorf("an address not on this host: exit %d, stderr %q; want exit 1 naming the variables", code, p.errText())
+	}
+}

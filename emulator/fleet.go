@@ -612,7 +612,10 @@ func (e *Emulator) startInstance(in *instance, model *modelRec, timeout time.Dur
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port), "INSTANCE_ID="+in.id)
+	// The instance listens on loopback only: its /invocations takes no key, so another host must not reach it past
+	// the emulator's access key (docs/design.md, "The local emulator": instances on loopback ports). Appended
+	// after the model's environment, so a model that sets SAGEMAKER_BIND_TO_ADDRESS cannot widen it.
+	cmd.Env = append(cmd.Env, "SAGEMAKER_BIND_TO_ADDRESS=127.0.0.1", "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port), "INSTANCE_ID="+in.id)
 	w := &lineWriter{emit: func(line string) { e.logs.append(logGroup(in.endpoint), in.stream, time.Now(), line) }}
 	cmd.Stdout = w
 	cmd.Stderr = w

@@ -64,13 +64,15 @@ const Usage = `usage: speech-container serve
        speech-container voices
 
 Serves the SageMaker inference contract (GET /ping, POST /invocations) on
-SAGEMAKER_BIND_TO_PORT (default 8080). Configuration is by environment: ENGINE
+SAGEMAKER_BIND_TO_PORT (default 8080) of SAGEMAKER_BIND_TO_ADDRESS (an IP
+address; default every interface). Configuration is by environment: ENGINE
 (espeak|kokoro|calibration), MODEL_DIR, INSTANCE_ID, QUEUE_MAX_DEPTH,
 ENGINE_WORKERS, SCHEDULER (deadline|first-chunk|fifo), FIRST_AUDIO_TARGET_MS,
 FIRST_SEGMENT_RUNES, CALIBRATION_SEGMENT_MS, MAX_TEXT_CHARS, MAX_BODY_BYTES, SHUTDOWN_GRACE, ONNXRUNTIME_LIB, ONNX_PROVIDER
 (cpu|cuda), METRICS_INTERVAL, HEADER_READ_TIMEOUT, BODY_READ_TIMEOUT,
 WRITE_STALL_TIMEOUT, CLIENT_LAG_LIMIT, IDLE_TIMEOUT, SEGMENT_TIMEOUT,
-MAX_CONNECTIONS. See
+MAX_CONNECTIONS, STREAM_BUFFER_BYTES (the audio held for clients slower than
+synthesis, all requests together; default 268435456 = 256 MiB). See
 container/README.md.`
 
 // Run runs the command line args (without the program name). It serves until
@@ -92,10 +94,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		InstanceID: cfg.InstanceID, QueueMaxDepth: cfg.QueueMaxDepth, Workers: cfg.Workers,
 		Scheduler: cfg.Scheduler, FirstAudioTarget: cfg.FirstAudioTarget, FirstSegmentRunes: cfg.FirstSegmentRunes, MaxTextChars: cfg.MaxTextChars, MaxBodyBytes: cfg.MaxBodyBytes,
 		SegmentTimeout: cfg.SegmentTimeout, BodyTimeout: cfg.BodyTimeout, StallTimeout: cfg.StallTimeout, ClientLagLimit: cfg.ClientLagLimit,
+		StreamBufferBytes: cfg.StreamBufferBytes,
 	}, out)
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on port %d (SAGEMAKER_BIND_TO_PORT): %w", cfg.Port, err)
+		return fmt.Errorf("listen on %s (SAGEMAKER_BIND_TO_ADDRESS %q, SAGEMAKER_BIND_TO_PORT %d): %w", addr, cfg.BindAddress, cfg.Port, err)
 	}
 	hs := NewHTTPServer(cfg, srv)
 	serveErr := make(chan error, 1)
@@ -136,7 +140,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	defer srv.Close()
 	srv.SetReady()
 	Stage(out, StageReady)
-	logf("serving engine %s on port %d (workers %d, scheduler %s, queue max depth %d)", eng.Name(), cfg.Port, cfg.Workers, cfg.Scheduler, cfg.QueueMaxDepth)
+	logf("serving engine %s on %s (workers %d, scheduler %s, queue max depth %d)", eng.Name(), ln.Addr(), cfg.Workers, cfg.Scheduler, cfg.QueueMaxDepth)
 
 	mctx, stopMetrics := context.WithCancel(context.Background())
 	defer stopMetrics()

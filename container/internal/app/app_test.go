@@ -257,3 +257,37 @@ func TestExitCode(t *testing.T) {
 		t.Errorf("unusable configuration: %v, want every bad variable named", badEnv)
 	}
 }
+
+// SAGEMAKER_BIND_TO_ADDRESS: unset, every interface (SageMaker reaches the
+// container on port 8080 of its own interface); an IP address binds that
+// one; anything else is refused at start-up naming the variable.
+func TestBindAddressFromEnv(t *testing.T) {
+	for v, want := range map[string]string{"": "", "127.0.0.1": "127.0.0.1", "::1": "::1", "0.0.0.0": "0.0.0.0", "::": "::"} {
+		c, err := ConfigFromEnv(env(map[string]string{"SAGEMAKER_BIND_TO_ADDRESS": v}))
+		if err != nil || c.BindAddress != want {
+			t.Errorf("SAGEMAKER_BIND_TO_ADDRESS=%q: %q, %v; want %q", v, c.BindAddress, err, want)
+		}
+	}
+	for _, v := range []string{"localhost", "127.0.0.1:8080", "[::1]", "127.1", "256.0.0.1", " 127.0.0.1", "eth0"} {
+		_, err := ConfigFromEnv(env(map[string]string{"SAGEMAKER_BIND_TO_ADDRESS": v}))
+		if err == nil || !strings.Contains(err.Error(), "SAGEMAKER_BIND_TO_ADDRESS=") || !strings.Contains(err.Error(), "use an IP address") {
+			t.Errorf("SAGEMAKER_BIND_TO_ADDRESS=%q: %v, want a refusal naming the variable", v, err)
+		}
+	}
+}
+
+// STREAM_BUFFER_BYTES: 256 MiB by default, at least 1 MiB.
+func TestStreamBufferBytesFromEnv(t *testing.T) {
+	c, err := ConfigFromEnv(env(nil))
+	if err != nil || c.StreamBufferBytes != server.DefaultStreamBufferBytes {
+		t.Errorf("default %d, %v", c.StreamBufferBytes, err)
+	}
+	if c, err = ConfigFromEnv(env(map[string]string{"STREAM_BUFFER_BYTES": "1048576"})); err != nil || c.StreamBufferBytes != 1<<20 {
+		t.Errorf("1 MiB: %d, %v", c.StreamBufferBytes, err)
+	}
+	for _, v := range []string{"0", "1048575", "-1", "1GB"} {
+		if _, err := ConfigFromEnv(env(map[string]string{"STREAM_BUFFER_BYTES": v})); err == nil || !strings.Contains(err.Error(), "STREAM_BUFFER_BYTES=") {
+			t.Errorf("STREAM_BUFFER_BYTES=%q: %v, want a refusal naming it", v, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +27,7 @@ const (
 // Config is the container's configuration, read from the environment.
 type Config struct {
 	Port               int           // SAGEMAKER_BIND_TO_PORT, default 8080
+	BindAddress        string        // SAGEMAKER_BIND_TO_ADDRESS, default "" (every interface)
 	Engine             string        // ENGINE: espeak (default), kokoro, calibration
 	ModelDir           string        // MODEL_DIR, default /opt/ml/model
 	InstanceID         string        // INSTANCE_ID, default the hostname
@@ -48,6 +50,7 @@ type Config struct {
 	ClientLagLimit     time.Duration // CLIENT_LAG_LIMIT, default 5s; 0 = off
 	SegmentTimeout     time.Duration // SEGMENT_TIMEOUT, default 30s
 	MaxConnections     int           // MAX_CONNECTIONS, default 1024
+	StreamBufferBytes  int64         // STREAM_BUFFER_BYTES, default server.DefaultStreamBufferBytes
 }
 
 // MaxFirstAudioTarget is the largest FIRST_AUDIO_TARGET_MS (an hour, the
@@ -124,6 +127,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		IdleTimeout:     dur("IDLE_TIMEOUT", 75*time.Second),
 		SegmentTimeout:  dur("SEGMENT_TIMEOUT", 30*time.Second),
 		MaxConnections:  num("MAX_CONNECTIONS", 1024, 1),
+	}
+	c.StreamBufferBytes = int64(num("STREAM_BUFFER_BYTES", server.DefaultStreamBufferBytes, server.MinStreamBufferBytes))
+	// SageMaker's container contract: the container answers /invocations
+	// and /ping on port 8080 of the interface SageMaker reaches it on
+	// (developer guide, "Custom Inference Code with Hosting Services"), so
+	// the default binds every interface. SAGEMAKER_BIND_TO_ADDRESS is this
+	// container's own (SageMaker does not set it): the local emulator sets
+	// 127.0.0.1 so that its instances, whose /invocations takes no key, are
+	// reachable from this host only (docs/design.md, "The local emulator").
+	if v := getenv("SAGEMAKER_BIND_TO_ADDRESS"); v != "" {
+		if a, err := netip.ParseAddr(v); err != nil {
+			errs = append(errs, fmt.Errorf("SAGEMAKER_BIND_TO_ADDRESS=%q: use an IP address without brackets or port, such as 127.0.0.1 or ::1 (this host only) or 0.0.0.0 or :: (every interface); unset, every interface", v))
+		} else {
+			c.BindAddress = a.String()
+		}
 	}
 	c.CalibrationSegment = time.Duration(num("CALIBRATION_SEGMENT_MS", 200, 0)) * time.Millisecond
 	c.FirstAudioTarget = time.Duration(num("FIRST_AUDIO_TARGET_MS", int(server.DefaultFirstAudioTarget/time.Millisecond), 0)) * time.Millisecond

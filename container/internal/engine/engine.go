@@ -22,7 +22,9 @@ type Segment struct {
 }
 
 // Emit receives PCM16 mono samples as the engine produces them. An error
-// (the client went away) tells the engine to stop.
+// (the client went away) tells the engine to stop. The server keeps samples
+// until its client has taken them, so an engine must not change a slice it
+// has emitted.
 type Emit func(samples []int16) error
 
 // Engine turns segments into audio. Synthesize must be safe to call from as

@@ -145,3 +145,51 @@ func TestEngineSpeaksAMix(t *testing.T) {
 		t.Errorf("the check cannot tell the mix from its voices")
 	}
 }
+
+// constVoice is a voice whose every style value is x.
+func constVoice(x float32) *Voice {
+	v := &Voice{rows: make([]float32, StyleRows*StyleDim)}
+	for i := range v.rows {
+		v.rows[i] = x
+	}
+	return v
+}
+
+// Weights are bounded to (0, MaxMixWeight], so their sum is finite and
+// positive: af_bella(1e308)+af_sky(1e308) summed to +Inf and made every
+// style value 0. Weights at the bound and far below 1 still mix as they
+// should; a refusal names the weight and the range, and quotes a long mix
+// cut short.
+func TestParseMixBoundsWeights(t *testing.T) {
+	voices := map[string]*Voice{"af_bella": constVoice(1), "af_sky": constVoice(3)}
+	for _, spec := range []string{"af_bella(1e308)+af_sky(1e308)", "af_bella(1e308)", "af_bella(1001)+af_sky", "af_bella(Inf)+af_sky", "af_bella(0x1p1024)"} {
+		_, err := ParseMix(spec, voices)
+		if err == nil || !strings.Contains(err.Error(), "up to 1000") || !strings.Contains(err.Error(), `the weight of "af_bella"`) {
+			t.Errorf("ParseMix(%q) = %v, want the weight refused with its range", spec, err)
+		}
+	}
+	for spec, want := range map[string]float32{
+		"af_bella(1000)+af_sky(1000)":     2,
+		"af_bella(1e-300)+af_sky(1e-300)": 2,
+		"af_bella(5e-324)+af_sky(5e-324)": 2, // the smallest positive float64: its sum is still positive
+		"af_bella(3)+af_sky(1)":           1.5,
+	} {
+		parts, err := ParseMix(spec, voices)
+		if err != nil {
+			t.Errorf("ParseMix(%q): %v", spec, err)
+			continue
+		}
+		if got := Mix(parts, voices).Style(5)[7]; math.Abs(float64(got-want)) > 1e-6 {
+			t.Errorf("Mix(%q) style value %v, want %v", spec, got, want)
+		}
+	}
+	long := "af_bella(1)+" + strings.Repeat("x", 65536)
+	_, err := ParseMix(long, voices)
+	if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "(65548 characters)") {
+		t.Errorf("a 64-KB mix: %d-byte error %.200q, want it cut and its length given", len(err.Error()), err)
+	}
+	many := strings.Repeat("af_bella+", 100000)
+	if _, err := ParseMix(many, voices); err == nil || len(err.Error()) > 400 {
+		t.Errorf("a mix of 100,000 parts: %.200v", err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/speech-infra/speech-infra/container/internal/clip"
 )
 
 // Speed bounds a request may ask for.
@@ -41,6 +43,11 @@ const MuLawRate = 8000
 
 // MaxModelChars bounds the model field, which is only logged.
 const MaxModelChars = 200
+
+// MaxVoiceChars bounds the voice field: far more than any voice name or a
+// mix of kokoro.MaxMixParts voices with their weights needs. It is checked
+// before the voice is parsed, and the voice is logged with each request.
+const MaxVoiceChars = 200
 
 // Request is a decoded, validated /invocations body. Two shapes are accepted
 // (README "Contract"): the container's own {text, voice, speed, format} and
@@ -164,7 +171,7 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 		}
 		for k := range vals {
 			if k != "voices" {
-				return Request{}, badRequest(k, "a voice-list request {\"voices\": true} takes no other field, got %q", k)
+				return Request{}, badRequest(k, "a voice-list request {\"voices\": true} takes no other field, got %s", clip.Quote(k))
 			}
 		}
 		return Request{Voices: true}, nil
@@ -193,7 +200,7 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 		return Request{}, badRequest("instructions", "instructions are not supported: the engines cannot follow them (send an empty string or leave the field out)")
 	}
 	if streamFormat != nil && *streamFormat != "audio" {
-		return Request{}, badRequest("stream_format", "stream_format %q is not offered: the audio streams as raw bytes (\"audio\"); server-sent events (\"sse\") are not supported", *streamFormat)
+		return Request{}, badRequest("stream_format", "stream_format %s is not offered: the audio streams as raw bytes (\"audio\"); server-sent events (\"sse\") are not supported", clip.Quote(*streamFormat))
 	}
 	if model != nil {
 		if rerr := checkChars("model", *model, false); rerr != nil {
@@ -208,6 +215,9 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 		if rerr := checkChars("voice", *voice, false); rerr != nil {
 			return Request{}, rerr
 		}
+		if n := utf8.RuneCountInString(*voice); n > MaxVoiceChars {
+			return Request{}, badRequest("voice", "voice has %d characters, more than %d: use a voice name from the list, or a mix such as af_bella(2)+af_sky(1)", n, MaxVoiceChars)
+		}
 		req.Voice = *voice
 	}
 	if req.Voice == "" {
@@ -216,13 +226,13 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	if !slices.Contains(lim.Voices, req.Voice) {
 		if strings.ContainsAny(req.Voice, "+(") {
 			if lim.CheckVoice == nil {
-				return Request{}, badRequest("voice", "voice mixing (%q) is a kokoro feature: this engine takes one voice, one of %s", req.Voice, strings.Join(lim.Voices, ", "))
+				return Request{}, badRequest("voice", "voice mixing (%s) is a kokoro feature: this engine takes one voice, one of %s", clip.Quote(req.Voice), strings.Join(lim.Voices, ", "))
 			}
 			if err := lim.CheckVoice(req.Voice); err != nil {
 				return Request{}, badRequest("voice", "%v", err)
 			}
 		} else {
-			return Request{}, badRequest("voice", "unknown voice %q: use one of %s (voice names are case-sensitive)", req.Voice, strings.Join(lim.Voices, ", "))
+			return Request{}, badRequest("voice", "unknown voice %s: use one of %s (voice names are case-sensitive)", clip.Quote(req.Voice), strings.Join(lim.Voices, ", "))
 		}
 	}
 	if speed != nil {
@@ -245,9 +255,9 @@ func DecodeRequest(r io.Reader, lim Limits) (Request, *RequestError) {
 	}
 	if !slices.Contains(Formats, req.Format) {
 		if l := strings.ToLower(req.Format); slices.Contains(Formats, l) {
-			return Request{}, badRequest(formatField, "unknown format %q: format names are lower case, use %q", req.Format, l)
+			return Request{}, badRequest(formatField, "unknown format %s: format names are lower case, use %q", clip.Quote(req.Format), l)
 		}
-		return Request{}, badRequest(formatField, "unknown format %q: use one of %s", req.Format, strings.Join(Formats, ", "))
+		return Request{}, badRequest(formatField, "unknown format %s: use one of %s", clip.Quote(req.Format), strings.Join(Formats, ", "))
 	}
 	if stream != nil {
 		req.Stream = *stream
@@ -300,19 +310,21 @@ func walkObject(raw []byte) (map[string]json.RawMessage, *RequestError) {
 			return nil, badRequest("body", "invalid JSON: an object key must be a string")
 		}
 		if !slices.Contains(Fields, key) {
+			// The field names the key when it is short and printable; a
+			// long one is only quoted, cut (clip.Quote), in the message.
 			field := key
-			if rerr := checkChars("key", key, false); rerr != nil || field == "" {
+			if rerr := checkChars("key", key, false); rerr != nil || field == "" || utf8.RuneCountInString(key) > clip.MaxRunes {
 				field = "body"
 			}
 			for _, f := range Fields {
 				if strings.EqualFold(f, key) {
-					return nil, badRequest(field, "unknown field %q: keys are case-sensitive, use %q", key, f)
+					return nil, badRequest(field, "unknown field %s: keys are case-sensitive, use %q", clip.Quote(key), f)
 				}
 			}
-			return nil, badRequest(field, "unknown field %q: the body takes %s", key, strings.Join(Fields, ", "))
+			return nil, badRequest(field, "unknown field %s: the body takes %s", clip.Quote(key), strings.Join(Fields, ", "))
 		}
 		if _, dup := vals[key]; dup {
-			return nil, badRequest(key, "the key %q appears more than once: send each field once", key)
+			return nil, badRequest(key, "the key %s appears more than once: send each field once", clip.Quote(key))
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
@@ -387,10 +399,7 @@ func describeJSON(v json.RawMessage) string {
 	case 'n':
 		return "null"
 	}
-	if len(v) > 40 {
-		v = v[:40]
-	}
-	return "the number " + string(v) + " (it must fit a float64)"
+	return "the number " + clip.Quote(string(v)) + " (it must fit a float64)"
 }
 
 func describeToken(tok json.Token) string {

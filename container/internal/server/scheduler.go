@@ -56,7 +56,9 @@ type job struct {
 	segs  []string
 	voice string
 	speed float64
-	out   chan chunk
+	// st takes the job's audio as it is synthesized; pushing never waits
+	// for the reader (see streamBuffers).
+	st *stream
 	// started is when the first segment began; written by the worker before
 	// it sends the first chunk, read by the handler after receiving one.
 	started time.Time
@@ -91,8 +93,7 @@ type Scheduler struct {
 	eng     engine.Engine
 	policy  string
 	workers int
-	// limit is the engine time a segment may take (time spent handing audio
-	// to a slow client does not count); 0 is no limit.
+	// limit is the engine time a segment may take; 0 is no limit.
 	limit time.Duration
 	// stuck counts slots whose engine call ran past limit and has not
 	// returned yet.
@@ -107,9 +108,6 @@ type Scheduler struct {
 	// submitted counts the jobs ever submitted. Admission (the gate) and submission are two steps, so tests
 	// that line requests up in a known arrival order wait on this count, not on the gate's depth.
 	submitted atomic.Int64
-	// handing counts the goroutines handing a segment's held audio to a
-	// reader that was not ready for it (see runSegmentReleasing).
-	handing atomic.Int64
 
 	// The deadline policy's state, under mu.
 	firstTarget time.Duration
@@ -199,7 +197,9 @@ func (s *Scheduler) work() {
 			}
 			continue
 		}
-		s.runSegmentReleasing(t)
+		if s.runSegment(t) {
+			s.enqueueCont(t)
+		}
 	}
 }
 
@@ -217,10 +217,12 @@ func (s *Scheduler) enqueueCont(t task) {
 }
 
 // runSegment synthesizes one segment into its job's stream and reports
-// whether the job should go on. It holds the slot while the job's stream is
-// full (fifo keeps the original server's behaviour, including this
-// backpressure; the write stall timeout bounds it). A job whose client has
-// gone is dropped without synthesizing anything more. A segment that runs
+// whether the job should go on. The slot never waits for the job's reader:
+// the audio goes to the stream's buffer at once (streamBuffers bounds it),
+// so a client that reads slowly or not at all holds a slot only for the
+// engine time of its segments, and its request is synthesized to the end
+// at the engine's pace. A job whose client has gone (or whose stream was
+// cut) is dropped without synthesizing anything more. A segment that runs
 // past the time limit fails its job at once (the watchdog sends the error);
 // the slot stays counted as stuck until the engine call returns.
 func (s *Scheduler) runSegment(t task) bool {
@@ -231,71 +233,6 @@ func (s *Scheduler) runSegment(t task) bool {
 	if t.index == 0 {
 		j.started = time.Now()
 	}
-	send := func(c chunk) error {
-		select {
-		case j.out <- c:
-			return nil
-		case <-j.ctx.Done():
-			return j.ctx.Err()
-		}
-	}
-	seg := engine.Segment{Text: j.segs[t.index], Voice: j.voice, Speed: j.speed}
-	wd := s.watch(j, t.index)
-	err := s.synthesize(wd.ctx, seg, func(samples []int16) error {
-		if len(samples) == 0 {
-			return nil
-		}
-		if err := wd.pause(); err != nil {
-			return err
-		}
-		defer wd.resume()
-		return send(chunk{samples: samples})
-	})
-	if wd.finish() {
-		return false
-	}
-	if err != nil {
-		if j.ctx.Err() == nil {
-			send(chunk{err: err})
-		}
-		return false
-	}
-	if t.index+1 == len(j.segs) {
-		j.finishSynthesis()
-		send(chunk{end: true})
-		return false
-	}
-	return true
-}
-
-// finishSynthesis marks the job's synthesis complete (at most once).
-func (j *job) finishSynthesis() {
-	if j.synthDone != nil {
-		j.synthOnce.Do(func() { close(j.synthDone) })
-	}
-}
-
-// runSegmentReleasing synthesizes one segment (first-chunk policy) without
-// ever holding the slot on the job's reader.
-//
-// Subtleness ahead: a client that stops reading fills its stream; if the
-// engine slot waited for it, two non-reading clients would pin two slots
-// and every other request would wait for their write stall timeout. So the
-// audio the stream cannot take at once is kept aside (at most one segment's
-// worth per job) and handed over by a goroutine of its own after the engine
-// call returns; the slot is free at once. The job's next segment is queued
-// only once this segment's audio has been taken, so a non-reading job never
-// gets another slot, and its held audio is dropped when its request ends
-// (the stall timeout cuts it).
-func (s *Scheduler) runSegmentReleasing(t task) {
-	j := t.j
-	if j.ctx.Err() != nil {
-		return
-	}
-	if t.index == 0 {
-		j.started = time.Now()
-	}
-	var held []chunk
 	seg := engine.Segment{Text: j.segs[t.index], Voice: j.voice, Speed: j.speed}
 	wd := s.watch(j, t.index)
 	began := time.Now()
@@ -314,67 +251,35 @@ func (s *Scheduler) runSegmentReleasing(t task) {
 		if j.firstOut.IsZero() {
 			j.firstOut = time.Now()
 		}
-		c := chunk{samples: samples}
-		if len(held) == 0 {
-			select {
-			case j.out <- c:
-				return nil
-			default:
-			}
-		}
-		held = append(held, c)
-		return nil
+		return j.st.push(chunk{samples: samples})
 	})
 	if wd.finish() {
-		return
+		return false
 	}
 	if s.policy == Deadline && err == nil {
-		// The emit callback never blocks on this path, so the call's wall
-		// time is the segment's compute time.
+		// The emit callback never waits, so the call's wall time is the
+		// segment's compute time.
 		s.recordCompute(time.Since(began))
 	}
-	last := t.index+1 == len(j.segs)
-	switch {
-	case err != nil:
-		if j.ctx.Err() != nil {
-			return
+	if err != nil {
+		if j.ctx.Err() == nil {
+			j.st.push(chunk{err: err})
 		}
-		held = append(held, chunk{err: err})
-	case last:
+		return false
+	}
+	if t.index+1 == len(j.segs) {
 		j.finishSynthesis()
-		held = append(held, chunk{end: true})
+		j.st.push(chunk{end: true})
+		return false
 	}
-	then := func() {
-		if err == nil && !last {
-			s.enqueueCont(t)
-		}
+	return true
+}
+
+// finishSynthesis marks the job's synthesis complete (at most once).
+func (j *job) finishSynthesis() {
+	if j.synthDone != nil {
+		j.synthOnce.Do(func() { close(j.synthDone) })
 	}
-	// The common case: the stream takes everything now.
-	for len(held) > 0 {
-		select {
-		case j.out <- held[0]:
-			held = held[1:]
-			continue
-		default:
-		}
-		break
-	}
-	if len(held) == 0 {
-		then()
-		return
-	}
-	s.handing.Add(1)
-	go func() {
-		defer s.handing.Add(-1)
-		for _, c := range held {
-			select {
-			case j.out <- c:
-			case <-j.ctx.Done():
-				return
-			}
-		}
-		then()
-	}()
 }
 
 // dueTask is a pending segment of the deadline policy: due is when its
@@ -476,8 +381,9 @@ func (s *Scheduler) Stuck() int { return int(s.stuck.Load()) }
 func (s *Scheduler) Workers() int { return s.workers }
 
 // watchdog bounds one segment's engine time. Its clock runs while the engine
-// computes and stops while the engine's audio is handed to the job (a slow
-// client's backpressure is the stall timeout's business, not the engine's).
+// computes and stops while the engine's audio is handed to the job's stream
+// (which never waits for the client: a slow reader is the stream buffer's
+// and the write deadlines' business, not the engine's).
 type watchdog struct {
 	s        *Scheduler
 	j        *job
@@ -527,12 +433,7 @@ func (w *watchdog) fire(gen int) {
 	w.cancel(engine.ErrSegmentTimeout)
 	err := fmt.Errorf("engine %s: segment %d of the request ran past the time limit of %s (SEGMENT_TIMEOUT); the request is failed and the engine slot is being recovered",
 		w.s.eng.Name(), w.index+1, w.s.limit)
-	go func() {
-		select {
-		case w.j.out <- chunk{err: err, timeout: true}:
-		case <-w.j.ctx.Done():
-		}
-	}()
+	w.j.st.push(chunk{err: err, timeout: true})
 }
 
 // pause stops the clock while audio is handed over; it fails once the

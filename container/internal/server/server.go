@@ -50,13 +50,17 @@ type Options struct {
 	// 0 is no limit.
 	BodyTimeout time.Duration
 	// StallTimeout bounds each write of a response: a client that reads
-	// nothing for this long loses its stream, its slot and its place in the
-	// queue. 0 is no limit.
+	// nothing for this long loses its stream (its buffered audio is freed).
+	// 0 is no limit.
 	StallTimeout time.Duration
 	// ClientLagLimit is how far behind real-time playback a reader may fall
 	// (CLIENT_LAG_LIMIT): a write not taken by the time a real-time player
 	// would have needed its audio plus this bound cuts the stream. 0 is off.
 	ClientLagLimit time.Duration
+	// StreamBufferBytes bounds the synthesized audio held, over all
+	// requests, for clients slower than synthesis (STREAM_BUFFER_BYTES);
+	// past it the slowest stream is cut (streamBuffers). 0 is no bound.
+	StreamBufferBytes int64
 }
 
 // DefaultClientLagLimit is CLIENT_LAG_LIMIT's default: 5 s of audio behind
@@ -75,8 +79,12 @@ type Server struct {
 	ready    atomic.Bool
 	draining atomic.Bool
 	// streams counts admitted requests still in their handler, including
-	// those that gave their gate place back and only drain to the client.
-	streams atomic.Int64
+	// those that gave their gate place back and only drain to the client;
+	// drainingStreams counts those alone (synthesized, still being written).
+	streams         atomic.Int64
+	drainingStreams atomic.Int64
+	// buffers holds the audio synthesized ahead of each client.
+	buffers *streamBuffers
 	// heldAfterReturn is the heap held from the system after the last
 	// ReturnIdleMemory.
 	heldAfterReturn atomic.Uint64
@@ -120,6 +128,7 @@ func New(opts Options, out io.Writer) *Server {
 		out:      out,
 		log:      slog.New(slog.NewJSONHandler(out, nil)),
 		gate:     NewGate(opts.QueueMaxDepth),
+		buffers:  newStreamBuffers(opts.StreamBufferBytes),
 		idPrefix: hex.EncodeToString(b),
 	}
 }
@@ -367,9 +376,13 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	}
 	// The gate place is given back as soon as the request no longer needs
 	// the engine (its last segment is synthesized), not when its client has
-	// read everything: the shield counts work for the engine, and a slow
-	// reader draining its audio holds no place (CLIENT_LAG_LIMIT bounds how
-	// long it may drain). streams still counts it, so Drain waits for it.
+	// read everything: the shield counts requests waiting for or running on
+	// the engine (docs/design.md, "Queue gate": "waiting + running"), not
+	// clients. Synthesis never waits for the reader (streamBuffers),
+	// so a client that reads slowly or not at all cannot hold a place beyond
+	// its request's engine time; its audio waits in the stream buffer
+	// (STREAM_BUFFER_BYTES bounds them all) and CLIENT_LAG_LIMIT bounds how
+	// long it may drain. streams still counts it, so Drain waits for it.
 	s.streams.Add(1)
 	defer s.streams.Add(-1)
 	var releaseOnce sync.Once
@@ -384,18 +397,32 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
 	segs := segment.Split(req.Text)
 	if s.opts.Scheduler == Deadline && s.opts.FirstSegmentRunes > 0 {
 		segs = segment.ShortenFirst(segs, s.opts.FirstSegmentRunes)
 	}
 	l.segments = len(segs)
-	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, out: make(chan chunk, ChunksAhead), admitted: admitted, synthDone: make(chan struct{})}
+	// A cut aborts the write in progress: its deadline moves to now.
+	st := s.buffers.open(cancel, func() { rc.SetWriteDeadline(time.Now()) })
+	defer st.close()
+	j := &job{ctx: ctx, segs: segs, voice: req.Voice, speed: req.Speed, st: st, admitted: admitted, synthDone: make(chan struct{})}
+	// draining is set by whichever comes first: synthesis done (the request
+	// then counts as draining until its handler ends) or the handler's end.
+	var draining atomic.Bool
+	defer func() {
+		if !draining.CompareAndSwap(false, true) {
+			s.drainingStreams.Add(-1)
+		}
+	}()
 	go func() {
 		select {
 		case <-j.synthDone:
 			release()
+			if draining.CompareAndSwap(false, true) {
+				s.drainingStreams.Add(1)
+			}
 		case <-ctx.Done():
 		}
 	}()
@@ -421,13 +448,29 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusOK)
 	}
+	// endCut ends a request whose stream the buffer bound cut: a 503 if
+	// nothing was sent yet (another instance can serve it), else the stream
+	// is cut short.
+	endCut := func(cut *bufferCut) {
+		l.err = cut.Error()
+		if !started {
+			s.setWriteDeadline(rc)
+			fail(http.StatusServiceUnavailable, "stream_buffer_full", map[string]string{"error": "stream_buffer_full",
+				"message": "this instance holds as much audio for slow clients as STREAM_BUFFER_BYTES allows; retry, or on another instance"})
+			return
+		}
+		l.status, l.outcome = http.StatusOK, "stream_buffer_full"
+		panic(http.ErrAbortHandler)
+	}
 	var buf []byte
 	var samples int64 // synthesized so far
 	for {
-		var c chunk
-		select {
-		case c = <-j.out:
-		case <-ctx.Done():
+		c, err := st.pop(ctx)
+		if err != nil {
+			if cut, ok := context.Cause(ctx).(*bufferCut); ok {
+				endCut(cut)
+				return
+			}
 			l.status, l.outcome, l.err = 499, "client_gone", "the client closed the connection"
 			if started {
 				l.status = http.StatusOK
@@ -473,6 +516,10 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			// The whole answer, then its exact length (and for wav the
 			// exact RIFF and data sizes) in one write.
 			whole = append(whole, buf...)
+			if cut := st.hold(len(buf)); cut != nil {
+				endCut(cut)
+				return
+			}
 			if !c.end {
 				continue
 			}
@@ -481,7 +528,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			}
 			buf = whole
 		}
-		if !started {
+		if !started && len(buf) == 0 {
 			begin()
 		}
 		if l.firstSample && l.ttfab == 0 && len(buf) > 0 {
@@ -501,20 +548,39 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		if len(buf) > 0 {
 			// Each write gets StallTimeout: a client that stops reading
 			// fills the socket buffers, the write blocks, and the deadline
-			// ends the request (its slot, its queue place, its stream). A
-			// client further behind real time than ClientLagLimit is cut
-			// sooner.
-			lagCut := s.setStreamWriteDeadline(rc, meter, before, n)
-			n, err := w.Write(buf)
-			l.bytes += int64(n)
+			// ends the request and frees its buffered audio. A client
+			// further behind real time than ClientLagLimit is cut sooner,
+			// and the stream buffer's bound (STREAM_BUFFER_BYTES) cuts the
+			// stream whose write is furthest past due first.
+			now := time.Now()
+			due, playing := meter.takenBy(before, n, now)
+			var lagCut bool
+			// The status line is decided under the cut's lock too: a cut
+			// before the first write still answers 503.
+			if cut := st.beginWrite(now.Add(meter.duration(int64(n))), func() {
+				if !started {
+					begin()
+				}
+				lagCut = s.setStreamWriteDeadline(rc, now, due, playing)
+			}); cut != nil {
+				endCut(cut)
+				return
+			}
+			written, err := w.Write(buf)
+			l.bytes += int64(written)
 			if err == nil {
 				err = rc.Flush()
 			}
+			st.endWrite()
 			if err != nil {
+				if cut := st.cutReason(); cut != nil {
+					endCut(cut)
+					return
+				}
 				l.status, l.outcome, l.err = http.StatusOK, "client_gone", err.Error()
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					l.outcome = "client_stalled"
-					l.err = fmt.Sprintf("the client read nothing for %s (WRITE_STALL_TIMEOUT): the stream is cut and its slot freed", s.opts.StallTimeout)
+					l.err = fmt.Sprintf("the client read nothing for %s (WRITE_STALL_TIMEOUT): the stream is cut", s.opts.StallTimeout)
 					if lagCut {
 						l.outcome = "client_too_slow"
 						l.err = fmt.Sprintf("the client fell more than %s behind real-time playback (CLIENT_LAG_LIMIT): the stream is cut", s.opts.ClientLagLimit)
@@ -566,32 +632,48 @@ func (m *stallMeter) add(t time.Time, n int) time.Duration {
 	return m.worst
 }
 
-// ChunksAhead is how many audio chunks synthesis may run ahead of what the
-// handler has written to the connection; past that the segment's slot waits
-// for the client (and WRITE_STALL_TIMEOUT bounds how long).
-const ChunksAhead = 16
+// takenBy is when a real-time player that started at the first audio would
+// have taken all of a write of n samples with before samples ahead of them:
+// max(when the player needs them, now) + their duration. playing is false
+// before the first audio (no player has started; the time is then now plus
+// their duration).
+func (m stallMeter) takenBy(before int64, n int, now time.Time) (due time.Time, playing bool) {
+	if m.rate <= 0 {
+		return now, false
+	}
+	need := now
+	if playing = !m.first.IsZero(); playing {
+		need = m.first.Add(m.duration(before))
+		if need.Before(now) {
+			need = now
+		}
+	}
+	return need.Add(m.duration(int64(n))), playing
+}
 
-// setStreamWriteDeadline sets the deadline of an audio write: StallTimeout
-// from now, or sooner the moment the client is ClientLagLimit behind a
-// real-time player that started at the first audio: the write of n samples
-// with before samples ahead of them must be taken by max(when the player
-// needs them, now) + their duration + ClientLagLimit. Socket buffers (the
-// 256 KiB send buffer, the client's receive window) count as read, so a
-// client that reads nothing is cut after about their worth of audio plus
-// the bound. It reports whether the lag bound is the sooner one.
-func (s *Server) setStreamWriteDeadline(rc *http.ResponseController, m stallMeter, before int64, n int) bool {
-	now := time.Now()
+// duration is how long n samples play (0 without a rate).
+func (m stallMeter) duration(n int64) time.Duration {
+	if m.rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(n) / float64(m.rate) * float64(time.Second))
+}
+
+// setStreamWriteDeadline sets the deadline of an audio write started at now:
+// StallTimeout from now, or sooner the moment the client is ClientLagLimit
+// behind a real-time player that started at the first audio, that is
+// ClientLagLimit after due (stallMeter.takenBy) once the player plays. Socket
+// buffers (the 256 KiB send buffer, the client's receive window) count as
+// read, so a client that reads nothing is cut after about their worth of
+// audio plus the bound. It reports whether the lag bound is the sooner one.
+func (s *Server) setStreamWriteDeadline(rc *http.ResponseController, now, due time.Time, playing bool) bool {
 	var deadline time.Time
 	if s.opts.StallTimeout > 0 {
 		deadline = now.Add(s.opts.StallTimeout)
 	}
 	lag := false
-	if s.opts.ClientLagLimit > 0 && m.rate > 0 && !m.first.IsZero() {
-		due := m.first.Add(time.Duration(float64(before) / float64(m.rate) * float64(time.Second)))
-		if due.Before(now) {
-			due = now
-		}
-		d := due.Add(time.Duration(float64(n)/float64(m.rate)*float64(time.Second)) + s.opts.ClientLagLimit)
+	if s.opts.ClientLagLimit > 0 && playing {
+		d := due.Add(s.opts.ClientLagLimit)
 		if deadline.IsZero() || d.Before(deadline) {
 			deadline, lag = d, true
 		}
@@ -609,15 +691,39 @@ func (s *Server) setWriteDeadline(rc *http.ResponseController) {
 	}
 }
 
+// requestID is the request's id: X-Amzn-SageMaker-Inference-Id when it is
+// one InvokeEndpoint could have sent (its InferenceId: 1 to 64 printable
+// ASCII characters, the first not a space; SageMaker Runtime API reference),
+// else an id of the server's own. A header that is not one is not echoed into
+// the logs and the X-Request-Id header.
 func (s *Server) requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Amzn-SageMaker-Inference-Id"); id != "" {
+	if id := r.Header.Get("X-Amzn-SageMaker-Inference-Id"); validInferenceID(id) {
 		return id
 	}
 	return fmt.Sprintf("%s-%d", s.idPrefix, s.seq.Add(1))
 }
 
+// validInferenceID reports whether id fits InvokeEndpoint's InferenceId:
+// length 1 to 64, pattern \A\S[\p{Print}]*\z over printable ASCII.
+func validInferenceID(id string) bool {
+	if len(id) == 0 || len(id) > 64 || id[0] == ' ' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // EmitMetrics writes one CloudWatch embedded-metric-format line with the
-// current queue depth, the peak depth and the rejections since the last line.
+// current queue depth, the peak depth and the rejections since the last line
+// as metrics, and two properties that are logged, not published as metrics:
+// DrainingStreams, the requests whose audio is all synthesized (their queue
+// place given back) still being written to their clients, and
+// BufferedAudioBytes, the audio held for clients slower than synthesis
+// (bounded by STREAM_BUFFER_BYTES).
 func (s *Server) EmitMetrics() {
 	line := map[string]any{
 		"_aws": map[string]any{
@@ -636,6 +742,9 @@ func (s *Server) EmitMetrics() {
 		"QueueDepth":      s.gate.Depth(),
 		"QueueDepthPeak":  s.gate.TakePeak(),
 		"QueueRejections": s.gate.TakeRejected(),
+		// Properties only (not in CloudWatchMetrics above).
+		"DrainingStreams":    s.drainingStreams.Load(),
+		"BufferedAudioBytes": s.buffers.Bytes(),
 	}
 	b, _ := json.Marshal(line)
 	s.out.Write(append(b, '\n'))
