@@ -80,11 +80,11 @@ func TestGatewayErrorShapes(t *testing.T) {
 		{"draining", modelError(503, `{"error":"shutting_down","message":"this instance is draining"}`), 503, "", "shutting_down", true, "draining"},
 		{"engine", modelError(500, `{"error":"engine_failure","message":"boom"}`), 500, "", "engine_failure", false, "boom"},
 		{"no endpoint", &smithyErr{code: "ValidationError", msg: "Endpoint speech-x of account 1 not found."}, 502, "", "endpoint_unavailable", false, "speech-infra deploy"},
-		{"unreachable", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), 502, "", "endpoint_unreachable", false, "connection refused"},
+		{"unreachable", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), 502, "", "endpoint_unreachable", false, "could not be reached"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			g := newGateway(gatewayConfig{model: "espeak-ng", endpoint: "speech-espeak-ng", where: "test", maxStreams: 4, newClient: func() speechInvoker { return fakeRuntime{c.err} }})
+			g := newGateway(gatewayConfig{model: "espeak-ng", endpoint: "speech-espeak-ng", where: "AWS (eu-west-3)", maxStreams: 4, newClient: func() speechInvoker { return fakeRuntime{c.err} }})
 			rec := httptest.NewRecorder()
 			g.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/audio/speech", strings.NewReader(`{"input":"hi"}`)))
 			var body struct{ Error openAIError }
@@ -95,6 +95,11 @@ func TestGatewayErrorShapes(t *testing.T) {
 			if rec.Code != c.status || aws.ToString(e.Code) != c.code || aws.ToString(e.Param) != c.param || !strings.Contains(e.Message, c.mention) {
 				t.Errorf("%d %s, want %d code %s param %q mentioning %q", rec.Code, rec.Body, c.status, c.code, c.param, c.mention)
 			}
+			for _, leak := range []string{"127.0.0.1", "of account", "dial tcp", "eu-west-3"} {
+				if strings.Contains(rec.Body.String(), leak) {
+					t.Errorf("the body tells the client %q (an address, the account or where the gateway points): %s", leak, rec.Body)
+				}
+			}
 			if (rec.Header().Get("Retry-After") != "") != c.retryAfter {
 				t.Errorf("Retry-After %q", rec.Header().Get("Retry-After"))
 			}
@@ -102,7 +107,7 @@ func TestGatewayErrorShapes(t *testing.T) {
 	}
 	key := []byte("0123456789abcdef0123")
 	g := newGateway(gatewayConfig{key: key, maxStreams: 1, newClient: func() speechInvoker { return fakeRuntime{errors.New("unreached")} }})
-	for _, auth := range []string{"", "Bearer wrong", "Bearer 0123456789abcdef012", "0123456789abcdef0123", "Bearer 0123456789abcdef0123 "} {
+	for _, auth := range []string{"", "Bearer wrong", "Bearer 0123456789abcdef012", "0123456789abcdef0123", "Bearer 0123456789abcdef0123 ", "Basic 0123456789abcdef0123", "Bearer0123456789abcdef0123", "Bearerx 0123456789abcdef0123"} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest("GET", "/v1/models", nil)
 		req.Header.Set("Authorization", auth)
@@ -111,12 +116,16 @@ func TestGatewayErrorShapes(t *testing.T) {
 			t.Errorf("Authorization %q: %d %s", auth, rec.Code, rec.Body)
 		}
 	}
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/v1/models", nil)
-	req.Header.Set("Authorization", "Bearer "+string(key))
-	g.ServeHTTP(rec, req)
-	if rec.Code != 200 {
-		t.Errorf("right key: %d %s", rec.Code, rec.Body)
+	// The auth-scheme is case-insensitive, and one or more spaces separate it from the token (RFC 9110
+	// sections 11.1 and 11.4).
+	for _, scheme := range []string{"Bearer ", "bearer ", "BEARER ", "bEaReR ", "Bearer   "} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/v1/models", nil)
+		req.Header.Set("Authorization", scheme+string(key))
+		g.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Errorf("right key after %q: %d %s", scheme, rec.Code, rec.Body)
+		}
 	}
 }
 
@@ -195,6 +204,7 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 		o := &gatewayOpts{args: []string{"espeak-ng"}, catalog: cat, settings: awsenv.Settings{Local: true, StateDir: e.StateDir},
 			listen: "127.0.0.1", endpoint: endpoint, maxStreams: 64, grace: 20 * time.Second, getenv: os.Getenv, stderr: io.Discard,
 			ready: func(a string) { addr <- a }}
+		withGatewayDefaults(o)
 		if err := o.Validate(); err != nil {
 			t.Fatal(err)
 		}
