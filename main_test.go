@@ -161,7 +161,7 @@ func editJSON(t *testing.T, path string, edit func(map[string]any)) {
 }
 
 // TestSynthRefusesAMeasuredPlanWithoutItsArtifacts runs the real CDK synthesis (npx cdk synth, which runs
-// this app) on issue 8's reproductions: a what-if plan dressed as measured, naming invented artifacts, and
+// this app) on two forged plans: a what-if plan dressed as measured, naming invented artifacts, and
 // the valid fixture with a throughput edited and its artifacts deleted. Both must fail synthesis with the
 // missing artifact named; the untouched valid fixture must still synthesize a scalable target.
 func TestSynthRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
@@ -188,7 +188,7 @@ func TestSynthRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 	}
 	validDigest := valid["fingerprint"].(map[string]any)["container_digest"].(string)
 
-	// The issue's reproduction: a what-if plan written with --output, edited to measured: true with the valid
+	// A what-if plan written with --output, edited to measured: true with the valid
 	// fixture's container digest, invented artifact names and digests, and measurement_validity pass.
 	whatIf := filepath.Join(tmp, "what-if", "plan.json")
 	if out, code := repoCommand(t, time.Minute, ttsBench, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6",
@@ -219,7 +219,7 @@ func TestSynthRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 		}
 	}
 
-	// Issue 22: the valid fixture with its scale-out target edited above anything the metric reaches (the queue
+	// The valid fixture with its scale-out target edited above anything the metric reaches (the queue
 	// shield holds at most 50 in flight): as written, the fleet never scales out. The gate re-runs the envelope
 	// and names the worst minute.
 	edited := filepath.Join(tmp, "edited")

@@ -578,6 +578,6 @@ func sign(v int) int {
 	return 1
 }
 
-// num is a number in a decision's reason, in the project's one number format (issue 23, item 11: reasons
-// printed raw floats such as 3.2679738562091503).
+// num is a number in a decision's reason, in the project's one number format (never a raw float such as
+// 3.2679738562091503).
 func num(x float64) string { return loadmodel.Format(x) }

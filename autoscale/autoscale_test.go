@@ -203,7 +203,7 @@ func TestRoundPercentChange(t *testing.T) {
 	}
 }
 
-// TestCooldownFromCompletion (issue 24, item 1): a cooldown is counted from the end of the activity that
+// TestCooldownFromCompletion: a cooldown is counted from the end of the activity that
 // started it. The API reference (ScaleOutCooldown): "The amount of time, in seconds, after a scale-out activity
 // completes before another scale-out activity can start." and (ScaleInCooldown) "The amount of time, in
 // seconds, after a scale-in activity completes before another scale-in activity can start." The user guide

@@ -51,7 +51,7 @@ func PercentileCI(sorted []float64, p float64) (lo, hi float64, ok bool) {
 }
 
 // Straddles reports whether a step's confidence interval for its SLO-percentile TTFAB holds the SLO: the
-// step's pass or fail could be chance (issue 23: such a step is re-measured once with a longer window).
+// step's pass or fail could be chance (such a step is re-measured once with a longer window).
 func (s StepResult) Straddles(slo time.Duration) bool {
 	if !s.TTFABCIOK {
 		return false

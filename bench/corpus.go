@@ -127,8 +127,8 @@ func builtinSentences() []string {
 
 // ParagraphCorpus is the built-in sentence list as texts of n consecutive sentences each, one text starting at
 // every sentence that has n-1 after it: every text is split by the container into about n segments, so a
-// scheduler has continuations to order (issue 17's "five-sentence corpus" is ParagraphCorpus(5)). n must be
-// 1 to the list's length.
+// scheduler has continuations to order (the scheduler measurements' five-sentence texts are ParagraphCorpus(5)).
+// n must be 1 to the list's length.
 func ParagraphCorpus(n int) (*Corpus, error) {
 	list := builtinSentences()
 	if n < 1 || n > len(list) {

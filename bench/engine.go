@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// Defaults of Config (DefaultConfig). The windows are the original proof-of-value's practice.
+// Defaults of Config (DefaultConfig). The windows are the original proof-of-value's practice (docs/design.md,
+// "The original").
 const (
 	DefaultSettle              = 30 * time.Second
 	DefaultHold                = 240 * time.Second

@@ -94,7 +94,7 @@ func TestRunStepHTTPRecordsReReport(t *testing.T) {
 }
 
 // TestRunStepStallAndShed: late chunks fail the step on stall alone; shed answers fail it (the server's
-// answers: a failure, not an unusable step, issue 23).
+// answers: a failure, not an unusable step).
 func TestRunStepStallAndShed(t *testing.T) {
 	srv, _ := wavServer(t, 2, 480, 60*time.Millisecond) // 10 ms of audio every 60 ms: 50 ms late, then 100 ms
 	cfg := shortConfig(NewHTTP(srv.URL))
@@ -181,8 +181,8 @@ func TestReadRecordsRefusesWhatIsNotARecordsFile(t *testing.T) {
 	}
 }
 
-// Issue 27 (re-run): a 21-MB gzip of one record repeated decompressed to gigabytes of valid lines and ran the
-// gate out of memory. The reader holds at most its bound of records and says so.
+// A 21-MB gzip of one record repeated decompresses to gigabytes of valid lines, enough to run the gate out of
+// memory. The reader holds at most its bound of records and says so.
 func TestReadRecordsStopsAtItsBound(t *testing.T) {
 	line := `{"step":1,"class":"ok","sent":"2025-01-01T00:00:00Z","end":"2025-01-01T00:00:01Z","window_start":"2025-01-01T00:00:00Z","window_end":"2025-01-01T00:00:01Z"}` + "\n"
 	if recs, err := ReadRecordsMax(strings.NewReader(strings.Repeat(line, 3)), 3); err != nil || len(recs) != 3 {

@@ -25,7 +25,7 @@ func stepRecords(n int, class func(i int) (string, int)) []Record {
 	return recs
 }
 
-// TestServerErrorsFailTheStep (issue 23, item 3): a step where the server shed 12% of the requests failed; it
+// TestServerErrorsFailTheStep: a step where the server shed 12% of the requests failed; it
 // is not "unusable", which is kept for a client that could not hold the concurrency, too few samples or
 // requests that got no answer at all. Timeouts and 5xx answers are the server's too.
 func TestServerErrorsFailTheStep(t *testing.T) {

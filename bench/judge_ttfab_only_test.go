@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestQMaxTTFABOnlyVerdict (issue 23, item 2): a step's verdict by TTFAB alone is its verdict without the
+// TestQMaxTTFABOnlyVerdict: a step's verdict by TTFAB alone is its verdict without the
 // stall bound: a step the stall alone failed meets it; a step that also failed TTFAB, or its errors, does not.
 func TestQMaxTTFABOnlyVerdict(t *testing.T) {
 	j := Judge{SLO: time.Second, SLOPercentile: 95, StallBudget: 250 * time.Millisecond, StallJitter: DefaultStallJitter, MinRequests: 30, MaxErrorRate: 0.01, MinConcurrencyRatio: 0.1}

@@ -208,9 +208,9 @@ type StepResult struct {
 	// rate (errors, timeouts and shed over measured requests) ≤ MaxErrorRate. FailReasons says what failed.
 	MeetsSLO    bool     `json:"meets_slo"`
 	FailReasons []string `json:"fail_reasons,omitempty"`
-	// MeetsTTFABSLO is the step's verdict by TTFAB alone (the original proof of value's definition of Q_max):
-	// MeetsSLO without the stall bound, errors still counted against the step. It differs from MeetsSLO only
-	// when the p95 stall alone failed the step.
+	// MeetsTTFABSLO is the step's verdict by TTFAB alone (the original proof of value's definition of Q_max,
+	// docs/design.md "The original"): MeetsSLO without the stall bound, errors still counted against the step. It
+	// differs from MeetsSLO only when the p95 stall alone failed the step.
 	MeetsTTFABSLO bool `json:"meets_ttfab_slo"`
 	// Usable is false when the step cannot be trusted; UnusableReason says why.
 	Usable         bool   `json:"usable"`
@@ -219,7 +219,7 @@ type StepResult struct {
 
 // Summarize folds records into one StepResult per step, in increasing concurrency. It is what the engine
 // reports at the end of each step, so a records file read back with ReadRecords gives the same numbers. A step
-// measured twice (an inconclusive step re-measured with a longer window, issue 23) has records of two measure
+// measured twice (an inconclusive step re-measured with a longer window) has records of two measure
 // windows: the later one is the step's.
 // Records of the rate staircase (RateStep set) are not closed-loop steps and are skipped (SummarizeRateSteps).
 func Summarize(records []Record, j Judge) []StepResult {
@@ -361,7 +361,7 @@ func judge(s *StepResult, j Judge) {
 		fail = append(fail, fmt.Sprintf("p95 stall %.1f ms is above the stall budget %.0f ms + jitter %.0f ms", s.StallP95Ms, ms(j.StallBudget), ms(j.StallJitter)))
 	}
 	// The server's errors (shed, 5xx, timeouts, broken streams) fail the step: they are how it serves at this
-	// concurrency (issue 23). Only requests that got no answer at all, too few samples or a client that could
+	// concurrency. Only requests that got no answer at all, too few samples or a client that could
 	// not hold the concurrency make it unusable.
 	if errRate > j.MaxErrorRate {
 		fail = append(fail, fmt.Sprintf("%d of %d requests failed (%d shed, %d timeouts, %d broken streams, %d other): %.1f%%, above the %.1f%% bound",

@@ -6,7 +6,7 @@ import (
 )
 
 // RetryPolicyNone is the retry policy every measuring client of the load engine uses, as artifacts record it
-// (issue 23): one attempt per request. A retry inside the TTFAB clock would turn a throttled or failed answer
+// (retry_policy): one attempt per request. A retry inside the TTFAB clock would turn a throttled or failed answer
 // into a slower success; with none, it is an error record of its own.
 //
 //   - sagemaker-stream: the SDK's retryer is off (NoRetry: aws.NopRetryer, RetryMaxAttempts 1), so a

@@ -45,7 +45,7 @@ func runtimeConfig(url string) aws.Config {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}
 }
 
-// TestNoRetryCountsA503AsOneError (issue 23): SageMaker answers 503 once, then 200. The SDK's default retryer
+// TestNoRetryCountsA503AsOneError: SageMaker answers 503 once, then 200. The SDK's default retryer
 // hides the 503 inside one slower success; a measuring client (NoRetry) makes one attempt per request, so the
 // 503 is an error record of its own and the next request succeeds.
 func TestNoRetryCountsA503AsOneError(t *testing.T) {

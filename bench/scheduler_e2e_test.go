@@ -10,7 +10,7 @@ import (
 )
 
 // fiveSentenceTexts is the first n non-overlapping texts of bench.ParagraphCorpus(5): five consecutive
-// sentences each, the shape of issue 17's measurements (a short reply of a voice assistant).
+// sentences each, the shape of the scheduler measurements (a short reply of a voice assistant).
 func fiveSentenceTexts(t *testing.T, n int) []string {
 	t.Helper()
 	c, err := bench.ParagraphCorpus(5)
@@ -28,7 +28,7 @@ func fiveSentenceTexts(t *testing.T, n int) []string {
 	return texts
 }
 
-// TestDeadlineSchedulerKeepsTTFABAndStall is issue 17's end-to-end check, on the built container binary with
+// TestDeadlineSchedulerKeepsTTFABAndStall is the schedulers' end-to-end check, on the built container binary with
 // the calibration engine (100 ms of compute per segment, one slot), five-sentence texts and a closed loop of
 // 16 over http, one container per scheduler, run side by side (the engine's compute is a wait, so the three
 // do not compete for the cores):
@@ -38,7 +38,8 @@ func fiveSentenceTexts(t *testing.T, n int) []string {
 //   - deadline keeps both: p95 TTFAB under 1 s and p95 stall under 500 ms.
 //
 // It asserts those bounds, not times. The steps are short (4 s settle, 8 s hold, the last 5 s measured), so
-// the fifo and first-chunk failures are smaller than in the issue's 60-second table, but far past the bounds.
+// the fifo and first-chunk failures are smaller than in the 60-second table of container/README.md ("Why deadline
+// is the default"), but far past the bounds.
 func TestDeadlineSchedulerKeepsTTFABAndStall(t *testing.T) {
 	const c = 16
 	texts := fiveSentenceTexts(t, 5)

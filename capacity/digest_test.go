@@ -41,7 +41,7 @@ func git(t *testing.T, dir string, args ...string) {
 	}
 }
 
-// issue 27: a go build output left inside container/ changed the container digest. The digest covers the
+// A go build output left inside container/ must not change the container digest. The digest covers the
 // files git tracks plus the files the image build copies; an untracked file the build copies still changes
 // it, and SourceFiles says which.
 func TestSourceDigestCoversTrackedAndCopiedFiles(t *testing.T) {

@@ -50,12 +50,13 @@ type QMax struct {
 	BracketHighestPass int `json:"bracket_highest_pass"`
 	// BracketLowestFail is the lowest failing concurrency; 0 when no step failed (QMax is then a lower bound).
 	BracketLowestFail int `json:"bracket_lowest_fail"`
-	// QMaxTTFABOnly is Q_max by TTFAB alone, the original proof of value's definition: the highest concurrency
-	// below the lowest failing one when a step passes on its TTFAB percentile (and errors) and its stall is
-	// not judged (QMaxStep.MeetsTTFABSLO). It is at least QMax, shown beside it for comparison; the plan does
-	// not use it. The staircase stops at the first step failing TTFAB and stall, so unless a step failed by
-	// TTFAB alone (BracketTTFABOnlyLowestFail 0) it is a lower bound. Both are absent (not recorded, which
-	// does not mean "the same as q_max") in artifacts measured before the steps recorded their TTFAB verdict.
+	// QMaxTTFABOnly is Q_max by TTFAB alone, the definition of the original proof of value (docs/design.md, "The
+	// original"): the highest concurrency below the lowest failing one when a step passes on its TTFAB percentile
+	// (and errors) and its stall is not judged (QMaxStep.MeetsTTFABSLO). It is at least QMax, shown beside it for
+	// comparison; the plan does not use it. The staircase stops at the first step failing TTFAB and stall, so
+	// unless a step failed by TTFAB alone (BracketTTFABOnlyLowestFail 0) it is a lower bound. Both are absent
+	// (not recorded, which does not mean "the same as q_max") in artifacts measured before the steps recorded
+	// their TTFAB verdict.
 	QMaxTTFABOnly *int `json:"q_max_ttfab_only,omitempty"`
 	// BracketTTFABOnlyLowestFail is the lowest concurrency failing by TTFAB alone; 0 when none did.
 	BracketTTFABOnlyLowestFail *int `json:"bracket_ttfab_only_lowest_fail,omitempty"`

@@ -21,7 +21,7 @@ func bothWays(q *QMax) {
 	q.SetQMax()
 }
 
-// TestQMaxBothWays (issue 23, item 2): Q_max by TTFAB and stall and by TTFAB alone come from one bracket rule
+// TestQMaxBothWays: Q_max by TTFAB and stall and by TTFAB alone come from one bracket rule
 // (Bracket), are written by SetQMax and checked by Verify; the plan records both and plans with the first.
 func TestQMaxBothWays(t *testing.T) {
 	m := kokoro(t)

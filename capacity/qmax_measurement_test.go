@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The fields issue 23 adds to the qmax artifact verify.
+// The qmax artifact's measurement fields (retry policy, minimum requests, client bounds) verify.
 func TestQMaxMeasurementFields(t *testing.T) {
 	m := kokoro(t)
 	q := testQMax(m)

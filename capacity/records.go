@@ -18,7 +18,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
 
-// The raw records behind a qmax artifact (issue 27): the artifact's step figures are what bench.Summarize and
+// The raw records behind a qmax artifact: the artifact's step figures are what bench.Summarize and
 // bench.SummarizeRateSteps fold from the records file tts-bench qmax wrote beside it (StepOf and RateStepOf
 // turn those folds into the artifact's steps, at measurement time and here). CheckRecords opens that file,
 // checks its digest and folds it again with the same functions: a figure edited in the artifact, a records
@@ -56,7 +56,7 @@ func StepOf(s bench.StepResult) QMaxStep {
 		ClientConcurrencyMean: s.InFlightMean, ClientConcurrencyPeak: s.InFlightPeak,
 		MeetsSLO: s.MeetsSLO, Usable: s.Usable, UnusableReason: s.UnusableReason,
 	}
-	ttfabOnly := s.MeetsTTFABSLO // the step's verdict by TTFAB alone: Q_max both ways (issue 23)
+	ttfabOnly := s.MeetsTTFABSLO // the step's verdict by TTFAB alone: Q_max both ways
 	st.MeetsTTFABSLO = &ttfabOnly
 	if s.TTFABCIOK {
 		st.TTFABCILowMs, st.TTFABCIHighMs = s.TTFABCILowMs, s.TTFABCIHighMs

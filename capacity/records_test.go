@@ -107,17 +107,17 @@ func gzipTestRecords(t testing.TB, recs []bench.Record) []byte {
 	return buf.Bytes()
 }
 
-// The issue's reproduction (issue 27, moderate 1) and its variants: a qmax artifact whose figures its raw
-// records do not give is refused by the gate, which names the step and the figure, however carefully the rest
-// of the set was re-sealed (the ttotal's qmax_sha256 and the plan rebuilt from the edited artifact, so that
-// every digest the gate checked before matches).
+// A qmax artifact whose figures its raw records do not give, in each of these variants, is refused by the gate,
+// which names the step and the figure, however carefully the rest of the set was re-sealed (the ttotal's
+// qmax_sha256 and the plan rebuilt from the edited artifact, so that every digest the gate checked before
+// matches).
 func TestGateRefusesAQMaxItsRecordsDoNotGive(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		edit    func(t *testing.T, dir string, q *QMax)
 		reasons []string
 	}{
-		{"achieved_rps ×10, records file that does not exist (the issue's set)", func(t *testing.T, dir string, q *QMax) {
+		{"achieved_rps ×10, records file that does not exist", func(t *testing.T, dir string, q *QMax) {
 			for i := range q.Steps {
 				q.Steps[i].AchievedRPS *= 10
 			}

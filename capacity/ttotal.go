@@ -60,10 +60,10 @@ type TTotal struct {
 	// TTotalUncertaintyS is how far TTotalS may be off because the stamp it ends on depends on a poll: the
 	// gap between the DescribeEndpoint read that saw in_service and the read before it (traffic_recovered is
 	// judged on requests sent after in_service was seen), back-offs included. Absent in artifacts written
-	// before it was recorded (issue 23), which does not mean exact.
+	// before it was recorded, which does not mean exact.
 	TTotalUncertaintyS *float64 `json:"t_total_uncertainty_s,omitempty"`
 	// Probe is the probe load and what it saw around the scale-out; absent in artifacts written before it was
-	// recorded (issue 23): the plan's measurement_validity then cannot tell whether traffic_recovered marks a
+	// recorded: the plan's measurement_validity then cannot tell whether traffic_recovered marks a
 	// recovery, and warns.
 	Probe *TTotalProbe `json:"probe,omitempty"`
 	// Polling is how the control plane was read: the intervals and every throttling back-off.
@@ -415,7 +415,7 @@ func (t *TTotal) verifyProbe() []error {
 	return errs
 }
 
-// ProbeValidity is what the plan's measurement_validity makes of the probe (issue 23): a recovery means
+// ProbeValidity is what the plan's measurement_validity makes of the probe: a recovery means
 // something only when the fleet was past its Q_max before in_service, its probe above the SLO. It returns
 // StatusPass, StatusWarn when the artifact does not record the probe (written before it was recorded), or
 // StatusFail when the probe never exceeded sloMs (the qmax artifact's SLO) before in_service, with the

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Issue 23, item 7: measurement_validity fails (not warns) when the ttotal probe never exceeded the SLO before
+// measurement_validity fails (not warns) when the ttotal probe never exceeded the SLO before
 // in_service, and warns when the artifact does not record its probe; a probe past the SLO passes.
 func TestMeasurementValidityProbe(t *testing.T) {
 	m := kokoro(t)

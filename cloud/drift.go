@@ -182,7 +182,7 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 	}
 	for _, f := range tmps {
 		// thaw --endpoint looks only in the journal directory; a file beside an --output elsewhere needs the
-		// plan that names that directory (the re-run of issue 27's pass: the fix named did not remove it).
+		// plan that names that directory: the fix named must remove the file.
 		fix := thaw + " (removes it), or delete it"
 		if filepath.Dir(f.Path) != jdir {
 			fix = "delete it (rm " + f.Path + ")"

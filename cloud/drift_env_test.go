@@ -38,9 +38,8 @@ func withEnvironment(t *testing.T, d *deployed, cl cloud.DriftClients, env map[s
 	}
 }
 
-// issue 27: a deploy killed mid-way left QUEUE_MAX_DEPTH=0 with the scalable target, policies and alarms in
-// place, and drift said clean. Drift now compares the container's environment with the plan's and flags
-// scaling without a shield.
+// A deploy killed mid-way can leave QUEUE_MAX_DEPTH=0 with the scalable target, policies and alarms in place.
+// Drift compares the container's environment with the plan's and flags scaling without a shield.
 func TestDriftComparesTheContainerEnvironment(t *testing.T) {
 	plan, err := capacity.LoadPlan(fixturePlan("valid"))
 	if err != nil {

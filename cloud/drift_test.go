@@ -149,7 +149,7 @@ func TestDriftFindings(t *testing.T) {
 			d.target.SuspendedState.DynamicScalingInSuspended = aws.Bool(true)
 		}, "error:scaling_suspended"},
 		{"journal", true, func(_ *testing.T, _ *deployed, dir string) { writeJournal(dir) }, "error:journal_present"},
-		// Another run's measurement marker, live or expired (issue 27): a run holds the endpoint.
+		// Another run's measurement marker, live or expired: a run holds the endpoint.
 		{"measurement marker", true, func(_ *testing.T, d *deployed, _ string) {
 			d.endpoint.EndpointArn = aws.String(worldArn)
 			d.marker = cloud.Marker{RunID: "qmax-other", Owner: "bob@elsewhere", PID: 7, Started: time.Now().Add(-time.Minute), Expires: time.Now().Add(time.Hour)}.Value()

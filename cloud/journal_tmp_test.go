@@ -14,7 +14,6 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 )
 
-// issue 27: thaw sent a journal's instance count unchecked (1,000,000 reached the emulator's quota check).
 // A journal's counts are bounded as thaw's --desired is; an edited journal is refused before any call.
 func TestThawRefusesAJournalsUnboundedCount(t *testing.T) {
 	dir := t.TempDir()
@@ -54,10 +53,10 @@ func TestThawRefusesAJournalsUnboundedCount(t *testing.T) {
 	}
 }
 
-// issue 27: ttotal's kill -9 → thaw did not say it restored the count. ttotal pins the target and asks for
-// one more instance; after kill -9, registering the journaled bounds already brings the count back
-// (Application Auto Scaling moves a count outside new bounds inside them), so setting the count changed
-// nothing and the "instance count" change was left out.
+// After ttotal's kill -9, thaw says it restored the count. ttotal pins the target and asks for one more
+// instance; after kill -9, registering the journaled bounds already brings the count back (Application Auto
+// Scaling moves a count outside new bounds inside them), so setting the count changes nothing: the "instance
+// count" change must still be listed.
 func TestThawSaysTheCountTheBoundsRestored(t *testing.T) {
 	dir := t.TempDir()
 	w := newWorld(1, target(1, 1, cloud.Suspension{}))
@@ -95,7 +94,7 @@ func TestThawSaysTheCountTheBoundsRestored(t *testing.T) {
 	}
 }
 
-// issue 27: kill -9 of qmax or replay left hidden temporary record files (.qmax.records…tmp, 348 KB). Drift
+// kill -9 of qmax or replay leaves hidden temporary record files (.qmax.records…tmp, 348 KB). Drift
 // reports them (a warning naming thaw), thaw removes them; a file a running process holds open is neither.
 func TestLeftoverTempFilesAreReportedAndRemoved(t *testing.T) {
 	artifacts, journals := t.TempDir(), t.TempDir()
@@ -137,7 +136,7 @@ func TestLeftoverTempFilesAreReportedAndRemoved(t *testing.T) {
 		if fd.Code == cloud.FindingTempFileLeft {
 			reported = append(reported, fd.Subject)
 			// The fix named must remove the file: thaw --endpoint looks in the journal directory only, thaw with
-			// the plan in the artifacts directory (the re-run of issue 27's pass found the wrong one named).
+			// the plan in the artifacts directory.
 			want := "tts-bench thaw --endpoint"
 			if strings.HasPrefix(fd.Subject, artifacts) {
 				want = "tts-bench thaw --model espeak-ng --plan " + filepath.Join(artifacts, "plan.json")

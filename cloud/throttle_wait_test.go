@@ -12,7 +12,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// TestWaitInServiceUnderThrottling (issue 24, item 3): speech-infra deploy's wait (cloud.WaitInService) on an
+// TestWaitInServiceUnderThrottling: speech-infra deploy's wait (cloud.WaitInService) on an
 // emulator whose DescribeEndpoint bucket holds one call a second, with a client that does not retry, so every
 // throttle reaches the waiter: it backs off and asks again instead of failing, and returns once the endpoint is
 // InService.

@@ -2,7 +2,8 @@ package cloud
 
 import "testing"
 
-// Issue 23, item 11: validate printed the latency alarm's threshold as 1e+06; it is microseconds.
+// validate prints the latency alarm's threshold in microseconds with its unit (and in ms beside it), never as a
+// raw float such as 1e+06.
 func TestThresholdTextNamesItsUnit(t *testing.T) {
 	for _, tc := range []struct {
 		metric string

@@ -19,7 +19,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// Application Auto Scaling conformance (issue 10, items 1-5, 11 and 13): each case cites the AWS document it
+// Application Auto Scaling conformance: each case cites the AWS document it
 // checks. The API reference fields are quoted from botocore's application-autoscaling model (the same text as
 // the Application Auto Scaling API Reference).
 
@@ -396,7 +396,7 @@ func TestConformanceAutoScalingScaling(t *testing.T) {
 		}
 	}
 
-	// Issue 10's done-when check: `aws application-autoscaling describe-scaling-activities --service-namespace
+	// `aws application-autoscaling describe-scaling-activities --service-namespace
 	// sagemaker --max-items 1` returns one activity and a NextToken when there are two (here more); with
 	// --page-size 1 the CLI follows the emulator's own NextToken through every page.
 	t.Run("awscli", func(t *testing.T) {

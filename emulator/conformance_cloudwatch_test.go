@@ -16,7 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// Conformance of the emulator's CloudWatch with AWS (issue 10 items 5, 6, 8, 9, 11 and 13), through the real
+// Conformance of the emulator's CloudWatch with AWS, through the real
 // SDK client and the AWS CLI. Each case quotes the documentation sentence or botocore model fact it checks.
 
 // tenSeconds runs the emulator at SageMaker's own 10-second metric period (no time compression).
@@ -183,7 +183,7 @@ func TestConformanceCloudWatchEnums(t *testing.T) {
 			t.Errorf("%s with a value outside the enum: %v, want ValidationError (enum value set)", tc.name, err)
 		}
 	}
-	// The AWS CLI gets the same answer (the issue's `describe-alarms --state-value BOGUS`).
+	// The AWS CLI gets the same answer (`describe-alarms --state-value BOGUS`).
 	if _, errOut, code := awsCLI(ctx, t, r, "cloudwatch", "describe-alarms", "--state-value", "BOGUS"); code == 0 || !strings.Contains(errOut, "(ValidationError)") {
 		t.Errorf("aws cloudwatch describe-alarms --state-value BOGUS: exit %d, stderr %q; want a ValidationError", code, errOut)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// TestConformanceCooldownFromCompletion (issue 24, items 1 and 2) runs a scale-out and a scale-in that each take
+// TestConformanceCooldownFromCompletion runs a scale-out and a scale-in that each take
 // longer than their policy's cooldown, on a timing profile whose instances take 4 s to launch and 4 s to
 // terminate, with the emulator's 1-s evaluation tick (the test harness's metric period; 10 s by default).
 //
@@ -43,11 +43,11 @@ import (
 //   - DescribeEndpoint, CurrentInstanceCount: "The number of instances associated with the variant.": it falls
 //     once the terminated instances are gone, after the profile's termination phase.
 //
-// Against the emulator before issue 24 this fails: the second scale-out came within one tick of the first
-// EndTime (the cooldown had run out during the update), and a scale-in was Successful 12 ms after it started.
+// A cooldown counted from the activity's start fails it: the second scale-out comes within one tick of the first
+// EndTime (the cooldown ran out during the update); so does a scale-in that is Successful at once.
 func TestConformanceCooldownFromCompletion(t *testing.T) {
 	// The cooldown is 2 s (instances take 4 s to launch and to terminate) unless
-	// SPEECH_CONFORMANCE_COOLDOWN_S says otherwise: SPEECH_CONFORMANCE_COOLDOWN_S=30 runs the issue's case, a
+	// SPEECH_CONFORMANCE_COOLDOWN_S says otherwise: SPEECH_CONFORMANCE_COOLDOWN_S=30 runs a larger case, a
 	// 30-s cooldown with 32-s updates (about three minutes).
 	cooldown := 2 * time.Second
 	if v := os.Getenv("SPEECH_CONFORMANCE_COOLDOWN_S"); v != "" {
@@ -214,12 +214,11 @@ func TestConformanceCooldownFromCompletion(t *testing.T) {
 	}
 }
 
-// TestConformanceDeleteInProgressRefused (issue 24, item 5): DeleteEndpoint on an endpoint that is Creating or
+// TestConformanceDeleteInProgressRefused: DeleteEndpoint on an endpoint that is Creating or
 // Updating is refused with ValidationException, as SageMaker refuses it, and succeeds once the endpoint is
 // InService. The SageMaker API reference's EndpointStatus: "Creating: CreateEndpoint is executing.", "Updating:
 // UpdateEndpoint or UpdateEndpointWeightsAndCapacities is executing." and "Failed: ... DeleteEndpoint is the only
-// operation that can be performed on a failed endpoint." Before issue 24 the emulator deleted the endpoint at
-// once in either state.
+// operation that can be performed on a failed endpoint."
 func TestConformanceDeleteInProgressRefused(t *testing.T) {
 	profile, err := emulator.ParseProfile("provisioning=3@launch")
 	if err != nil {

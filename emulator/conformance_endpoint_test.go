@@ -16,7 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// Conformance of endpoint updates (issue 10, item 10) and of the timing profile: each case cites the AWS
+// Conformance of endpoint updates and of the timing profile: each case cites the AWS
 // documentation sentence or API-reference field it checks.
 
 // epObservation is one DescribeEndpoint answer as the tests compare them.

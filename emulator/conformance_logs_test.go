@@ -12,13 +12,13 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// TestConformanceDescribeLogGroups (issue 24, item 6): DescribeLogGroups is implemented and paginated as
+// TestConformanceDescribeLogGroups: DescribeLogGroups is implemented and paginated as
 // DescribeLogStreams is. CloudWatch Logs API reference (botocore's logs model): "The results are ASCII-sorted
 // by log group name."; limit: "The maximum number of items returned. If you don't specify a value, the default
 // is up to 50 items." (1..50); nextToken: "The token for the next set of items to return. (You received this
 // token from a previous call.)"; logGroupNamePrefix: "logGroupNamePrefix and logGroupNamePattern are mutually
 // exclusive. Only one of these parameters can be passed."; logGroupNamePattern: "a case-sensitive substring
-// search". Before issue 24 the emulator answered UnknownOperationException.
+// search".
 func TestConformanceDescribeLogGroups(t *testing.T) {
 	r := emulatortest.Start(t)
 	c := r.Clients

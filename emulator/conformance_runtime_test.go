@@ -1,6 +1,6 @@
 package emulator_test
 
-// Conformance of the runtime, the logs and the wire shapes (issue 10, items 5, 7, 12 and 13): each case drives
+// Conformance of the runtime, the logs and the wire shapes: each case drives
 // the emulator through the real aws-sdk-go-v2 clients (or boto3, or raw HTTP where the case is about the raw
 // protocol) and cites, next to it, the AWS documentation it checks.
 
@@ -207,7 +207,7 @@ func TestConformanceStreamErrors(t *testing.T) {
 		}
 	})
 
-	// The done-when check of issue 10: boto3 raises ModelError with OriginalStatusCode 503.
+	// boto3 raises ModelError with OriginalStatusCode 503.
 	t.Run("saturated instance: boto3 raises ModelError 503", func(t *testing.T) {
 		wait, _ := hold(t)
 		defer wait()

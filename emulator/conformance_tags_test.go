@@ -15,7 +15,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// TestConformanceTags (issue 27, minor: the measurement marker lives in an endpoint tag): SageMaker AddTags,
+// TestConformanceTags (the measurement marker lives in an endpoint tag): SageMaker AddTags,
 // ListTags and DeleteTags through the real SDK client, on the ARN DescribeEndpoint shows. Each case quotes the
 // API reference sentence or the service-model constraint it checks; the tags survive a restart (state.json).
 func TestConformanceTags(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"github.com/speech-infra/speech-infra/internal/emulatortest"
 )
 
-// TestConformanceThrottling (issue 24, item 3): the control plane has per-operation token buckets, on by default
+// TestConformanceThrottling: the control plane has per-operation token buckets, on by default
 // (emulator.DefaultRates), and an excess call gets a throttling error the SDKs recognise and retry: SageMaker's
-// ThrottlingException, CloudWatch's Throttling, HTTP 400 "Rate exceeded". Before issue 24, 400 DescribeEndpoint
-// calls in 0.5 s were all answered.
+// ThrottlingException, CloudWatch's Throttling, HTTP 400 "Rate exceeded": 400 DescribeEndpoint calls in 0.5 s
+// are not all answered.
 func TestConformanceThrottling(t *testing.T) {
 	// The defaults as the emulator starts without options (the test harness turns throttling off otherwise).
 	def, err := emulator.ParseThrottle("")

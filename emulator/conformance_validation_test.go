@@ -47,8 +47,8 @@ func awsJSONCall(t *testing.T, r *emulatortest.Emulator, target, service, body s
 	return resp.StatusCode, shape.Type, shape.Message
 }
 
-// TestDuplicateRequestKeyRefused (issue 27, minor): a control-plane request that names a member twice was
-// accepted, the last value silently winning. It is refused before anything changes, naming the key.
+// TestDuplicateRequestKeyRefused: a control-plane request that names a member twice is refused before anything
+// changes, naming the key, rather than accepted with the last value silently winning.
 func TestDuplicateRequestKeyRefused(t *testing.T) {
 	r := emulatortest.Start(t)
 	emulatortest.Endpoint(t, r, "speech-dup")
@@ -70,11 +70,11 @@ func TestDuplicateRequestKeyRefused(t *testing.T) {
 	}
 }
 
-// TestConformanceServiceModelValidation (issue 24, item 4): every implemented operation checks its input
+// TestConformanceServiceModelValidation: every implemented operation checks its input
 // against the service model's constraints (botocore's JSON models, generated into servicemodel_gen.go by `go
 // generate ./emulator`) before anything else, and answers a violation with the service's validation error and
 // the model's wording: "1 validation error detected: Value '...' at '...' failed to satisfy constraint:
-// Member must ...". Each case is one the emulator accepted before (the issue's probe), with the constraint it
+// Member must ...". Each case is an input outside the model (found by a conformance probe), with the constraint it
 // breaks, quoted from the model.
 func TestConformanceServiceModelValidation(t *testing.T) {
 	r := emulatortest.Start(t)

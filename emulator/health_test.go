@@ -59,7 +59,7 @@ func logStreams(ctx context.Context, t *testing.T, c emulatortest.Clients, name 
 // A hung instance (SIGSTOP: the process exists, /ping never answers) is noticed by the periodic health check,
 // killed and replaced, and invokes succeed again. SageMaker's contract for /ping is in the Developer Guide
 // section "How Your Container Should Respond to Health Check (Ping) Requests" (no sentence of it is quoted
-// here: the periodic check, its timeout and threshold are the emulator's, as issue 8 asks). The facts checked
+// here: the periodic check, its timeout and threshold are the emulator's). The facts checked
 // go through the public API: DescribeEndpoint's CurrentInstanceCount and the new instance's log stream.
 func TestHungInstanceReplaced(t *testing.T) {
 	r := startFleet(t, emulator.Options{StateDir: t.TempDir(), ContainerBin: emulatortest.ContainerBinary(t), HealthCheckInterval: 300 * time.Millisecond})

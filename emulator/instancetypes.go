@@ -16,7 +16,8 @@ import (
 // ("Instance-type profiles") lists them with their reasoning.
 
 // InstanceTypeProfile is what the emulator assumes of one instance type, relative to ml.g5.xlarge (the type of
-// the original proof of value, whose figures the built-in timing profile and the Kokoro twin come from).
+// the original proof of value, docs/design.md "The original", whose figures the built-in timing profile and
+// the Kokoro twin come from).
 type InstanceTypeProfile struct {
 	// InstanceType is the type's name, e.g. ml.g4dn.xlarge.
 	InstanceType string

@@ -50,7 +50,7 @@ func logTo(b *syncBuffer) emulatortest.Option {
 	}
 }
 
-// TestInstanceTypeProfilesTable (issue 28, item 4): every profiled type is a value of the service model's
+// TestInstanceTypeProfilesTable: every profiled type is a value of the service model's
 // ProductionVariantInstanceType enum (the emulator would refuse any other), the reference type and the
 // emulator's own are factor 1, and every other factor says it is an assumption and why.
 func TestInstanceTypeProfilesTable(t *testing.T) {
@@ -90,7 +90,7 @@ func TestInstanceTypeProfilesTable(t *testing.T) {
 	}
 }
 
-// TestInstanceTypeOutsideEnumRefused (issue 28, item 4): "The emulator refuses a type that is not in the
+// TestInstanceTypeOutsideEnumRefused: "The emulator refuses a type that is not in the
 // service model's enum." ProductionVariant.InstanceType is a ProductionVariantInstanceType, an enum; the
 // answer names the value. A type of the enum without a profile is accepted.
 func TestInstanceTypeOutsideEnumRefused(t *testing.T) {
@@ -119,7 +119,7 @@ func TestInstanceTypeOutsideEnumRefused(t *testing.T) {
 	}
 }
 
-// TestInstanceTypeServiceTime (issue 28, item 4): the calibration twin on ml.g4dn.xlarge computes its
+// TestInstanceTypeServiceTime: the calibration twin on ml.g4dn.xlarge computes its
 // per-segment time times the type's service factor: the container process gets the scaled
 // CALIBRATION_SEGMENT_MS (its environment, as the kernel holds it), the model keeps the value it was created
 // with (DescribeModel), the emulator logs it, and the endpoint really serves slower than one on ml.g5.xlarge.
@@ -199,7 +199,7 @@ func TestInstanceTypeServiceTime(t *testing.T) {
 	}
 }
 
-// TestInstanceTypeLaunchPhases (issue 28, item 4): with the kokoro-g5 profile fifty times faster, an instance
+// TestInstanceTypeLaunchPhases: with the kokoro-g5 profile fifty times faster, an instance
 // of a type with a launch factor (ml.c5.large) logs its first event only after the profile's launch phases
 // times the factor; one on ml.g5.xlarge after the phases as they are; one on an enum type without a profile
 // (ml.m5.xlarge) runs as ml.g5.xlarge, and the emulator says once that it has no profile for it.

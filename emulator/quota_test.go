@@ -166,8 +166,8 @@ func TestStateValidation(t *testing.T) {
 		}
 	}
 
-	// A million desired instances (the crash loop of issue 8): repaired to the quota (the reason is logged and
-	// set as FailureReason; without a container binary the failed start then replaces that reason).
+	// A million desired instances (which would start an endless crash loop): repaired to the quota (the reason is
+	// logged and set as FailureReason; without a container binary the failed start then replaces that reason).
 	if err := os.WriteFile(path, edit(func(m map[string]any) {
 		endpoint(m)["desired"] = 1000000
 		endpoint(m)["status"] = emulator.StatusInService

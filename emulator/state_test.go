@@ -59,9 +59,9 @@ func TestSaveStateRoundTripsAndLeavesOnlyTheStateFile(t *testing.T) {
 	}
 }
 
-// TestLoadStateRefusesUnboundedAndDuplicate (issue 27, minor): state.json symlinked to /dev/zero is refused
-// without being read (it ran out of memory), and a key that appears twice in one object ("desired" loaded as 0,
-// after which invokes hung) is refused, naming the key.
+// TestLoadStateRefusesUnboundedAndDuplicate: state.json symlinked to /dev/zero is refused without being read
+// (reading it runs out of memory), and a key that appears twice in one object (a duplicate "desired" could load
+// as 0, after which invokes hang) is refused, naming the key.
 func TestLoadStateRefusesUnboundedAndDuplicate(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "state.json")); err != nil {

@@ -47,7 +47,7 @@ type Model struct {
 	// InstanceType is the SageMaker instance type, e.g. ml.g5.xlarge.
 	InstanceType string `json:"instance_type"`
 	// Prices is the on-demand price of one instance-hour for real-time inference per instance type, each with
-	// its source and date (issue 28 item 3): InstanceType must have one; the other types are those tts-bench
+	// its source and date: InstanceType must have one; the other types are those tts-bench
 	// compare may measure. ResolvePrice picks the price a command uses.
 	Prices map[string]Price `json:"prices"`
 	// InitialInstanceCount is the endpoint's instance count at creation.
@@ -277,7 +277,7 @@ func (c Catalog) Get(id string) (Model, error) {
 }
 
 // CatalogEnv names the environment variable that replaces the catalog built into the binary with a directory
-// of catalog files, as the commands' --catalog DIR does (issue 26 item 11): an edit to models/*.json then
+// of catalog files, as the commands' --catalog DIR does: an edit to models/*.json then
 // counts without a rebuild.
 const CatalogEnv = "SPEECH_CATALOG"
 

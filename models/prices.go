@@ -13,8 +13,7 @@ import (
 )
 
 // Price is the on-demand price of one instance-hour of an instance type for SageMaker real-time inference
-// (hosting), with where the figure comes from: the catalog's prices table holds one per instance type
-// (issue 28 item 3).
+// (hosting), with where the figure comes from: the catalog's prices table holds one per instance type.
 type Price struct {
 	// USDPerHour is the price of one instance-hour in US dollars.
 	USDPerHour float64 `json:"usd_per_hour"`

@@ -83,7 +83,7 @@ func dialTest(ctx context.Context, network, addr string) (net.Conn, error) {
 	return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
 }
 
-// TestTheTokenStaysWithTheHubsOrigin reproduces issue 27's three redirects: the Hub's resolve answer sends
+// TestTheTokenStaysWithTheHubsOrigin tries three redirects: the Hub's resolve answer sends
 // the client to another port on the same host, to plain http on the same host, and to a subdomain. Go's
 // client keeps Authorization for all three; the token must reach the Hub's exact origin only.
 func TestTheTokenStaysWithTheHubsOrigin(t *testing.T) {
@@ -164,7 +164,7 @@ func TestTheTokenNeverGoesOverPlainHTTPToANonLoopbackHost(t *testing.T) {
 	}
 }
 
-// TestAnEndlessTreeListingStopsAtABound reproduces issue 27's endless Hub: a tree API that keeps answering
+// TestAnEndlessTreeListingStopsAtABound runs against an endless Hub: a tree API that keeps answering
 // with a new "next" page. The sync stops with an error naming the bound, for each of the three bounds.
 func TestAnEndlessTreeListingStopsAtABound(t *testing.T) {
 	var pages int

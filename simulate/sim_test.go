@@ -135,7 +135,7 @@ func TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm(t *testing.T) {
 	}
 }
 
-// Issue 24: the scale-out cooldown counts from the end of the scale-out activity (its instances serving),
+// The scale-out cooldown counts from the end of the scale-out activity (its instances serving),
 // not from the decision. With a 300 s cooldown the first scale-out (decided at 640 s) serves at 760 s; within
 // the cooldown a policy measures from the capacity before it (1 × 14/12 → 2, not larger than 3), so the second
 // scale-out comes at 760 + 300 = 1060 s, not at 640 + 300 = 940 s.

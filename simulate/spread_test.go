@@ -52,7 +52,8 @@ func TestScaleOutSpreadBracketsTheDeterministicRun(t *testing.T) {
 // ticker has a phase of its own, so a scattered run's first scale-out, on a load that breaches every period,
 // falls anywhere from 21 s (a 1-s first period breaching, evaluated at once) to 39 s (a full first period,
 // evaluated 9 s late), where the deterministic run takes the latest phases: 40 s (three periods closing at
-// 10, 20 and 30 s, evaluated a tick late). Issue 22: CI replays scaled out 19-21 s in against a spread from 40 s.
+// 10, 20 and 30 s, evaluated a tick late). Without the phases drawn the spread would start at 40 s, where CI
+// replays scale out 19-21 s in.
 func TestScatteredRunsDrawThePhases(t *testing.T) {
 	inst := saturating()
 	// 9 rps is far above the target 12's rate (about 8.4): its datapoints, even a 1-s period's, breach.

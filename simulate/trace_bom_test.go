@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// A CSV saved by a spreadsheet as "CSV UTF-8" starts with a byte-order mark (issue 27): it used to make the
-// header a data row ("rps "rps" is not a finite number").
+// A CSV saved by a spreadsheet as "CSV UTF-8" starts with a byte-order mark: it must not make the header a data
+// row ("rps "rps" is not a finite number").
 func TestParseCSVAcceptsAByteOrderMark(t *testing.T) {
 	for _, in := range []string{"\uFEFFtimestamp,rps\n0,4\n60,4\n", "\uFEFF0,4\n60,4\n"} {
 		tr, err := ParseCSV("bom.csv", strings.NewReader(in))

@@ -13,11 +13,11 @@ import (
 	"github.com/speech-infra/speech-infra/internal/plantest"
 )
 
-// Issue 28: a plan measured on ml.g6.xlarge (the valid fixture's set, as tts-bench compare keeps it for that
-// type, planned with the catalog entry as tts-bench plan --from-compare does). With -c instance_type=ml.g6.xlarge
-// (AppConfig.InstanceType) the gate accepts it and the endpoint config deploys ml.g6.xlarge with the scaling
-// constructs; without it the catalog's ml.g5.xlarge is deployed, and the gate refuses the plan naming both
-// types and -c instance_type.
+// A plan measured on another instance type: a plan measured on ml.g6.xlarge (the valid fixture's set, as
+// tts-bench compare keeps it for that type, planned with the catalog entry as tts-bench plan --from-compare
+// does). With -c instance_type=ml.g6.xlarge (AppConfig.InstanceType) the gate accepts it and the endpoint
+// config deploys ml.g6.xlarge with the scaling constructs; without it the catalog's ml.g5.xlarge is deployed,
+// and the gate refuses the plan naming both types and -c instance_type.
 func TestEndpointDeploysTheInstanceTypeAsked(t *testing.T) {
 	m := catalogModel(t, "kokoro-82m")
 	if m.InstanceType == "ml.g6.xlarge" {

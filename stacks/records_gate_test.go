@@ -83,7 +83,7 @@ func synthWithPlan(t *testing.T, planPath string) *App {
 	})
 }
 
-// The issue's attack through cdk synth (issue 27, moderate 1): a fixture qmax with every step's achieved_rps ×10,
+// A forged qmax through cdk synth: a fixture qmax with every step's achieved_rps ×10,
 // records_file naming a file that does not exist, the ttotal's qmax_sha256 recomputed and the plan rebuilt
 // from them. Synthesis creates no scalable target and says why, as an error (autoscaling was asked for). The
 // same set re-sealed without the edit synthesizes the scaling: the refusal is the edit's.

@@ -1,4 +1,4 @@
-// Package capacitytest synthesizes the raw records behind a qmax artifact for fixtures and tests (issue 27):
+// Package capacitytest synthesizes the raw records behind a qmax artifact for fixtures and tests:
 // the gate folds the records file beside a qmax artifact again and refuses an artifact its records do not
 // give, so a hand-made artifact needs records too. Records gives them for an artifact written by hand.
 package capacitytest

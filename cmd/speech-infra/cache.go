@@ -125,7 +125,7 @@ func (o *cacheOpts) Execute(ctx context.Context) error {
 		}
 		if errors.Is(err, modelsync.ErrTokenOverHTTP) {
 			// --hf-endpoint names a plain-http origin that is not loopback while a token is set: the user's
-			// flags are wrong, nothing was sent (issue 27).
+			// flags are wrong, nothing was sent.
 			return exitcode.Usage(fmt.Errorf("cache %s: --hf-endpoint: %w", o.model.ID, err))
 		}
 		return fmt.Errorf("cache %s: %w", o.model.ID, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 )
 
-// TestConventionsGolden is the CLI contract of every speech-infra command (issue 26, items 7 and 8), one
+// TestConventionsGolden is the CLI contract of every speech-infra command, one
 // golden file each under testdata/conventions/ (go test ./cmd/speech-infra -run TestConventionsGolden
 // -update rewrites them): `--version` prints the build's version (exit 0); a misspelt flag names the
 // nearest one (exit 2); and a command that needs AWS or the network, pointed at a closed port

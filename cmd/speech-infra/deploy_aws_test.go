@@ -124,7 +124,7 @@ func runDeploy(t *testing.T, o *deployOpts) int {
 	return exitcode.Code(err)
 }
 
-// The done-when shape, against doubles: every failed precondition with its fix, the exact command, exit 1,
+// deploy's refusal, against doubles: every failed precondition with its fix, the exact command, exit 1,
 // nothing run. The app directory varies per test, so it is replaced by APPDIR in the golden.
 func TestDeployDryRunFailing(t *testing.T) {
 	cl := goodAccount()

@@ -21,10 +21,11 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// Issue 28 on the emulator: a plan measured on ml.g6.xlarge (an espeak-ng set rewritten for that type, as
-// tts-bench compare keeps it) deploys with --local --instance-type ml.g6.xlarge: the endpoint config runs that
-// type and the plan's scaling is applied. The same plan without --instance-type deploys the emulator's own
-// "local" type (blue/green back) and the gate refuses it, naming both types and --instance-type.
+// A plan measured on another instance type, on the emulator: a plan measured on ml.g6.xlarge (an espeak-ng set
+// rewritten for that type, as tts-bench compare keeps it) deploys with --local --instance-type ml.g6.xlarge:
+// the endpoint config runs that type and the plan's scaling is applied. The same plan without --instance-type
+// deploys the emulator's own "local" type (blue/green back) and the gate refuses it, naming both types and
+// --instance-type.
 func TestDeployLocalInstanceType(t *testing.T) {
 	dir := t.TempDir()
 	bin := emulatortest.ContainerBinary(t)

@@ -173,7 +173,7 @@ func (o *destroyOpts) Execute(ctx context.Context) error {
 }
 
 // attachEmulator returns the emulator that runs on dir, and false when none does: destroy --local never starts
-// one (issue 26 item 10), since an emulator it started to remove nothing would be left running.
+// one, since an emulator it started to remove nothing would be left running.
 func attachEmulator(dir string) (localEmulator, bool, error) {
 	info, ok, err := emulator.Running(dir)
 	switch {

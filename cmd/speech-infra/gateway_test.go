@@ -172,7 +172,7 @@ func runTool(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// The done-when: the official openai npm SDK streams wav, pcm, opus and mulaw through the gateway on the
+// The official openai npm SDK streams wav, pcm, opus and mulaw through the gateway on the
 // emulator; each answer decodes with a real decoder (sox, opusinfo/opusdec) to the duration of the same
 // text's WAV from a direct InvokeEndpoint within 20 ms; the voice list through the gateway is the one
 // {"voices": true} gives through InvokeEndpoint; the shield's 503 reaches the SDK as a RateLimitError (429

@@ -216,9 +216,9 @@ func TestConcurrentStartsAttach(t *testing.T) {
 	}
 }
 
-// destroy --local on a fresh state directory says there is nothing to remove and starts no emulator (issue
-// 26 item 10): the command runs as its own process of the CLI (this test binary re-executed as the CLI), and
-// afterwards the directory holds no lock, discovery or state file and no process names the directory.
+// destroy --local on a fresh state directory says there is nothing to remove and starts no emulator: the
+// command runs as its own process of the CLI (this test binary re-executed as the CLI), and afterwards the
+// directory holds no lock, discovery or state file and no process names the directory.
 func TestDestroyLocalStartsNothing(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "fresh")
 	localEnvFor(t, state)

@@ -56,7 +56,7 @@ func TestUsageExitsTwo(t *testing.T) {
 	}
 }
 
-// The done-when: deploy prints the endpoint and the variables, an SDK program configured only by those
+// deploy prints the endpoint and the variables, an SDK program configured only by those
 // variables describes the endpoint and streams speech, destroy removes it.
 func TestDeployLocalEspeak(t *testing.T) {
 	dir := t.TempDir()

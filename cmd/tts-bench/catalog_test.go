@@ -9,7 +9,7 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// TestCatalogFlagReplacesTheBuiltInCatalog (issue 26 item 11): an edited copy of models/ given with --catalog
+// TestCatalogFlagReplacesTheBuiltInCatalog: an edited copy of models/ given with --catalog
 // (or SPEECH_CATALOG) is the catalog the command uses, without a rebuild, and the command says so on stderr; a
 // directory that is not one, or holds an invalid file, is refused (exit 2) naming the directory and the file.
 func TestCatalogFlagReplacesTheBuiltInCatalog(t *testing.T) {

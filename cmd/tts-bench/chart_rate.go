@@ -13,11 +13,11 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// rateFrame lays out the rate staircase (issue 22): per offered rate, the requests in flight as the client
-// counted them (time-averaged, and the mean of the 10-s peaks the scaling alarm's Maximum sees) and as
-// CloudWatch published them, with the highest closed-loop throughput as a vertical line and the steps that
-// missed the SLO crossed. It shows where in-flight stops rising gently and jumps: the knee a saturating
-// instance has. The legend sits beside the data (chartFrame).
+// rateFrame lays out the rate staircase (docs/design.md, "Open loop, too"): per offered rate, the requests in
+// flight as the client counted them (time-averaged, and the mean of the 10-s peaks the scaling alarm's Maximum
+// sees) and as CloudWatch published them, with the highest closed-loop throughput as a vertical line and the
+// steps that missed the SLO crossed. It shows where in-flight stops rising gently and jumps: the knee a
+// saturating instance has. The legend sits beside the data (chartFrame).
 func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 	if len(q.RateSteps) == 0 {
 		return nil, errors.New("draw the rate chart: the artifact has no rate steps")

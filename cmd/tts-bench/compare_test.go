@@ -89,7 +89,7 @@ func noEndpointLeft(t *testing.T, e *emulatortest.Emulator) {
 	}
 }
 
-// TestCompareEndToEnd (issue 28): compare --local measures the Kokoro twin on two instance types on the emulator,
+// TestCompareEndToEnd: compare --local measures the Kokoro twin on two instance types on the emulator,
 // plans and simulates each on the diurnal trace, names the cheaper type that holds, writes a valid report and
 // the chart, records each type's real instance type in its artifacts, and leaves no endpoint behind.
 func TestCompareEndToEnd(t *testing.T) {
@@ -260,7 +260,7 @@ func buildTTSBench(t *testing.T, dir string) string {
 	return bin
 }
 
-// TestCompareInterrupted (issue 28): SIGINT in the middle of the second type's qmax ends the real tts-bench
+// TestCompareInterrupted: SIGINT in the middle of the second type's qmax ends the real tts-bench
 // binary promptly with a non-zero exit, destroys the second type's endpoint (nothing is left on the emulator),
 // keeps the first type's artifact set, and writes no report.
 func TestCompareInterrupted(t *testing.T) {

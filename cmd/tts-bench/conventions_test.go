@@ -17,7 +17,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 )
 
-// TestConventionsGolden is the CLI contract of every tts-bench command (issue 26, items 7 and 8), one golden
+// TestConventionsGolden is the CLI contract of every tts-bench command, one golden
 // file each under testdata/conventions/ (go test ./cmd/tts-bench -run TestConventionsGolden -update
 // rewrites them): `--version` prints the build's version (exit 0); a misspelt flag names the nearest one
 // (exit 2); and a command that calls AWS, pointed at a closed port (AWS_ENDPOINT_URL, one attempt), exits 3
@@ -141,7 +141,7 @@ func awsEnv(t *testing.T, url string) {
 	}
 }
 
-// TestAWSDiagnosis (issue 26 item 9): drift, qmax, ttotal, replay and validate give an AWS failure outside
+// TestAWSDiagnosis: drift, qmax, ttotal, replay and validate give an AWS failure outside
 // the preflight the preflight's one line with the fix: an unknown region is refused before any call (exit 2),
 // missing and expired credentials exit 3, and none prints the SDK's raw chain.
 func TestAWSDiagnosis(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// issue 27: a file left inside container/ changed the container digest and the gate refused the plan without
-// saying why. A go build output (untracked, not copied by the image build) no longer changes the digest; an
+// A file left inside container/ that changes the container digest makes the gate refuse the plan, so drift
+// must say why. A go build output (untracked, not copied by the image build) does not change the digest; an
 // untracked file the image build copies does, and drift's reasons name it as untracked.
 func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {

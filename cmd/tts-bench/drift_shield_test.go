@@ -15,8 +15,8 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// issue 27: a `deploy --local --autoscaling=false` killed mid-way left the endpoint on QUEUE_MAX_DEPTH=0 with
-// the plan's scalable target, policies and alarms in place, and drift and validate both said clean. Here a
+// A `deploy --local --autoscaling=false` killed mid-way can leave the endpoint on QUEUE_MAX_DEPTH=0 with the
+// plan's scalable target, policies and alarms in place: scaling without its shield. Here a
 // plan is deployed, then the endpoint alone is redeployed with the measurement configuration's environment
 // (what that deploy does before it removes the scaling): drift and validate both exit 1 naming the shield.
 func TestDriftAndValidateCatchScalingWithoutAShield(t *testing.T) {

@@ -50,12 +50,12 @@ const (
 	validationPeriodS    = 10.0 + 1.0
 )
 
-// TestInstanceModelAgreesWithEmulator (issue 22, "check a model against a measurement"): the Kokoro twin (one
-// slot, 20 ms a segment, saturating) is measured by tts-bench qmax with its rate staircase; the instance model
-// built from that artifact predicts, at three other open-loop rates measured independently by a second qmax
-// run (inside the measured range: beyond the last step that kept up the model assumes a full shield, which
-// overstates TTFAB for the deadline scheduler), the scaling metric (the 10-s peak in flight) and p95 TTFAB
-// within the stated tolerances. Then the plan's
+// TestInstanceModelAgreesWithEmulator checks the instance model (docs/design.md, "One instance model") against a
+// measurement: the Kokoro twin (one slot, 20 ms a segment, saturating) is measured by tts-bench qmax with its rate
+// staircase; the instance model built from that artifact predicts, at three other open-loop rates measured
+// independently by a second qmax run (inside the measured range: beyond the last step that kept up the model
+// assumes a full shield, which overstates TTFAB for the deadline scheduler), the scaling metric (the 10-s peak in
+// flight) and p95 TTFAB within the stated tolerances. Then the plan's
 // scaling is applied to the endpoint and a growth trace (×s per T_plan from below the scale-out rate) is both
 // replayed against it and simulated with the same plan: the replayed first scale-out lies within one evaluation
 // period of the scattered simulation's spread (p2.5 to p97.5 over validationSpreadRuns seeds), and no later than

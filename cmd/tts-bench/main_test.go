@@ -257,7 +257,7 @@ func TestPlanInputErrors(t *testing.T) {
 	}
 }
 
-// Issue 8: files that are not small regular JSON files, and artifacts whose keys a reader and the decoder
+// Files that are not small regular JSON files, and artifacts whose keys a reader and the decoder
 // would read differently, are refused at once with exit 2 and the file named: no hang on a FIFO, no memory
 // filled from a device or a huge file.
 func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
@@ -319,11 +319,11 @@ func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
 	}
 }
 
-// Issue 8: --surge 1.4999999999 printed surge 1.5 and a scale-in threshold of 0, and stayed feasible. The
-// surge is printed as given; the original's C_scale_min (1 − 2h)·Q_max collapses to 8e-09 and is shown for
-// comparison only; the deployed scale-in threshold is the instance model's metric at the scale-in rate, which
-// stays well above 0 (a threshold that rounds to 0 still fails scale_in_safety: capacity's
-// TestScaleInThresholdThatRoundsToZeroFails).
+// --surge 1.4999999999 must not print surge 1.5, a scale-in threshold of 0 and a feasible plan. The surge is
+// printed as given; the original's C_scale_min (1 − 2h)·Q_max (docs/design.md, "The original") collapses to
+// 8e-09 and is shown for comparison only; the deployed scale-in threshold is the instance model's metric at
+// the scale-in rate, which stays well above 0 (a threshold that rounds to 0 still fails scale_in_safety:
+// capacity's TestScaleInThresholdThatRoundsToZeroFails).
 func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10", "--surge", "1.4999999999")
 	if code != 0 {

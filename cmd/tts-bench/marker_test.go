@@ -18,8 +18,8 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// The measurement marker (issue 27, minor): two qmax runs on one endpoint from two journal directories both
-// ran, each measuring the other's load, and with --force the second "restored" a frozen state. A run's
+// The measurement marker: without it, two qmax runs on one endpoint from two journal directories would both
+// run, each measuring the other's load, and with --force the second would "restore" a frozen state. A run's
 // marker is a tag on the endpoint itself, so a run from any directory or machine sees it.
 
 // markerOf reads the endpoint's measurement marker tag ("" when there is none).

@@ -59,7 +59,7 @@ Before measuring (http): the container at --url must answer GET /ping with 200 w
 Per step ConcurrentRequestsPerModel (Maximum, 10 s) is read and its ratio to the client's concurrency
 recorded; a disagreement is warned about.
 
-Then the rate staircase (issue 22): one open-loop step per --rate-fractions (default 0.3,0.5,0.7,0.85,1.0,1.1)
+Then the rate staircase: one open-loop step per --rate-fractions (default 0.3,0.5,0.7,0.85,1.0,1.1)
 of the highest completed-request rate of the usable closed-loop steps, with Poisson arrivals (exponential gaps
 from a generator seeded by --seed), the same settle, hold, measure window and request timeout (or
 --rate-settle, --rate-hold, --rate-measure-window). Per step: the offered, arrived and achieved rates, the
@@ -83,7 +83,7 @@ Examples:
   tts-bench qmax --model espeak-ng --local --ladder 1,2,4,8 --settle 2s --hold 10s --measure-window 6s
   tts-bench qmax --model kokoro-82m --transport http --url http://127.0.0.1:8080`
 
-// DefaultQMaxMinRequests is the fewest requests a usable step has in its measure window (issue 23): with 100,
+// DefaultQMaxMinRequests is the fewest requests a usable step has in its measure window: with 100,
 // the p95's distribution-free 95% interval runs from the 90th to the 100th order statistic.
 const DefaultQMaxMinRequests = 100
 

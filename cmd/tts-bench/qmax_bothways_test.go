@@ -15,10 +15,10 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// TestQMaxBothWays (issue 23, item 2): a staircase whose step at concurrency 4 meets the TTFAB SLO but not the
-// stall budget has two Q_max: 2 by TTFAB and stall, at least 4 by TTFAB alone (the original's definition; the
-// staircase stops at 4, so no step failed by TTFAB alone and it is a lower bound). The artifact (and its JSON),
-// the table and the plan show both; the plan plans with the stricter one.
+// TestQMaxBothWays: a staircase whose step at concurrency 4 meets the TTFAB SLO but not the stall budget has
+// two Q_max: 2 by TTFAB and stall, at least 4 by TTFAB alone (the definition of the original, docs/design.md
+// "The original"; the staircase stops at 4, so no step failed by TTFAB alone and it is a lower bound). The
+// artifact (and its JSON), the table and the plan show both; the plan plans with the stricter one.
 func TestQMaxBothWays(t *testing.T) {
 	cat, err := models.Default()
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// TestQMaxRemeasuresAnInconclusiveStep (issue 23, item 5): a step whose p95's 95% interval holds the SLO is
+// TestQMaxRemeasuresAnInconclusiveStep: a step whose p95's 95% interval holds the SLO is
 // measured again with a window twice as long before the ladder moves on, at most once; still inconclusive, it
 // is judged as measured and flagged. The server's first audio byte comes 0, 5, ..., 95 ms after the request
 // in turn, so the p95 is 90 ms and its interval reaches 95 ms: an SLO of 92 ms is inside it.

@@ -10,7 +10,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 )
 
-// The client watches itself (issue 23, item 4): per step, the measuring process's CPU time (rusage, user +
+// The client watches itself: per step, the measuring process's CPU time (rusage, user +
 // system) as a share of one core over the step, and its scheduling lag: a probe goroutine asks to wake every
 // lagProbeInterval and records how late it woke. A client that used more than --max-client-cpu of a core or
 // whose p99 lag exceeded --max-client-lag measured itself, not the instance: the step is unusable and says

@@ -41,7 +41,7 @@ func TestWatchClient(t *testing.T) {
 	}
 }
 
-// TestQMaxClientBoundStepIsUnusable (issue 23, item 4): a step where the measuring process used more than its
+// TestQMaxClientBoundStepIsUnusable: a step where the measuring process used more than its
 // share of a core is unusable and says why, and the artifact records the client's CPU and lag; a step whose
 // rate × response time disagrees with its concurrency is flagged by Little's law.
 func TestQMaxClientBoundStepIsUnusable(t *testing.T) {

@@ -9,10 +9,11 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// DefaultLadder is the staircase of the original proof of value: the concurrencies qmax measures first.
+// DefaultLadder is the staircase of the original proof of value (docs/design.md, "The original"): the
+// concurrencies qmax measures first.
 var DefaultLadder = []int{1, 5, 10, 20, 30, 40, 50, 60}
 
-// Staircase defaults (issue 11, the original proof of value's practice).
+// Staircase defaults: the original proof of value's practice (settle 30 s, hold 240 s, judged on the last 60 s).
 const (
 	// DefaultLadderExtension is how far each extra step goes beyond the last one while every step passes.
 	DefaultLadderExtension = 10

@@ -13,7 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// The rate staircase (docs/design.md, "Open loop, too"; issue 22): after the closed-loop steps, one open-loop
+// The rate staircase (docs/design.md, "Open loop, too"): after the closed-loop steps, one open-loop
 // step per fraction of the highest closed-loop throughput, Poisson arrivals, with the closed-loop step's
 // settle, hold and measure windows (or the --rate-* overrides) and request timeout. Its records go to the same
 // records file, marked with bench.Record.RateStep.

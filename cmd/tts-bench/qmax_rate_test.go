@@ -30,7 +30,7 @@ func calibrationEndpoint(t *testing.T) *emulatortest.Emulator {
 	return e
 }
 
-// TestQMaxRateStaircase (issue 22): qmax ends with the rate staircase. On a one-slot instance the artifact
+// TestQMaxRateStaircase: qmax ends with the rate staircase. On a one-slot instance the artifact
 // verifies, has one rate step per fraction at fraction × the highest closed-loop throughput, the requests in
 // flight grow with the offered rate, the records file holds the rate steps' records (marked with rate_step)
 // and re-reports them exactly, --format json prints the artifact, and the table shows the rate steps with

@@ -15,7 +15,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// An interrupted qmax keeps its work (issue 23, item 6): on SIGINT, SIGTERM or a lost connection the finished
+// An interrupted qmax keeps its work: on SIGINT, SIGTERM or a lost connection the finished
 // steps are written as a partial artifact (complete: false, refused by Verify and so by plan) with the
 // records so far; tts-bench qmax --resume reads it back and continues from the last finished step when the
 // endpoint, the container digest and the settings match, appending to the records.

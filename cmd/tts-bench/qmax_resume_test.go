@@ -14,7 +14,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// TestQMaxInterruptKeepsTheFinishedSteps (issue 23, item 6): SIGINT after two finished steps writes a partial
+// TestQMaxInterruptKeepsTheFinishedSteps: SIGINT after two finished steps writes a partial
 // artifact (complete: false) of those steps, which Verify (and so plan) refuses; --resume with other flags is
 // refused naming the difference; --resume with the same flags finishes the ladder, appending to the records,
 // into an artifact of one run's shape that verifies.

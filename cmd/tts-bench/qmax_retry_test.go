@@ -16,8 +16,8 @@ import (
 
 // TestQMaxTransportDoesNotRetry: SageMaker answers 503 ServiceUnavailable once, then a
 // stream. The transport qmax measures with makes one attempt per request: the first request is an error
-// record and the second a success, two attempts in all. (Before, the SDK's default retryer made the first
-// request one slower success of two attempts.)
+// record and the second a success, two attempts in all, where the SDK's default retryer would make the first
+// request one slower success of two attempts.
 func TestQMaxTransportDoesNotRetry(t *testing.T) {
 	var attempts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -28,7 +28,7 @@ import (
 // measuringStreamTransport is the sagemaker-stream transport qmax measures with: one SDK client per worker
 // (an event-stream decoder races when streams share a client, aws/smithy-go#714) with the retryer off
 // (bench.NoRetry): a throttled or 5xx answer is an error record, never a slower success inside the TTFAB
-// clock (issue 23). The artifact records the policy (retry_policy).
+// clock. The artifact records the policy (retry_policy).
 func measuringStreamTransport(cl cloud.Clients, endpoint string) bench.Transport {
 	return cl.StreamTransport(endpoint, bench.NoRetry)
 }
@@ -290,7 +290,7 @@ func (r *qmaxRun) step(ctx context.Context, c int) (bench.StepResult, error) {
 		return s, err
 	}
 	if s.Straddles(r.cfg.SLO) {
-		// Inconclusive (issue 23): the confidence interval of the p95 holds the SLO, so pass or fail could be
+		// Inconclusive: the confidence interval of the p95 holds the SLO, so pass or fail could be
 		// chance. Measure once more with a window twice as long (the hold grows by one window), then judge as
 		// measured; the records of both windows are kept, the later one is the step's (bench.Summarize).
 		r.view.EndStep(fmt.Sprintf("INCONCLUSIVE: the 95%% interval of the p%d TTFAB, [%s, %s] ms, holds the SLO %s ms: measuring again with a %s window",

@@ -20,7 +20,7 @@ import (
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
-// Validation of the simulator against reality (issue 16). The emulator runs compressed by F: a metric period
+// Validation of the simulator against reality. The emulator runs compressed by F: a metric period
 // of 1 s instead of SageMaker's 10 s (alarms, datapoints and the autoscaler's evaluation all 10× faster) and
 // the kokoro-g5 start-up profile at time scale validationTimeScale; the scale-out cooldown given to it is
 // divided by F. The simulator runs the same trace stretched by F (same rates, F× longer) with the plan's own

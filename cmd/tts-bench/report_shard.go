@@ -18,7 +18,7 @@ import (
 // A replay records file is gzip: one member with the records (JSON lines), then an empty member whose
 // header carries the shard's end record (shardEnd, JSON in the header's comment, the name shardEndName).
 // The end record is written last, after the records are flushed: a file without it was cut short (the
-// process killed, the disk full) or written by a tts-bench before issue 27. It says whether the shard sent
+// process killed, the disk full) or written by a tts-bench too old to write it. It says whether the shard sent
 // its whole part of the trace or stopped early (SIGINT, SIGTERM, an error), and up to which arrival.
 
 // shardEndName is the gzip header name of the end member.

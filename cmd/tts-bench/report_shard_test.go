@@ -15,8 +15,8 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 )
 
-// issue 27: a replay shard stopped with SIGINT halfway merged with exit 0, showing "offered rps 2" on a
-// constant 4-rps trace. Two shards of a constant 4-rps trace run as separate processes; shard 1 gets SIGINT
+// A replay shard stopped with SIGINT halfway must not merge as if whole (it would show "offered rps 2" on a
+// constant 4-rps trace). Two shards of a constant 4-rps trace run as separate processes; shard 1 gets SIGINT
 // halfway. Its file says it stopped early (and up to which arrival); report refuses it (exit 2) naming the
 // shard, and with --force merges it saying which slices are short. A non-gzip file, a file without its end
 // record and a negative TTFAB are refused too.

@@ -22,8 +22,8 @@ import (
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
-// The journal records the command line the application was run with, not the process's os.Args (issue 26:
-// a test running the command in process must not record the test binary's flags).
+// The journal records the command line the application was run with, not the process's os.Args (a
+// test running the command in process must not record the test binary's flags).
 func TestProcessEnvRecordsTheCommandLineRunWasGiven(t *testing.T) {
 	var got runEnv
 	app := &cli.App{Name: "tts-bench", Commands: []*cli.Command{{

@@ -43,8 +43,9 @@ func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
 		// 150 rps on 3 instances, 50 each; the spike puts 186.67 on each, above the 152.8 one completes.
 		"SLO-violation minutes  6 of 90", "560 rps offered to 3 serving instance(s) (186.67 rps each; one instance completes at most 152.8 rps)",
 		"1 instance(s) still starting (T_total 280.8 s after the scale-out)", "3 → 4",
-		// The comparison: the oracle, the original's thresholds (12/8), target tracking on invocations and a
-		// fixed fleet of ceil(560 / 152.8) = 4, which alone holds (the cheapest that meets the SLO).
+		// The comparison: the oracle, the original's thresholds (docs/design.md, "The original": 12/8), target
+		// tracking on invocations and a fixed fleet of ceil(560 / 152.8) = 4, which alone holds (the cheapest that
+		// meets the SLO).
 		"oracle", "original thresholds 12/8", "target tracking on InvocationsPerInstance", "fixed fleet of 4", "yes (cheapest)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q", want)
@@ -155,7 +156,7 @@ func TestSimulateInputErrors(t *testing.T) {
 }
 
 // --price-per-hour prices the simulated plan's instance type: a bare USD or TYPE=USD, over the catalog's
-// prices; a plan for a type the catalog does not price is refused naming --price-per-hour TYPE=USD (issue 28).
+// prices; a plan for a type the catalog does not price is refused naming --price-per-hour TYPE=USD.
 func TestSimulatePricePerHour(t *testing.T) {
 	dir := t.TempDir()
 	// The espeak plan measured on the emulator, as if measured on ml.g6.xlarge, which espeak-ng's catalog entry
@@ -212,7 +213,7 @@ func TestSimulatePricePerHour(t *testing.T) {
 }
 
 // SIGINT and SIGTERM stop a long simulation (a month at 1-s steps, five fleets: seconds of work) between
-// simulated hours: exit 130 or 143, nothing printed, no chart written (issue 27 item 7).
+// simulated hours: exit 130 or 143, nothing printed, no chart written.
 func TestSimulateStopsOnSignals(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal

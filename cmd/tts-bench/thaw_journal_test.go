@@ -13,8 +13,8 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// issue 27: thaw sent a journal's instance count to the API unchecked: 1,000,000 reached the emulator's quota
-// check. A journal edited to a million instances is refused as --desired would be (exit 2), before any change.
+// thaw checks a journal's instance count before it sends it to the API. A journal edited to a million
+// instances is refused as --desired would be (exit 2), before any change.
 func TestThawRefusesAJournalOfAMillionInstances(t *testing.T) {
 	e, before := frozenEndpoint(t, nil)
 	jdir := filepath.Join(t.TempDir(), "journals")

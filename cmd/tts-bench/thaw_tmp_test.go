@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// issue 27: kill -9 of qmax left its hidden temporary records file (.qmax.records…tmp). drift warns about it
+// kill -9 of qmax leaves its hidden temporary records file (.qmax.records…tmp). drift warns about it
 // (the plan's directory is where qmax writes), thaw removes it, and drift is then silent about it.
 func TestThawRemovesTheRecordsFileAKilledQMaxLeft(t *testing.T) {
 	e, _ := frozenEndpoint(t, nil)

@@ -13,7 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 )
 
-// issue 27: ttotal's kill -9 → thaw left the count it restored out of its "changed:" lines. With a target
+// After ttotal's kill -9, thaw lists the count it restored in its "changed:" lines. With a target
 // (1–1) on the endpoint, ttotal freezes it, raises the count to 2 and is killed; thaw registers the journaled
 // bounds, which already bring the count back to 1 (as Application Auto Scaling does), and must say so.
 func TestThawAfterTTotalKillSaysTheCount(t *testing.T) {

@@ -48,7 +48,7 @@ func TestTTotalUnderThrottling(t *testing.T) {
 	if errs := tt.Verify(); len(errs) > 0 || len(tt.MissingStages) > 0 {
 		t.Fatalf("the artifact: %v, missing %v", errs, tt.MissingStages)
 	}
-	// The artifact records every back-off (issue 23, item 10), and T_total's uncertainty includes it.
+	// The artifact records every back-off, and T_total's uncertainty includes it.
 	if tt.Polling == nil || len(tt.Polling.Throttled) == 0 || tt.TTotalUncertaintyS == nil {
 		t.Errorf("the artifact does not record the back-offs: polling %+v", tt.Polling)
 	}
@@ -68,7 +68,7 @@ func TestTTotalUnderThrottling(t *testing.T) {
 	}
 }
 
-// TestReplayUnderThrottling (issue 24, item 3): replay's instance-count poller reads DescribeEndpoint every
+// TestReplayUnderThrottling: replay's instance-count poller reads DescribeEndpoint every
 // --poll; with a bucket of one read every 4 s it is throttled, backs off (a doubling wait, never shorter than the
 // poll), finishes, and the instance log beside the records lists every back-off.
 func TestReplayUnderThrottling(t *testing.T) {
@@ -105,7 +105,7 @@ func TestReplayUnderThrottling(t *testing.T) {
 	}
 }
 
-// TestQMaxUnderThrottling (issue 24, item 3): qmax's preflight (DescribeEndpoint, DescribeEndpointConfig,
+// TestQMaxUnderThrottling: qmax's preflight (DescribeEndpoint, DescribeEndpointConfig,
 // DescribeModel, drift's reads), its freeze and restore, and its per-step GetMetricData all go through the
 // tools' retryer (cloud.NewRetryer: a throttled call is retried up to 10 times with the SDK's back-off). With
 // every control-plane bucket at one call a second it still measures, writes a verified artifact and restores.

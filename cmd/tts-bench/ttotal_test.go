@@ -129,7 +129,7 @@ func wrapContainer(t *testing.T, instanceID, segmentMs string) string {
 	return bin
 }
 
-// TestTTotalEndToEnd (issue 23, items 7, 8 and 10): with the default probe, from the qmax artifact, the one
+// TestTTotalEndToEnd: with the default probe, from the qmax artifact, the one
 // instance is past its Q_max before the scale-out (the probe's p95 above the SLO); the first response from
 // the new instance stamps first_served_by_new_instance; traffic recovers after it; T_total is printed with
 // its uncertainty; the plan's measurement_validity passes the artifact.
@@ -234,7 +234,7 @@ func TestTTotalEndToEnd(t *testing.T) {
 	}
 }
 
-// TestTTotalNoRequestReachesTheNewInstance (issue 23, item 8): when no probe response names an instance
+// TestTTotalNoRequestReachesTheNewInstance: when no probe response names an instance
 // other than those seen before the scale-out within --max-wait (here every instance names itself alike, so
 // whatever the emulator routes to the new one is not seen as new), ttotal writes a partial artifact that
 // says so and exits 1.
@@ -414,7 +414,7 @@ func TestTTotalRefusesQMaxOfAnotherTransportAndModel(t *testing.T) {
 	}
 }
 
-// T_total prints with its uncertainty, never to the millisecond (issue 23, item 10).
+// T_total prints with its uncertainty, never to the millisecond.
 func TestFormatTTotal(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	tt := &capacity.TTotal{TTotalS: 283.4567, Timeline: []capacity.Stage{{Stage: "desired_set", At: at}, {Stage: "traffic_recovered", At: at}}}

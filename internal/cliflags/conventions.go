@@ -50,8 +50,7 @@ func versionOf(info *debug.BuildInfo) string {
 	return fmt.Sprintf("%s, revision %s, built from a commit of %s, %s", version, rev, when, info.GoVersion)
 }
 
-// Conventions gives app the conventions every command of speech-infra and tts-bench follows (issue 26,
-// item 7):
+// Conventions gives app the conventions every command of speech-infra and tts-bench follows:
 //
 //   - --version on the application and on every command prints "<app> <Version()>" on stdout, exit 0;
 //   - a misspelt flag is a usage error (exit 2) that names the nearest flag ("did you mean --format?") and

@@ -9,7 +9,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
-// The shared flag kit (issue 26 item 3; cli/cli's cmdutil): the flags several commands take are defined
+// The shared flag kit (after cli/cli's cmdutil): the flags several commands take are defined
 // here once, each command giving only the help text that says what the flag means to it.
 
 // Names of the shared flags.
@@ -68,7 +68,7 @@ func Local(usage string) *cli.BoolFlag {
 	return &cli.BoolFlag{Name: LocalName, Usage: usage, Category: CategoryLocal}
 }
 
-// The --format vocabulary of every command that prints results (issue 26 item 7).
+// The --format vocabulary of every command that prints results.
 const (
 	FormatText = "text"
 	FormatJSON = "json"

@@ -1,4 +1,4 @@
-// Package imports_test checks the direction of the module's imports (issue 26): the leaf utilities under
+// Package imports_test checks the direction of the module's imports: the leaf utilities under
 // internal/ sit below everything, the wiring packages above cloud and emulator, and tts-bench reaches AWS
 // only through cloud.
 package imports_test

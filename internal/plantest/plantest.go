@@ -97,7 +97,7 @@ func WriteEspeakPlan(t testing.TB, dir, digest string) *capacity.Plan {
 	tt.PlatformShare, tt.ContainerShare = 0.4/1.1, 0.7/1.1
 
 	qPath, tPath := filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
-	// The raw records beside the artifact, which the gate folds again (issue 27): synthesized to give the
+	// The raw records beside the artifact, which the gate folds again: synthesized to give the
 	// figures above, the artifact's other figures then what they give.
 	if err := capacitytest.WriteRecords(qPath, q, 0); err != nil {
 		t.Fatal(err)

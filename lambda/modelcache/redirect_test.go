@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
-// issue 27: the Hugging Face token followed redirects. The Lambda's Hub answers model.onnx with a redirect to
+// The Hugging Face token must not follow redirects. The Lambda's Hub answers model.onnx with a redirect to
 // another port on the same host (the CDN): the file is fetched there without the token.
 func TestTheLambdaSendsTheTokenOnlyToTheHub(t *testing.T) {
 	h, st := newHub(t), newStore(t)

@@ -46,15 +46,15 @@ const (
 
 // qmaxArgs is the short staircase: three closed-loop steps of 10 s (61 ms a request: an 8-s window holds the
 // 100 requests a step needs). 64 in flight saturates the twin's one slot (the highest throughput the rate
-// fractions refer to) and still meets the SLO, since the container serves first segments first (p95 TTFAB about
-// 0.6 s); 192 is past it (measured on the twin: 2.3 s at 128, about 26 ms more per request in flight, so about
-// 4 s at 192 against the 3-s SLO), so Q_max is bracketed and ttotal's default probe, the first step above 1.2 ×
-// the SLO, overloads one instance as issue 23 asks, while two instances (96 each, about 1.4 s) recover.
-// Then the rate staircase: three open-loop steps of 23 s. Each 21-s measure window holds at least one whole
-// 10-s ConcurrentRequestsPerModel period on CloudWatch's grid, so every step reads the metric the alarm sees
-// (a 12-s window held one only when it happened to start within 2 s of the grid, and the model then mixed
-// CloudWatch's scale with the client's). The fractions sit below, at and past the scale-out rate (about 0.8
-// of the capacity at surge 1.25).
+// fractions refer to) and still meets the SLO, since the container serves first segments first (p95 TTFAB
+// about 0.6 s); 192 is past it (measured on the twin: 2.3 s at 128, about 26 ms more per request in flight, so
+// about 4 s at 192 against the 3-s SLO), so Q_max is bracketed and ttotal's default probe, the first step
+// above 1.2 × the SLO, overloads one instance (a probe that never exceeds the SLO measures no recovery), while
+// two instances (96 each, about 1.4 s) recover. Then the rate staircase: three open-loop steps of 23 s. Each
+// 21-s measure window holds at least one whole 10-s ConcurrentRequestsPerModel period on CloudWatch's grid, so
+// every step reads the metric the alarm sees (a 12-s window holds one only when it happens to start within 2 s
+// of the grid, and the model then mixes CloudWatch's scale with the client's). The fractions sit below, at and
+// past the scale-out rate (about 0.8 of the capacity at surge 1.25).
 var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
 	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "21s", "--rate-measure-window", "21s"}
 

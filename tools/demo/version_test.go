@@ -8,7 +8,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 )
 
-// -version prints the build's version on stdout and starts nothing (issue 26 item 7).
+// -version prints the build's version on stdout and starts nothing.
 func TestVersion(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), []string{"-version"}, &stdout, &stderr); err != nil {
