@@ -1,4 +1,4 @@
-# Benchmarks as evidence (issue 15): each row of BENCHMARKS.md is one program under perf/ that writes
+# Benchmarks as evidence: each row of BENCHMARKS.md is one program under perf/ that writes
 # .cache/bench/<n>-<name>.json and its charts (perf/ROWS.md); the report assembles them.
 #
 #   make bench        every row at full size, then BENCHMARKS.md (tens of minutes; not in CI)

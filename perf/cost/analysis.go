@@ -26,7 +26,8 @@ const (
 	originalMaxInstances = 9
 )
 
-// The published figures of the original proof of value for Kokoro-82M on ml.g5.xlarge.
+// The published figures of the original proof of value for Kokoro-82M on ml.g5.xlarge (docs/design.md, "The
+// original").
 const (
 	publishedQMax          = 50
 	publishedTTotalS       = 260.2
@@ -184,8 +185,8 @@ func oracleRatio(rep capacity.Report) (ratio float64, planViolation int, err err
 // instance-hours ≥ 0.85 at zero violation minutes on every trace. The verdicts follow the numbers only; a smoke
 // run's are "not measured" (its traces are short), with the numbers still stated.
 func judge(pr profile, keys []string, isSmoke bool) []row.Goal {
-	g1 := row.Goal{Text: fmt.Sprintf("%s: the plan has %d SLO-violation minutes on every trace (issue 22)", pr.label, goalViolationMinutes)}
-	g2 := row.Goal{Text: fmt.Sprintf("%s: oracle instance-hours ÷ plan instance-hours ≥ %s at zero violation minutes, on every trace (issue 22)", pr.label, capacity.FormatNumber(goalOracleRatio))}
+	g1 := row.Goal{Text: fmt.Sprintf("%s: the plan has %d SLO-violation minutes on every trace", pr.label, goalViolationMinutes)}
+	g2 := row.Goal{Text: fmt.Sprintf("%s: oracle instance-hours ÷ plan instance-hours ≥ %s at zero violation minutes, on every trace", pr.label, capacity.FormatNumber(goalOracleRatio))}
 	var viol, ratios []string
 	violating, lowest, lowestAt := 0, math.Inf(1), ""
 	var problems []string

@@ -1,11 +1,12 @@
-// Command cost is benchmark row 7 (issue 22, item 6): cost against the limit. For two instance profiles of
-// Kokoro-82M on ml.g5.xlarge it builds a plan, then replays the same traces — a diurnal day from trough to
-// peak, growth by the surge ratio per T_plan up to the peak and back, and a spike by the surge ratio — through
-// the plan, the oracle (ceil(rate ÷ safe rate) instances at every moment, zero start-up: the physical limit of
-// any reactive fleet), the original's thresholds (37.5/25 concurrency, fleet 1–9), target tracking on
-// InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet for the peak. Every
-// configuration of one trace is simulated by capacity.Compare (tts-bench simulate's comparison) on the one
-// instance model the plan holds (docs/design.md, "One instance model"); this program re-implements no rule.
+// Command cost is benchmark row 7: cost against the limit. For two instance profiles of Kokoro-82M on
+// ml.g5.xlarge it builds a plan, then replays the same traces — a diurnal day from trough to peak, growth by
+// the surge ratio per T_plan up to the peak and back, and a spike by the surge ratio — through the plan, the
+// oracle (ceil(rate ÷ safe rate) instances at every moment, zero start-up: the physical limit of any reactive
+// fleet), the original's thresholds (docs/design.md, "The original": 37.5/25 concurrency, fleet 1–9), target
+// tracking on InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet for the peak.
+// Every configuration of one trace is simulated by capacity.Compare (tts-bench simulate's comparison) on the
+// one instance model the plan holds (docs/design.md, "One instance model"); this program re-implements no
+// rule.
 //
 // The profiles:
 //
@@ -74,7 +75,7 @@ var (
 	// full: a closed-loop ladder up to 192 in flight (the container serves first segments first, so TTFAB stays
 	// under the SLO far beyond 3000 ms ÷ 61 ms, to about 150; a request at C = 192 lasts about 13 s, hence the
 	// 12-s settle; no step between 64 and 192, since the ladder stops at the first failing step and at 128 the
-	// playback stall already fails the twin's 0-ms budget while TTFAB does not): 192 is past the SLO, the step ttotal's default probe takes (issue 23: a probe that never
+	// playback stall already fails the twin's 0-ms budget while TTFAB does not): 192 is past the SLO, the step ttotal's default probe takes (a probe that never
 	// exceeds the SLO before the new instance serves measures no recovery), with a warm-up its requests end in;
 	// windows long enough for qmax's 100 requests a step at 0.3 of about 16 rps, and the start-up at AWS's pace.
 	full = size{timeScale: 1,

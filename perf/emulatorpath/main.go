@@ -1,4 +1,4 @@
-// Command emulatorpath is benchmark row 4 (issue 15): what the local SageMaker emulator's data path adds to
+// Command emulatorpath is benchmark row 4: what the local SageMaker emulator's data path adds to
 // the time to first audio byte. One calibration container instance (a fixed 20 ms of waiting per segment, no
 // CPU work, enough engine workers that nothing queues) is deployed on an emulator running in this process,
 // through the real SDK. The load engine then drives the same instance two ways, closed loop, in interleaved
@@ -52,7 +52,7 @@ const text = "Hello there. How are you today?"
 // endpointName is the endpoint (and its model and config) deployed on the private emulator.
 const endpointName = "bench-emulator-path"
 
-// concurrencies are issue 15's levels for this row.
+// concurrencies are this row's levels.
 var concurrencies = []int{1, 10, 50}
 
 // Goal: what the emulator adds to p99 TTFAB at C=10 (a typical qmax step on this machine).

@@ -1,5 +1,5 @@
-// Command gateway is benchmark row 8 (issue 25): what `speech-infra gateway` adds to the time to first audio
-// byte (row 7 is issue 22's cost against the limit). One calibration container instance (a fixed 20 ms of
+// Command gateway is benchmark row 8: what `speech-infra gateway` adds to the time to first audio
+// byte (row 7 is the cost against the limit). One calibration container instance (a fixed 20 ms of
 // waiting per segment, enough engine workers that nothing queues) is deployed on an emulator running in this
 // process, through the real SDK. The gateway runs as its own process (`speech-infra gateway espeak-ng --local
 // --endpoint …`, built from this repository), as on an agent's host. The load engine then drives the same
@@ -49,7 +49,7 @@ import (
 // text is the request: two segments, so the answer is a stream of several payload parts.
 const text = "Hello there. How are you today?"
 
-// rowN is this row's place in BENCHMARKS.md (row 7 is issue 22's cost against the limit); chartFile its chart.
+// rowN is this row's place in BENCHMARKS.md (row 7 is the cost against the limit); chartFile its chart.
 const (
 	rowN      = 8
 	chartFile = "8-gateway.svg"
@@ -58,7 +58,7 @@ const (
 // endpointName is the endpoint (and its model and config) deployed on the private emulator.
 const endpointName = "bench-gateway"
 
-// concurrencies are issue 25's levels for this row.
+// concurrencies are this row's levels.
 var concurrencies = []int{1, 10, 50}
 
 // Goal: what the gateway adds to p99 TTFAB at C=10.
@@ -543,7 +543,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 }
 
 func goal(levels []level, load string) row.Goal {
-	g := row.Goal{Text: fmt.Sprintf("added TTFAB p99 < %g ms at C=%d (issue 25)", goalMs, goalC)}
+	g := row.Goal{Text: fmt.Sprintf("added TTFAB p99 < %g ms at C=%d", goalMs, goalC)}
 	for _, l := range levels {
 		if l.c != goalC {
 			continue

@@ -1,4 +1,4 @@
-// Command growth measures row 6 of BENCHMARKS.md (issue 15): how the tools' cost grows.
+// Command growth measures row 6 of BENCHMARKS.md: how the tools' cost grows.
 //
 //   - tts-bench qmax's wall time and peak resident memory (rusage, as /usr/bin/time -v reports it) against the
 //     ladder's length and against the concurrency (C up to 1000), over --transport http against the real
@@ -68,7 +68,7 @@ type size struct {
 
 var (
 	// The curve lengths stop at 256: a qmax artifact holds at most 256 steps (capacity's bound on artifact
-	// fields, issue 8), and a longer one is refused before plan runs.
+	// fields), and a longer one is refused before plan runs.
 	full  = size{hold: 5 * time.Second, ladderLens: []int{1, 2, 4, 8, 16}, concurrency: []int{1, 10, 100, 1000}, curveLens: []int{2, 10, 50, 100, 256}, traceLens: []int{2000, 20000, 50000, 200000}, instances: []int{1, 4, 16}, planRepeats: 5, emulatorReqs: 32}
 	smoke = size{hold: time.Second, ladderLens: []int{1, 2}, concurrency: []int{1, 10}, curveLens: []int{2, 10}, traceLens: []int{2000, 20000}, instances: []int{1}, planRepeats: 1, emulatorReqs: 2}
 )
@@ -217,7 +217,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		planWall = append(planWall, harness.Point{X: float64(n), Y: harness.Median(walls)})
 	}
 
-	// simulate against the trace's length (issue 27: it was quadratic; the gate runs the simulator at every synth).
+	// simulate against the trace's length (it must stay linear: the gate runs the simulator at every synth).
 	simT := row.Table{Title: "tts-bench simulate against the trace's length (1-s rows)", Columns: []string{"rows", "wall (s, median of " + strconv.Itoa(sz.planRepeats) + ")", "µs per row", "peak RSS (MiB)"}}
 	var simWall []harness.Point
 	for _, n := range sz.traceLens {
@@ -265,7 +265,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			g.Verdict, g.Why = row.NotMeasured, "smoke run: too small to judge; run `make bench`"
 		case last <= first*1.5+8:
 			g.Verdict = row.Met
-			g.Why = "qmax writes each record to a temporary gzip file beside the output as it ends (fixed in this issue: it kept the whole run's compressed records in a buffer). Within one step the records are kept for the exact percentiles, so memory grows with one step's request count, not with the ladder"
+			g.Why = "qmax writes each record to a temporary gzip file beside the output as it ends (not keeping the whole run's compressed records in a buffer). Within one step the records are kept for the exact percentiles, so memory grows with one step's request count, not with the ladder"
 		default:
 			g.Verdict, g.Why = row.Missed, "peak memory grows with the ladder's length: something keeps records across steps"
 		}
@@ -304,8 +304,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // linearGoal judges simulate's growth: linear when the time per row at the longest trace is at most twice the
-// time per row at 20 000 rows (below that the process's start-up dominates). Quadratic growth, as before issue
-// 27's fix (20 000 rows 4 s, 200 000 about 710 s), would make it about ten times.
+// time per row at 20 000 rows (below that the process's start-up dominates). Quadratic growth (measured once:
+// 20 000 rows 4 s, 200 000 about 710 s) would make it about ten times.
 func linearGoal(pts []harness.Point, smoke bool) row.Goal {
 	g := row.Goal{Text: "tts-bench simulate runs in time linear in the trace's length (time per row at the longest trace at most 2× that at 20 000 rows)"}
 	var ref, last harness.Point
@@ -360,8 +360,7 @@ func qmax(ctx context.Context, ttsBench, url, ladder string, maxC int, hold time
 	res, err := harness.Run(rctx, "", nil, ttsBench, "qmax", "--model", "espeak-ng", "--transport", "http", "--url", url, "--ladder", ladder,
 		"--max-concurrency", strconv.Itoa(maxC), "--settle", "0s", "--hold", hold.String(), "--measure-window", hold.String(),
 		"--slo-ms", "60000", "--stall-budget-ms", "60000", "--output", out,
-		// The closed-loop ladder's cost, as before issues 22/23 (no rate staircase, the old 30-request floor, no
-		// client CPU/lag bounds).
+		// The closed-loop ladder's cost alone (no rate staircase, a 30-request floor, no client CPU/lag bounds).
 		"--rate-fractions", "none", "--min-requests", "30", "--max-client-cpu", "0", "--max-client-lag", "0")
 	if werr := atomicfile.WriteFile(filepath.Join(dir, "qmax.log"), append(res.Stdout, res.Stderr...), 0o644); werr != nil {
 		return qmaxCost{}, werr
@@ -427,7 +426,7 @@ func writeCurve(from, to string, n int) error {
 	if errs := q.Verify(); len(errs) > 0 {
 		return fmt.Errorf("the %d-step curve does not verify: %w", n, errors.Join(errs...))
 	}
-	// plan checks the artifact against its raw records (issue 27): write records that give these figures.
+	// plan checks the artifact against its raw records: write records that give these figures.
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-// Command loadengine is benchmark row 1 (issue 15): the load engine (bench.RunStep over the http transport)
+// Command loadengine is benchmark row 1: the load engine (bench.RunStep over the http transport)
 // against wrk, hey and vegeta, each driving the calibration container with zero compute over loopback in a
 // closed loop at the same concurrencies, one after the other at each concurrency (order rotated per
 // concurrency) so that they see the same machine. It reports each tool's achieved request rate and the

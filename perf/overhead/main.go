@@ -1,4 +1,4 @@
-// Command overhead is benchmark row 3 (issue 15): the container's admission, scheduling and streaming
+// Command overhead is benchmark row 3: the container's admission, scheduling and streaming
 // against a bare net/http handler that streams the same bytes. The calibration container (zero compute)
 // answers one fixed text; its answer is captured once, and a bare handler in this process streams exactly
 // those bytes (WAV header, flush, samples, flush). The load engine drives both, closed loop at 50 in flight,

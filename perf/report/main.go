@@ -297,11 +297,12 @@ func anchor(r row.Row) string {
 	return b.String()
 }
 
-// issueParen is a parenthetical that only cites the issue tracker: " (issue 15)", " (issue 17's set-up)",
-// " (issue 22, item 6)". The text around it states the fact; the number only says where it was asked for.
+// issueParen is a parenthetical that only cites the issue tracker, N and M standing for numbers: " (issue N)",
+// " (issue N's set-up)", " (issue N, item M)". The text around it states the fact; the number only says where
+// it was asked for.
 var issueParen = regexp.MustCompile(`\s*\(issues? [0-9][^()]*\)`)
 
-// issueLead is a leading citation, as a "Fixed" entry copied from a commit message has: "issue 22 item 6: ".
+// issueLead is a leading citation, as a "Fixed" entry copied from a commit message has: "issue N item M: ".
 var issueLead = regexp.MustCompile(`^issues? [0-9]+(?:,? items? [0-9]+)?:\s*`)
 
 // issueRef is any reference to an issue left after those are dropped.

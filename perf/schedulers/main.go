@@ -1,4 +1,4 @@
-// Command schedulers measures row 2 of BENCHMARKS.md (issues 15 and 17): Q_max under the full criterion (p95
+// Command schedulers measures row 2 of BENCHMARKS.md: Q_max under the full criterion (p95
 // TTFAB ≤ SLO and p95 stall ≤ budget) of four scheduler configurations, on two engines, with the same machine,
 // SLO, stall budget and corpus (bench.ParagraphCorpus(5): texts of five consecutive sentences, so every request
 // has continuations to order). For each it starts the real container (bin/speech-container) on a free
@@ -8,10 +8,11 @@
 //	first-chunk   SCHEDULER=first-chunk
 //	fifo          SCHEDULER=fifo
 //	serial-lock   SCHEDULER=fifo, ENGINE_WORKERS=1: the original proof-of-value's one lock around the engine
+//	              (docs/design.md, "The original")
 //
 // The engines:
 //
-//	calibration   ENGINE=calibration, CALIBRATION_SEGMENT_MS=100, ENGINE_WORKERS=1 (issue 17's set-up: 100 ms of
+//	calibration   ENGINE=calibration, CALIBRATION_SEGMENT_MS=100, ENGINE_WORKERS=1 (100 ms of
 //	              compute a segment, 60 ms of audio a character); serial-lock is then fifo's configuration,
 //	              measured twice. Its compute is a wait, so its four runs go side by side.
 //	espeak        ENGINE=espeak, ENGINE_WORKERS=nproc (the container's default); the four runs go one after
@@ -121,7 +122,7 @@ var smoke = size{ladder: "1,2", settle: "500ms", hold: "3s", window: "2500ms", m
 var Engines = []Engine{
 	{
 		Name: "calibration", Env: []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=100", "ENGINE_WORKERS=1"},
-		What:    "the calibration engine: 100 ms of compute a segment (a wait), 60 ms of silent audio a character, one worker (issue 17's set-up)",
+		What:    "the calibration engine: 100 ms of compute a segment (a wait), 60 ms of silent audio a character, one worker",
 		Workers: "1", Parallel: true,
 		Full: size{ladder: "1,2,4,8,16,24,32,48,64", settle: "30s", hold: "50s", window: "30s", maxConcurrency: 64, refine: true},
 		Why:  "30-s settle: one worker serves about 1.3 requests/s (a text is five or more segments: clause punctuation splits too, and deadline cuts a long first sentence), so a request lasts up to C/1.3 s in a closed loop, and the window must start in steady state; 30-s window: at least 30 requests (qmax's floor) at that rate",
@@ -411,8 +412,9 @@ func measure(ctx context.Context, o options, e Engine, s Scheduler, sz size) (re
 	args := []string{"qmax", "--model", "espeak-ng", "--transport", "http", "--url", c.URL, "--corpus", corpusPath,
 		"--ladder", sz.ladder, "--max-concurrency", strconv.Itoa(sz.maxConcurrency),
 		"--settle", sz.settle, "--hold", sz.hold, "--measure-window", sz.window, "--output", out,
-		// This row compares closed-loop Q_max as it was measured before issues 22/23 added the rate staircase, the
-		// 100-request floor and the client's own CPU/lag bounds to qmax: keep its runs as they were.
+		// This row compares closed-loop Q_max alone, measured the same way on every run: no rate staircase, a
+		// 30-request floor and no client CPU/lag bounds (qmax's defaults add a rate staircase, a 100-request floor
+		// and the client's own CPU/lag bounds).
 		"--rate-fractions", "none", "--min-requests", "30", "--max-client-cpu", "0", "--max-client-lag", "0"}
 	if sz.refine {
 		args = append(args, "--refine")
@@ -479,7 +481,7 @@ func build(results []result, engines []Engine, isSmoke bool, started time.Time) 
 		Fixed: []string{"cmd/tts-bench/qmax_run.go (commit 6b327cd): `qmax --transport http` GETs /ping before the first step. Probing this row with the container not yet started, one 8-s step sent 153,954 requests to a closed port in a tight loop and wrote their records; now a wrong --url or an unhealthy container is refused before anything is sent or written"},
 		Notes: []string{
 			"A shared, noisy machine: other work ran beside these measurements, so absolute figures move between runs; the ratios are measured side by side in one run.",
-			"The calibration engine runs with one worker (issue 17's set-up), so its serial-lock configuration is its fifo configuration: the two rows are two runs of the same thing, and their difference is run-to-run spread.",
+			"The calibration engine runs with one worker, so its serial-lock configuration is its fifo configuration: the two rows are two runs of the same thing, and their difference is run-to-run spread.",
 			"Each run's artifact, records, staircase chart, corpus and log are under .cache/bench/2-schedulers/<engine>/<scheduler>/.",
 		},
 	}
@@ -537,9 +539,9 @@ func build(results []result, engines []Engine, isSmoke bool, started time.Time) 
 // smokeWhy is every goal's reason in a smoke run.
 const smokeWhy = "smoke run (ladder 1,2 with 3-second steps): too small to judge; run `make bench`"
 
-// firstChunkGoal judges issue 15's "first-chunk ≥ 2× the serial lock's Q_max, with the stall budget met" (espeak).
+// firstChunkGoal judges the goal "first-chunk ≥ 2× the serial lock's Q_max, with the stall budget met" (espeak).
 func firstChunkGoal(by map[string]*result, isSmoke bool) row.Goal {
-	g := row.Goal{Text: "espeak: first-chunk Q_max ≥ 2× the serial lock's, with the stall budget met (issue 15)"}
+	g := row.Goal{Text: "espeak: first-chunk Q_max ≥ 2× the serial lock's, with the stall budget met"}
 	fc, base := by["first-chunk"], by[baseline]
 	if fc == nil || base == nil {
 		g.Verdict, g.Measured, g.Why = row.NotMeasured, "-", "first-chunk and serial-lock were not both measured (-schedulers)"
@@ -573,7 +575,7 @@ func firstChunkGoal(by map[string]*result, isSmoke bool) row.Goal {
 	return g
 }
 
-// deadlineGoal judges issue 17's "deadline's Q_max under the full criterion (p95 TTFAB ≤ SLO and p95 stall ≤
+// deadlineGoal judges the goal "deadline's Q_max under the full criterion (p95 TTFAB ≤ SLO and p95 stall ≤
 // budget) at or above both other schedulers' and at least 2× the serial lock's" on one engine. A Q_max that is
 // a lower bound (no step failed) decides only what it decides: deadline's lower bound at or above another's
 // exact Q_max is "at or above"; two lower bounds are not ordered.

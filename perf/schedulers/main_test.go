@@ -41,7 +41,7 @@ func set(rs ...*result) map[string]*result {
 	return by
 }
 
-// TestDeadlineGoal checks the verdicts of issue 17's goal, above all that a lower bound decides only what it
+// TestDeadlineGoal checks the verdicts of deadlineGoal, above all that a lower bound decides only what it
 // can: two schedulers that both passed every step are not ordered, and an unusable bracketing step is not
 // trusted.
 func TestDeadlineGoal(t *testing.T) {

@@ -1,4 +1,4 @@
-// Command synth measures row 5 of BENCHMARKS.md (issue 15): `cdk synth`, warm, of all stacks of one model,
+// Command synth measures row 5 of BENCHMARKS.md: `cdk synth`, warm, of all stacks of one model,
 // with the app as cdk.json has it (`go run .`) against a prebuilt app binary (`cdk synth --app <binary>`).
 // Both run after a discarded warm-up synth (Go build cache and node modules warm), interleaved so that the
 // machine's noise falls on both alike; the figure is the median.
@@ -30,7 +30,7 @@ import (
 const (
 	rowN    = 5
 	rowName = "cdk-synth"
-	// goal is issue 15's bound for a warm synth of all stacks of one model.
+	// goal is the bound for a warm synth of all stacks of one model.
 	goal = 5 * time.Second
 )
 

@@ -1,5 +1,5 @@
 // Package row is the file format between the benchmark programs under perf and the BENCHMARKS.md
-// assembler (perf/report): each program measures one comparison of issue 15 and writes one Row as
+// assembler (perf/report): each program measures one comparison and writes one Row as
 // JSON to <dir>/<n>-<name>.json (Path), with its SVG charts next to it; the assembler reads every row file
 // of the directory and renders them in the fixed order of N.
 //
@@ -47,7 +47,7 @@ const (
 type Row struct {
 	// Schema is SchemaVersion.
 	Schema int `json:"schema"`
-	// N is the row's place in BENCHMARKS.md (1 to 6, issue 15's order); Name its short file name
+	// N is the row's place in BENCHMARKS.md (1 to 99); Name its short file name
 	// ("load-engine"); Title its heading.
 	N     int    `json:"n"`
 	Name  string `json:"name"`
@@ -79,7 +79,7 @@ type Row struct {
 
 // Goal is one goal of a row and how the run did against it.
 type Goal struct {
-	// Text is the goal as issue 15 states it, e.g. "request rate >= 0.9x wrk's at every C".
+	// Text is the goal, e.g. "request rate >= 0.9x wrk's at every C".
 	Text string `json:"text"`
 	// Measured is the figure that decides it, e.g. "0.94x at C=1000 (lowest)".
 	Measured string `json:"measured"`
