@@ -8,7 +8,7 @@ import (
 )
 
 // --help, -h and help print the usage on stdout and exit 0, on the program and on each subcommand;
-// --version prints the build's version (issue 26 item 7). A bad command line still exits 2 on stderr.
+// --version prints the build's version. A bad command line still exits 2 on stderr.
 func TestHelpAndVersion(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

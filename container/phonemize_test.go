@@ -74,7 +74,7 @@ func golden(t *testing.T, text, letter string) string {
 	return ""
 }
 
-// The "done when": money with a thousands separator and cents reads
+// Money with a thousands separator and cents reads
 // as the reference reads it, on the built binary, with an American default.
 func TestPhonemizeBalanceOnTheBinary(t *testing.T) {
 	const text = "Your balance is $1,234.56."

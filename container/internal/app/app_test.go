@@ -71,7 +71,7 @@ func TestConfigFromEnv(t *testing.T) {
 	if _, herr := ConfigFromEnv(env(map[string]string{"FIRST_AUDIO_TARGET_MS": "3600001"})); herr == nil || !strings.Contains(herr.Error(), "FIRST_AUDIO_TARGET_MS") {
 		t.Errorf("a target over an hour: %v", herr)
 	}
-	// Issue 27's re-run: ENGINE_WORKERS=100000 spawned espeak processes until memory ran out.
+	// ENGINE_WORKERS=100000 would spawn espeak processes until memory ran out.
 	if _, werr := ConfigFromEnv(env(map[string]string{"ENGINE": "espeak", "ENGINE_WORKERS": "100000"})); werr == nil || !strings.Contains(werr.Error(), "ENGINE_WORKERS=100000: use 1 to 256") {
 		t.Errorf("100000 workers: %v", werr)
 	}

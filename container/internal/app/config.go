@@ -58,8 +58,8 @@ type Config struct {
 const MaxFirstAudioTarget = time.Hour
 
 // MaxWorkers is the largest ENGINE_WORKERS: espeak starts one process of about
-// 15 MB per worker, so 100,000 exhausted a machine's memory before it was ready
-// (issue 27's re-run); 256 is far beyond any instance's cores or GPU streams.
+// 15 MB per worker, so 100,000 exhaust a machine's memory before it is ready;
+// 256 is far beyond any instance's cores or GPU streams.
 const MaxWorkers = 256
 
 // DefaultONNXRuntimeLib is where the image installs ONNX Runtime; outside the

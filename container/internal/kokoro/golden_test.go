@@ -14,7 +14,7 @@ import (
 const (
 	goldenDir = "../../testdata/g2p"
 	// MinGoldenMatch is the share of golden sentences whose phonemes must come
-	// out identical to the reference's, per voice language (issue 18).
+	// out identical to the reference's, per voice language.
 	MinGoldenMatch = 0.95
 )
 

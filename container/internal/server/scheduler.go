@@ -17,8 +17,9 @@ const (
 	// continuation segments of requests already streaming, so a new request's
 	// first audio does not wait behind other requests' long tails.
 	FirstChunk = "first-chunk"
-	// FIFO runs whole requests in arrival order: the original server's
-	// behaviour, kept as the baseline.
+	// FIFO runs whole requests in arrival order: the behaviour of the
+	// original's server (docs/design.md, "The original"), kept as the
+	// baseline.
 	FIFO = "fifo"
 	// Deadline runs the pending segment whose audio is due first: a new
 	// request's first segment is due FirstAudioTarget after admission, a

@@ -385,13 +385,13 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"missing text", `{"voice":"calibration"}`, 400, "text", "missing"},
 		{"null text", `{"text":null}`, 400, "text", "not null"},
-		// Issue 27: null and upper-case values are refused, not defaulted or folded.
+		// null and upper-case values are refused, not defaulted or folded.
 		{"null voice", `{"text":"hi","voice":null}`, 400, "voice", "not null"},
 		{"null speed", `{"text":"hi","speed":null}`, 400, "speed", "not null"},
 		{"upper-case format", `{"text":"hi","format":"WAV"}`, 400, "format", `use "wav"`},
 		{"upper-case response_format", `{"input":"hi","response_format":"Opus"}`, 400, "response_format", `use "opus"`},
 		{"upper-case voice", `{"text":"hi","voice":"Calibration"}`, 400, "voice", "case-sensitive"},
-		// Issue 25: the OpenAI shape.
+		// The OpenAI shape.
 		{"instructions", `{"input":"hi","instructions":"whisper"}`, 400, "instructions", "cannot follow"},
 		{"text and input", `{"text":"hi","input":"hi"}`, 400, "input", "send one"},
 		{"format and response_format", `{"input":"hi","format":"wav","response_format":"pcm"}`, 400, "response_format", "send one"},
@@ -421,7 +421,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown field", `{"text":"hi","txt":"x"}`, 400, "txt", "unknown field"},
 		{"empty body", ``, 400, "body", "empty"},
 		{"body too large", `{"text":"` + strings.Repeat("a", 300) + `"}`, 413, "body", "MAX_BODY_BYTES"},
-		// Issue 8 item 7: characters that cut or change the text.
+		// Characters that cut or change the text.
 		{"NUL in text", `{"text":"hello \u0000there"}`, 400, "text", "U+0000"},
 		{"only NULs", `{"text":"\u0000\u0000"}`, 400, "text", "control character"},
 		{"escape sequence", `{"text":"hi \u001b[2J"}`, 400, "text", "U+001B"},
@@ -437,7 +437,7 @@ func TestBadInput(t *testing.T) {
 		{"NUL in voice", `{"text":"hi","voice":"calibration\u0000"}`, 400, "voice", "U+0000"},
 		{"NUL in format", `{"text":"hi","format":"wav\u0000"}`, 400, "format", "U+0000"},
 		{"control in key", `{"text":"hi","te\u0000xt":"x"}`, 400, "body", "unknown field"},
-		// Issue 8 item 11: duplicate and case-variant keys.
+		// Duplicate and case-variant keys.
 		{"duplicate text", `{"text":"hi","text":"there"}`, 400, "text", "more than once"},
 		{"duplicate speed", `{"text":"hi","speed":1,"speed":2}`, 400, "speed", "more than once"},
 		{"escaped duplicate", `{"text":"hi","t\u0065xt":"there"}`, 400, "text", "more than once"},
