@@ -106,9 +106,9 @@ type SpreadSummary struct {
 	ViolationRuns int `json:"violation_runs"`
 }
 
-// Compare simulates the plan on tr beside the oracle, the original's thresholds, target tracking on
-// InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet for the peak — all with the one
-// instance model the plan holds.
+// Compare simulates the plan on tr beside the oracle, the original's thresholds (docs/design.md, "The
+// original"), target tracking on InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet
+// for the peak — all with the one instance model the plan holds.
 func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	p := s.Plan
 	if p == nil {

@@ -205,7 +205,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 	if len(reasons) > 0 {
 		return reasons
 	}
-	// The qmax artifact's figures, folded again from the raw records beside it (issue 27).
+	// The qmax artifact's figures, folded again from the raw records beside it.
 	if errs := q.CheckRecords(dir); len(errs) > 0 {
 		return []string{RecordsRefusal(qa.path, errs)}
 	}

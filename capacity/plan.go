@@ -91,10 +91,10 @@ type Inputs struct {
 	DryRun bool `json:"dry_run"`
 	// QMax is Q_max, concurrent requests per instance, by TTFAB and stall (QMax.QMax): the Q_max planned with.
 	QMax int `json:"q_max"`
-	// QMaxTTFABOnly is the qmax artifact's Q_max by TTFAB alone (QMax.QMaxTTFABOnly, the original's
-	// definition), recorded beside QMax for comparison only: nothing is planned with it. QMaxTTFABOnlyLowerBound
-	// is true when no step failed by TTFAB alone. Absent when the artifact did not record it (not "the same as
-	// q_max"), and in what-if plans.
+	// QMaxTTFABOnly is the qmax artifact's Q_max by TTFAB alone (QMax.QMaxTTFABOnly, the original's definition:
+	// docs/design.md, "The original"), recorded beside QMax for comparison only: nothing is planned with it.
+	// QMaxTTFABOnlyLowerBound is true when no step failed by TTFAB alone. Absent when the artifact did not record
+	// it (not "the same as q_max"), and in what-if plans.
 	QMaxTTFABOnly           *int `json:"q_max_ttfab_only,omitempty"`
 	QMaxTTFABOnlyLowerBound bool `json:"q_max_ttfab_only_lower_bound,omitempty"`
 	// TTotalS is T_total in seconds.

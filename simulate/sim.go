@@ -21,9 +21,9 @@ const Tick = 10 * time.Second
 // EvaluationLag is how long after a period closes its datapoint is evaluated: the worst case, one Tick.
 // CloudWatch evaluates a high-resolution alarm every 10 seconds, at a phase of its own, not on the period's
 // boundary; the emulator likewise evaluates on its own 10-s ticker, 0 to 10 s after the period closes
-// (emulator/autoscaling.go, scaleLoop). Measured against the emulator (issue 22), a simulator that evaluated on the
-// boundary scaled out 15-27 s before the replay did: a plan whose detection buffer only covered the three
-// datapoints looked safe here and was late there. Taking the whole tick keeps the simulator on the late side.
+// (emulator/autoscaling.go, scaleLoop). Measured against the emulator, a simulator that evaluates on the
+// boundary scales out 15-27 s before the replay does: a plan whose detection buffer only covers the three
+// datapoints looks safe here and is late there. Taking the whole tick keeps the simulator on the late side.
 const EvaluationLag = Tick
 
 // substep is the step of the fleet model.

@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // modelFlag is --model of every tts-bench command: a catalog id, models.DefaultModel unless given, the same
-// default on every command (issue 26 item 7).
+// default on every command.
 func modelFlag(usage string) cli.Flag {
 	return &cli.StringFlag{Name: "model", Value: models.DefaultModel, Usage: usage}
 }

@@ -420,7 +420,7 @@ func (o *planOpts) Execute(context.Context) error {
 			return exitcode.Usagef("--from-compare %s: the row of %s names %s, whose qmax artifact was measured on %s: the artifact directory holds another type's measurement; run tts-bench compare again",
 				o.fromCompare, r.InstanceType, o.qmaxPath, ms.QMax.InstanceType)
 		}
-		// The qmax artifact's figures, folded again from the raw records beside it, as the gate does (issue 27).
+		// The qmax artifact's figures, folded again from the raw records beside it, as the gate does.
 		if errs := ms.QMax.CheckRecords(filepath.Dir(o.qmaxPath)); len(errs) > 0 {
 			return exitcode.Usage(errors.New(capacity.RecordsRefusal(o.qmaxPath, errs)))
 		}
