@@ -423,6 +423,14 @@ type OpenLoopBucket struct {
 	Violates bool `json:"violates"`
 }
 
+// SliceViolates is the SLO verdict of one open-loop slice: its p95 TTFAB (ms) above the SLO (ms), or more
+// than DefaultMaxErrorRate of its scheduled arrivals shed, dropped or failed (failed counts all three). It is
+// the one rule: SummarizeOpenLoop judges every slice by it, tts-bench replay and report print it in each row of
+// their table, and the demo's check (tools/demo) re-derives each printed row's verdict with it.
+func SliceViolates(p95Ms, sloMs float64, scheduled, failed int) bool {
+	return p95Ms > sloMs || (scheduled > 0 && float64(failed)/float64(scheduled) > DefaultMaxErrorRate)
+}
+
 // OpenLoopSummary is an open-loop run folded from its records (SummarizeOpenLoop).
 type OpenLoopSummary struct {
 	// Start and End are the trace's time 0 and end, from the records' window.
@@ -506,8 +514,7 @@ func SummarizeOpenLoop(recs []Record, bucket, slo time.Duration) (OpenLoopSummar
 		if b.Sent > 0 {
 			b.ShedRate = float64(b.Shed) / float64(b.Sent)
 		}
-		failed := b.Shed + b.Errors + b.Dropped
-		if slo > 0 && (b.TTFABP95Ms > ms(slo) || (b.Scheduled > 0 && float64(failed)/float64(b.Scheduled) > DefaultMaxErrorRate)) {
+		if slo > 0 && SliceViolates(b.TTFABP95Ms, ms(slo), b.Scheduled, b.Shed+b.Errors+b.Dropped) {
 			b.Violates = true
 			s.SLOViolationBuckets++
 		}

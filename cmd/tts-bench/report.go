@@ -467,8 +467,7 @@ func (r *replayReport) render(w io.Writer) error {
 	fmt.Fprintln(tw, "time\toffered rps\tsent\tdropped\tinstances\tdesired\tp95 TTFAB ms\tshed %\terrors\tSLO\t")
 	for i, b := range s.Buckets {
 		verdict := "ok"
-		failed := b.Shed + b.Errors + b.Dropped
-		if b.TTFABP95Ms > r.SLOMs || (b.Scheduled > 0 && float64(failed)/float64(b.Scheduled) > bench.DefaultMaxErrorRate) {
+		if bench.SliceViolates(b.TTFABP95Ms, r.SLOMs, b.Scheduled, b.Shed+b.Errors+b.Dropped) {
 			verdict = "VIOLATED"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t\n", clock(b.Offset), capacity.FormatNumber(round(b.OfferedRPS, 2)), b.Sent, b.Dropped,

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
+	"time"
 
+	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -29,11 +35,107 @@ func saneSummary() summary {
 	}
 }
 
+// render is the part of a run's output the check reads, consistent with s as a run that found s prints it: the
+// diurnal simulation's comparison lines (demo.simulate), the surge replay's per-slice table (tts-bench replay:
+// cmd/tts-bench/report.go, replayReport.render), the surge simulation's comparison lines, the scaling activities
+// (demo.showActivities) and the summary.
 func render(s summary) string {
 	var b bytes.Buffer
 	b.WriteString("==> earlier output\n")
+	comparison(&b, "diurnal", s.DayViolationMinutes, s.DayFlaps, s.DayInstanceHours)
+	b.WriteString("\n==> surge: load grows by the surge ratio inside the plan's envelope, then falls\n")
+	b.WriteString("$ bin/tts-bench replay --model kokoro-82m-twin --trace /repo/.demo/artifacts/kokoro-82m-twin/surge.csv --bucket 10s --run-id surge\n")
+	replayTableOf(&b, s)
+	comparison(&b, "surge", s.SimViolationMinutes, s.SimFlaps, 0.12)
+	activitiesOf(&b, s)
+	b.WriteString("\n")
 	s.write(&b)
 	return b.String()
+}
+
+// replayTableOf prints the surge replay's table for s: s.Slices rows of 10 s, the first s.EarlyViolatingSlices
+// and the last s.ViolatingSlices over the SLO, s.Sent requests sent and s.Shed shed (in the first violating row).
+func replayTableOf(b *bytes.Buffer, s summary) {
+	n := s.Slices
+	viol := make([]bool, n)
+	for i := 0; i < s.EarlyViolatingSlices && i < n; i++ {
+		viol[i] = true
+	}
+	for i := n - s.ViolatingSlices; i < n; i++ {
+		viol[i] = true
+	}
+	fmt.Fprintf(b, "replay kokoro-82m-twin of 2026-06-01T10:41:07Z, run surge, trace sha256:5c1f0e2a\n")
+	fmt.Fprintf(b, "open loop; shards 0 of 1; 1 file(s); slices of 10s; SLO p95 TTFAB %s ms\n\n", capacity.FormatNumber(s.SLOMs))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "time\toffered rps\tsent\tdropped\tinstances\tdesired\tp95 TTFAB ms\tshed %\terrors\tSLO\t")
+	shedLeft, violating := s.Shed, 0
+	for i := range n {
+		sent := s.Sent / n
+		if i < s.Sent%n {
+			sent++
+		}
+		shed, p95 := 0, s.SLOMs/4+float64(i)
+		if viol[i] {
+			p95 = 1.5 * s.SLOMs
+		}
+		if shedLeft > 0 && (viol[i] || !slices.Contains(viol, true)) {
+			shed, shedLeft = min(shedLeft, sent), shedLeft-min(shedLeft, sent)
+		}
+		inst := s.InstancesBefore
+		switch {
+		case i == n-1:
+			inst = s.InstancesEnd
+		case s.Served && float64(i*10) >= 10+s.ServingAfterS:
+			inst = s.InstancesMax
+		}
+		shedRate := 0.0
+		if sent > 0 {
+			shedRate = float64(shed) / float64(sent)
+		}
+		verdict := "ok"
+		if bench.SliceViolates(p95, s.SLOMs, sent, shed) {
+			verdict = "VIOLATED"
+			violating++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t\n", clock(i*10), capacity.FormatNumber(float64(sent)/10), sent, 0, inst, inst,
+			capacity.FormatNumber(p95), capacity.FormatNumber(math.Round(10000*shedRate)/100), 0, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintf(b, "\narrivals %d: sent %d, dropped 0 (0%%), ok %d, shed %d (0%%), errors 0 (0 timeouts)\n", s.Sent, s.Sent, s.Sent-s.Shed, s.Shed)
+	fmt.Fprintf(b, "TTFAB p50 102 ms, p95 612 ms, p99 880 ms (exact, over every successful request)\nSLO-violation slices: %d of %d\n", violating, n)
+}
+
+func clock(s int) string { return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60) }
+
+// comparison prints a simulation's comparison lines as demo.simulate does: the plan's, then the oracle's.
+func comparison(b *bytes.Buffer, name string, viol, flaps int, hours float64) {
+	fmt.Fprintf(b, "$ bin/tts-bench simulate --plan plan.json --trace %s --format json --output simulate-%s.svg > /repo/.demo/artifacts/kokoro-82m-twin/simulate-%s.json\n", name, name, name)
+	fmt.Fprintf(b, "wrote the timeline chart to simulate-%s.svg\n", name)
+	meets := "meets the SLO"
+	if viol > 0 || flaps > 0 {
+		meets = "VIOLATES the SLO"
+	}
+	fmt.Fprintf(b, "  %-40s %s: %d violation minute(s), %d flap(s), %.2f instance-hours, fleet %d to %d\n", "plan (s 1.25)", meets, viol, flaps, hours, 1, 3)
+	fmt.Fprintf(b, "  %-40s %s: %d violation minute(s), %d flap(s), %.2f instance-hours, fleet %d to %d\n", "oracle", "meets the SLO", 0, 0, 0.8*hours, 1, 3)
+}
+
+// activitiesOf prints the scaling activities of s, newest first: one scale-out per instance up to
+// s.InstancesMax, then s.ScaleIns scale-ins, the last to s.InstancesEnd.
+func activitiesOf(b *bytes.Buffer, s summary) {
+	var counts []int
+	for c := s.InstancesBefore + 1; c <= s.InstancesMax; c++ {
+		counts = append(counts, c)
+	}
+	for i := 1; i <= s.ScaleIns; i++ {
+		counts = append(counts, max(s.InstancesMax-i, s.InstancesEnd))
+	}
+	fmt.Fprintln(b, "Scaling activities of endpoint/speech-kokoro-82m-twin/variant/AllTraffic (DescribeScalingActivities), newest first:")
+	if len(counts) == 0 {
+		fmt.Fprintln(b, "  none")
+	}
+	for i := len(counts) - 1; i >= 0; i-- {
+		fmt.Fprintf(b, "  10:4%d:00  %-10s Setting desired instance count to %d.\n    cause: monitor alarm a in state ALARM triggered policy p\n", i, "Successful", counts[i])
+	}
 }
 
 // The summary a good run prints passes the check, and reads as a newcomer would want it.
@@ -96,9 +198,8 @@ func TestCheckRefusesInsaneSummaries(t *testing.T) {
 	}
 }
 
-// A doctored log: the summary's words claim success that the numbers printed beside them contradict (the
-// review found "verdict feasible" above a replay in which 6 of 8 slices violated). Each claim is checked
-// against its own numbers, not only against the verdict word.
+// A doctored summary: its words claim success that the numbers printed beside them contradict. Each claim is
+// checked against its own numbers, not only against the verdict word.
 func TestCheckRefusesClaimsTheNumbersContradict(t *testing.T) {
 	for name, c := range map[string]struct{ from, to, want string }{
 		"surge held over violating slices":       {"0 of 15 10-s slices violated after", "6 of 15 10-s slices violated after", "says held, but the numbers"},
@@ -242,5 +343,328 @@ func TestCheckAcceptsAnHonestScatterDisagreement(t *testing.T) {
 		if errs := checkSummary(strings.NewReader(out)); len(errs) > 0 {
 			t.Errorf("%s: refused: %v", name, errs)
 		}
+	}
+}
+
+// demoLog is testdata/demo.log: the end of a make demo log, from the plan step to the summary, in the formats
+// the demo (demo.go, summary.go) and tts-bench replay and simulate print, with the numbers of the run
+// docs/demo.md shows (25 slices of 10 s, 2840 requests, from 1 to 3 instances and back to 2). It is built from
+// those formats, not captured: the lines the check does not read (qmax, ttotal) are left out.
+func demoLog(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "demo.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// inTable applies edit to the rows of the surge replay's table in log, and only to them.
+func inTable(t *testing.T, log string, edit func(row string) string) string {
+	t.Helper()
+	head := "SLO p95 TTFAB 3000 ms\n\n"
+	i := strings.Index(log, head)
+	j := strings.Index(log, "\narrivals ")
+	if i < 0 || j < i {
+		t.Fatalf("the demo log has no replay table")
+	}
+	rows := strings.Split(log[i+len(head):j], "\n")
+	for k := 1; k < len(rows); k++ { // rows[0] is the columns
+		if rows[k] != "" {
+			rows[k] = edit(rows[k])
+		}
+	}
+	return log[:i+len(head)] + strings.Join(rows, "\n") + log[j:]
+}
+
+// replace replaces from by to once in log, failing when log lacks from (a doctoring that changed nothing would
+// prove nothing).
+func replace(t *testing.T, log, from, to string) string {
+	t.Helper()
+	if !strings.Contains(log, from) {
+		t.Fatalf("the log lacks %q", from)
+	}
+	return strings.Replace(log, from, to, 1)
+}
+
+// The untouched demo log passes: every row's verdict follows from its numbers, and every summary line from the
+// table, the activities and the simulations.
+func TestCheckAcceptsTheDemoLog(t *testing.T) {
+	if errs := checkSummary(strings.NewReader(demoLog(t))); len(errs) > 0 {
+		t.Fatalf("the untouched demo log was refused:\n%v", errs)
+	}
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"-check", filepath.Join("testdata", "demo.log")}, &out, &errw); err != nil {
+		t.Fatalf("-check testdata/demo.log: %v", err)
+	}
+}
+
+// A doctored demo log is refused, naming the row or the line and the contradiction. Each case changes one thing
+// in the log the previous test accepts, so each check is shown able to fail.
+func TestCheckRefusesDoctoredDemoLogs(t *testing.T) {
+	for name, c := range map[string]struct {
+		doctor func(t *testing.T, log string) string
+		// want are substrings of the errors, each in some error.
+		want []string
+	}{
+		// Every slice's verdict changed from ok to VIOLATED, the summary's "held: ... 0 of 25 ... violated" left.
+		"every slice flipped to VIOLATED": {
+			func(t *testing.T, log string) string {
+				return inTable(t, log, func(r string) string { return strings.TrimSuffix(r, "ok") + "VIOLATED" })
+			},
+			[]string{
+				"replay table, row 0:00:00 (line 33): says VIOLATED, but its numbers meet the SLO (p95 TTFAB 482.3 ms against the SLO 3000 ms",
+				"replay table, row 0:04:00 (line 57): says VIOLATED, but its numbers meet the SLO",
+				`"SLO-violation slices: 0 of 25", but the table has 25 rows of which 25 say VIOLATED`,
+				`summary line "surge": 0 violating slices after the first T_plan and 0 within it, but 25 rows of the replay's table say VIOLATED`,
+			},
+		},
+		// The same, with the table's own count doctored too: the summary still contradicts the rows.
+		"every slice flipped, the table's count too": {
+			func(t *testing.T, log string) string {
+				log = inTable(t, log, func(r string) string { return strings.TrimSuffix(r, "ok") + "VIOLATED" })
+				return replace(t, log, "SLO-violation slices: 0 of 25", "SLO-violation slices: 25 of 25")
+			},
+			[]string{"row 0:01:30 (line 42): says VIOLATED, but its numbers meet the SLO", "but 25 rows of the replay's table say VIOLATED"},
+		},
+		"one slice's p95 over the SLO, still ok": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  2208.6       0       0   ok", "  3208.6       0       0   ok")
+			},
+			[]string{"replay table, row 0:00:30 (line 36): says ok, but its numbers violate the SLO (p95 TTFAB 3208.6 ms against the SLO 3000 ms"},
+		},
+		// 2 of 151 shed: 1.32 %, over the 1 % a slice may shed, drop or fail.
+		"one slice shedding over 1 %, still ok": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  2208.6       0       0   ok", "  2208.6    1.32       0   ok")
+			},
+			[]string{"row 0:00:30 (line 36): says ok, but its numbers violate the SLO", "0 dropped + 2 shed (1.32 % of 151 sent) + 0 errors of 151 arrivals against at most 1 %",
+				"totals of 2840 arrivals, 2840 sent, 0 dropped, 2840 ok, 0 shed, 0 errors, but its rows add up to 2840 sent, 0 dropped, 2 to 2 shed"},
+		},
+		"one slice violating, counted nowhere": {
+			func(t *testing.T, log string) string {
+				log = replace(t, log, "  1468.3       0       0   ok", "  3468.3       0       0   VIOLATED")
+				return replace(t, log, "SLO-violation slices: 0 of 25", "SLO-violation slices: 1 of 25")
+			},
+			[]string{`summary line "surge": 0 violating slices after the first T_plan and 0 within it, but 1 rows of the replay's table say VIOLATED`},
+		},
+		"the summary's slice count": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "0 of 25 10-s slices", "0 of 24 10-s slices")
+			},
+			[]string{`summary line "surge": 24 10-s slices, but the replay's table has 25 rows`},
+		},
+		"a row removed from the table": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  0:01:40         20.6   206        0          2        3        1152.6       0       0   ok\n", "")
+			},
+			[]string{"row 0:01:50 (line 43): the 11. slice starts at 1m50s, want 1m40s", "25 10-s slices, but the replay's table has 24 rows",
+				"2840 requests sent, but the replay's table's rows sent 2634"},
+		},
+		"the summary's requests sent": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "2840 requests sent", "2900 requests sent")
+			},
+			[]string{"2900 requests sent, but the replay's table's rows sent 2840"},
+		},
+		"the summary's shed": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "0 shed by the queue shield", "3 shed by the queue shield")
+			},
+			[]string{"3 shed, but the replay's table totals 0 shed"},
+		},
+		"a row's offered rate": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  0:00:20         15.2   152 ", "  0:00:20         25.2   152 ")
+			},
+			[]string{"row 0:00:20 (line 35): offered 25.2 rps over 10s is not its 152 sent + 0 dropped arrivals"},
+		},
+		"no replay table": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "replay kokoro-82m-twin of 2026-06-01T10:41:07Z", "replay of kokoro-82m-twin 2026-06-01T10:41:07Z")
+			},
+			[]string{`summary line "surge": the log holds no per-slice table of the surge replay`},
+		},
+		"the surge held over a fleet that did not grow": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "went from 1 to 3 instances", "went from 3 to 3 instances")
+			},
+			[]string{`summary line "surge": says held, but the numbers beside it say FAILED`},
+		},
+		"the surge FAILED over numbers that held": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "surge       held:", "surge       FAILED:")
+			},
+			[]string{`summary line "surge": says FAILED, but the numbers beside it say held`},
+		},
+		"the scale-out to 3 missing from the activities": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "Setting desired instance count to 3.", "Setting desired instance count to 2.")
+			},
+			[]string{"the autoscaler went from 1 to 3 instances, but no scaling activity set the desired count to 3 or more (the highest: 2)"},
+		},
+		"the scale-in missing from the activities": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  10:45:01  Successful Setting desired instance count to 2.", "  10:45:01  Failed     Setting desired instance count to 2.")
+			},
+			[]string{"1 scale-in(s), but the scaling activities lowered the desired count 0 time(s)", "back to 2 instances after 3, but no scaling activity after the scale-out"},
+		},
+		"no activities": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "Scaling activities of endpoint/", "Activities of endpoint/")
+			},
+			[]string{"the log holds no scaling activities"},
+		},
+		"the simulation's plan line": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "  plan (s 1.25)                            meets the SLO: 0 violation minute(s), 0 flap(s), 0.17",
+					"  plan (s 1.25)                            VIOLATES the SLO: 3 violation minute(s), 0 flap(s), 0.17")
+			},
+			[]string{`summary line "simulation": 0 violation minute(s), 0 flap(s), but the simulation's plan line (line 92, plan (s 1.25)) says 3, 0`},
+		},
+		"a comparison line's verdict": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "fixed fleet of 3                         meets the SLO: 0", "fixed fleet of 3                         VIOLATES the SLO: 0")
+			},
+			[]string{"simulation diurnal, line 14 (fixed fleet of 3): says VIOLATES the SLO, but 0 violation minute(s) and 0 flap(s) say otherwise"},
+		},
+		"the day's instance-hours": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "0 flap(s), 61.05 instance-hours;", "0 flap(s), 51.05 instance-hours;")
+			},
+			[]string{`summary line "diurnal": 0 violation minute(s), 0 flap(s), 51.05 instance-hours, but the simulation's plan line (line 10, plan (s 1.25)) says 0, 0, 61.05 instance-hours`},
+		},
+		"the day FAILED over numbers that held": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "diurnal     held:", "diurnal     FAILED:")
+			},
+			[]string{`summary line "diurnal": says FAILED, but the numbers beside it say held`},
+		},
+		"the simulation FAILED over numbers that held": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "simulation  held:", "simulation  FAILED:")
+			},
+			[]string{`summary line "simulation": says FAILED, but the numbers beside it say held`},
+		},
+		"the scatter's replay peak": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "33 s and peaked at 3 instances;", "33 s and peaked at 4 instances;")
+			},
+			[]string{`summary line "scatter": the replay peaked at 4 instances, but the surge line says the autoscaler went to 3`},
+		},
+		"the table's SLO": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "SLO p95 TTFAB 3000 ms\n", "SLO p95 TTFAB 2000 ms\n")
+			},
+			[]string{"SLO p95 TTFAB 2000 ms, but the summary's Q_max line judges against 3000 ms", "row 0:00:30 (line 36): says ok, but its numbers violate the SLO (p95 TTFAB 2208.6 ms against the SLO 2000 ms"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doctored := c.doctor(t, demoLog(t))
+			errs := checkSummary(strings.NewReader(doctored))
+			if len(errs) == 0 {
+				t.Fatal("the doctored log was accepted")
+			}
+			joined := ""
+			for _, e := range errs {
+				joined += e.Error() + "\n"
+			}
+			for _, w := range c.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("no error says %q; the errors:\n%s", w, joined)
+				}
+			}
+		})
+	}
+}
+
+// bin/demo -check exits 1 on a doctored log (every slice flipped), naming the rows, and 0 on the untouched one.
+func TestRunCheckRefusesAFlippedTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.log")
+	flipped := inTable(t, demoLog(t), func(r string) string { return strings.TrimSuffix(r, "ok") + "VIOLATED" })
+	if err := os.WriteFile(path, []byte(flipped), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errw bytes.Buffer
+	err := run(context.Background(), []string{"-check", path}, &out, &errw)
+	if exitcode.Code(err) != exitcode.CodeCheckFailed {
+		t.Fatalf("-check of a flipped table: %v (exit %d), want exit 1", err, exitcode.Code(err))
+	}
+	if !strings.Contains(err.Error(), "replay table, row 0:02:30 (line 48): says VIOLATED, but its numbers meet the SLO") {
+		t.Errorf("the refusal does not name the row:\n%v", err)
+	}
+}
+
+// An honest run in which slices violated passes: a violating row whose numbers say so, counted within the first
+// T_plan (0:00:30, before 65 s) or after it (0:01:30), with the surge line saying FAILED for the one after.
+func TestCheckAcceptsHonestViolatingSlices(t *testing.T) {
+	log := demoLog(t)
+	log = replace(t, log, "  2208.6       0       0   ok", "  3208.6       0       0   VIOLATED")
+	log = replace(t, log, "SLO-violation slices: 0 of 25", "SLO-violation slices: 1 of 25")
+	log = replace(t, log, "0 of 25 10-s slices violated after the first T_plan (0 within it)", "0 of 25 10-s slices violated after the first T_plan (1 within it)")
+	if errs := checkSummary(strings.NewReader(log)); len(errs) > 0 {
+		t.Fatalf("a slice violating within the first T_plan, counted there, was refused: %v", errs)
+	}
+	log = replace(t, log, "  1468.3       0       0   ok", "  3468.3       0       0   VIOLATED")
+	log = replace(t, log, "SLO-violation slices: 1 of 25", "SLO-violation slices: 2 of 25")
+	if errs := checkSummary(strings.NewReader(log)); len(errs) == 0 {
+		t.Fatal("a violating slice after the first T_plan under a held surge line was accepted")
+	}
+	log = replace(t, log, "surge       held:", "surge       FAILED:")
+	log = replace(t, log, "0 of 25 10-s slices violated after the first T_plan (1 within it)", "1 of 25 10-s slices violated after the first T_plan (1 within it)")
+	if errs := checkSummary(strings.NewReader(log)); len(errs) > 0 {
+		t.Fatalf("an honest FAILED was refused: %v", errs)
+	}
+}
+
+// A verdict the printed rounding leaves open passes either way: p95 prints to 0.1 ms, so a printed 3000 at an
+// SLO of 3000 ms may have been 3000.04 (violated) or 2999.96 (ok); a first scale-out printed 81 s may have
+// been 81.4 s, outside a spread whose p97.5 printed 70 s may have been 70.2 s (with 11 s either side).
+func TestCheckLeavesOpenWhatTheRoundingLeavesOpen(t *testing.T) {
+	base := demoLog(t)
+	for _, verdict := range []string{"ok", "VIOLATED"} {
+		log := replace(t, base, "  2208.6       0       0   ok", "  3000       0       0   "+verdict)
+		if verdict == "VIOLATED" {
+			log = replace(t, log, "SLO-violation slices: 0 of 25", "SLO-violation slices: 1 of 25")
+			log = replace(t, log, "(0 within it)", "(1 within it)")
+		}
+		if errs := checkSummary(strings.NewReader(log)); len(errs) > 0 {
+			t.Errorf("p95 3000 ms at the SLO, %s: refused: %v", verdict, errs)
+		}
+	}
+	s := saneSummary()
+	s.ReplayFirstOutS, s.ScatterHi = 81.4, 70.2
+	if errs := checkSummary(strings.NewReader(render(s))); len(errs) > 0 || !strings.Contains(render(s), "scatter     DISAGREES: the replay first scaled out at 81 s") {
+		t.Errorf("an honest DISAGREES at the edge of the rounding: %v", errs)
+	}
+	if errs := checkSummary(strings.NewReader(strings.Replace(render(s), "scatter     DISAGREES:", "scatter     agrees:", 1))); len(errs) > 0 {
+		t.Errorf("agrees, which the printed numbers allow, was refused: %v", errs)
+	}
+}
+
+// The table reader reads what tts-bench replay prints: the renderer's golden output
+// (cmd/tts-bench/testdata/report.txt, pinned by its own test) reads as three rows whose verdicts follow from
+// their numbers by bench.SliceViolates (0:01:00 by its p95 and its shed, 0:02:00 by 1 dropped of 60).
+func TestTableReaderReadsTheRenderersGolden(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("..", "..", "cmd", "tts-bench", "testdata", "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := evidence{sims: map[string][]comparisonRow{}}
+	for i, l := range strings.Split(string(golden), "\n") {
+		ev.read(i+1, l)
+	}
+	tb := ev.table
+	if len(ev.problems) > 0 || tb == nil || len(tb.slices) != 3 || tb.bucket != time.Minute || tb.sloMs != 1000 || tb.totals == nil || tb.violating == nil {
+		t.Fatalf("the golden table read as %+v (problems %v)", tb, ev.problems)
+	}
+	errs := checkReplayTable(tb, surgeClaim{slices: 3, after: 2, sent: 179, shed: 20, instancesMax: 2}, -1, 1000)
+	for _, e := range errs {
+		if strings.Contains(e.Error(), "row ") || strings.Contains(e.Error(), "totals") || strings.Contains(e.Error(), "SLO-violation slices") {
+			t.Errorf("the golden table: %v", e)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "slices of 1m0s, but the summary counts 10-s slices") {
+		t.Errorf("the golden table, against a summary of 10-s slices: %v", errs)
 	}
 }
