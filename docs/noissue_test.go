@@ -126,7 +126,7 @@ func cite(s string) string { return strings.ReplaceAll(s, "№", "issue") }
 func TestNoIssueCheckCatchesEachForm(t *testing.T) {
 	md := cite(strings.Join([]string{
 		"a line", "Q_max both ways (№ 23). x", "№ 22's set-up", "№ #7 says", strings.ToUpper(cite("№s 22, 27")),
-		"an № N, a tissue 5, №-free", "the staircase (№", "22), split", "// as asked in №", "// 7.", "an №", "", "N",
+		"an № N, a t№ 5, №-free", "the staircase (№", "22), split", "// as asked in №", "// 7.", "an №", "", "N",
 	}, "\n"))
 	got := issueRefs("x.md", md)
 	want := []string{"x.md:2:", "x.md:3:", "x.md:4:", "x.md:5:", "x.md:7:", "x.md:9:"}
@@ -147,7 +147,7 @@ func TestNoIssueGoCheckCatchesAnIssueNumber(t *testing.T) {
 		"a.go":      cite("package a\n\n// Run runs (№ 7).\nfunc Run() {}\n"),
 		"b.go":      cite("package a\n\nconst help = `Then the rate staircase (№ 7): one step`\n"),
 		"c_test.go": cite("package a\n\nimport \"errors\"\n\nvar errX = errors.New(\"refused, as № 7 asks\")\n"),
-		"d.go":      cite("package a\n\n// Handle handles an № report, a tissue 7 and a reissue of 7.\nfunc Handle() {}\n"),
+		"d.go":      cite("package a\n\n// Handle handles an № report, a t№ 7 and a re№ of 7.\nfunc Handle() {}\n"),
 	}
 	var got []string
 	for _, name := range []string{"a.go", "b.go", "c_test.go", "d.go"} {

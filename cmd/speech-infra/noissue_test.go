@@ -69,13 +69,14 @@ func TestHelpCitesNoIssueNumbers(t *testing.T) {
 }
 
 // helpIssueRefs on an application whose help cites issues: a command's description, a subcommand's and a
-// flag's usage are caught, each naming its command line; "issue" without a number and "tissue 5" are not.
+// flag's usage are caught, each naming its command line; the word without a number, or inside another word
+// followed by one, is not.
 func TestNoIssueHelpCheckCatchesAnIssueNumber(t *testing.T) {
 	cite := strings.NewReplacer("№", "issue").Replace // № stands for the word, so this file cites no issue
 	noop := func(*cli.Context) error { return nil }
 	mk := func(stdout, stderr io.Writer) *cli.App {
 		return &cli.App{Name: "x", Writer: stdout, ErrWriter: stderr, Commands: []*cli.Command{
-			{Name: "clean", Usage: cite("files an № report, blows a tissue 5"), Action: noop},
+			{Name: "clean", Usage: cite("files an № report, blows a t№ 5"), Action: noop},
 			{Name: "described", Description: cite("Then the rate staircase (№ 7): one open-loop step"), Action: noop},
 			{Name: "group", Subcommands: []*cli.Command{{Name: "sub", Description: cite("as № #7 asks"), Action: noop}}},
 			{Name: "flagged", Flags: []cli.Flag{&cli.StringFlag{Name: "f", Usage: strings.ToUpper(cite("the format (№s 7 and 8)"))}}, Action: noop},
