@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -61,9 +62,12 @@ func python3Boto3(t *testing.T) string {
 	return bin
 }
 
-// boto3Script runs a Python script with boto3 against the emulator, configured only by the variables
-// cloud.LocalEnv prints (no shared files, no retries), and decodes the one JSON object it prints.
-func boto3Script(ctx context.Context, t *testing.T, r *emulatortest.Emulator, script string, args ...string) map[string]any {
+// boto3ScriptWhenReady runs a Python script with boto3 against the emulator, configured only by the variables
+// cloud.LocalEnv prints (no shared files, no retries), and decodes the one JSON object it prints. The script
+// prints "ready" on stderr once boto3 is loaded and its client made, then waits for a line on stdin before
+// its call: ready runs between the two, so that what it sets up (a held queue place) is in place when the
+// call comes, however long Python took to start. With a nil ready the line is sent at once.
+func boto3ScriptWhenReady(ctx context.Context, t *testing.T, r *emulatortest.Emulator, script string, ready func(), args ...string) map[string]any {
 	t.Helper()
 	bin := python3Boto3(t)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -84,9 +88,26 @@ func boto3Script(ctx context.Context, t *testing.T, r *emulatortest.Emulator, sc
 	for _, kv := range cloud.LocalEnv(r.URL, r.Key) {
 		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
 	}
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	var out strings.Builder
+	errOut := &readyWriter{ready: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = &out, errOut
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("boto3 script: %v", err)
+	}
+	if ready != nil {
+		select {
+		case <-errOut.ready:
+			ready()
+		case <-ctx.Done():
+		}
+	}
+	io.WriteString(stdin, "go\n")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("boto3 script: %v\nstdout: %s\nstderr: %s", err, out.String(), errOut.String())
 	}
 	var res map[string]any
@@ -96,12 +117,40 @@ func boto3Script(ctx context.Context, t *testing.T, r *emulatortest.Emulator, sc
 	return res
 }
 
-// boto3StreamScript invokes argv[1] with a response stream and prints what came back: the exception botocore
+// readyWriter keeps a script's stderr and closes ready when a line "ready" has come.
+type readyWriter struct {
+	mu    sync.Mutex
+	b     strings.Builder
+	ready chan struct{}
+	seen  bool
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if !w.seen && regexp.MustCompile(`(?m)^ready$`).MatchString(w.b.String()) {
+		w.seen = true
+		close(w.ready)
+	}
+	return len(p), nil
+}
+
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// boto3StreamScript, once its client is made and a line has come on stdin (boto3ScriptWhenReady), invokes
+// argv[1] with a response stream and prints what came back: the exception botocore
 // raised (its code, HTTP status, modeled members and request id), or the number of payload parts.
 const boto3StreamScript = `
 import json, sys
 import boto3, botocore.exceptions
 c = boto3.client("sagemaker-runtime")
+print("ready", file=sys.stderr, flush=True)
+sys.stdin.readline()
 out = {}
 try:
     r = c.invoke_endpoint_with_response_stream(EndpointName=sys.argv[1], ContentType="application/json", Body=sys.argv[2].encode())
@@ -209,9 +258,15 @@ func TestConformanceStreamErrors(t *testing.T) {
 
 	// boto3 raises ModelError with OriginalStatusCode 503.
 	t.Run("saturated instance: boto3 raises ModelError 503", func(t *testing.T) {
-		wait, _ := hold(t)
-		defer wait()
-		got := boto3Script(ctx, t, r, boto3StreamScript, name, `{"text":"Shed me too.","format":"wav"}`)
+		// The place is taken once boto3 is loaded: Python's start-up (seconds on a loaded machine) must not
+		// outlast the hold.
+		var wait func() error
+		defer func() {
+			if wait != nil {
+				wait()
+			}
+		}()
+		got := boto3ScriptWhenReady(ctx, t, r, boto3StreamScript, func() { wait, _ = hold(t) }, name, `{"text":"Shed me too.","format":"wav"}`)
 		if got["raised"] != "ModelError" || got["code"] != "ModelError" || got["http"] != 424.0 || got["OriginalStatusCode"] != 503.0 ||
 			!strings.Contains(fmt.Sprint(got["OriginalMessage"]), "queue_saturated") || !strings.Contains(fmt.Sprint(got["LogStreamArn"]), ":log-stream:AllTraffic/") {
 			t.Errorf("boto3 on a saturated instance: %v, want ModelError (HTTP 424) with OriginalStatusCode 503, the queue_saturated answer and the log stream ARN", got)
