@@ -24,7 +24,9 @@ func synth(t *testing.T, cmd cdkCommand) ([]string, string, string, error) {
 	out := t.TempDir()
 	cmd.Args = append([]string{"synth", "-q", "-o", out}, cmd.Args[1:]...)
 	cmd.Env = append(cmd.Env, "CDK_DISABLE_VERSION_CHECK=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A bound only against a hang: the CDK CLI runs the app with `go run`, which compiles the CDK's Go
+	// bindings when the build cache lacks them, minutes on a loaded two-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
 	err := execRunner{}.Stream(ctx, cmd, nil, &log, &log)
