@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -65,6 +66,12 @@ func baseName(path string) string {
 // FromArtifacts builds a measured plan for model m. It returns an error (an input problem, not an
 // infeasible plan) when the artifacts are for another model or the options are out of range.
 func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
+	return FromArtifactsContext(context.Background(), m, ms, o)
+}
+
+// FromArtifactsContext is FromArtifacts that stops when ctx is done: the envelope's simulations check it every
+// simulated minute, and the error is then ErrCanceled (with context.Cause(ctx)), not an input problem.
+func FromArtifactsContext(ctx context.Context, m models.Model, ms Measurement, o Options) (*Plan, error) {
 	q, t := ms.QMax, ms.TTotal
 	if q == nil || t == nil {
 		return nil, errors.New("build plan: both the qmax and the ttotal artifact are needed")
@@ -94,11 +101,13 @@ func FromArtifacts(m models.Model, ms Measurement, o Options) (*Plan, error) {
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build plan", errs)
 	}
-	finish(p, []Finding{
+	if err := finish(ctx, p, []Finding{
 		measurementValidity(m, ms),
 		sloConsistency(m, q),
 		transportConsistency(q, t),
-	})
+	}); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -352,6 +361,11 @@ func ParseWhatIf(s string) (WhatIf, error) {
 // FromWhatIf builds an unmeasured plan (Measured false) from assumed numbers, for exploration. Gate never
 // accepts it.
 func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
+	return FromWhatIfContext(context.Background(), m, w, o)
+}
+
+// FromWhatIfContext is FromWhatIf that stops when ctx is done, as FromArtifactsContext does.
+func FromWhatIfContext(ctx context.Context, m models.Model, w WhatIf, o Options) (*Plan, error) {
 	transport := w.Transport
 	if transport == "" {
 		transport = TransportSageMakerStream
@@ -390,7 +404,7 @@ func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build what-if plan", errs)
 	}
-	finish(p, []Finding{
+	if err := finish(ctx, p, []Finding{
 		{Name: FindingMeasurementValidity, Status: StatusWarn,
 			Detail:         "what-if plan: the numbers are assumptions, not measurements (measured: false); the deploy gate refuses it",
 			Recommendation: "measure with tts-bench qmax and tts-bench ttotal, then run tts-bench plan without --what-if"},
@@ -398,6 +412,8 @@ func FromWhatIf(m models.Model, w WhatIf, o Options) (*Plan, error) {
 			Detail: fmt.Sprintf("what-if: Q_max is assumed to be judged against the catalog SLO, p%d TTFAB ≤ %d ms", m.SLO.Percentile, m.SLO.TTFABMs)},
 		{Name: FindingTransportConsistency, Status: StatusPass,
 			Detail: "what-if: both measurements are assumed over " + transport},
-	})
+	}); err != nil {
+		return nil, err
+	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -35,13 +36,17 @@ type Setup struct {
 	// drawn from Scatter (simulate.ScaleOutSpread; PlanScatter builds it from the plan's qmax artifact).
 	Scatter     *loadmodel.Scatter
 	ScatterRuns int
-	// Cancel, when set and returning true, stops the comparison (checked every simulated hour): Compare then
-	// returns ErrCanceled.
-	Cancel simulate.Cancel
 }
 
-// ErrCanceled is Compare's error when Setup.Cancel stopped it.
+// ErrCanceled is the error of a plan build, a verification, a search, a gate rebuild or a comparison that
+// stopped because its context was done; the error returned also wraps context.Cause of that context.
 var ErrCanceled = errors.New("the simulation was stopped before it finished")
+
+// canceled is the error of work stopped because ctx is done: errors.Is finds both ErrCanceled and the
+// context's cause in it (context.Canceled for a signal or a cancel, context.DeadlineExceeded for a timeout).
+func canceled(ctx context.Context) error {
+	return fmt.Errorf("%w (%w)", ErrCanceled, context.Cause(ctx))
+}
 
 // Summary is one configuration's totals in the comparison.
 type Summary struct {
@@ -110,6 +115,12 @@ type SpreadSummary struct {
 // original"), target tracking on InvocationsPerInstance at 70% of the measured maximum rate, and a fixed fleet
 // for the peak — all with the one instance model the plan holds.
 func Compare(tr simulate.Trace, s Setup) (Report, error) {
+	return CompareContext(context.Background(), tr, s)
+}
+
+// CompareContext is Compare that stops when ctx is done (every simulation checks it every simulated minute):
+// it then returns no report and an error that is ErrCanceled.
+func CompareContext(ctx context.Context, tr simulate.Trace, s Setup) (Report, error) {
 	p := s.Plan
 	if p == nil {
 		return Report{}, errors.New("compare: no plan")
@@ -126,13 +137,13 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	if !inst.Measured {
 		rep.Notes = append(rep.Notes, "the instance model is "+inst.Basis) // Basis starts with "NOT MEASURED"
 	}
-	canceled := false
+	stopped := false
 	run := func(tr simulate.Trace, f simulate.Fleet) simulate.Result {
-		if canceled {
+		if stopped {
 			return simulate.Result{}
 		}
-		r, ok := simulate.RunCancelable(tr, f, s.Cancel)
-		canceled = canceled || !ok
+		r, err := simulate.RunContext(ctx, tr, f)
+		stopped = err != nil
 		return r
 	}
 	add := func(kind, note string, r simulate.Result) {
@@ -144,10 +155,10 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	planFleet.PricePerHour = s.PricePerHour
 	planFleet.InitialInstances = s.InitialInstances
 	rep.Plan = run(tr, planFleet)
-	if s.Scatter != nil && s.ScatterRuns > 0 && !canceled {
-		sp, ok := simulate.ScaleOutSpread(tr, planFleet, *s.Scatter, s.ScatterRuns, s.Cancel)
-		canceled = !ok
-		if ok {
+	if s.Scatter != nil && s.ScatterRuns > 0 && !stopped {
+		sp, err := simulate.ScaleOutSpreadContext(ctx, tr, planFleet, *s.Scatter, s.ScatterRuns)
+		stopped = err != nil
+		if err == nil {
 			sum := &SpreadSummary{Runs: sp.Runs, WithoutScaleOut: sp.Missing, ViolationRuns: sp.ViolationRuns,
 				PeakInstancesMin: sp.PeakInstances[0], PeakInstancesMax: sp.PeakInstances[len(sp.PeakInstances)-1]}
 			if len(sp.Times) > 0 {
@@ -159,7 +170,13 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	add(KindPlan, fmt.Sprintf("scale out at metric %s (%s rps per instance), in below %s (%s rps) over %d × %d s", FormatNumber(d.TargetValue), FormatNumber(d.ScaleOutRPS),
 		FormatNumber(d.ScaleInThreshold), FormatNumber(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS), rep.Plan)
 
-	oracle := simulate.Oracle(tr, inst, d.SafeRPS)
+	if stopped {
+		return Report{}, canceled(ctx)
+	}
+	oracle, err := simulate.Oracle(ctx, tr, inst, d.SafeRPS)
+	if err != nil {
+		return Report{}, canceled(ctx)
+	}
 	add(KindOracle, fmt.Sprintf("ceil(rate ÷ safe %s rps) at every second, zero start-up: the limit of any reactive fleet", FormatNumber(d.SafeRPS)), oracle)
 
 	cMax, cMin := thresholds(in.SurgeRatio, in.QMax)
@@ -180,8 +197,8 @@ func Compare(tr simulate.Trace, s Setup) (Report, error) {
 	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))
 	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),
 		run(tr, simulate.Fleet{Name: fmt.Sprintf("fixed fleet of %d", n), Instance: inst, TTotalS: in.TTotalS, Fixed: n}))
-	if canceled || (s.Cancel != nil && s.Cancel()) {
-		return Report{}, ErrCanceled
+	if stopped || ctx.Err() != nil {
+		return Report{}, canceled(ctx)
 	}
 
 	// The ratio means something only at zero violation minutes (docs/design.md, "Cost against the limit").

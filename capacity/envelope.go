@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -25,7 +26,8 @@ const (
 const (
 	// MaxUserTraces is the most --trace files a plan takes.
 	MaxUserTraces = 8
-	// MaxUserTracePoints bounds one recorded user trace (the plan file stays within MaxPlanBytes).
+	// MaxUserTracePoints bounds one recorded user trace. A plan records its traces point by point, about 65
+	// bytes a point: tts-bench plan refuses traces whose plan would be larger than MaxPlanBytes.
 	MaxUserTracePoints = 4000
 )
 
@@ -187,19 +189,23 @@ func PlanFleet(name string, in Inputs, d Derived, fp Fingerprint) simulate.Fleet
 	return simulate.Fleet{Name: name, Instance: in.Instance, TTotalS: in.TTotalS, Scaling: &sc, FlapWindowS: d.TPlanS}
 }
 
-// simulateEnvelope runs the plan's scaling on every trace of the envelope.
-func simulateEnvelope(in Inputs, d Derived) Envelope {
+// simulateEnvelope runs the plan's scaling on every trace of the envelope. It stops when ctx is done
+// (simulate.RunContext checks it every simulated minute) and returns canceled(ctx) then.
+func simulateEnvelope(ctx context.Context, in Inputs, d Derived) (Envelope, error) {
 	env := Envelope{SimulatorVersion: simulate.Version}
 	traces, err := envelopeTraces(in, d)
 	if err != nil {
 		env.Traces = []EnvelopeTrace{{Kind: EnvelopeUser, Name: "envelope", Worst: err.Error()}}
-		return env
+		return env, nil
 	}
 	fleet := PlanFleet("plan", in, d, Fingerprint{Model: "plan"})
 	for _, t := range traces {
 		f := fleet
 		f.InitialInstances = t.start
-		r := simulate.Run(t.trace, f)
+		r, err := simulate.RunContext(ctx, t.trace, f)
+		if err != nil {
+			return Envelope{}, canceled(ctx)
+		}
 		et := EnvelopeTrace{Kind: t.kind, Name: t.trace.Name, DurationS: t.trace.Duration.Seconds(), ViolationMinutes: r.ViolationMinutes,
 			Flaps: len(r.Flaps), ScaleOuts: r.ScaleOuts, ScaleIns: r.ScaleIns, PeakInstances: r.PeakInstances,
 			InstanceHours: round6(r.InstanceHours), Holds: r.Holds()}
@@ -215,14 +221,15 @@ func simulateEnvelope(in Inputs, d Derived) Envelope {
 		}
 		env.Traces = append(env.Traces, et)
 	}
-	return env
+	return env, nil
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // SimulateAsWritten runs the envelope with the plan's derived values as written in the file (not recomputed
 // from its inputs): what the deployment would do. The gate uses it to name the worst minute of an edited plan.
-func SimulateAsWritten(p *Plan) (Envelope, error) {
+// When ctx is done it stops and returns an error that is ErrCanceled.
+func SimulateAsWritten(ctx context.Context, p *Plan) (Envelope, error) {
 	if errs := verifyInputs(p.Inputs); len(errs) > 0 {
 		return Envelope{}, errors.Join(errs...)
 	}
@@ -231,7 +238,7 @@ func SimulateAsWritten(p *Plan) (Envelope, error) {
 		d.ScaleInEvaluationPeriods > 8640 || !(d.TPlanS > 0) || d.TPlanS > 2*MaxTTotalS || !(d.TargetValue > 0) || math.IsNaN(d.ScaleInThreshold) || d.ScaleOutCooldownS < 0 || d.ScaleInCooldownS < 0 {
 		return Envelope{}, fmt.Errorf("derived: fleet %d to %d, target %g, scale-in %g over %d × %d s: out of range", d.MinInstances, d.MaxInstances, d.TargetValue, d.ScaleInThreshold, d.ScaleInEvaluationPeriods, d.ScaleInPeriodS)
 	}
-	return simulateEnvelope(p.Inputs, d), nil
+	return simulateEnvelope(ctx, p.Inputs, d)
 }
 
 // Candidate is one configuration the search tried.
@@ -257,11 +264,28 @@ var (
 
 // Search looks for the cheapest configuration (fewest instance-hours on the diurnal trace) that makes the plan
 // feasible, over surge ratio (never below the one given), minimum fleet, scale-in margin and maximum fleet (the allowed maximum, or what
-// the peak needs). build builds a plan from options (FromArtifacts or FromWhatIf with the same inputs). It
-// returns false when nothing in the search space passes.
-func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool) {
-	var best Candidate
-	found, tried := false, 0
+// the peak needs). build builds a plan from options (FromArtifactsContext or FromWhatIfContext with the same
+// inputs) under the context it is given. found is false when nothing in the search space passes; tried counts
+// the configurations tried.
+//
+// Each build simulates the whole envelope, the user's traces included, so a search can take minutes: it stops
+// when ctx is done (checked between builds, and by the builds every simulated minute) and returns an error
+// that is ErrCanceled, with nothing found.
+func Search(ctx context.Context, o Options, build func(context.Context, Options) (*Plan, error)) (best Candidate, tried int, found bool, err error) {
+	// try builds c: nil and no error when c cannot be built, an error only when ctx is done.
+	try := func(c Options) (*Plan, error) {
+		if ctx.Err() != nil {
+			return nil, canceled(ctx)
+		}
+		p, err := build(ctx, c)
+		if ctx.Err() != nil {
+			return nil, canceled(ctx)
+		}
+		if err != nil {
+			return nil, nil
+		}
+		return p, nil
+	}
 	for _, s := range searchSurges {
 		// Only more headroom than asked for: a smaller ratio would also make the envelope's growth gentler
 		// than the traffic the user said to expect.
@@ -277,9 +301,12 @@ func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool
 				}
 				for _, maxN := range []int{o.MaxInstances, 0} {
 					c.MaxInstances = max(maxN, c.MinInstances)
-					p, err := build(c)
+					p, err := try(c)
 					tried++
 					if err != nil {
+						return Candidate{}, tried, false, err
+					}
+					if p == nil {
 						continue
 					}
 					if maxN == 0 {
@@ -288,7 +315,10 @@ func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool
 						if c.MaxInstances == o.MaxInstances || c.MaxInstances > MaxInstances {
 							continue
 						}
-						if p, err = build(c); err != nil {
+						if p, err = try(c); err != nil {
+							return Candidate{}, tried, false, err
+						}
+						if p == nil {
 							continue
 						}
 					}
@@ -308,7 +338,7 @@ func Search(o Options, build func(Options) (*Plan, error)) (Candidate, int, bool
 			}
 		}
 	}
-	return best, tried, found
+	return best, tried, found, nil
 }
 
 // worstMinuteText names the worst minute of the envelope's first failing trace.

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -75,7 +76,7 @@ func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
 	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 39.269") {
 		t.Fatalf("Verify() = %v, want the edited target named", errs)
 	}
-	env, err := SimulateAsWritten(p)
+	env, err := SimulateAsWritten(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
 		}
 	}
 	// The unedited plan, simulated as written, holds: the gate's extra reason comes from the edit alone.
-	if env, err := SimulateAsWritten(loadValid(t)); err != nil || !env.Holds() {
+	if env, err := SimulateAsWritten(context.Background(), loadValid(t)); err != nil || !env.Holds() {
 		t.Fatalf("the valid plan as written: %v, holds %v", err, env.Holds())
 	}
 }
@@ -118,7 +119,7 @@ func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 	d := p.Derived
 	d.ScaleInThreshold = p.Inputs.Instance.At(0.9 * d.ScaleOutRPS).Metric
 	p.Derived = d
-	env, err := SimulateAsWritten(p)
+	env, err := SimulateAsWritten(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,21 +272,21 @@ func TestSearchFindsAPassingConfiguration(t *testing.T) {
 	o := DefaultOptions(m)
 	o.PeakRPS, o.TroughRPS = 80, 10
 	o.Traces = []TraceInput{flapping()}
-	build := func(o Options) (*Plan, error) { return FromArtifacts(m, ms, o) }
+	build := func(ctx context.Context, o Options) (*Plan, error) { return FromArtifactsContext(ctx, m, ms, o) }
 	// A narrower search space than tts-bench plan's (each try simulates a day): the same loops, a dozen tries.
 	surges, margins := searchSurges, searchMargins
 	searchSurges, searchMargins = []float64{1.2, 1.25}, []float64{0.1, 0.2}
 	t.Cleanup(func() { searchSurges, searchMargins = surges, margins })
-	p, err := build(o)
+	p, err := build(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.Feasible() {
 		t.Fatal("the starting configuration is feasible: the test's premise is that it flaps")
 	}
-	c, tried, ok := Search(o, build)
-	if !ok {
-		t.Fatalf("nothing passed in %d configurations", tried)
+	c, tried, ok, err := Search(context.Background(), o, build)
+	if err != nil || !ok {
+		t.Fatalf("nothing passed in %d configurations (%v)", tried, err)
 	}
 	t.Logf("found %s after %d tries: %g instance-hours on the diurnal day", c.Flags(), tried, c.InstanceHours)
 	if !c.Plan.Feasible() || tried < 2 {

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,6 +69,13 @@ func (d Decision) QueueMaxDepth() int {
 // and the artifacts are read with size limits (MaxPlanBytes, MaxQMaxBytes, MaxTTotalBytes, MaxRecordsBytes),
 // and only when they are regular files.
 func Gate(d Deployment, planPath string) Decision {
+	return GateContext(context.Background(), d, planPath)
+}
+
+// GateContext is Gate that stops when ctx is done: verifying the plan and rebuilding it from its artifacts
+// simulate its whole envelope, the user's traces included. A gate that stopped refuses, with the one reason
+// that it stopped.
+func GateContext(ctx context.Context, d Deployment, planPath string) Decision {
 	id := d.Model.ID
 	dec := Decision{Explicit: d.AutoscalingOverride != nil && *d.AutoscalingOverride}
 	on := d.Model.Scaling.Autoscaling
@@ -92,10 +100,21 @@ func Gate(d Deployment, planPath string) Decision {
 		dec.Reasons = []string{fmt.Sprintf("plan at %s cannot be used: %v: run tts-bench plan again", planPath, err)}
 		return dec
 	}
-	if errs := p.Verify(); len(errs) > 0 {
+	stopped := func() Decision {
+		dec.Reasons = []string{fmt.Sprintf("the gate stopped (%v) before it finished checking the plan at %s: run it again", context.Cause(ctx), planPath)}
+		return dec
+	}
+	if errs := p.VerifyContext(ctx); len(errs) > 0 {
+		if ctx.Err() != nil {
+			return stopped()
+		}
 		dec.Reasons = []string{fmt.Sprintf("plan at %s does not verify: %v: run tts-bench plan again instead of editing it", planPath, errors.Join(errs...))}
 		// What the plan as written would do: its thresholds and fleet bounds on the envelope of its inputs.
-		if env, err := SimulateAsWritten(p); err == nil && !env.Holds() {
+		env, err := SimulateAsWritten(ctx, p)
+		if ctx.Err() != nil {
+			return stopped()
+		}
+		if err == nil && !env.Holds() {
 			dec.Reasons = append(dec.Reasons, fmt.Sprintf("plan at %s, as written, does not hold the SLO on its envelope: %s", planPath, worstMinuteText(env)))
 		}
 		return dec
@@ -119,7 +138,10 @@ func Gate(d Deployment, planPath string) Decision {
 	if p.Measured {
 		// Rebuilding the plan against a catalog entry it was not measured for would only restate the
 		// fingerprint mismatch.
-		reasons = append(reasons, checkArtifacts(p, d.Model, planPath, len(fingerprint) == 0)...)
+		reasons = append(reasons, checkArtifacts(ctx, p, d.Model, planPath, len(fingerprint) == 0)...)
+		if ctx.Err() != nil {
+			return stopped()
+		}
 	}
 	reasons = append(reasons, fingerprint...)
 	if len(reasons) > 0 {
@@ -141,7 +163,7 @@ func Gate(d Deployment, planPath string) Decision {
 // set: the caller skips it when the fingerprint does not match the deployment anyway). A plan edited
 // after planning verifies on its own once its derived values are recomputed, but no longer follows from its
 // artifacts.
-func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []string {
+func checkArtifacts(ctx context.Context, p *Plan, m models.Model, planPath string, rebuild bool) []string {
 	in := p.Inputs
 	dir := filepath.Dir(planPath)
 	planName := filepath.Base(planPath)
@@ -243,7 +265,7 @@ func checkArtifacts(p *Plan, m models.Model, planPath string, rebuild bool) []st
 	}
 	// The whole plan, rebuilt: the measurement findings (measurement_validity, slo_consistency,
 	// transport_consistency), which Verify cannot recompute without the artifacts, and every detail.
-	rebuilt, err := FromArtifacts(m, Measurement{
+	rebuilt, err := FromArtifactsContext(ctx, m, Measurement{
 		QMax: q, QMaxFile: in.QMaxFile, QMaxSHA256: in.QMaxSHA256, TTotal: t, TTotalFile: in.TTotalFile, TTotalSHA256: in.TTotalSHA256,
 	}, Options{
 		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -288,7 +289,7 @@ func TestGateRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 				// The plan as tts-bench plan would have built it under a catalog with a shield of 60.
 				p.Inputs.QueueMaxDepth = 60
 				p.Inputs.Instance.QueueDepth = 60
-				finish(p, p.Findings[:3])
+				_ = finish(context.Background(), p, p.Findings[:3])
 			})
 		}, []string{"does not follow from its artifacts", "derived.queue_max_depth is 60 but the artifacts give 50"}},
 	} {
@@ -460,7 +461,7 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.mutate(p)
-			finish(p, p.Findings[:3])
+			_ = finish(context.Background(), p, p.Findings[:3])
 			if errs := p.Verify(); len(errs) > 0 || !p.Feasible() {
 				t.Fatalf("edited plan must verify and stay feasible to test the gate: %v %s %+v", errs, p.Verdict, p.Findings)
 			}

@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"context"
+	"testing"
 	"time"
 
 	"github.com/speech-infra/speech-infra/models"
@@ -114,4 +116,14 @@ func testMeasurement(q *QMax, tt *TTotal) Measurement {
 		panic(err)
 	}
 	return Measurement{QMax: q, QMaxFile: QMaxFile, QMaxSHA256: d, TTotal: tt, TTotalFile: TTotalFile, TTotalSHA256: DigestBytes(td)}
+}
+
+// envelopeOf simulates the envelope of in and d to the end.
+func envelopeOf(t *testing.T, in Inputs, d Derived) Envelope {
+	t.Helper()
+	e, err := simulateEnvelope(context.Background(), in, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -432,12 +433,18 @@ func throughputAt(pts []ThroughputPoint, c float64) float64 {
 }
 
 // finish computes the derived values, simulates the envelope, computes the model findings, inserts them after
-// the given measurement findings and sets the verdict.
-func finish(p *Plan, measurement []Finding) {
+// the given measurement findings and sets the verdict. When ctx is done it stops and returns an error that is
+// ErrCanceled.
+func finish(ctx context.Context, p *Plan, measurement []Finding) error {
 	p.Derived = derive(p.Inputs)
-	p.Envelope = simulateEnvelope(p.Inputs, p.Derived)
+	env, err := simulateEnvelope(ctx, p.Inputs, p.Derived)
+	if err != nil {
+		return err
+	}
+	p.Envelope = env
 	p.Findings = append(measurement, modelFindings(p.Inputs, p.Derived, p.Envelope)...)
 	p.Verdict = verdict(p.Findings)
+	return nil
 }
 
 // verdict is infeasible when any finding failed.

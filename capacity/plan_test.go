@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -356,7 +357,7 @@ func TestSurgeSurvival(t *testing.T) {
 			in.PeakRPS, in.TroughRPS = 80, 10
 			tt.mutate(&in)
 			d := derive(in)
-			e := simulateEnvelope(in, d)
+			e := envelopeOf(t, in, d)
 			f := surgeSurvival(in, d, e)
 			if f.Status != tt.status || !strings.Contains(f.Detail, tt.detail) {
 				t.Fatalf("got %s: %s; want %s containing %q", f.Status, f.Detail, tt.status, tt.detail)
@@ -364,7 +365,7 @@ func TestSurgeSurvival(t *testing.T) {
 			if f.Status == StatusFail && (f.Recommendation == "" || envelopeFinding(e).Status != StatusFail) {
 				t.Fatalf("a failed growth trace must recommend something and fail the envelope: %+v", f)
 			}
-			if again := surgeSurvival(in, d, simulateEnvelope(in, d)); again != f {
+			if again := surgeSurvival(in, d, envelopeOf(t, in, d)); again != f {
 				t.Fatal("the simulation is not deterministic")
 			}
 		})
@@ -493,7 +494,7 @@ func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
 		inst.Points[0].Metric = first // at 7.5 rps; the scale-in rate 8.26 rps reads about first
 		inst.Points[1].Metric = first * 1.01
 		p.Inputs.Instance = inst
-		finish(p, p.Findings[:3])
+		_ = finish(context.Background(), p, p.Findings[:3])
 	}
 	tiny(0.0004)
 	f, _ := p.Finding(FindingScaleInSafety)

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,7 +11,11 @@ import (
 // Verify returns every problem of the plan: schema, fingerprint, inputs out of range, derived values that do
 // not follow from the inputs, findings missing or contradicting the inputs, and a verdict that does not follow
 // from the findings. A hand-edited plan fails here.
-func (p *Plan) Verify() []error {
+func (p *Plan) Verify() []error { return p.VerifyContext(context.Background()) }
+
+// VerifyContext is Verify that stops when ctx is done: recomputing the envelope simulates every trace of it,
+// the user's included. It then returns only an error that is ErrCanceled.
+func (p *Plan) VerifyContext(ctx context.Context) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if p.SchemaVersion != SchemaVersion {
@@ -68,7 +73,9 @@ func (p *Plan) Verify() []error {
 			measurement = append(measurement, f)
 		}
 	}
-	finish(&want, measurement)
+	if err := finish(ctx, &want, measurement); err != nil {
+		return []error{err}
+	}
 	var got, exp any
 	for _, c := range []struct {
 		name      string

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -9,8 +10,17 @@ import (
 
 // Oracle is the physical limit of any reactive fleet on a trace: at every second exactly
 // ceil(rate ÷ safeRPS) instances (at least one), with zero start-up time, each at its share of the rate. It
-// is judged with the same instance model and violation rule as Run.
-func Oracle(tr Trace, inst loadmodel.Model, safeRPS float64) Result {
+// is judged with the same instance model and violation rule as Run. It stops when ctx is done, checking it
+// every CheckEvery of simulated time, and returns context.Cause(ctx) then, and no result.
+func Oracle(ctx context.Context, tr Trace, inst loadmodel.Model, safeRPS float64) (Result, error) {
+	if r, ok := oracle(tr, inst, safeRPS, stopOn(ctx)); ok {
+		return r, nil
+	}
+	return Result{}, context.Cause(ctx)
+}
+
+// oracle is Oracle that stops when stop returns true; ok is false then.
+func oracle(tr Trace, inst loadmodel.Model, safeRPS float64, stop Cancel) (Result, bool) {
 	res := Result{Name: "oracle", BucketS: 60, MinInstances: math.MaxInt32}
 	c := &cursor{tr: tr}
 	steps := int((tr.Duration + substep - 1) / substep)
@@ -18,6 +28,9 @@ func Oracle(tr Trace, inst loadmodel.Model, safeRPS float64) Result {
 	instSeconds := 0.0
 	rowStart := time.Duration(0)
 	for i := range steps {
+		if i%checkSteps == 0 && stop() {
+			return res, false
+		}
 		t := time.Duration(i) * substep
 		arrivals := c.requests(t, t+substep)
 		rate := arrivals / substep.Seconds()
@@ -54,5 +67,5 @@ func Oracle(tr Trace, inst loadmodel.Model, safeRPS float64) Result {
 		}
 	}
 	res.InstanceHours = instSeconds / 3600
-	return res
+	return res, true
 }

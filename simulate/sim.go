@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -103,6 +104,9 @@ type Fleet struct {
 	Scatter *loadmodel.Scatter
 	// Seed seeds the datapoints' random stream when Scatter is set.
 	Seed uint64
+
+	// stop, set by RunContext, ends the run early when it returns true (checked every CheckEvery).
+	stop Cancel
 }
 
 // Minute is one row of a simulation: a minute, or a Bucket.
@@ -316,8 +320,12 @@ func (c *cursor) requests(from, to time.Duration) float64 {
 	return total
 }
 
-// Cancel, when it returns true, stops a run early (Run checks it every simulated hour).
+// Cancel, when it returns true, stops a run early (checked as often as RunContext checks its context).
 type Cancel func() bool
+
+// CheckEvery is how often a run checks whether it should stop (its context, or its Cancel): every simulated
+// minute of 1-s steps, a few microseconds of work, so a run stops at once however long its trace.
+const CheckEvery = time.Minute
 
 // Run simulates fleet f on trace tr, deterministically. Every second the offered requests arrive, spread
 // evenly over the serving instances (least outstanding requests), and each instance is at the steady state
@@ -327,12 +335,33 @@ type Cancel func() bool
 // Updating and Application Auto Scaling waits, as it does on SageMaker (and in the emulator). A scale-in
 // removes instances at once.
 func Run(tr Trace, f Fleet) Result {
-	r, _ := RunCancelable(tr, f, nil)
+	r, _ := run(tr, f, f.stop)
 	return r
 }
 
-// RunCancelable is Run that stops when cancel returns true; ok is false then.
-func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
+// RunContext is Run that stops when ctx is done, checking it every CheckEvery of simulated time: it returns
+// context.Cause(ctx) then, and no result.
+func RunContext(ctx context.Context, tr Trace, f Fleet) (Result, error) {
+	stopped := false
+	f.stop = func() bool {
+		stopped = ctx.Err() != nil
+		return stopped
+	}
+	r := Run(tr, f)
+	if stopped {
+		return Result{}, context.Cause(ctx)
+	}
+	return r, nil
+}
+
+// stopOn is the stop check of a run under ctx.
+func stopOn(ctx context.Context) Cancel { return func() bool { return ctx.Err() != nil } }
+
+// checkSteps is CheckEvery in 1-s steps.
+const checkSteps = int(CheckEvery / substep)
+
+// run is Run that stops when stop (nil: never) returns true; ok is false then.
+func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 	inst := f.Instance
 	bucket := f.Bucket
 	if bucket <= 0 {
@@ -405,7 +434,7 @@ func RunCancelable(tr Trace, f Fleet, cancel Cancel) (Result, bool) {
 	rowStart := time.Duration(0)
 	for i := range steps {
 		t := time.Duration(i) * substep
-		if cancel != nil && i%3600 == 0 && cancel() {
+		if stop != nil && i%checkSteps == 0 && stop() {
 			return res, false
 		}
 		for len(starting) > 0 && starting[0] <= t {

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -208,7 +209,10 @@ func TestTargetTrackingOnInvocations(t *testing.T) {
 func TestOracle(t *testing.T) {
 	m := saturating()
 	tr := Trace{Name: "two levels", Points: []Point{{0, 30}, {30 * time.Minute, 5}}, Duration: time.Hour}
-	r := Oracle(tr, m, 10)
+	r, err := Oracle(context.Background(), tr, m, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// 30 rps at 10 rps each is 3 instances for half an hour, then 1: 2 instance-hours.
 	approx(t, "instance-hours", r.InstanceHours, 2)
 	if r.PeakInstances != 3 || r.MinInstances != 1 || r.MaxInstances != 3 || r.ViolationMinutes != 0 {
@@ -216,7 +220,7 @@ func TestOracle(t *testing.T) {
 	}
 	// At a safe rate above what the instance keeps up with, the oracle violates too: it is judged by the
 	// same model.
-	if r := Oracle(constant(30, time.Minute), m, 15); r.ViolationMinutes != 1 {
+	if r, _ := Oracle(context.Background(), constant(30, time.Minute), m, 15); r.ViolationMinutes != 1 {
 		t.Errorf("oracle at 15 rps per instance: %d violation minutes, want 1", r.ViolationMinutes)
 	}
 }

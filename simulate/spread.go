@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"math"
 	"slices"
 
@@ -45,13 +46,13 @@ func (s Spread) Quantile(q float64) float64 {
 // deterministic Run (the plan's verdict) feeds the alarm the quantile the model's metric is, and so scales out
 // at the late end of this spread.
 //
-// cancel (nil: never) is checked as Run checks it; ok is false when it stopped the runs.
+// cancel (nil: never) is checked as RunContext checks its context; ok is false when it stopped the runs.
 func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int, cancel Cancel) (s Spread, ok bool) {
 	s = Spread{Runs: runs}
 	f.Scatter = &sc
 	for seed := 1; seed <= runs; seed++ {
 		f.Seed = uint64(seed)
-		r, ok := RunCancelable(tr, f, cancel)
+		r, ok := run(tr, f, cancel)
 		if !ok {
 			return s, false
 		}
@@ -68,4 +69,12 @@ func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int, cancel Ca
 	slices.Sort(s.Times)
 	slices.Sort(s.PeakInstances)
 	return s, true
+}
+
+// ScaleOutSpreadContext is ScaleOutSpread that stops when ctx is done: it returns context.Cause(ctx) then.
+func ScaleOutSpreadContext(ctx context.Context, tr Trace, f Fleet, sc loadmodel.Scatter, runs int) (Spread, error) {
+	if s, ok := ScaleOutSpread(tr, f, sc, runs, stopOn(ctx)); ok {
+		return s, nil
+	}
+	return Spread{}, context.Cause(ctx)
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -178,27 +177,49 @@ func (o *compareOpts) Validate() error {
 	}
 	o.model = m
 	o.types = nil
-	seen := map[string]bool{}
+	// The list is counted, and its repeats found, before any type is looked at: a list of a thousand entries
+	// gets one line, not a line per entry.
+	seen := map[string]int{}
+	var distinct []string
+	entries := 0
 	for _, t := range strings.Split(o.typesFlag, ",") {
-		t = strings.TrimSpace(t)
-		switch {
-		case t == "":
+		if t = strings.TrimSpace(t); t == "" {
 			continue
-		case capacity.ValidInstanceType(t) != nil:
-			bad("--instance-types: %v: name real-time endpoint types such as ml.g5.xlarge or ml.c5.large", capacity.ValidInstanceType(t))
-		case seen[t]:
-			bad("--instance-types: %s is given twice: name each type once", t)
-		case modelKnown && len(compareEndpoint(m.ID, t)) > maxEndpointName:
-			bad("--instance-types: %s: the measurement endpoint's name %s is longer than SageMaker's %d characters", t, compareEndpoint(m.ID, t), maxEndpointName)
 		}
-		seen[t] = true
-		o.types = append(o.types, t)
+		if seen[t] == 0 {
+			distinct = append(distinct, t)
+		}
+		seen[t]++
+		entries++
+	}
+	var repeated []string
+	for _, t := range distinct {
+		if n := seen[t]; n > 1 {
+			repeated = append(repeated, t+" is given "+timesWord(n))
+		}
 	}
 	switch {
-	case len(o.types) == 0:
+	case entries == 0:
 		bad("--instance-types: none given: name the types to compare, comma-separated, e.g. --instance-types ml.g5.xlarge,ml.g6.xlarge")
-	case len(o.types) > maxCompareTypes:
-		bad("--instance-types: %d types: compare at most %d at once", len(o.types), maxCompareTypes)
+	case entries > maxCompareTypes:
+		what := fmt.Sprintf("%d types", entries)
+		if len(repeated) > 0 {
+			what = fmt.Sprintf("%d entries, %d of them distinct (%s)", entries, len(distinct), firstOf(repeated, 3))
+		}
+		bad("--instance-types: %s: compare at most %d types at once, each named once", what, maxCompareTypes)
+	default:
+		if len(repeated) > 0 {
+			bad("--instance-types: %s: name each type once", strings.Join(repeated, ", "))
+		}
+		for _, t := range distinct {
+			switch {
+			case capacity.ValidInstanceType(t) != nil:
+				bad("--instance-types: %v: name real-time endpoint types such as ml.g5.xlarge or ml.c5.large", capacity.ValidInstanceType(t))
+			case modelKnown && len(compareEndpoint(m.ID, t)) > maxEndpointName:
+				bad("--instance-types: %s: the measurement endpoint's name %s is longer than SageMaker's %d characters", t, compareEndpoint(m.ID, t), maxEndpointName)
+			}
+		}
+		o.types = distinct
 	}
 	if o.parallel < 1 || o.parallel > maxCompareTypes {
 		bad("--parallel %d: want 1 to %d types measured at once", o.parallel, maxCompareTypes)
@@ -223,7 +244,7 @@ func (o *compareOpts) Validate() error {
 		}
 	}
 	for t := range overrides {
-		if !seen[t] {
+		if seen[t] == 0 {
 			bad("--price-per-hour %s=...: %s is not in --instance-types: drop it or add the type", t, t)
 		}
 	}
@@ -252,6 +273,22 @@ func (o *compareOpts) Validate() error {
 		o.artifacts = capacity.ArtifactDir(m.ID)
 	}
 	return exitcode.Usage(errors.Join(errs...))
+}
+
+// timesWord is "twice" or "N times".
+func timesWord(n int) string {
+	if n == 2 {
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+// firstOf joins the first n of items, and says how many more there are.
+func firstOf(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more repeated", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // loadTrace resolves --trace: a built-in shape at --peak-rps and --trough-rps, or a CSV file (whose own peak
@@ -349,8 +386,7 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 		if n := o.destroyFailed.Load(); n > 0 {
 			left = fmt.Sprintf("%d measurement endpoint(s) could NOT be destroyed (see DESTROY FAILED above): delete them by hand", n)
 		}
-		return exitcode.Interrupted(fmt.Errorf("compare %s: interrupted (%v): %s; the finished types' artifacts stay in %s; no report written", o.model.ID, cause, left, o.artifacts),
-			cause != nil && strings.Contains(cause.Error(), syscall.SIGTERM.String()))
+		return interrupted(ctx, fmt.Errorf("compare %s: interrupted (%v): %s; the finished types' artifacts stay in %s; no report written", o.model.ID, cause, left, o.artifacts))
 	}
 	o.decide(rep)
 	out := filepath.Join(o.artifacts, capacity.CompareFile)
@@ -516,7 +552,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 	o.fillMeasured(ctx, cloud.NewClients(cfg).CloudWatch, &row, qmaxPath, ttotalPath)
 
 	o.phase(it, "plan for peak %s rps, trough %s rps; simulate it on the trace %s", fmtFloat(o.peakRPS), capacity.FormatNumber(o.troughRPS), o.tr.Name)
-	if err := o.planAndSimulate(m, &row, qmaxPath, ttotalPath); err != nil {
+	if err := o.planAndSimulate(ctx, m, &row, qmaxPath, ttotalPath); err != nil {
 		return fail("plan", err)
 	}
 	verdict := "holds"
@@ -548,8 +584,9 @@ func (o *compareOpts) fillMeasured(ctx context.Context, cw cloud.MetricReadAPI, 
 }
 
 // planAndSimulate plans for the trace's peak and trough from the type's artifacts (tts-bench plan's code),
-// writes the plan beside them, and simulates it on the trace (tts-bench simulate's code).
-func (o *compareOpts) planAndSimulate(m models.Model, row *capacity.TypeRow, qmaxPath, ttotalPath string) error {
+// writes the plan beside them, and simulates it on the trace (tts-bench simulate's code). It stops, writing no
+// plan, when ctx is done.
+func (o *compareOpts) planAndSimulate(ctx context.Context, m models.Model, row *capacity.TypeRow, qmaxPath, ttotalPath string) error {
 	ms, err := capacity.LoadMeasurement(qmaxPath, ttotalPath)
 	if err != nil {
 		return err
@@ -559,8 +596,11 @@ func (o *compareOpts) planAndSimulate(m models.Model, row *capacity.TypeRow, qma
 	}
 	opts := capacity.DefaultOptions(m)
 	opts.PeakRPS, opts.TroughRPS = o.peakRPS, o.troughRPS
-	p, err := capacity.FromArtifacts(m, ms, opts)
+	p, err := capacity.FromArtifactsContext(ctx, m, ms, opts)
 	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := capacity.WriteJSON(filepath.Join(row.ArtifactDir, capacity.PlanFile), p); err != nil {
@@ -569,7 +609,7 @@ func (o *compareOpts) planAndSimulate(m models.Model, row *capacity.TypeRow, qma
 	row.SafeRPS = p.Derived.SafeRPS
 	row.MinInstances, row.MaxInstances = p.Derived.MinInstances, p.Derived.MaxInstances
 	row.Feasible = p.Feasible()
-	sim, err := capacity.Compare(o.tr, capacity.Setup{Plan: p, PricePerHour: row.PricePerHourUSD, AllowedMaxInstances: m.Scaling.MaxInstances})
+	sim, err := capacity.CompareContext(ctx, o.tr, capacity.Setup{Plan: p, PricePerHour: row.PricePerHourUSD, AllowedMaxInstances: m.Scaling.MaxInstances})
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -32,6 +33,14 @@ func main() {
 // run runs the application with args (args[0] is the program name); flags may follow a command's arguments.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return cloud.Diagnose(cliflags.Run(ctx, newApp(stdout, stderr), args))
+}
+
+// interrupted marks err as the end of a command that stopped because ctx, main's signal context, was done:
+// exit 143 when SIGTERM stopped it, else 130 (SIGINT, or a caller's own cancel). signal.NotifyContext cancels
+// ctx with a cause naming the signal ("terminated signal received" for SIGTERM).
+func interrupted(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	return exitcode.Interrupted(err, cause != nil && strings.Contains(cause.Error(), syscall.SIGTERM.String()))
 }
 
 // modelFlag is --model of every tts-bench command: a catalog id, models.DefaultModel unless given, the same

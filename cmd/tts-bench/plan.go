@@ -42,7 +42,9 @@ transport_consistency, peak_coverage, scale_in_safety, surge_survival (a step si
 loop), queue_depth, invocation_timeout. Any fail makes the plan infeasible: exit 1.
 
 The plan is written to --output (default artifacts/<model>/plan.json); the endpoint stack deploys it only if
-it is measured, feasible and matches what is deployed.
+it is measured, feasible and matches what is deployed. --output is checked before any simulation, and the
+plan is written last, atomically, after the search: SIGINT or SIGTERM stops the simulations at once (exit
+130 or 143) and the run writes nothing.
 
 --what-if explores without measuring: give the numbers the artifacts would hold, as key=value pairs —
 q_max, t_total_s, throughput_rps (per instance at C_scale_max) are required; throughput_at_q_max_rps
@@ -215,6 +217,12 @@ func (o *planOpts) Validate() error {
 		errs = append(errs, artifactExists("--qmax", o.qmaxPath, "tts-bench qmax"), artifactExists("--ttotal", o.ttotalPath, "tts-bench ttotal"))
 		if o.output == "" {
 			o.output = capacity.DefaultPlanPath(m.ID)
+		}
+	}
+	if o.output != "" {
+		// Before the builds and the search, not after them: a long search must not end unable to write.
+		if err := outputWritable(o.output); err != nil {
+			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
 		}
 	}
 	return exitcode.Usage(errors.Join(errs...))
@@ -402,14 +410,19 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 	return errs
 }
 
-// Execute builds the plan Validate prepared, prints it as --format asks, writes it (a what-if plan only to
-// a given --output) and fails the check (exit 1) when it is infeasible. An artifact or what-if set that
-// cannot make a plan, or an output that cannot be written, is an input error (exit 2).
-func (o *planOpts) Execute(context.Context) error {
-	var build func(capacity.Options) (*capacity.Plan, error)
+// Execute builds the plan Validate prepared, prints it as --format asks, searches for the cheapest passing
+// configuration when it is infeasible, then writes it (a what-if plan only to a given --output) and fails the
+// check (exit 1) when it is infeasible. An artifact or what-if set that cannot make a plan, or an output that
+// cannot be written, is an input error (exit 2).
+//
+// The builds and the search simulate the envelope, the user's traces included, and can take minutes: SIGINT
+// or SIGTERM (ctx, main's signal context) stops them within a simulated minute's work, exit 130 or 143, and
+// nothing is written then (the plan is written last, atomically, once the search is over).
+func (o *planOpts) Execute(ctx context.Context) error {
+	var build func(context.Context, capacity.Options) (*capacity.Plan, error)
 	if o.whatIf != nil {
-		build = func(opts capacity.Options) (*capacity.Plan, error) {
-			return capacity.FromWhatIf(o.model, o.whatIfIn, opts)
+		build = func(ctx context.Context, opts capacity.Options) (*capacity.Plan, error) {
+			return capacity.FromWhatIfContext(ctx, o.model, o.whatIfIn, opts)
 		}
 	} else {
 		ms, err := capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath)
@@ -424,18 +437,53 @@ func (o *planOpts) Execute(context.Context) error {
 		if errs := ms.QMax.CheckRecords(filepath.Dir(o.qmaxPath)); len(errs) > 0 {
 			return exitcode.Usage(errors.New(capacity.RecordsRefusal(o.qmaxPath, errs)))
 		}
-		build = func(opts capacity.Options) (*capacity.Plan, error) { return capacity.FromArtifacts(o.model, ms, opts) }
+		build = func(ctx context.Context, opts capacity.Options) (*capacity.Plan, error) {
+			return capacity.FromArtifactsContext(ctx, o.model, ms, opts)
+		}
 	}
-	p, err := build(o.capOpts)
+	if ctx.Err() != nil {
+		return o.stopped(ctx)
+	}
+	if d := userTraceDays(o.capOpts.Traces); d >= longEnvelopeDays {
+		fmt.Fprintf(o.stderr, "plan: simulating the envelope with %d user trace(s), %.0f simulated days: each configuration takes a while; Ctrl-C stops it and writes nothing\n",
+			len(o.capOpts.Traces), d)
+	}
+	p, err := build(ctx, o.capOpts)
+	if ctx.Err() != nil {
+		return o.stopped(ctx)
+	}
 	if err != nil {
 		return exitcode.Usage(err)
+	}
+	if err := o.checkSize(p); err != nil {
+		return err
 	}
 	if err := renderPlan(o.stdout, o.format, p); err != nil {
 		return fmt.Errorf("print plan: %w", err)
 	}
+	// The search's result, printed after the plan is written (and after the deployment hint).
+	cheapest := ""
+	if !p.Feasible() && !o.noSearch {
+		fmt.Fprintln(o.stderr, "searching surge ratio, fleet bounds and scale-in margin for the cheapest configuration that passes the envelope (Ctrl-C stops it and writes nothing)…")
+		c, tried, ok, err := capacity.Search(ctx, o.capOpts, build)
+		switch {
+		case err != nil || ctx.Err() != nil:
+			return o.stopped(ctx)
+		case ok:
+			cheapest = fmt.Sprintf("\nCHEAPEST PASSING  %s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
+				c.Flags(), capacity.FormatNumber(c.InstanceHours), tried, c.Flags())
+		default:
+			cheapest = fmt.Sprintf("\nCHEAPEST PASSING  none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
+		}
+	}
+	// The last point at which a signal stops the run: past it the plan is written whole, and the run ends as
+	// it would have without the signal.
+	if ctx.Err() != nil {
+		return o.stopped(ctx)
+	}
 	if o.output != "" {
 		if err := capacity.WriteJSON(o.output, p); err != nil {
-			return exitcode.Usage(err)
+			return exitcode.Usage(fmt.Errorf("--output: %w", err))
 		}
 		fmt.Fprintf(o.stderr, "wrote %s plan to %s\n", p.Verdict, o.output)
 		if o.compared != nil {
@@ -448,23 +496,59 @@ func (o *planOpts) Execute(context.Context) error {
 	} else {
 		fmt.Fprintln(o.stderr, "what-if plan not written: pass --output PATH to keep it (the deploy gate refuses what-if plans)")
 	}
+	fmt.Fprint(o.stdout, cheapest)
 	if !p.Feasible() {
 		var failed []string
 		for _, f := range p.Failed() {
 			failed = append(failed, f.Name)
 		}
-		if !o.noSearch {
-			fmt.Fprintln(o.stderr, "searching surge ratio, fleet bounds and scale-in margin for the cheapest configuration that passes the envelope…")
-			if c, tried, ok := capacity.Search(o.capOpts, build); ok {
-				fmt.Fprintf(o.stdout, "\nCHEAPEST PASSING  %s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
-					c.Flags(), capacity.FormatNumber(c.InstanceHours), tried, c.Flags())
-			} else {
-				fmt.Fprintf(o.stdout, "\nCHEAPEST PASSING  none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
-			}
-		}
 		return exitcode.CheckFailedf("plan is infeasible: %s failed: follow the recommendations above and plan again", strings.Join(failed, ", "))
 	}
 	return nil
+}
+
+// checkSize refuses, before the search, a plan to be written that the gate, simulate and validate would
+// refuse to read: larger than capacity.MaxPlanBytes, which only the user's traces (recorded point by point)
+// can make it.
+func (o *planOpts) checkSize(p *capacity.Plan) error {
+	if o.output == "" {
+		return nil
+	}
+	data, err := capacity.MarshalArtifact(p)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	if len(data) <= capacity.MaxPlanBytes {
+		return nil
+	}
+	points := 0
+	for _, t := range o.capOpts.Traces {
+		points += len(t.Points)
+	}
+	return exitcode.Usagef("--trace: the plan would be %d bytes with the %d points of its %d trace(s), above the %d a plan file may be (the gate, simulate and validate refuse a larger one): resample the traces to a coarser step, or give fewer",
+		len(data), points, len(o.capOpts.Traces), capacity.MaxPlanBytes)
+}
+
+// longEnvelopeDays is the length of the user's traces, in simulated days, from which plan says that each
+// configuration takes a while (a 31-day trace is about a second of simulation per configuration).
+const longEnvelopeDays = 10
+
+// userTraceDays is the user's traces' total length in days.
+func userTraceDays(traces []capacity.TraceInput) float64 {
+	s := 0.0
+	for _, t := range traces {
+		s += t.DurationS
+	}
+	return s / 86400
+}
+
+// stopped is the error of a plan stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
+func (o *planOpts) stopped(ctx context.Context) error {
+	left := "nothing written"
+	if o.output != "" {
+		left += " to " + o.output
+	}
+	return interrupted(ctx, fmt.Errorf("plan: stopped (%v) before it finished: %s", context.Cause(ctx), left))
 }
 
 // renderPlan prints p in format: the artifact's JSON, or the table for humans.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,7 +62,8 @@ Shape parameters (defaults): --peak-rps 80, --trough-rps 10, --duration 24h, --s
 --what-if q_max=N,t_total_s=S,throughput_rps=X[,...] simulates without artifacts, as in tts-bench plan;
 the plan is built for the trace's peak with the catalog's bounds, and every output says NOT MEASURED.
 
-Exit codes: 0 the plan meets the SLO on the trace, 1 it violates it, 2 bad input.
+Exit codes: 0 the plan meets the SLO on the trace, 1 it violates it, 2 bad input (an --output that cannot be
+written included: it is checked before the run), 130 or 143 stopped by SIGINT or SIGTERM (nothing written).
 
 Examples:
   tts-bench simulate --plan artifacts/espeak-ng/plan.json --trace diurnal
@@ -217,6 +219,12 @@ func (o *simulateOpts) Validate() error {
 		bad("--scatter-runs needs a measured plan (the scatter is qmax's measured 10-s peaks): drop it with --what-if")
 	}
 	errs = append(errs, o.loadTrace()...)
+	if o.output != "" {
+		// Before the simulation, not after it: a long run must not end unable to write its chart.
+		if err := outputWritable(o.output); err != nil {
+			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
+		}
+	}
 	return exitcode.Usage(errors.Join(errs...))
 }
 
@@ -261,25 +269,33 @@ func (o *simulateOpts) loadTrace() []error {
 }
 
 // Execute builds the setup (plan, instance model, re-derivation), simulates, prints the report, writes the
-// chart, and fails the check (exit 1) when the plan violates the SLO on the trace.
+// chart, and fails the check (exit 1) when the plan violates the SLO on the trace. SIGINT or SIGTERM (ctx,
+// main's signal context) stops the plan's verification and the simulation within a simulated minute's work:
+// exit 130 or 143, and no chart is written.
 func (o *simulateOpts) Execute(ctx context.Context) error {
-	setup, err := o.setup()
+	setup, err := o.setup(ctx)
+	if ctx.Err() != nil {
+		return o.stopped(ctx)
+	}
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	// SIGINT or SIGTERM (main's signal context, ctx) stops the simulation between simulated hours; nothing is
-	// printed or written then.
-	setup.Cancel = func() bool { return ctx.Err() != nil }
+	out := o.output
+	if out == "" {
+		// The default names the plan's model, known once the plan is read: checked here, before simulating.
+		out = "simulate-" + setup.Plan.Fingerprint.Model + ".svg"
+		if err := outputWritable(out); err != nil {
+			return exitcode.Usagef("--output not given: the default %s in the current directory cannot be written: %v: give --output PATH in a directory you can write (checked before simulating)", out, err)
+		}
+	}
 	if total := time.Duration(setup.ScatterRuns) * o.tr.Duration; total >= 10*24*time.Hour {
 		// Each scattered run simulates the whole trace: say so before a long wait, and how to stop it.
 		fmt.Fprintf(o.stderr, "simulate: %d scattered runs of a %s trace (%.0f simulated days): this takes a while; Ctrl-C stops it\n",
 			setup.ScatterRuns, o.tr.Duration, total.Hours()/24)
 	}
-	rep, err := capacity.Compare(o.tr, setup)
-	if errors.Is(err, capacity.ErrCanceled) {
-		cause := context.Cause(ctx)
-		return exitcode.Interrupted(fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", cause),
-			cause != nil && strings.Contains(cause.Error(), syscall.SIGTERM.String()))
+	rep, err := capacity.CompareContext(ctx, o.tr, setup)
+	if errors.Is(err, capacity.ErrCanceled) || ctx.Err() != nil {
+		return o.stopped(ctx)
 	}
 	if err != nil {
 		return exitcode.Usage(err)
@@ -299,9 +315,8 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out := o.output
-	if out == "" {
-		out = "simulate-" + rep.Model + ".svg"
+	if ctx.Err() != nil {
+		return o.stopped(ctx)
 	}
 	if err := capacity.WriteFileAtomic(out, svg); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w", out, err))
@@ -314,9 +329,48 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	return nil
 }
 
+// stopped is the error of a simulation stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
+func (o *simulateOpts) stopped(ctx context.Context) error {
+	return interrupted(ctx, fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", context.Cause(ctx)))
+}
+
+// outputWritable says, as an error, why an atomic write of path (a temporary file beside it, renamed over it)
+// would fail: path is a directory, a directory on its way is a file, or no file can be created in the nearest
+// directory that exists (the write creates the missing ones below it). It probes with a temporary file that
+// it removes, and creates no directory.
+func outputWritable(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	for {
+		info, err := os.Stat(dir)
+		if err == nil {
+			if !info.IsDir() {
+				return fmt.Errorf("%s is not a directory", dir)
+			}
+			break
+		}
+		// Missing, or below a file: the parent says which.
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || parent == dir {
+			return err
+		}
+		dir = parent
+	}
+	f, err := os.CreateTemp(dir, ".tts-bench-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 // setup loads the plan (or builds the what-if plan) into a comparison setup. A measured plan must still
-// follow from the artifacts beside it: its instance model is theirs.
-func (o *simulateOpts) setup() (capacity.Setup, error) {
+// follow from the artifacts beside it: its instance model is theirs. Building or verifying the plan simulates
+// its envelope: it stops when ctx is done (the caller checks ctx before the error).
+func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 	var s capacity.Setup
 	m := o.model
 	if o.whatIf != nil {
@@ -331,7 +385,7 @@ func (o *simulateOpts) setup() (capacity.Setup, error) {
 		if o.surge != nil {
 			opts.SurgeRatio = *o.surge
 		}
-		p, err := capacity.FromWhatIf(m, o.whatIfIn, opts)
+		p, err := capacity.FromWhatIfContext(ctx, m, o.whatIfIn, opts)
 		if err != nil {
 			return s, err
 		}
@@ -341,7 +395,7 @@ func (o *simulateOpts) setup() (capacity.Setup, error) {
 		if err != nil {
 			return s, fmt.Errorf("--plan: %w", err)
 		}
-		if errs := p.Verify(); len(errs) > 0 {
+		if errs := p.VerifyContext(ctx); len(errs) > 0 {
 			return s, fmt.Errorf("--plan %s is not a valid plan (run tts-bench plan again): %w", o.planPath, errors.Join(errs...))
 		}
 		if pm, err := o.catalog.Get(p.Fingerprint.Model); err != nil {
