@@ -120,7 +120,7 @@ func TestGateFingerprint(t *testing.T) {
 	}
 }
 
-// Issue 28: the plan was measured on another type than the one deployed. The refusal names both types and
+// A plan measured on another type than the one deployed is refused. The refusal names both types and
 // the two ways out: deploy the plan's type (-c instance_type, speech-infra deploy --instance-type), or
 // re-measure on the deployed one; a plan of the emulator's own instances points at --local.
 func TestGateInstanceTypeMismatchNamesTheFix(t *testing.T) {
@@ -146,9 +146,9 @@ func TestGateInstanceTypeMismatchNamesTheFix(t *testing.T) {
 	}
 }
 
-// Issue 27: a go build output left in container/ changed the digest and the gate refused, correctly, without
-// saying why. The deployment's note on untracked files (SourceFiles.UntrackedNote) follows a digest mismatch,
-// and only a digest mismatch.
+// A file left in container/ that git does not track (a go build output) changes the source digest, and the
+// gate refuses the plan: the refusal says why. The deployment's note on untracked files
+// (SourceFiles.UntrackedNote) follows a digest mismatch, and only a digest mismatch.
 func TestGateNamesUntrackedFilesBehindADigestMismatch(t *testing.T) {
 	note := "the container digest covers 1 file(s) git does not track but the image build copies (speech-container): an untracked file changes the digest; commit or remove it"
 	d := fixtureDeployment(t)
@@ -319,7 +319,7 @@ func TestGateRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 	}
 }
 
-// The issue's reproduction, at the unit level: a what-if plan edited to claim a measurement, naming
+// At the unit level: a what-if plan edited to claim a measurement, naming
 // invented artifacts that are not there. The same runs through cdk synth in the root package's tests.
 func TestGateRefusesAWhatIfPlanDressedAsMeasured(t *testing.T) {
 	m := kokoro(t)
@@ -514,7 +514,7 @@ func TestGateRefusesAPlanPathThatIsNotABoundedRegularFile(t *testing.T) {
 	}
 }
 
-// A plan measured on the local emulator (its instance type a profile of assumptions, issue 28) is accepted for a
+// A plan measured on the local emulator (its instance type a profile of assumptions) is accepted for a
 // deployment on the emulator only: an AWS deployment of the same type is refused naming the emulator, and a plan
 // edited to say it was measured on AWS is refused by the re-derivation from its qmax artifact.
 func TestGateRefusesAnEmulatorPlanOnAWS(t *testing.T) {

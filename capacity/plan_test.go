@@ -478,7 +478,7 @@ func TestParseWhatIfErrors(t *testing.T) {
 }
 
 // A scale-in threshold that the alarm renders as 0 can never be crossed ("below 0"): the fleet would never
-// scale in. Issue 8: --surge 1.4999999999 gave a threshold of 0 and a feasible plan. The threshold is now the
+// scale in, so such a plan is infeasible (a --surge just under 1.5 rendered it once). The threshold is the
 // instance model's metric at the scale-in rate; an instance whose metric is tiny at that rate renders 0 too.
 func TestScaleInThresholdThatRoundsToZeroFails(t *testing.T) {
 	m := kokoro(t)

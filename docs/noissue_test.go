@@ -75,11 +75,6 @@ func walkFiles(t *testing.T, ext string) []string {
 	return files
 }
 
-// pendingIssueRefs are Go files another change was rewriting when this check was written, whose citations go
-// with that change. Each must still cite an issue (TestNoIssuePendingFilesStillCiteOne): drop a file from the
-// list once it is clean.
-var pendingIssueRefs = []string{"capacity/gate_test.go", "capacity/plan_test.go"}
-
 func TestDocumentsCiteNoIssueNumbers(t *testing.T) {
 	files := docFiles(t)
 	for _, want := range []string{"README.md", "BENCHMARKS.md", "container/README.md", "emulator/README.md", "models/README.md"} {
@@ -103,19 +98,8 @@ func TestGoSourceCitesNoIssueNumbers(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		if slices.Contains(pendingIssueRefs, f) {
-			continue
-		}
 		for _, r := range issueRefs(f, read(t, f)) {
 			t.Errorf("%s: state the fact or rule the issue stands for (the history is in git log)", r)
-		}
-	}
-}
-
-func TestNoIssuePendingFilesStillCiteOne(t *testing.T) {
-	for _, f := range pendingIssueRefs {
-		if len(issueRefs(f, read(t, f))) == 0 {
-			t.Errorf("%s cites no issue any more: drop it from pendingIssueRefs", f)
 		}
 	}
 }
