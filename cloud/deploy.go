@@ -180,9 +180,13 @@ func DeployModel(ctx context.Context, cl DeployClients, o DeployOptions) (Deploy
 	}
 	m := o.Model
 	res := DeployModelResult{Endpoint: m.EndpointName(), Variant: models.VariantName, PlanPath: o.PlanPath}
-	res.Gate = capacity.Gate(capacity.Deployment{
+	res.Gate = capacity.GateContext(ctx, capacity.Deployment{
 		Model: m, InstanceType: o.InstanceType, Emulator: o.Emulator, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
 	}, o.PlanPath)
+	if err := ctx.Err(); err != nil {
+		// Stopped while the gate re-ran the plan's simulations: nothing was deployed, not even without scaling.
+		return res, fmt.Errorf("stopped before anything was deployed: %w", context.Cause(ctx))
+	}
 	res.Environment = m.ContainerEnvironment(o.ModelDir, res.Gate.QueueMaxDepth())
 
 	wait := o.Wait

@@ -576,3 +576,18 @@ func TestDeployOptionsValidate(t *testing.T) {
 		t.Errorf("valid options: %v", err)
 	}
 }
+
+// A deploy stopped (Ctrl-C, SIGTERM) while the gate re-runs the plan's simulations deploys nothing: not the
+// endpoint without its scaling, which is what a refused gate would otherwise lead to.
+func TestDeployModelStoppedDuringTheGateDeploysNothing(t *testing.T) {
+	sm, sc := newSageMaker(nil), newScaling(false)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("interrupt signal received"))
+	_, err := cloud.DeployModel(ctx, clients(sm, sc), options(t, fixturePlan("valid")))
+	if err == nil || !strings.Contains(err.Error(), "stopped before anything was deployed") || !strings.Contains(err.Error(), "interrupt signal received") {
+		t.Fatalf("DeployModel on a stopped context: %v, want it stopped before anything was deployed, naming the cause", err)
+	}
+	if len(sm.calls) != 0 || len(sc.calls) != 0 {
+		t.Errorf("a stopped deploy called SageMaker %q and scaling %q, want nothing", sm.calls, sc.calls)
+	}
+}

@@ -66,8 +66,8 @@ type expectation struct {
 }
 
 // expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
-// or the catalog's).
-func expect(m models.Model, planPath, containerDir string, local bool) expectation {
+// or the catalog's). The gate re-runs the plan's simulations: ctx stops it, and then the caller stops too.
+func expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool) expectation {
 	e := expectation{model: m, planPath: planPath, container: cloud.ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
 	digest, files, err := capacity.SourceDigestFiles(containerDir)
 	if err != nil {
@@ -78,7 +78,7 @@ func expect(m models.Model, planPath, containerDir string, local bool) expectati
 	if local {
 		it = models.LocalInstanceType
 	}
-	dec := capacity.Gate(capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
+	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.spec = &s
@@ -163,7 +163,10 @@ func (o *driftOpts) Validate() error {
 
 // Execute reads the deployment, renders the findings on stdout and fails the check on an error-level finding.
 func (o *driftOpts) Execute(ctx context.Context) error {
-	exp := expect(o.model, o.planPath, o.containerDir, o.env.Local)
+	exp := expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local)
+	if ctx.Err() != nil {
+		return interrupted(ctx, errors.New("drift stopped while the gate checked the plan: nothing was read"))
+	}
 	cfg, err := o.env.Config(ctx)
 	if err != nil {
 		return err

@@ -142,7 +142,10 @@ func (o *thawOpts) Validate(errs ...error) error {
 func (o *thawOpts) Execute(ctx context.Context) error {
 	var bounds *cloud.Bounds
 	if o.model != nil {
-		exp := expect(*o.model, o.planPath, o.containerDir, o.env.Local)
+		exp := expect(ctx, *o.model, o.planPath, o.containerDir, o.env.Local)
+		if ctx.Err() != nil {
+			return interrupted(ctx, errors.New("thaw stopped while the gate checked the plan: nothing was changed"))
+		}
 		if exp.spec != nil {
 			bounds = &cloud.Bounds{Min: int32(exp.spec.MinInstances), Max: int32(exp.spec.MaxInstances), Source: "the plan " + o.planPath}
 		} else {

@@ -94,11 +94,15 @@ func (o *validateOpts) Validate() error {
 	}
 	if o.planPath != "" {
 		p, err := capacity.LoadPlan(o.planPath)
+		var verr []error
+		if err == nil {
+			verr = p.Verify() // re-runs the plan's simulations: once
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("--plan %s: %w: give the plan tts-bench plan wrote", o.planPath, err))
-		case len(p.Verify()) > 0:
-			errs = append(errs, fmt.Errorf("--plan %s: does not verify: %w: run tts-bench plan again instead of editing it", o.planPath, errors.Join(p.Verify()...)))
+		case len(verr) > 0:
+			errs = append(errs, fmt.Errorf("--plan %s: does not verify: %w: run tts-bench plan again instead of editing it", o.planPath, errors.Join(verr...)))
 		case o.model.ID != "" && p.Fingerprint.Model != o.model.ID:
 			errs = append(errs, fmt.Errorf("--plan %s is for model %s, not %s: give the model's plan", o.planPath, p.Fingerprint.Model, o.model.ID))
 		default:
