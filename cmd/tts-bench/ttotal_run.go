@@ -278,6 +278,31 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
 	case <-time.After(o.warmup):
 	}
+	// The old instances must be known before the scale-out: after it, a response from an instance that no
+	// response named before would pass for the new one. So the warm-up goes on until the probe's responses
+	// have named every instance the endpoint runs, at most --request-timeout longer (a request sent at the
+	// warm-up's end has ended by then); setThreshold warns when they have not.
+	if named := r.namedBefore(); named < int(r.from) {
+		fmt.Fprintf(o.stderr, "ttotal %s: the probe's responses named %d of the %d instance(s) the endpoint runs: warming up until they name each, at most %s more\n", o.model.ID, named, r.from, o.requestTimeout)
+		bound := time.After(o.requestTimeout)
+		tick := time.NewTicker(50 * time.Millisecond)
+	waitNamed:
+		for r.namedBefore() < int(r.from) {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				stop()
+				return fmt.Errorf("ttotal %s: interrupted during the warm-up: no artifact written: %w", o.model.ID, ctx.Err())
+			case err := <-probeDone:
+				tick.Stop()
+				return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
+			case <-bound:
+				break waitNamed
+			case <-tick.C:
+			}
+		}
+		tick.Stop()
+	}
 	r.setThreshold()
 
 	to := r.from + 1
@@ -465,7 +490,10 @@ func (r *ttotalRun) responded(id string, res bench.StreamResult, err error) {
 		r.mu.Unlock()
 		return
 	}
-	if r.before[id] || r.newInstance != "" {
+	// Until responses before the scale-out named every old instance, an unknown one may be old: no response
+	// is taken for the new instance's then (the artifact misses first_served_by_new_instance, and
+	// setThreshold has said why), rather than one that a late record shows was old.
+	if r.before[id] || r.newInstance != "" || len(r.before) < int(r.from) {
 		r.mu.Unlock()
 		return
 	}
@@ -482,6 +510,13 @@ func (r *ttotalRun) responded(id string, res bench.StreamResult, err error) {
 	fmt.Fprintf(r.o.stderr, "ttotal %s: the new instance %s served a probe request\n", r.o.model.ID, id)
 	r.probe.markServed()
 	close(r.served)
+}
+
+// namedBefore is how many instances the responses to requests sent before desired_set named.
+func (r *ttotalRun) namedBefore() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.before)
 }
 
 func sortedKeys(m map[string]bool) []string {
