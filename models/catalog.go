@@ -267,13 +267,57 @@ func (c Catalog) With(m Model) Catalog {
 	return out
 }
 
-// Get returns the model with the given id, or an error listing the known ones.
+// Get returns the model with the given id, or an error naming the nearest known id when one is close
+// (nearest) and listing the known ones.
 func (c Catalog) Get(id string) (Model, error) {
 	m, ok := c.models[id]
 	if !ok {
-		return Model{}, fmt.Errorf("unknown model %q: the catalog has %s", id, strings.Join(c.IDs(), ", "))
+		hint := ""
+		if near, ok := nearest(id, c.IDs()); ok {
+			hint = "did you mean " + near + "? "
+		}
+		return Model{}, fmt.Errorf("unknown model %q: %sthe catalog has %s", id, hint, strings.Join(c.IDs(), ", "))
 	}
 	return m, nil
+}
+
+// nearest is the one of ids nearest to name, a mistyped id, and whether it is near enough to suggest: within
+// three single-character edits (Levenshtein distance, letter case ignored), or an id that starts with name.
+// The first of ids wins a tie.
+func nearest(name string, ids []string) (string, bool) {
+	typed := strings.ToLower(name)
+	best, bestD := "", -1
+	for _, id := range ids {
+		if d := editDistance(typed, strings.ToLower(id)); bestD < 0 || d < bestD {
+			best, bestD = id, d
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	return best, bestD <= 3 || len(typed) >= 3 && strings.HasPrefix(strings.ToLower(best), typed)
+}
+
+// editDistance is the Levenshtein distance of a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
 }
 
 // CatalogEnv names the environment variable that replaces the catalog built into the binary with a directory

@@ -48,7 +48,7 @@ func deployCommand() *cli.Command {
 			"stderr. --format json prints the result as one JSON object on stdout.",
 		Flags: slices.Concat([]cli.Flag{
 			cliflags.Local("deploy on the local emulator (started in the background if needed)"),
-			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads (default artifacts/<model>/plan.json)"},
+			&cli.StringFlag{Name: "plan", Usage: "plan the gate reads, which must exist when given (default artifacts/<model>/plan.json; while that does not exist, the deploy has no autoscaling)"},
 			cliflags.ContainerDir("container source directory whose digest the gate compares with the plan"),
 			&cli.StringFlag{Name: "model-dir", Usage: "local directory with the model's weights (engines with weights only)", EnvVars: []string{"SPEECH_INFRA_MODEL_DIR"}},
 			&cli.BoolFlag{Name: "autoscaling", Usage: "override the catalog's scaling.autoscaling: true makes a refused plan a failed check (exit 1), false deploys without scaling"},
@@ -153,10 +153,12 @@ func (o *deployOpts) Validate() error {
 			errs = append(errs, fmt.Errorf("--format %s: a deploy to AWS streams CDK's output and prints the endpoint name: leave --format out, or use --local", o.format))
 		}
 		errs = append(errs, o.aws.validate()...)
-		if o.planSet {
-			if _, err := os.Stat(o.planPath); err != nil {
-				errs = append(errs, fmt.Errorf("--plan %s: %v: give the plan tts-bench plan wrote, or leave --plan out for %s", o.planPath, err, capacity.DefaultPlanPath(id)))
-			}
+	}
+	// A plan asked for by name must be there, on AWS and on the emulator alike: without it the gate would
+	// deploy without autoscaling. Only the default path may be absent (no plan yet).
+	if o.planSet {
+		if _, err := os.Stat(o.planPath); err != nil {
+			errs = append(errs, fmt.Errorf("--plan %s: %v: give the plan tts-bench plan wrote, or leave --plan out for %s", o.planPath, err, capacity.DefaultPlanPath(id)))
 		}
 	}
 	if m.Source != nil && o.local {

@@ -68,7 +68,8 @@ func TestDeployLocalEspeak(t *testing.T) {
 	t.Setenv("SPEECH_CONTAINER_BIN", bin)
 	t.Cleanup(func() { invoke(t, "local", "stop") })
 
-	out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local", "--plan", filepath.Join(dir, "no-plan.json"))
+	// No --plan: the default path holds none, so the endpoint runs without autoscaling.
+	out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local")
 	if code != 0 {
 		t.Fatalf("deploy: exit %d\n%s%s", code, out, stderr)
 	}

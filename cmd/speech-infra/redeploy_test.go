@@ -34,8 +34,8 @@ import (
 
 // Redeploying applies what changed: without a plan the endpoint runs the measurement configuration; with a
 // gate-passing plan the same command moves it blue/green to a model with the plan's queue shield and creates
-// the plan's scaling and alarms; the same deploy again changes nothing; a removed plan brings the
-// measurement configuration back and removes the scaling.
+// the plan's scaling and alarms; the same deploy again changes nothing; a deploy without the plan (--plan left
+// out, its default path holding none) brings the measurement configuration back and removes the scaling.
 func TestRedeployAppliesPlan(t *testing.T) {
 	dir := t.TempDir()
 	bin := emulatortest.ContainerBinary(t)
@@ -48,7 +48,12 @@ func TestRedeployAppliesPlan(t *testing.T) {
 	if err := os.MkdirAll(planDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	noPlan := filepath.Join(dir, "no-plan.json")
+	// Without --plan the deploy reads the default path, which holds no plan here: a --plan that does not exist
+	// is a usage error.
+	noPlan := capacity.DefaultPlanPath("espeak-ng")
+	if _, err := os.Stat(noPlan); !os.IsNotExist(err) {
+		t.Fatalf("%s exists in the test's directory (%v): the deploys without a plan need it absent", noPlan, err)
+	}
 	planPath := filepath.Join(planDir, capacity.PlanFile)
 	port := freePort(t)
 	t.Setenv("SPEECH_INFRA_STATE_DIR", filepath.Join(dir, "state"))
@@ -57,7 +62,11 @@ func TestRedeployAppliesPlan(t *testing.T) {
 	t.Cleanup(func() { invoke(t, "local", "stop") })
 	deploy := func(plan string) string {
 		t.Helper()
-		out, stderr, code := invoke(t, "deploy", "espeak-ng", "--local", "--plan", plan, "--container-dir", containerDir)
+		args := []string{"deploy", "espeak-ng", "--local", "--container-dir", containerDir}
+		if plan != noPlan {
+			args = append(args, "--plan", plan)
+		}
+		out, stderr, code := invoke(t, args...)
 		if code != 0 {
 			t.Fatalf("deploy --plan %s: exit %d\n%s%s", plan, code, out, stderr)
 		}
@@ -254,7 +263,7 @@ func TestRedeployAppliesPlan(t *testing.T) {
 		t.Errorf("deploy --format json reported %+v", rep)
 	}
 
-	// 4. The plan goes away: back to the measurement configuration, scaling removed.
+	// 4. Deployed without the plan: back to the measurement configuration, scaling removed.
 	out = deploy(noPlan)
 	if !strings.Contains(out, "queue      shield removed (was depth "+depth+")") || !strings.Contains(out, "scaling    removed") {
 		t.Errorf("deploy without the plan, output:\n%s", out)
@@ -271,7 +280,7 @@ func TestRedeployAppliesPlan(t *testing.T) {
 
 	// 5. Autoscaling asked for explicitly (as -c autoscaling=true does for the stack) without a plan: the gate's
 	// refusal is a failed check, exit 1, after the endpoint was deployed as without scaling (here: unchanged).
-	out, stderr, code = invoke(t, "deploy", "espeak-ng", "--local", "--plan", noPlan, "--container-dir", containerDir, "--autoscaling")
+	out, stderr, code = invoke(t, "deploy", "espeak-ng", "--local", "--container-dir", containerDir, "--autoscaling")
 	if code != 1 || !strings.Contains(stderr, "autoscaling off: no plan at "+noPlan) ||
 		!strings.Contains(stderr, "autoscaling was asked for but the gate refused the plan for "+name) ||
 		!strings.Contains(stderr, "unchanged  endpoint "+name) || !strings.Contains(stderr, "scaling    off") || !onlyExports(out) {

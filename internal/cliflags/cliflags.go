@@ -18,8 +18,9 @@ import (
 )
 
 // Run runs app with args (args[0] is the program name), the flags of the command line moved before its
-// arguments by Reorder.
+// arguments by Reorder, with the help command of the conventions (withHelp).
 func Run(ctx context.Context, app *cli.App, args []string) error {
+	withHelp(app)
 	return app.RunContext(ctx, Reorder(app.Commands, args))
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -55,7 +56,9 @@ func versionOf(info *debug.BuildInfo) string {
 //   - --version on the application and on every command prints "<app> <Version()>" on stdout, exit 0;
 //   - a misspelt flag is a usage error (exit 2) that names the nearest flag ("did you mean --format?") and
 //     the command's --help; an unknown command names the nearest command;
-//   - --help and -h print on stdout (app.Writer) and exit 0, as urfave/cli does.
+//   - --help and -h print on stdout (app.Writer) and exit 0, as urfave/cli does; so does the help command,
+//     `help [command...]`, which Run gives the application (withHelp): it works even where the application
+//     leaves it out of its command list (HideHelpCommand), and takes --version like every command.
 //
 // Call it once the commands are in place; flags added to a command after it get the conventions too.
 func Conventions(app *cli.App) {
@@ -68,15 +71,14 @@ func Conventions(app *cli.App) {
 	rootAction := app.Action
 	app.Action = func(c *cli.Context) error {
 		if c.Args().Present() {
-			name := c.Args().First()
-			return exitcode.Usagef("unknown command %q: %s see %s --help", name, cli.SuggestCommand(app.Commands, name), app.Name)
+			return exitcode.Usage(unknownCommand(app.Commands, c.Args().First(), app.Name))
 		}
 		if rootAction != nil {
 			return rootAction(c)
 		}
 		return cli.ShowAppHelp(c)
 	}
-	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintf(c.App.Writer, "%s %s\n", c.App.Name, c.App.Version) }
+	cli.VersionPrinter = printVersion
 	stringerOnce.Do(func() { cli.FlagStringer = oneDefault(cli.FlagStringer) })
 	var walk func(path []string, cmds []*cli.Command)
 	walk = func(path []string, cmds []*cli.Command) {
@@ -116,7 +118,7 @@ const CatalogFlagName = "catalog"
 
 // conventions gives one command the --version and --catalog flags and the usage errors with a suggestion.
 func conventions(appName string, path []string, c *cli.Command) {
-	c.Flags = append(c.Flags, &cli.BoolFlag{Name: VersionFlagName, Usage: "print the version and exit", DisableDefaultText: true},
+	c.Flags = append(c.Flags, versionFlag(),
 		&cli.StringFlag{Name: CatalogFlagName, EnvVars: []string{models.CatalogEnv}, Usage: "a directory of model catalog files (<model-id>.json, e.g. the repository's models/) to use instead of the catalog built into this binary (default: the built-in one)"})
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError(appName, path, c.Flags, err)
@@ -127,7 +129,7 @@ func conventions(appName string, path []string, c *cli.Command) {
 	}
 	c.Action = func(ctx *cli.Context) error {
 		if ctx.Bool(VersionFlagName) {
-			fmt.Fprintf(ctx.App.Writer, "%s %s\n", ctx.App.Name, ctx.App.Version)
+			printVersion(ctx)
 			return nil
 		}
 		if action == nil {
@@ -141,6 +143,99 @@ func conventions(appName string, path []string, c *cli.Command) {
 		}
 		return action(ctx)
 	}
+}
+
+// versionFlag is --version of a command.
+func versionFlag() cli.Flag {
+	return &cli.BoolFlag{Name: VersionFlagName, Usage: "print the version and exit", DisableDefaultText: true}
+}
+
+// printVersion prints "<app> <version>" on stdout.
+func printVersion(c *cli.Context) { fmt.Fprintf(c.App.Writer, "%s %s\n", c.App.Name, c.App.Version) }
+
+// unknownCommand is the error for name, which none of cmds is called: it names the nearest of them and the
+// help of helpOf, the command line whose commands cmds are ("tool local").
+func unknownCommand(cmds []*cli.Command, name, helpOf string) error {
+	if len(cmds) == 0 {
+		return fmt.Errorf("unknown command %q: %s has no commands: see %s --help", name, helpOf, helpOf)
+	}
+	return fmt.Errorf("unknown command %q: %s see %s --help", name, cli.SuggestCommand(cmds, name), helpOf)
+}
+
+// The name and alias of urfave/cli's help command, which the help command of the conventions keeps.
+const (
+	helpName  = "help"
+	helpAlias = "h"
+)
+
+// withHelp gives app, and each of its commands that has subcommands, the help command of the conventions
+// instead of the one urfave/cli adds when it runs: `help [command...]` prints what `[command...] --help`
+// prints (exit 0), `help --version` prints the version, and an unknown command after it is a usage error
+// naming the nearest (exit 2). An application or command that hides its help command (HideHelpCommand)
+// keeps it out of its command list, yet `help` works; one without help (HideHelp), or with a help command
+// of its own, keeps what it has. A second call changes nothing.
+func withHelp(app *cli.App) {
+	if app.HideHelp || find(app.Commands, helpName) != nil {
+		return
+	}
+	app.Commands = append(app.Commands, helpCommand(app, nil, app.HideHelpCommand))
+	// urfave/cli adds the application's --help flag only together with its own help command.
+	if cli.HelpFlag != nil && !slices.ContainsFunc(app.Flags, func(f cli.Flag) bool { return slices.Equal(f.Names(), cli.HelpFlag.Names()) }) {
+		app.Flags = append(app.Flags, cli.HelpFlag)
+	}
+	var walk func(path []string, cmds []*cli.Command)
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if len(c.Subcommands) == 0 {
+				continue
+			}
+			p := append(slices.Clone(path), c.Name)
+			walk(p, c.Subcommands)
+			if !c.HideHelp && find(c.Subcommands, helpName) == nil {
+				c.Subcommands = append(c.Subcommands, helpCommand(app, p, c.HideHelpCommand))
+			}
+		}
+	}
+	walk(nil, app.Commands)
+}
+
+// helpCommand is the help command of the command at path (nil: the application). It shows a command's help
+// by running the command line with --help, so that the two print the same.
+func helpCommand(app *cli.App, path []string, hidden bool) *cli.Command {
+	self := append(slices.Clone(path), helpName)
+	h := &cli.Command{
+		Name:      helpName,
+		Aliases:   []string{helpAlias},
+		Usage:     "Shows a list of commands or help for one command",
+		ArgsUsage: "[command]",
+		Hidden:    hidden,
+		Flags:     []cli.Flag{versionFlag()},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError(app.Name, self, []cli.Flag{versionFlag()}, err)
+		},
+	}
+	h.Action = func(c *cli.Context) error {
+		if c.Bool(VersionFlagName) {
+			printVersion(c)
+			return nil
+		}
+		target := slices.Clone(path)
+		cmds := app.Commands
+		for _, name := range path {
+			cmds = find(cmds, name).Subcommands
+		}
+		for _, name := range c.Args().Slice() {
+			next := find(cmds, name)
+			if next == nil {
+				err := unknownCommand(cmds, name, strings.Join(append([]string{app.Name}, target...), " "))
+				return exitcode.Usagef("%s: %w", strings.Join(self, " "), err)
+			}
+			target = append(target, next.Name)
+			cmds = next.Subcommands
+		}
+		return app.RunContext(c.Context, append(append([]string{app.Name}, target...), "--help"))
+	}
+	return h
 }
 
 // undefinedFlag is the flag package's error for a flag no command defines.

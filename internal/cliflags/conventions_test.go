@@ -94,3 +94,53 @@ func TestCheckFormat(t *testing.T) {
 		t.Errorf("CheckFormat(yaml) = %v (exit %d)", err, exitcode.Code(err))
 	}
 }
+
+// `help [command...]` prints what `[command...] --help` prints (exit 0) and takes --version like every command,
+// whether the application lists its help command or hides it (HideHelpCommand); an unknown command after it is
+// a usage error (exit 2) naming the nearest.
+func TestConventionsHelpCommand(t *testing.T) {
+	run := func(hide bool, args ...string) (string, string, error) {
+		var stdout, stderr bytes.Buffer
+		app := conventionsApp(&stdout, &stderr)
+		app.HideHelpCommand = hide
+		err := Run(context.Background(), app, append([]string{"tool"}, args...))
+		return stdout.String(), stderr.String(), err
+	}
+	for _, hide := range []bool{false, true} {
+		for _, tc := range []struct{ help, same []string }{
+			{[]string{"help"}, []string{"--help"}},
+			{[]string{"h"}, []string{"-h"}},
+			{[]string{"help", "deploy"}, []string{"deploy", "--help"}},
+			{[]string{"help", "local", "status"}, []string{"local", "status", "--help"}},
+			{[]string{"local", "help"}, []string{"local", "--help"}},
+			{[]string{"local", "help", "status"}, []string{"local", "status", "--help"}},
+		} {
+			want, _, _ := run(hide, tc.same...)
+			got, stderr, err := run(hide, tc.help...)
+			if err != nil || stderr != "" || got != want || want == "" {
+				t.Errorf("hide %v, %q: %v, stderr %q, stdout:\n%s\nwant what %q prints:\n%s", hide, tc.help, err, stderr, got, tc.same, want)
+			}
+		}
+		if help, _, _ := run(hide, "--help"); strings.Contains(help, "help, h") == hide {
+			t.Errorf("hide %v: the help command listed %v:\n%s", hide, !hide, help)
+		}
+		for _, args := range [][]string{{"help", "--version"}, {"help", "deploy", "--version"}, {"local", "help", "--version"}} {
+			if stdout, _, err := run(hide, args...); err != nil || stdout != "tool "+Version()+"\n" {
+				t.Errorf("hide %v, %q: %v, stdout %q; want the version", hide, args, err, stdout)
+			}
+		}
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"help", "deplyo"}, `help: unknown command "deplyo": did you mean "deploy"? see tool --help`},
+			{[]string{"help", "local", "stauts"}, `help: unknown command "stauts": did you mean "status"? see tool local --help`},
+			{[]string{"help", "deploy", "now"}, `help: unknown command "now": tool deploy has no commands: see tool deploy --help`},
+			{[]string{"help", "--versoin"}, `flag provided but not defined: -versoin: did you mean --version? (see tool help --help)`},
+		} {
+			if _, _, err := run(hide, tc.args...); exitcode.Code(err) != exitcode.CodeUsage || err.Error() != tc.want {
+				t.Errorf("hide %v, %q: %v (exit %d), want exit 2 and %q", hide, tc.args, err, exitcode.Code(err), tc.want)
+			}
+		}
+	}
+}
