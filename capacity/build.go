@@ -266,8 +266,9 @@ type WhatIf struct {
 	TTotalS float64
 	// ThroughputRPS is the assumed per-instance throughput at C_scale_max (key throughput_rps, required).
 	ThroughputRPS float64
-	// ThroughputAtQMaxRPS is the throughput at Q_max (key throughput_at_q_max_rps); 0 assumes a constant
-	// response time between C_scale_max and Q_max.
+	// ThroughputAtQMaxRPS is the throughput at Q_max (key throughput_at_q_max_rps), the capacity of the
+	// instance model's M/M/1 queue; 0 takes ThroughputRPS: one server completes as much at Q_max as at
+	// C_scale_max, so the plan never runs an instance above the throughput it was given.
 	ThroughputAtQMaxRPS float64
 	// CloudWatchRatio is the CloudWatch/client concurrency ratio (key cloudwatch_ratio); 0 means 1.
 	CloudWatchRatio float64
@@ -386,12 +387,12 @@ func FromWhatIfContext(ctx context.Context, m models.Model, w WhatIf, o Options)
 		in.CloudWatchRatio = 1
 	}
 	cmax, _ := thresholds(in.SurgeRatio, w.QMax)
+	// The instance model is one M/M/1 server, whose throughput does not grow with the concurrency: without a
+	// throughput at Q_max, the one given at C_scale_max is the capacity. Its safe rate is at most 0.9 of the
+	// capacity (loadmodel.Model.SafeRPS), so the fleet is never smaller than peak ÷ capacity.
 	atQ := w.ThroughputAtQMaxRPS
-	if atQ == 0 && cmax > 0 {
-		atQ = w.ThroughputRPS * float64(w.QMax) / cmax
-	}
-	if atQ > MaxInstanceRPS {
-		return nil, fmt.Errorf("build what-if plan: throughput_at_q_max_rps: the assumed constant response time gives %g requests per second at Q_max, above %g: give throughput_at_q_max_rps", atQ, MaxInstanceRPS)
+	if atQ == 0 {
+		atQ = w.ThroughputRPS
 	}
 	if cmax > 0 && cmax < float64(w.QMax) {
 		in.Throughput = []ThroughputPoint{{Concurrency: cmax, RPS: w.ThroughputRPS}, {Concurrency: float64(w.QMax), RPS: atQ}}

@@ -44,7 +44,8 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	}
 	if len(q.RateSteps) == 0 {
 		m, err := loadmodel.Approximate(loadmodel.Approximation{CapacityRPS: capRPS, QMax: max(1, q.QMax), QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo})
-		m.Basis = fmt.Sprintf("NOT MEASURED: the qmax artifact has no rate staircase; M/M/1 approximation at its closed-loop capacity %s rps and Q_max %d", FormatNumber(capRPS), q.QMax)
+		m.Basis = fmt.Sprintf("NOT MEASURED: the qmax artifact has no rate staircase; M/M/1 approximation at its closed-loop capacity %s rps and Q_max %d, never safe above %s of the capacity",
+			FormatNumber(capRPS), q.QMax, FormatNumber(loadmodel.UnmeasuredMaxUtilization))
 		return m, nil, err
 	}
 	for _, s := range q.RateSteps {

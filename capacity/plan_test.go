@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -440,9 +441,12 @@ func TestWhatIfPlan(t *testing.T) {
 		t.Fatalf("instance_model = %+v, want a warning that says NOT MEASURED", f)
 	}
 	approx(t, "c_scale_max", p.Derived.CScaleMax, 37.5)
-	approx(t, "throughput at Q_max", p.Derived.ThroughputAtQMaxRPS, 50) // constant response time by default
-	approx(t, "capacity", inst.CapacityRPS, 50)
+	approx(t, "throughput at Q_max", p.Derived.ThroughputAtQMaxRPS, 37.5) // one server: as much at Q_max as at C_scale_max
+	approx(t, "capacity", inst.CapacityRPS, 37.5)
 	d := p.Derived
+	if d.SafeRPS > 0.9*37.5*(1+1e-12) {
+		t.Fatalf("safe_rps %g is above 0.9 of the capacity 37.5 rps", d.SafeRPS)
+	}
 	approx(t, "scale_out_rps", d.ScaleOutRPS, d.SafeRPS/1.25)
 	// Default trough: the minimum fleet (1) at the scale-in rate.
 	approx(t, "trough", p.Inputs.TroughRPS, d.ScaleInRPS)
@@ -451,6 +455,39 @@ func TestWhatIfPlan(t *testing.T) {
 	}
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("what-if plan does not verify: %v", errs)
+	}
+}
+
+// A what-if plan from the published Kokoro-g5 figures (Q_max 50, 16.3 rps: 61.3 ms a request, one at a time)
+// never calls more than 0.9 of the throughput it was given safe, and the fleet it names for a peak is never
+// smaller than peak ÷ that throughput: for 5000 rps at least 5000 ÷ 16.3 = 307 instances.
+func TestWhatIfFleetCoversPeakAtTheGivenThroughput(t *testing.T) {
+	m := kokoro(t)
+	w, err := ParseWhatIf("q_max=50,t_total_s=260.2,throughput_rps=16.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions(m)
+	o.PeakRPS = 80
+	p, err := FromWhatIf(m, w, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := p.Derived
+	if limit := 0.9 * 16.3; d.SafeRPS > limit*(1+1e-12) || !(d.SafeRPS > 0) {
+		t.Errorf("safe_rps = %g, want in (0, 0.9 × 16.3 = 14.67]", d.SafeRPS)
+	}
+	if least := int(math.Ceil(80 / 16.3)); d.MaxInstances < least {
+		t.Errorf("peak 80 rps: max_instances %d, want at least ceil(80 ÷ 16.3) = %d", d.MaxInstances, least)
+	}
+	// 5000 rps: the fleet the plan names (peak_coverage's count; the catalog caps max_instances at 9).
+	in := p.Inputs
+	in.PeakRPS = 5000
+	d = derive(in)
+	f := peakCoverage(in, d)
+	need := instancesFor(in.PeakRPS, d.ScaleOutRPS)
+	if need < 307 || !strings.Contains(f.Detail, fmt.Sprintf("needs %d instance(s)", need)) {
+		t.Fatalf("peak 5000 rps needs %d instances (%s), want at least 5000 ÷ 16.3 = 307", need, f.Detail)
 	}
 }
 

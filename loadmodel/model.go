@@ -11,8 +11,8 @@
 // metric sit at the shield depth, the excess (1 − capacity ÷ rate) is shed with 503, and TTFAB is the last
 // stable step's plus the wait for the requests ahead.
 //
-// A what-if model (no rate staircase) uses a documented queueing approximation (Approximate) and is marked NOT
-// MEASURED in everything that prints it.
+// A what-if model (no rate staircase) uses a documented queueing approximation (Approximate), is marked NOT
+// MEASURED in everything that prints it, and is never called safe above 0.9 of its capacity (SafeRPS).
 package loadmodel
 
 import (
@@ -236,18 +236,27 @@ func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
 }
 
 // SafeRPS is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found on
-// the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it.
+// the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it. A
+// NOT MEASURED model (Measured false) is never called safe above UnmeasuredMaxUtilization of its capacity,
+// whatever its approximation predicts there: this is the one place the rule lives, so the plan, its findings,
+// simulate's oracle and fixed fleet, and the gate's re-run of the plan all get it.
 func (m Model) SafeRPS() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
+	// Never above the capacity: the percentile tolerates a few shed requests in a bad minute, but a plan that
+	// runs an instance past what it completes sheds by design.
+	ceiling := m.CapacityRPS
+	if !m.Measured {
+		ceiling = UnmeasuredMaxUtilization * m.CapacityRPS
+	}
 	// Walk the breakpoints: the state is linear between them, so the first failing segment holds the boundary.
 	lo := 0.0
 	bps := []float64{}
 	for _, p := range m.Points {
-		bps = append(bps, p.RPS)
+		if p.RPS < ceiling {
+			bps = append(bps, p.RPS)
+		}
 	}
-	// Never above the capacity: the percentile tolerates a few shed requests in a bad minute, but a plan that
-	// runs an instance past what it completes sheds by design.
-	bps = append(bps, m.CapacityRPS)
+	bps = append(bps, ceiling)
 	for _, r := range bps {
 		if !meets(r) {
 			return bisect(meets, lo, r, m.CapacityRPS*1e-6)
@@ -286,7 +295,7 @@ func (m Model) RateForMetric(v float64) float64 {
 type Approximation struct {
 	// CapacityRPS is the assumed highest throughput of one instance.
 	CapacityRPS float64
-	// QMax is the assumed closed-loop concurrency at which TTFAB reaches the SLO.
+	// QMax is the assumed closed-loop concurrency at which TTFAB reaches the SLO; the basis names it.
 	QMax int
 	// QueueDepth is the shield.
 	QueueDepth int
@@ -295,14 +304,49 @@ type Approximation struct {
 	SLO             SLO
 }
 
+// UnmeasuredMaxUtilization is the highest utilisation (offered rate ÷ capacity) a NOT MEASURED model is ever
+// called safe at (Model.SafeRPS). Near saturation a queue's tail grows as 1/(1 − ρ), and an assumed capacity is
+// not known to 5%: a capacity assumed 5% too high turns ρ 0.9 into 0.945, a p95 1.8 times the prediction, and
+// ρ 0.95 into 0.998, a queue that barely drains.
+const UnmeasuredMaxUtilization = 0.9
+
 // approxFractions are the rates, as fractions of capacity, at which Approximate tabulates the queue.
 var approxFractions = []float64{0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.97, 0.99}
 
+// sojournQuantileMs is the time a request spends in an M/M/1 queue served at mu requests per second and
+// offered lambda, at percentile pct, in milliseconds. The sojourn time (wait and service) of a first-come
+// first-served M/M/1 queue is exponential with rate μ − λ, so its p-th percentile is −ln(1 − p/100) ÷ (μ − λ):
+// for p95, ln(20) ÷ (μ − λ) s = 1000·ln(20)/(μ − λ) ms, about 3 ÷ (μ − λ) s. It is +Inf at and above μ.
+func sojournQuantileMs(lambda, mu float64, pct int) float64 {
+	if !(lambda < mu) {
+		return math.Inf(1)
+	}
+	return 1000 * -math.Log(1-float64(pct)/100) / (mu - lambda)
+}
+
 // Approximate builds a NOT MEASURED model from assumed numbers: the instance as one M/M/1 queue served at its
-// capacity μ. At utilisation ρ = λ/μ the mean number in the instance is L = ρ/(1 − ρ); the 10-s Maximum the
-// alarm sees is the level n the queue reaches about once in a window, P(N ≥ n) = ρⁿ = 1/(1 + 10·λ), and never
-// below L; TTFAB grows linearly with the requests in the instance and reaches the SLO at Q_max (what Q_max
-// means at most), never below SLO ÷ Q_max; the stall is taken as 0 and nothing is shed below capacity.
+// capacity μ (one server, Poisson arrivals, exponential service of mean 1/μ), tabulated at fractions of μ up to
+// 0.99 and marked Measured false, so that Model.SafeRPS never calls more than UnmeasuredMaxUtilization (0.9) of
+// μ safe, whatever the queue predicts above it. At utilisation ρ = λ/μ:
+//
+//   - TTFAB at the SLO's percentile is the sojourn time's (sojournQuantileMs): the M/M/1 sojourn time is
+//     exponential with rate μ − λ, so p95 = ln(20) ÷ (μ − λ), in ms 1000·ln(20)/(μ − λ): ln(20) ≈ 3 times the
+//     mean sojourn (L + 1)/μ, so a TTFAB read off the mean queue length understates it (at ρ 0.9 the mean is
+//     10 service times, the p95 30), and it grows without bound as ρ → 1. It bounds TTFAB from above twice
+//     over: a request's first audio comes before its last, and the shield (at most QueueDepth in the
+//     instance) only shortens the wait.
+//   - In flight is the mean number in the instance, L = ρ/(1 − ρ), capped at the shield: exact for M/M/1.
+//   - The metric, a 10-s Maximum, is the level n an arrival reaches about once in a window: an arrival finds
+//     n or more in the instance with probability ρⁿ (Poisson arrivals see the time average), and about 10·λ
+//     arrive in a window, so ρⁿ = 1/(1 + 10·λ); never below L nor above the shield. The arrivals of one window
+//     see correlated states, not independent ones, so this runs above the queue's median 10-s peak as ρ
+//     grows (simulated at 16.3 rps: 14.5 against a median of 9 at ρ 0.72, 47 against 17 at ρ 0.9), let alone
+//     the 10th percentile a measured model gives: a what-if target scales out later than the model says.
+//   - The stall is 0 (a queue says nothing of playback), and nothing is shed below μ: with a shield of depth K
+//     the queue would turn away (1 − ρ)ρᴷ/(1 − ρᴷ⁺¹) of the requests, at ρ 0.9 0.05% for K 50 and 2.2% for K 16,
+//     within the 5% a p95 allows.
+//
+// Q_max enters the basis only: the queue's tail depends on μ − λ alone.
 func Approximate(a Approximation) (Model, error) {
 	if !(a.CapacityRPS > 0) || a.QMax < 1 || a.QueueDepth < 1 {
 		return Model{}, fmt.Errorf("what-if instance: capacity %g rps, Q_max %d, queue depth %d: want positive numbers", a.CapacityRPS, a.QMax, a.QueueDepth)
@@ -312,14 +356,14 @@ func Approximate(a Approximation) (Model, error) {
 		ratio = 1
 	}
 	m := Model{CapacityRPS: a.CapacityRPS, QueueDepth: a.QueueDepth, CloudWatchRatio: ratio, SLO: a.SLO,
-		Basis: fmt.Sprintf("NOT MEASURED: M/M/1 approximation at an assumed capacity of %s rps and Q_max %d", Format(a.CapacityRPS), a.QMax)}
-	perRequest := a.SLO.TTFABMs / float64(a.QMax)
+		Basis: fmt.Sprintf("NOT MEASURED: M/M/1 approximation at an assumed capacity of %s rps and Q_max %d, never safe above %s of the capacity",
+			Format(a.CapacityRPS), a.QMax, Format(UnmeasuredMaxUtilization))}
 	for _, f := range approxFractions {
 		lam := f * a.CapacityRPS
 		l := math.Min(f/(1-f), float64(a.QueueDepth))
 		peak := math.Max(l, math.Log(1+MetricWindowS*lam)/math.Log(1/f))
 		peak = math.Min(peak, float64(a.QueueDepth))
-		m.Points = append(m.Points, Point{RPS: lam, Metric: peak * ratio, InFlight: l, TTFABMs: perRequest * math.Max(1, l)})
+		m.Points = append(m.Points, Point{RPS: lam, Metric: peak * ratio, InFlight: l, TTFABMs: sojournQuantileMs(lam, a.CapacityRPS, a.SLO.Percentile)})
 	}
 	return m, m.Validate()
 }

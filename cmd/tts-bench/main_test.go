@@ -325,12 +325,12 @@ func TestPlanRefusesUnreadableArtifacts(t *testing.T) {
 // the scale-in rate, which stays well above 0 (a threshold that rounds to 0 still fails scale_in_safety:
 // capacity's TestScaleInThresholdThatRoundsToZeroFails).
 func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
-	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "80", "--trough-rps", "10", "--surge", "1.4999999999")
+	stdout, stderr, code := runCLI(t, "plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=13.6", "--peak-rps", "60", "--trough-rps", "10", "--surge", "1.4999999999")
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `safe_rps 26\.62 ÷ surge 1\.4999999999`, `original thresholds\s+20 / 8e-09\s`,
-		`scale_in_threshold\s+3\.59 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
+	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `safe_rps 12\.24 ÷ surge 1\.4999999999`, `original thresholds\s+20 / 8e-09\s`,
+		`scale_in_threshold\s+2\.79 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
 			t.Errorf("output does not match %q:\n%s", want, stdout)
 		}

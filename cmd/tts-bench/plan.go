@@ -48,9 +48,11 @@ plan is written last, atomically, after the search: SIGINT or SIGTERM stops the 
 
 --what-if explores without measuring: give the numbers the artifacts would hold, as key=value pairs —
 q_max, t_total_s, throughput_rps (per instance at C_scale_max) are required; throughput_at_q_max_rps
-(default: constant response time up to Q_max), cloudwatch_ratio (default 1), transport and
-container_digest are optional. A what-if plan is marked measured: false, is printed but written only
-when --output is given, and the deploy gate never accepts it.
+(default: throughput_rps), cloudwatch_ratio (default 1), transport and container_digest are optional.
+The instance model is one M/M/1 queue served at the throughput at Q_max, μ, marked NOT MEASURED: p95
+TTFAB is its sojourn time's, ln(20) ÷ (μ − λ), and no rate above 0.9 μ is ever called safe, so the fleet
+for a peak is never smaller than peak ÷ μ. A what-if plan is marked measured: false, is printed but written
+only when --output is given, and the deploy gate never accepts it.
 
 --from-compare REPORT plans for the cheapest type that holds the SLO in a tts-bench compare report (its
 winner; --instance-type T picks another row that holds): the type's qmax.json and ttotal.json in its artifact
@@ -62,7 +64,8 @@ catalog's type.
 Examples:
   tts-bench plan --peak-rps 80
   tts-bench plan --from-compare artifacts/kokoro-82m/compare.json
-  tts-bench plan --what-if q_max=40,t_total_s=280,throughput_rps=13.6 --peak-rps 80 --trough-rps 10`
+  tts-bench plan --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 --peak-rps 80 --trough-rps 10
+    (the published Kokoro-g5 figures: 61.3 ms a request, one at a time, is 16.3 rps)`
 
 func planCommand() *cli.Command {
 	return &cli.Command{
