@@ -278,16 +278,19 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
 	case <-time.After(o.warmup):
 	}
-	// The old instances must be known before the scale-out: after it, a response from an instance that no
-	// response named before would pass for the new one. So the warm-up goes on until the probe's responses
-	// have named every instance the endpoint runs, at most --request-timeout longer (a request sent at the
-	// warm-up's end has ended by then); setThreshold warns when they have not.
-	if named := r.namedBefore(); named < int(r.from) {
-		fmt.Fprintf(o.stderr, "ttotal %s: the probe's responses named %d of the %d instance(s) the endpoint runs: warming up until they name each, at most %s more\n", o.model.ID, named, r.from, o.requestTimeout)
+	// Two things must be known before the scale-out, and the warm-up goes on until they are, at most
+	// --request-timeout longer (a request sent at the warm-up's end has ended by then; setThreshold warns about
+	// what is still missing): the old instances, since after the scale-out a response from an instance that no
+	// response named before would pass for the new one; and the probe's p95 over at least --min-samples
+	// requests, the load the recovery is judged against.
+	if !r.warmedUp() {
+		named, _ := r.warmUpState()
+		fmt.Fprintf(o.stderr, "ttotal %s: after %s the probe's responses named %d of the %d instance(s) the endpoint runs, or too few requests ended for its p95: warming up until both are known, at most %s more\n",
+			o.model.ID, o.warmup, named, r.from, o.requestTimeout)
 		bound := time.After(o.requestTimeout)
 		tick := time.NewTicker(50 * time.Millisecond)
-	waitNamed:
-		for r.namedBefore() < int(r.from) {
+	waitWarm:
+		for !r.warmedUp() {
 			select {
 			case <-ctx.Done():
 				tick.Stop()
@@ -297,7 +300,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 				tick.Stop()
 				return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
 			case <-bound:
-				break waitNamed
+				break waitWarm
 			case <-tick.C:
 			}
 		}
@@ -512,11 +515,21 @@ func (r *ttotalRun) responded(id string, res bench.StreamResult, err error) {
 	close(r.served)
 }
 
-// namedBefore is how many instances the responses to requests sent before desired_set named.
-func (r *ttotalRun) namedBefore() int {
+// warmUpState is how many instances the responses to requests sent before desired_set named, and how many
+// requests the probe's p95 before the scale-out would be taken over now.
+func (r *ttotalRun) warmUpState() (named, samples int) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.before)
+	named = len(r.before)
+	r.mu.Unlock()
+	_, samples = r.probe.recent(r.clock.now())
+	return named, samples
+}
+
+// warmedUp says the warm-up has what the scale-out needs: every old instance named, and --min-samples
+// requests for the p95 before it.
+func (r *ttotalRun) warmedUp() bool {
+	named, samples := r.warmUpState()
+	return named >= int(r.from) && samples >= r.o.minSamples
 }
 
 func sortedKeys(m map[string]bool) []string {
