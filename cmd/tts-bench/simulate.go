@@ -67,7 +67,7 @@ written included: it is checked before the run), 130 or 143 stopped by SIGINT or
 
 Examples:
   tts-bench simulate --plan artifacts/espeak-ng/plan.json --trace diurnal
-  tts-bench simulate --model kokoro-82m --what-if q_max=50,t_total_s=260.2,throughput_rps=17.9 \
+  tts-bench simulate --model kokoro-82m --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 \
       --trace diurnal --peak-rps 5000 --trough-rps 10
   tts-bench simulate --model espeak-ng --trace day.csv --format json`
 
