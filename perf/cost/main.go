@@ -294,9 +294,10 @@ func measureTwin(ctx context.Context, root, containerBin, dir string, sz size, s
 		}
 	}()
 	deployed = true
-	// No plan exists yet: deploy gives the measurement configuration (no autoscaling, unbounded queue).
+	// No plan exists yet (a --plan that is given must exist): deploy with autoscaling off gives the
+	// measurement configuration (no autoscaling, unbounded queue).
 	if _, err := step(ctx, speechInfra, "deploy", twinModel, "--local", "--state-dir", state, "--port", strconv.Itoa(port),
-		"--plan", filepath.Join(art, capacity.PlanFile)); err != nil {
+		"--autoscaling=false"); err != nil {
 		return tw, err
 	}
 	tw.qmax, tw.ttotal = filepath.Join(art, capacity.QMaxFile), filepath.Join(art, capacity.TTotalFile)

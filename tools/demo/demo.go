@@ -264,8 +264,15 @@ func shellLine(path string, args []string) string {
 func (d *demo) localArgs() []string { return []string{"--local", "--state-dir", d.state} }
 
 // deployArgs are speech-infra deploy's arguments, the first and the second time alike.
+// deployArgs are the deploy command's arguments on the demo's emulator: with the demo's plan once it exists
+// (a --plan that is given must exist), else with autoscaling off, the measurement configuration (never the
+// default plan path, which is the user's artifacts/).
 func (d *demo) deployArgs() []string {
-	return []string{"deploy", model, "--local", "--state-dir", d.state, "--port", strconv.Itoa(d.o.Port), "--plan", d.plan}
+	args := []string{"deploy", model, "--local", "--state-dir", d.state, "--port", strconv.Itoa(d.o.Port)}
+	if _, err := os.Stat(d.plan); err != nil {
+		return append(args, "--autoscaling=false")
+	}
+	return append(args, "--plan", d.plan)
 }
 
 func (d *demo) deploy(ctx context.Context) error {
