@@ -10,15 +10,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/speech-infra/speech-infra/internal/cliflags/cliflagstest"
 )
 
-// issueRef is a reference to the issue tracker: the word issue or issues, in any case, then a number, with or
-// without a "#" before it.
-var issueRef = regexp.MustCompile(`(?i)\bissues? #?[0-9]`)
+// issueRef is the rule of what cites the issue tracker, shared with the commands' help checks.
+var issueRef = cliflagstest.IssueRef
 
 // continuation is what starts a wrapped line of a comment or a document before its text: spaces, a comment
 // marker ("//", "#", "*") or a quote marker (">").
