@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/speech-infra/speech-infra/internal/editdistance"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -570,7 +571,7 @@ func CheckRegionKnown(region string) error {
 	}
 	best, bestD := "", -1
 	for _, r := range knownRegions {
-		if d := editDistance(region, r); bestD < 0 || d < bestD {
+		if d := editdistance.Levenshtein(region, r); bestD < 0 || d < bestD {
 			best, bestD = r, d
 		}
 	}
@@ -579,27 +580,6 @@ func CheckRegionKnown(region string) error {
 		hint = fmt.Sprintf("did you mean %s? ", best)
 	}
 	return exitcode.Usagef("unknown AWS region %q (not in the SDK's partition list): %sgive a region such as us-east-1 with --region or AWS_REGION (aws ec2 describe-regions lists yours)", region, hint)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // API error codes of expired and of invalid credentials (STS, SageMaker, CloudWatch, S3, SSO).

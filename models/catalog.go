@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/editdistance"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/internal/strictjson"
 )
@@ -288,7 +289,7 @@ func nearest(name string, ids []string) (string, bool) {
 	typed := strings.ToLower(name)
 	best, bestD := "", -1
 	for _, id := range ids {
-		if d := editDistance(typed, strings.ToLower(id)); bestD < 0 || d < bestD {
+		if d := editdistance.Levenshtein(typed, strings.ToLower(id)); bestD < 0 || d < bestD {
 			best, bestD = id, d
 		}
 	}
@@ -296,28 +297,6 @@ func nearest(name string, ids []string) (string, bool) {
 		return "", false
 	}
 	return best, bestD <= 3 || len(typed) >= 3 && strings.HasPrefix(strings.ToLower(best), typed)
-}
-
-// editDistance is the Levenshtein distance of a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur := make([]int, len(rb)+1)
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(rb)]
 }
 
 // CatalogEnv names the environment variable that replaces the catalog built into the binary with a directory
