@@ -523,6 +523,13 @@ func defaultTrough(in *Inputs) {
 		return
 	}
 	out := in.Instance.SafeRPS() / in.SurgeRatio
+	if !(out > 0) {
+		// An instance that met the SLO at no measured rate: no fleet is safe, and the plan's findings say so.
+		// The trough is then where a surge of s would reach the peak, so that the envelope stays well-formed
+		// and the plan reports infeasible instead of refusing its own default as bad input.
+		in.TroughRPS = in.PeakRPS / in.SurgeRatio
+		return
+	}
 	minN := float64(in.MinInstances)
 	in.TroughRPS = math.Min(in.PeakRPS, minN*out*minN/(minN+1)*(1-in.ScaleInMargin))
 }

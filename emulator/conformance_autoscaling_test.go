@@ -310,7 +310,7 @@ func TestConformanceAutoScalingScaling(t *testing.T) {
 	// it is InService again the activity is Successful with an EndTime after its StartTime and a
 	// StatusMessage ("StatusMessage contains information about the status of the scaling activity").
 	sawInProgress := false
-	eventually(t, 60*time.Second, "the first activity Successful", func() bool {
+	eventually(t, hangBound, "the first activity Successful", func() bool {
 		acts := activities(&applicationautoscaling.DescribeScalingActivitiesInput{})
 		_, status := desired()
 		if len(acts) == 0 {
@@ -336,7 +336,7 @@ func TestConformanceAutoScalingScaling(t *testing.T) {
 	// added, not 3 (which the cap of 4 would hide) and not none (blocked).
 	stop()
 	stop = inject(r, name, 20)
-	eventually(t, 60*time.Second, "the larger scale-out during the cooldown to 4", func() bool {
+	eventually(t, hangBound, "the larger scale-out during the cooldown to 4", func() bool {
 		n, status := desired()
 		return n == 4 && status == smtypes.EndpointStatusInService
 	})

@@ -77,7 +77,7 @@ func TestHungInstanceReplaced(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
 
 	// Replaced within a bounded time: three failed checks at 300 ms, the kill, and a new instance's startup.
-	eventually(t, 60*time.Second, "the hung instance to be replaced by a serving one", func() bool {
+	eventually(t, hangBound, "the hung instance to be replaced by a serving one", func() bool {
 		ids := r.InstanceIDs(name)
 		d := describe(ctx, t, c, name)
 		return len(ids) == 1 && ids[0] != id && aws.ToInt32(d.ProductionVariants[0].CurrentInstanceCount) == 1 &&
@@ -200,7 +200,7 @@ func TestDeletedModelEndpointHeals(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the killed instance to be replaced", func() bool {
+	eventually(t, hangBound, "the killed instance to be replaced", func() bool {
 		ids := r.InstanceIDs(name)
 		return len(ids) == 1 && ids[0] != id && aws.ToInt32(describe(ctx, t, c, name).ProductionVariants[0].CurrentInstanceCount) == 1
 	})
@@ -219,7 +219,7 @@ func TestDeletedModelEndpointHeals(t *testing.T) {
 	r.Stop()
 	r = startFleet(t, emulator.Options{StateDir: dir, ContainerBin: emulatortest.ContainerBinary(t)})
 	c = r.Clients
-	eventually(t, 60*time.Second, "the endpoint to serve again after a restart", func() bool {
+	eventually(t, hangBound, "the endpoint to serve again after a restart", func() bool {
 		return len(r.InstanceIDs(name)) == 1
 	})
 	if _, err := invokeText(ctx, c, name, "after a restart"); err != nil {

@@ -16,24 +16,36 @@ import (
 
 // TestQMaxRemeasuresAnInconclusiveStep: a step whose p95's 95% interval holds the SLO is
 // measured again with a window twice as long before the ladder moves on, at most once; still inconclusive, it
-// is judged as measured and flagged. The server's first audio byte comes 0, 5, ..., 95 ms after the request
-// in turn, so the p95 is 90 ms and its interval reaches 95 ms: an SLO of 92 ms is inside it.
+// is judged as measured and flagged. The server's first audio byte comes 0, 10, ..., 190 ms after the request
+// in turn, so the p95's interval is tens of milliseconds wide. The SLO is put inside it by measuring the step
+// once first (with an SLO no step meets or misses by its interval) and taking the middle of that interval: a
+// loaded machine shifts every TTFAB alike, and the SLO with them.
 func TestQMaxRemeasuresAnInconclusiveStep(t *testing.T) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(time.Duration((n.Add(1)-1)%20) * 5 * time.Millisecond)
+		time.Sleep(time.Duration((n.Add(1)-1)%20) * 10 * time.Millisecond)
 		w.Header().Set("X-Sample-Rate", "24000")
 		w.Write(append(testWAVHeader(24000), make([]byte, 4800)...))
 	}))
 	defer srv.Close()
-	var stderr, records bytes.Buffer
-	o := &qmaxOpts{stderr: &stderr, slo: 92 * time.Millisecond}
-	cfg := bench.DefaultConfig()
-	cfg.Settle, cfg.Hold, cfg.Measure, cfg.RequestTimeout, cfg.Grace = 0, 1500*time.Millisecond, 1500*time.Millisecond, 2*time.Second, 2*time.Second
-	cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.slo, time.Second, 10
-	cfg.Transport, cfg.Corpus, cfg.RunID, cfg.Records = bench.NewHTTP(srv.URL), bench.DefaultCorpus(), "ci-test", &records
-	r := &qmaxRun{o: o, cfg: cfg, view: newLineView(&stderr, time.Hour), cwMax: map[int]float64{}, cwOuter: map[int]bool{},
-		remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}}
+	run := func(slo time.Duration) (*qmaxRun, *bytes.Buffer, *bytes.Buffer, bench.Config) {
+		var stderr, records bytes.Buffer
+		o := &qmaxOpts{stderr: &stderr, slo: slo}
+		cfg := bench.DefaultConfig()
+		cfg.Settle, cfg.Hold, cfg.Measure, cfg.RequestTimeout, cfg.Grace = 0, 3*time.Second, 3*time.Second, 5*time.Second, 5*time.Second
+		cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.slo, time.Second, 10
+		cfg.Transport, cfg.Corpus, cfg.RunID, cfg.Records = bench.NewHTTP(srv.URL), bench.DefaultCorpus(), "ci-test", &records
+		return &qmaxRun{o: o, cfg: cfg, view: newLineView(&stderr, time.Hour), cwMax: map[int]float64{}, cwOuter: map[int]bool{},
+			remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}}, &stderr, &records, cfg
+	}
+	cal, _, _, _ := run(time.Hour)
+	c, err := cal.step(context.Background(), 4)
+	if err != nil || !c.TTFABCIOK || !(c.TTFABCIHighMs > c.TTFABCILowMs) {
+		t.Fatalf("the calibration step: %+v, %v: want a p95 with an interval", c, err)
+	}
+	slo := time.Duration((c.TTFABCILowMs + c.TTFABCIHighMs) / 2 * float64(time.Millisecond))
+	r, stderr, records, cfg := run(slo)
+	o := r.o
 	s, err := r.step(context.Background(), 4)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +59,7 @@ func TestQMaxRemeasuresAnInconclusiveStep(t *testing.T) {
 	if len(r.steps) != 1 {
 		t.Errorf("%d steps recorded, want the one step once", len(r.steps))
 	}
-	recs, err := bench.ReadRecords(&records)
+	recs, err := bench.ReadRecords(records)
 	if err != nil {
 		t.Fatal(err)
 	}
