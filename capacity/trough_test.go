@@ -11,7 +11,7 @@ import (
 // infeasible, instead of refusing its own default trough of 0 as bad input.
 func TestDefaultTroughOfAnInstanceNeverSafe(t *testing.T) {
 	m := loadmodel.Model{Measured: true, CapacityRPS: 10, QueueDepth: 8, CloudWatchRatio: 1,
-		SLO: loadmodel.SLO{TTFABMs: 100, Percentile: 95, StallMs: 1000},
+		SLO:    loadmodel.SLO{TTFABMs: 100, Percentile: 95, StallMs: 1000},
 		Points: []loadmodel.Point{{RPS: 2, Metric: 1, InFlight: 1, TTFABMs: 500}, {RPS: 8, Metric: 6, InFlight: 6, TTFABMs: 900}}}
 	if err := m.Validate(); err != nil {
 		t.Fatalf("the model: %v", err)
