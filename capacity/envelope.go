@@ -255,6 +255,16 @@ func (c Candidate) Flags() string {
 	return fmt.Sprintf("--surge %s --min-instances %d --max-instances %d --scale-in-margin %s", exact(o.SurgeRatio), o.MinInstances, o.MaxInstances, exact(o.ScaleInMargin))
 }
 
+// CheapestPassingHeading starts the line tts-bench plan prints for the search's result.
+const CheapestPassingHeading = "CHEAPEST PASSING  "
+
+// Recommendation is how tts-bench plan prints the candidate the search found after tried configurations: the
+// heading with the flags and the diurnal cost, then the command line to plan with it. tools/demo reads it.
+func (c Candidate) Recommendation(tried int) string {
+	return fmt.Sprintf("\n%s%s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
+		CheapestPassingHeading, c.Flags(), FormatNumber(c.InstanceHours), tried, c.Flags())
+}
+
 // searchSurges, searchMargins and searchExtraMin span the search.
 var (
 	searchSurges   = []float64{1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45}

@@ -473,10 +473,9 @@ func (o *planOpts) Execute(ctx context.Context) error {
 		case err != nil || ctx.Err() != nil:
 			return o.stopped(ctx)
 		case ok:
-			cheapest = fmt.Sprintf("\nCHEAPEST PASSING  %s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
-				c.Flags(), capacity.FormatNumber(c.InstanceHours), tried, c.Flags())
+			cheapest = c.Recommendation(tried)
 		default:
-			cheapest = fmt.Sprintf("\nCHEAPEST PASSING  none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
+			cheapest = fmt.Sprintf("\n"+capacity.CheapestPassingHeading+"none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
 		}
 	}
 	// The last point at which a signal stops the run: past it the plan is written whole, and the run ends as

@@ -371,8 +371,23 @@ func (d *demo) planStep(ctx context.Context) error {
 		"the surge ratio per T_plan up to the peak and back, and load hovering around each scale-in boundary.\n", peak, highest)
 	args := []string{"plan", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile), "--ttotal", filepath.Join(d.art, capacity.TTotalFile),
 		"--peak-rps", peak, "--output", d.plan}
-	if _, _, err := d.run(ctx, nil, "tts-bench", args...); err != nil {
+	out, code, err := d.run(ctx, []int{0, 1}, "tts-bench", args...)
+	if err != nil {
 		return err
+	}
+	if code == 1 {
+		// Infeasible at the defaults: do what the plan says, as a user would: plan again with the cheapest
+		// configuration its search found to pass the envelope. Without one the demo stops here.
+		flags, ok := cheapestPassing(out)
+		if !ok {
+			return fmt.Errorf("tts-bench plan is infeasible and its search found no configuration that passes (see its output above)")
+		}
+		fmt.Fprintf(d.out, "The plan is infeasible at the defaults on these measurements; its search found a configuration that passes.\n"+
+			"Planning again with it (%s):\n", strings.Join(flags, " "))
+		d.sum.Replanned = strings.Join(flags, " ")
+		if _, _, err := d.run(ctx, nil, "tts-bench", append(args, flags...)...); err != nil {
+			return err
+		}
 	}
 	p, err := capacity.LoadPlan(d.plan)
 	if err != nil {
@@ -391,7 +406,7 @@ func (d *demo) planStep(ctx context.Context) error {
 	d.sum.EnvelopeTraces = len(p.Envelope.Traces)
 	// The plan on a day of traffic from its trough to its peak, through the same simulator, beside the oracle.
 	fmt.Fprintln(d.out, "The plan on a diurnal day from the trough to the peak (tts-bench simulate), beside the oracle and the original's thresholds:")
-	out, code, err := d.simulate(ctx, "diurnal", false, "--plan", d.plan, "--trace", "diurnal", "--peak-rps", num(p.Inputs.PeakRPS), "--trough-rps", num(p.Inputs.TroughRPS))
+	out, code, err = d.simulate(ctx, "diurnal", false, "--plan", d.plan, "--trace", "diurnal", "--peak-rps", num(p.Inputs.PeakRPS), "--trough-rps", num(p.Inputs.TroughRPS))
 	if err != nil {
 		return err
 	}
@@ -403,6 +418,33 @@ func (d *demo) planStep(ctx context.Context) error {
 	d.sum.DayViolationMinutes, d.sum.DayFlaps, d.sum.DayInstanceHours, d.sum.DayOracleRatio = rep.Plan.ViolationMinutes, len(rep.Plan.Flaps), rep.Plan.InstanceHours, rep.OracleRatio
 	d.sum.DayTroughRPS, d.sum.DayPeakRPS = p.Inputs.TroughRPS, p.Inputs.PeakRPS
 	return nil
+}
+
+// cheapestPassing reads the flags of tts-bench plan's recommendation (capacity.Candidate.Recommendation) from
+// its stdout: the line after the heading, "  tts-bench plan --surge 1.45 --min-instances 1 ...". ok is false when the search
+// found nothing that passes (or printed no recommendation).
+func cheapestPassing(stdout string) (flags []string, ok bool) {
+	lines := strings.Split(stdout, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, capacity.CheapestPassingHeading+"--") || i+1 >= len(lines) {
+			continue
+		}
+		rest, found := strings.CutPrefix(strings.TrimSpace(lines[i+1]), "tts-bench plan ")
+		if !found {
+			return nil, false
+		}
+		flags = strings.Fields(rest)
+		if len(flags) == 0 || len(flags)%2 != 0 {
+			return nil, false
+		}
+		for j := 0; j < len(flags); j += 2 {
+			if !strings.HasPrefix(flags[j], "--") {
+				return nil, false
+			}
+		}
+		return flags, true
+	}
+	return nil, false
 }
 
 func (d *demo) redeploy(ctx context.Context) error {

@@ -34,6 +34,9 @@ type summary struct {
 	Verdict                        string
 	EnvelopeTraces, EnvelopeFailed int
 	Validated                      bool
+	// Replanned holds the flags of the plan search's cheapest passing configuration when the plan at the
+	// defaults was infeasible and the demo planned again with them ("" when the defaults passed).
+	Replanned string
 	// Surge: the trace's rates, the instance counts before, at most and at the end, when the second instance
 	// served (seconds after the surge began; negative when it never did), scale-ins and flaps seen in the
 	// instance samples, the 10-s slices (all, violating after the first T_plan, violating within it), and the
@@ -84,6 +87,9 @@ func (s summary) write(w io.Writer) {
 	validated := "tts-bench validate: deployed scaling matches the plan"
 	if !s.Validated {
 		validated = "tts-bench validate: MISMATCH"
+	}
+	if s.Replanned != "" {
+		validated += "; planned with the search's cheapest passing configuration " + s.Replanned + ", the defaults being infeasible"
 	}
 	serving := "the new instance did not serve before the surge ended"
 	switch {
