@@ -211,9 +211,9 @@ func TestPlanVerifyCatchesEdits(t *testing.T) {
 		mutate func(*Plan)
 		want   string
 	}{
-		{"raised threshold", func(p *Plan) { p.Derived.TargetValue = 45 }, "derived.target_value is 45 but the inputs give 39.269"},
+		{"raised threshold", func(p *Plan) { p.Derived.TargetValue = 45 }, "derived.target_value is 45 but the inputs give 33.976"},
 		{"scale-in window shortened", func(p *Plan) { p.Derived.ScaleInEvaluationPeriods = 3 }, "derived.scale_in_evaluation_periods is 3 but the inputs give 35"},
-		{"envelope softened", func(p *Plan) { p.Envelope.Traces[1].ViolationMinutes = 0; p.Envelope.Traces[1].ScaleOuts = 1 }, "envelope.traces[1].scale_outs is 1 but the inputs give 5"},
+		{"envelope softened", func(p *Plan) { p.Envelope.Traces[1].ViolationMinutes = 0; p.Envelope.Traces[1].ScaleOuts = 1 }, "envelope.traces[1].scale_outs is 1 but the inputs give 6"},
 		{"raised fleet", func(p *Plan) { p.Derived.MaxInstances = 9 }, "derived.max_instances"},
 		{"verdict flipped", func(p *Plan) { p.Verdict = VerdictInfeasible }, `verdict: is "infeasible" but the findings give "feasible"`},
 		{"finding softened", func(p *Plan) { p.Inputs.PeakRPS = 500; p.Derived = derive(p.Inputs) }, "findings.peak_coverage: is pass but the inputs give fail"},

@@ -73,7 +73,7 @@ func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := p.Verify()
-	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 39.269") {
+	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 33.976") {
 		t.Fatalf("Verify() = %v, want the edited target named", errs)
 	}
 	env, err := SimulateAsWritten(context.Background(), p)
@@ -342,9 +342,9 @@ func TestCompare(t *testing.T) {
 	if !(rep.OracleRatio > 0 && rep.OracleRatio <= 1) || oracle.InstanceHours > plan.InstanceHours {
 		t.Errorf("oracle ratio %g (oracle %g, plan %g instance-hours)", rep.OracleRatio, oracle.InstanceHours, plan.InstanceHours)
 	}
-	// The fixed fleet: ceil(80 / 17.14) = 5 instances all day.
-	if fixed.MinInstances != 5 || fixed.InstanceHours != 120 {
-		t.Errorf("fixed fleet %+v, want 5 instances for 24 h", fixed)
+	// The fixed fleet: ceil(80 / 14.97) = 6 instances all day.
+	if fixed.MinInstances != 6 || fixed.InstanceHours != 144 {
+		t.Errorf("fixed fleet %+v, want 6 instances for 24 h", fixed)
 	}
 	approx(t, "plan cost", plan.Cost, plan.InstanceHours*1.408)
 	if rep.Cheapest < 0 || rep.Comparison[rep.Cheapest].Kind == KindOracle || !rep.Comparison[rep.Cheapest].MeetsSLO {

@@ -16,7 +16,7 @@ func TestInstanceModelFromRateSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21.25 rps), capacity 25 rps") {
+	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21 rps), capacity 25 rps") {
 		t.Errorf("basis %q", inst.Basis)
 	}
 	if len(inst.Points) != 4 || inst.CapacityRPS != 25 || inst.QueueDepth != 50 || inst.CloudWatchRatio != 1 {
@@ -24,8 +24,8 @@ func TestInstanceModelFromRateSteps(t *testing.T) {
 	}
 	for i, r := range testRates[:4] {
 		p := inst.Points[i]
-		if p.RPS != r.arrival || p.Metric != r.max10s || p.InFlight != r.inFlight || p.TTFABMs != r.p95 || p.StallMs != 30 {
-			t.Errorf("point %d = %+v, want the %g-rps step", i, p, r.arrival)
+		if p.RPS != r.achieved || p.Metric != r.max10s || p.InFlight != r.inFlight || p.TTFABMs != r.p95 || p.StallMs != 30 {
+			t.Errorf("point %d = %+v, want the step that completed %g rps", i, p, r.achieved)
 		}
 	}
 	if inst.SLO.TTFABMs != 3000 || inst.SLO.Percentile != 95 || inst.SLO.StallMs != 50 {
@@ -64,10 +64,10 @@ func TestInstanceModelLeavesOutStepsItCannotTrust(t *testing.T) {
 		edit  func(q *QMax)
 		rates []float64
 	}{
-		{"unusable", func(q *QMax) { q.RateSteps[1].Usable, q.RateSteps[1].UnusableReason = false, "client fell behind" }, []float64{7.5, 17.5, 21.25}},
-		{"shed beyond the percentile", func(q *QMax) { q.RateSteps[2].ShedFraction, q.RateSteps[2].RejectedCount = 0.06, 130 }, []float64{7.5, 12.5, 21.25}},
-		{"fell behind its arrivals", func(q *QMax) { q.RateSteps[3].AchievedRPS = 0.94 * q.RateSteps[3].ArrivalRPS }, []float64{7.5, 12.5, 17.5}},
-		{"no success", func(q *QMax) { q.RateSteps[0].OKCount = 0 }, []float64{12.5, 17.5, 21.25}},
+		{"unusable", func(q *QMax) { q.RateSteps[1].Usable, q.RateSteps[1].UnusableReason = false, "client fell behind" }, []float64{7.5, 17.4, 21}},
+		{"shed beyond the percentile", func(q *QMax) { q.RateSteps[2].ShedFraction, q.RateSteps[2].RejectedCount = 0.06, 130 }, []float64{7.5, 12.5, 21}},
+		{"fell behind its arrivals", func(q *QMax) { q.RateSteps[3].AchievedRPS = 0.94 * q.RateSteps[3].ArrivalRPS }, []float64{7.5, 12.5, 17.4}},
+		{"no success", func(q *QMax) { q.RateSteps[0].OKCount = 0 }, []float64{12.5, 17.4, 21}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			q := testQMax(m)

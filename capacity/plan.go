@@ -379,8 +379,8 @@ func derive(in Inputs) Derived {
 	f := FormatNumber
 	model := "the instance model (" + m.Basis + ")"
 	d.Reasoning = []Reason{
-		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets p%d TTFAB ≤ %s ms, p95 stall ≤ %s ms and ≤ %s%% shed",
-			model, m.SLO.Percentile, f(m.SLO.TTFABMs), f(m.SLO.StallMs), f(100*m.SLO.AllowedShed()))},
+		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets p%d TTFAB ≤ %s ms, p95 stall ≤ %s ms and ≤ %s%% shed%s",
+			model, m.SLO.Percentile, f(m.SLO.TTFABMs), f(m.SLO.StallMs), f(100*m.SLO.AllowedShed()), safeBound(m))},
 		{"scale_out_rps", f(d.ScaleOutRPS), fmt.Sprintf("safe_rps %s ÷ surge %s: load may grow by that factor within T_plan and still meet the SLO", f(d.SafeRPS), exact(s))},
 		{"target_value", f(d.TargetValue), fmt.Sprintf("the metric (10-s Maximum of ConcurrentRequestsPerModel) the instance model gives at scale_out_rps %s rps", f(d.ScaleOutRPS))},
 		{"scale_in_rps", f(d.ScaleInRPS), fmt.Sprintf("scale_out_rps × min/(min+1) = %s × %d/%d, less the %s%% margin: scaling in from n to n−1 raises each survivor's rate by n/(n−1) ≤ (min+1)/min, so for every n from %d to %d the survivors stay below scale_out_rps",
@@ -539,4 +539,13 @@ func joinErrors(prefix string, errs []error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", prefix, errors.Join(errs...))
+}
+
+// safeBound says where the safe rate's search stops: a measured model at its highest point that met the SLO
+// (never past it), a NOT MEASURED one at UnmeasuredMaxUtilization of its capacity (loadmodel.Model.SafeRPS).
+func safeBound(m loadmodel.Model) string {
+	if m.Measured {
+		return ", never past the highest rate step measured within it"
+	}
+	return fmt.Sprintf(", never above %s of its capacity (not measured)", FormatNumber(loadmodel.UnmeasuredMaxUtilization))
 }

@@ -30,7 +30,8 @@ const MetricWindowS = 10
 
 // Point is the steady state of one instance at one offered rate.
 type Point struct {
-	// RPS is the offered request rate per instance.
+	// RPS is the offered request rate per instance; for a measured point, the rate the step completed (at
+	// most what was offered), so that no state credits an instance with more than it was seen to carry.
 	RPS float64 `json:"rps"`
 	// Metric is the scaling metric as the alarm sees it: a 10-s Maximum datapoint of ConcurrentRequestsPerModel
 	// (CloudWatch's, or the client's peak in flight times the CloudWatch/client ratio when CloudWatch was not read).
@@ -238,8 +239,9 @@ func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
 // SafeRPS is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found on
 // the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it. A
 // NOT MEASURED model (Measured false) is never called safe above UnmeasuredMaxUtilization of its capacity,
-// whatever its approximation predicts there: this is the one place the rule lives, so the plan, its findings,
-// simulate's oracle and fixed fleet, and the gate's re-run of the plan all get it.
+// whatever its approximation predicts there; a measured one never above its highest point that met the SLO,
+// whatever the interpolation toward the capacity predicts. This is the one place the rule lives, so the plan,
+// its findings, simulate's oracle and fixed fleet, and the gate's re-run of the plan all get it.
 func (m Model) SafeRPS() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
 	// Never above the capacity: the percentile tolerates a few shed requests in a bad minute, but a plan that
@@ -247,6 +249,11 @@ func (m Model) SafeRPS() float64 {
 	ceiling := m.CapacityRPS
 	if !m.Measured {
 		ceiling = UnmeasuredMaxUtilization * m.CapacityRPS
+	} else {
+		// A measured model is never called safe past the highest measured state that met the SLO: between it
+		// and the capacity the states are interpolated toward a full shield that was never measured
+		// (docs/design.md, "One instance model, measured on both sides of its boundary").
+		ceiling = m.highestMeasuredSafe()
 	}
 	// Walk the breakpoints: the state is linear between them, so the first failing segment holds the boundary.
 	lo := 0.0
@@ -264,6 +271,16 @@ func (m Model) SafeRPS() float64 {
 		lo = r
 	}
 	return lo
+}
+
+// highestMeasuredSafe is the rate of the highest point that meets the SLO, 0 when none does.
+func (m Model) highestMeasuredSafe() float64 {
+	for i := len(m.Points) - 1; i >= 0; i-- {
+		if m.SLO.Meets(m.Points[i]) {
+			return m.Points[i].RPS
+		}
+	}
+	return 0
 }
 
 // bisect finds the boundary between ok(lo) and !ok(hi).

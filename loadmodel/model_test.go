@@ -86,25 +86,40 @@ func TestAtIsMonotoneInRate(t *testing.T) {
 }
 
 func TestSafeRPS(t *testing.T) {
-	// TTFAB crosses 2000 ms between 12 rps (1600) and the saturated 16 rps (2475): 12 + 4 × 400/875.
+	// Interpolated toward the saturated 16 rps (2475 ms, a full shield never measured), TTFAB would cross
+	// 2000 ms at 12 + 4 × 400/875 = 13.83 rps; a measured model stops at its highest point that met the SLO.
 	m := model()
-	want := 12 + 4*400.0/875
-	safe := m.SafeRPS()
-	near(t, "safe rps", safe, want, 16e-6)
-	if !m.SLO.Meets(m.At(safe)) || m.SLO.Meets(m.At(safe+2e-5)) {
+	near(t, "safe rps", m.SafeRPS(), 12, 16e-6)
+	if !m.SLO.Meets(m.At(12 + 4*400.0/875 - 1e-3)) {
+		t.Fatal("the interpolation meets the SLO past the highest point: the case this test is for")
+	}
+	// The same states from the queueing approximation (not measured) are judged by the interpolation, up to
+	// UnmeasuredMaxUtilization of the capacity.
+	m.Measured = false
+	near(t, "safe rps (not measured)", m.SafeRPS(), 12+4*400.0/875, 16e-6)
+	if safe := m.SafeRPS(); !m.SLO.Meets(m.At(safe)) || m.SLO.Meets(m.At(safe+2e-5)) {
 		t.Errorf("SafeRPS %v is not the boundary: meets %v at it, %v just above", safe, m.SLO.Meets(m.At(safe)), m.SLO.Meets(m.At(safe+2e-5)))
 	}
-	// A stall bound the third step misses puts the boundary between 8 rps (stall 20) and 12 (stall 30).
+	// A stall bound the third step misses: the crossing lies between 8 rps (stall 20) and 12 (stall 30), at 10
+	// by interpolation, but 8 is the highest rate measured to meet it.
+	m = model()
 	m.SLO.StallMs = 25
-	near(t, "safe rps (stall)", m.SafeRPS(), 10, 16e-6)
-	// A shield whose full queue still meets the TTFAB bound: the capacity decides. The percentile would
-	// tolerate 5% shed (16 ÷ 0.95 rps), but a plan never runs an instance past what it completes.
+	near(t, "safe rps (stall)", m.SafeRPS(), 8, 16e-6)
+	// A shield whose full queue still meets the TTFAB bound: the highest measured point still decides. The
+	// percentile would tolerate 5% shed (16 ÷ 0.95 rps), but a plan never runs an instance past what it was
+	// measured to complete within the SLO.
 	m = model()
 	m.SLO.TTFABMs = 5000
-	near(t, "safe rps (capacity)", m.SafeRPS(), 16, 16e-6)
+	near(t, "safe rps (capacity)", m.SafeRPS(), 12, 16e-6)
 	if m.SLO.Meets(m.At(16/0.95)) != true {
 		t.Errorf("5%% shed at %v rps should still meet the p95 SLO (the cap is the plan's choice, not the SLO's)", 16/0.95)
 	}
+	// Only the first point meets the SLO: the safe rate is its rate.
+	m = model()
+	m.SLO.TTFABMs = 350
+	m.Points[0].TTFABMs = 300
+	m.Points[1].TTFABMs = 400
+	near(t, "safe rps (first point only)", m.SafeRPS(), 4, 16e-6)
 	// Not even the lowest rate meets it.
 	m = model()
 	m.SLO.TTFABMs = 300

@@ -432,10 +432,11 @@ func regexpQuote(s string) string {
 func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	// GIVEN the valid measured feasible fixture plan WHEN synthesized with autoscaling asked for THEN the
 	// scalable target, both policies, the alarms and the dashboard carry the plan's exact numbers, rounded to
-	// three decimals: the target is the instance model's metric at the scale-out rate 13.71 rps, 39.269 (between
-	// 12.41 rps → 26 × 1.3546 and 15.02 → 32 × 1.3546 of the fixture's rate staircase: each step's 10th-percentile
-	// 10-s peak × the CloudWatch ÷ client ratio), the scale-in threshold its metric at the
-	// scale-in rate 6.17 rps, 17.231, over 35 × 10 s (at least T_plan 340.8 s).
+	// three decimals: the target is the instance model's metric at the scale-out rate 11.976 rps (the safe rate
+	// 14.97, the completion rate of the highest step that met the SLO, ÷ 1.25), 33.976 (between 8.86 rps → 18 ×
+	// 1.3546 and 12.38 → 26 × 1.3546 of the fixture's rate staircase: each step's 10th-percentile 10-s peak × the
+	// CloudWatch ÷ client ratio), the scale-in threshold its metric at the scale-in rate 5.39 rps, 15.164, over
+	// 35 × 10 s (at least T_plan 340.8 s).
 	on := true
 	app := gateApp(t, "valid", &on)
 	st := app.Endpoint.Stack
@@ -446,14 +447,14 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 			"ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
 			"ResourceId":        "endpoint/speech-kokoro-82m/variant/AllTraffic",
 			"MinCapacity":       1,
-			"MaxCapacity":       6,
+			"MaxCapacity":       7,
 		})
 	})
 	assert(t, "target tracking scale-out", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]interface{}{
 			"PolicyType": "TargetTrackingScaling",
 			"TargetTrackingScalingPolicyConfiguration": map[string]interface{}{
-				"TargetValue":                   39.269,
+				"TargetValue":                   33.976,
 				"PredefinedMetricSpecification": map[string]interface{}{"PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"},
 				"DisableScaleIn":                true,
 				"ScaleOutCooldown":              30,
@@ -483,7 +484,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "scale-in alarm below the metric at the scale-in rate triggers the step policy", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Namespace": "AWS/SageMaker", "Dimensions": dims,
-			"Statistic": "Maximum", "Threshold": 17.231, "ComparisonOperator": "LessThanThreshold",
+			"Statistic": "Maximum", "Threshold": 15.164, "ComparisonOperator": "LessThanThreshold",
 			"Period": 10, "EvaluationPeriods": 35, "DatapointsToAlarm": 35,
 			"AlarmActions": []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("ScaleInPolicy.*"))}},
 		})
@@ -502,7 +503,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "fleet-at-maximum alarm", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Dimensions": dims, "Statistic": "Average",
-			"Threshold": 39.269, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
+			"Threshold": 33.976, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
 		})
 	})
 	assert(t, "queue shield from the plan", func() {
@@ -518,7 +519,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	}
 	assert(t, "output names the accepted plan", func() {
 		tpl.HasOutput(jsii.String("ScalingPlan"), map[string]interface{}{
-			"Value": "target 39.269, fleet 1-6, queue depth 50, plan " + planDigest,
+			"Value": "target 33.976, fleet 1-7, queue depth 50, plan " + planDigest,
 		})
 	})
 	ann := assertions.Annotations_FromStack(st)

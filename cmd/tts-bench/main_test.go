@@ -145,7 +145,7 @@ func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("the written plan does not verify: %v", errs)
 	}
-	// A scale-in margin of 0.3 scales in below 13.71 × 1/2 × 0.7 = 4.8 rps per instance: the trace's 10 rps on
+	// A scale-in margin of 0.3 scales in below 11.98 × 1/2 × 0.7 = 4.19 rps per instance: the trace's 10 rps on
 	// two instances (5 each) no longer scales in, so nothing flaps and the plan holds.
 	if _, stderr, code = runCLI(t, measuredArgs(t, out, "--trace", csv, "--no-search", "--scale-in-margin", "0.3")...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
