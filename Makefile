@@ -199,13 +199,13 @@ lint-cfn: synth-all deps-tools
 # Ctrl-C reaches the demo itself, which stops the emulator. .ci/run checks its summary with -check. It needs
 # node_modules and the container's libraries, not cfn-lint (deps-tools): the demo lints nothing.
 DEMO_FLAGS ?=
-demo: deps-node $(DEPS_EXTRA) build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy
-	$(GO) build -o bin/demo ./tools/demo
-	bin/demo $(DEMO_FLAGS)
-
-docs: deps-node $(DEPS_EXTRA) build ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
+# A run that gets to its artifacts copies its qmax staircase and ttotal waterfall over docs/demo-qmax.svg and
+# docs/demo-ttotal.svg (docs/measuring.md shows them): the charts in the docs are always a real run's.
+demo: deps-node $(DEPS_EXTRA) build ## the whole loop on the local emulator: deploy, drift, qmax, ttotal, plan, redeploy, validate, surge, destroy; its charts replace docs/demo-*.svg
 	$(GO) build -o bin/demo ./tools/demo
 	bin/demo -docs docs $(DEMO_FLAGS)
+
+docs: demo ## regenerate docs/demo-qmax.svg and docs/demo-ttotal.svg from a real local run (the demo)
 
 clean: ## remove build outputs
 	rm -rf bin cdk.out
