@@ -85,9 +85,9 @@ func GateContext(ctx context.Context, d Deployment, planPath string) Decision {
 	if !on {
 		why := fmt.Sprintf("autoscaling is off for %s in the model catalog (scaling.autoscaling)", id)
 		if d.AutoscalingOverride != nil {
-			why = fmt.Sprintf("autoscaling is off for %s (-c autoscaling=false)", id)
+			why = fmt.Sprintf("autoscaling is off for %s (-c autoscaling=false, speech-infra deploy --autoscaling=false)", id)
 		}
-		dec.Reasons = []string{why + ": the endpoint keeps a fixed fleet and the unbounded measurement queue; enable it with -c autoscaling=true once a plan exists"}
+		dec.Reasons = []string{why + ": the endpoint keeps a fixed fleet and the unbounded measurement queue; once a plan exists, enable it with -c autoscaling=true (speech-infra deploy --autoscaling)"}
 		return dec
 	}
 	measureFirst := fmt.Sprintf("run tts-bench qmax, tts-bench ttotal and tts-bench plan for %s first", id)
