@@ -244,16 +244,14 @@ func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
 // its findings, simulate's oracle and fixed fleet, and the gate's re-run of the plan all get it.
 func (m Model) SafeRPS() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
-	// Never above the capacity: the percentile tolerates a few shed requests in a bad minute, but a plan that
-	// runs an instance past what it completes sheds by design.
-	ceiling := m.CapacityRPS
+	// A measured model is never called safe past the highest measured state that met the SLO: between it and
+	// the capacity the states are interpolated toward a full shield that was never measured (docs/design.md,
+	// "One instance model, measured on both sides of its boundary"). Its points lie below the capacity, so
+	// this is never above the capacity either: the percentile tolerates a few shed requests in a bad minute,
+	// but a plan that runs an instance past what it completes sheds by design.
+	ceiling := m.highestMeasuredSafe()
 	if !m.Measured {
 		ceiling = UnmeasuredMaxUtilization * m.CapacityRPS
-	} else {
-		// A measured model is never called safe past the highest measured state that met the SLO: between it
-		// and the capacity the states are interpolated toward a full shield that was never measured
-		// (docs/design.md, "One instance model, measured on both sides of its boundary").
-		ceiling = m.highestMeasuredSafe()
 	}
 	// Walk the breakpoints: the state is linear between them, so the first failing segment holds the boundary.
 	lo := 0.0
