@@ -52,10 +52,16 @@ func gatewayCommand() *cli.Command {
 		Usage:     "serve OpenAI's speech API (/v1/audio/speech) in front of the model's SageMaker endpoint",
 		ArgsUsage: "<model>",
 		Description: "An OpenAI-compatible server for an agent's host: POST /v1/audio/speech (streamed through\n" +
-			"InvokeEndpointWithResponseStream as the bytes arrive), GET /v1/audio/voices, GET /v1/models. It signs\n" +
-			"with the caller's AWS credentials (or the emulator's with --local). It listens on loopback by default;\n" +
-			"any other --listen address needs --api-key-env NAME, the variable holding the bearer key clients send\n" +
-			"(surrounding whitespace is trimmed; the scheme Bearer is matched in any case).\n" +
+			"InvokeEndpointWithResponseStream as the bytes arrive), GET /v1/audio/voices, GET /v1/models and\n" +
+			"/v1/models/{model}. As OpenAI does, a request without response_format gets mp3, pcm is 24 kHz 16-bit mono\n" +
+			"little-endian, and OpenAI's voice names (alloy, echo, ...) speak with one of the model's voices.\n" +
+			"GET /metrics: request counts by route, format and status (Prometheus text format; the key as for the\n" +
+			"API). GET /healthz (no key): 200 while DescribeEndpoint finds the endpoint InService (or updating), else\n" +
+			"503 with the reason; it asks at most once per --health-cache, however often it is called, so the\n" +
+			"credentials also need sagemaker:DescribeEndpoint. It signs with the caller's AWS credentials (or the\n" +
+			"emulator's with --local). It listens on loopback by default; any other --listen address needs\n" +
+			"--api-key-env NAME, the variable holding the bearer key clients send (surrounding whitespace is\n" +
+			"trimmed; the scheme Bearer is matched in any case).\n" +
 			"SIGTERM or SIGINT stops accepting and lets the requests in flight finish (--shutdown-grace).\n" +
 			"\n" +
 			"No client can hold the gateway: headers must arrive within --read-header-timeout and a speech\n" +
