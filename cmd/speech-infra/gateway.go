@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/urfave/cli/v2"
 
@@ -51,10 +52,16 @@ func gatewayCommand() *cli.Command {
 		Usage:     "serve OpenAI's speech API (/v1/audio/speech) in front of the model's SageMaker endpoint",
 		ArgsUsage: "<model>",
 		Description: "An OpenAI-compatible server for an agent's host: POST /v1/audio/speech (streamed through\n" +
-			"InvokeEndpointWithResponseStream as the bytes arrive), GET /v1/audio/voices, GET /v1/models. It signs\n" +
-			"with the caller's AWS credentials (or the emulator's with --local). It listens on loopback by default;\n" +
-			"any other --listen address needs --api-key-env NAME, the variable holding the bearer key clients send\n" +
-			"(surrounding whitespace is trimmed; the scheme Bearer is matched in any case).\n" +
+			"InvokeEndpointWithResponseStream as the bytes arrive), GET /v1/audio/voices, GET /v1/models and\n" +
+			"/v1/models/{model}. As OpenAI does, a request without response_format gets mp3, pcm is 24 kHz 16-bit mono\n" +
+			"little-endian, and OpenAI's voice names (alloy, echo, ...) speak with one of the model's voices.\n" +
+			"GET /metrics: request counts by route, format and status (Prometheus text format; the key as for the\n" +
+			"API). GET /healthz (no key): 200 while DescribeEndpoint finds the endpoint InService (or updating), else\n" +
+			"503 with the reason; it asks at most once per --health-cache, however often it is called, so the\n" +
+			"credentials also need sagemaker:DescribeEndpoint. It signs with the caller's AWS credentials (or the\n" +
+			"emulator's with --local). It listens on loopback by default; any other --listen address needs\n" +
+			"--api-key-env NAME, the variable holding the bearer key clients send (surrounding whitespace is\n" +
+			"trimmed; the scheme Bearer is matched in any case).\n" +
 			"SIGTERM or SIGINT stops accepting and lets the requests in flight finish (--shutdown-grace).\n" +
 			"\n" +
 			"No client can hold the gateway: headers must arrive within --read-header-timeout and a speech\n" +
@@ -85,6 +92,8 @@ func gatewayCommand() *cli.Command {
 				Usage: "how long one write of an answer may wait on a client that does not read; a speech stream is then cut, its upstream invocation cancelled and its --max-streams slot freed"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: defaultGatewayIdleTimeout, Category: gatewayLimitsCategory,
 				Usage: "how long a keep-alive connection may sit idle between requests before it is closed"},
+			&cli.DurationFlag{Name: "health-cache", Value: defaultGatewayHealthCache, Category: gatewayLimitsCategory,
+				Usage: "how long GET /healthz answers from the last DescribeEndpoint before it calls it again (one call at a time, each within " + gatewayProbeTimeout.String() + ", whatever the number of /healthz requests)"},
 		),
 		Action: func(c *cli.Context) error {
 			cat, err := models.Default()
@@ -98,7 +107,8 @@ func gatewayCommand() *cli.Command {
 				maxConns: c.Int("max-conns"), maxConnsPerClient: c.Int("max-conns-per-client"),
 				headerTimeout: c.Duration("read-header-timeout"), bodyTimeout: c.Duration("body-timeout"),
 				writeStall: c.Duration("write-stall-timeout"), idleTimeout: c.Duration("idle-timeout"),
-				getenv: os.Getenv, stderr: c.App.ErrWriter,
+				healthCache: c.Duration("health-cache"),
+				getenv:      os.Getenv, stderr: c.App.ErrWriter,
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -125,8 +135,10 @@ type gatewayOpts struct {
 	// headerTimeout, bodyTimeout, writeStall and idleTimeout are the server's bounds (the flags of the same
 	// names).
 	headerTimeout, bodyTimeout, writeStall, idleTimeout time.Duration
-	getenv                                              func(string) string
-	stderr                                              io.Writer
+	// healthCache is how long /healthz keeps a DescribeEndpoint result (--health-cache).
+	healthCache time.Duration
+	getenv      func(string) string
+	stderr      io.Writer
 	// nofile, when set, replaces reading the process's descriptor limit (tests).
 	nofile func() (uint64, error)
 
@@ -162,7 +174,7 @@ func (o *gatewayOpts) Validate() error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"read-header-timeout", o.headerTimeout}, {"body-timeout", o.bodyTimeout}, {"write-stall-timeout", o.writeStall}, {"idle-timeout", o.idleTimeout}} {
+	}{{"read-header-timeout", o.headerTimeout}, {"body-timeout", o.bodyTimeout}, {"write-stall-timeout", o.writeStall}, {"idle-timeout", o.idleTimeout}, {"health-cache", o.healthCache}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s %s: use a duration > 0", d.flag, d.v))
 		}
@@ -260,7 +272,9 @@ func (o *gatewayOpts) Execute(ctx context.Context) error {
 	g := newGateway(gatewayConfig{
 		model: o.model.ID, endpoint: o.endpoint, where: where, key: o.key, maxStreams: o.maxStreams,
 		bodyTimeout: o.bodyTimeout, writeStall: o.writeStall,
-		logf: logf,
+		logf: logf, engine: o.model.Engine, healthCache: o.healthCache,
+		// One DescribeEndpoint per probe, no SDK retries: a failed probe is a 503 for one --health-cache.
+		describe: sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.RetryMaxAttempts = 1 }),
 		newClient: func() speechInvoker {
 			// One client per stream in flight (a client is reused only after its stream ended): a client's
 			// event-stream decoder races when several streams are open on it (aws/smithy-go#714). No SDK

@@ -67,6 +67,9 @@ func withGatewayDefaults(o *gatewayOpts) {
 	if o.maxConnsPerClient == 0 {
 		o.maxConnsPerClient = defaultGatewayConnsPerClient
 	}
+	if o.healthCache == 0 {
+		o.healthCache = defaultGatewayHealthCache
+	}
 }
 
 // syncBuffer is a log several goroutines write to.

@@ -200,14 +200,16 @@ func TestGatewayConnectionLimitFromTheDescriptorLimit(t *testing.T) {
 	}
 }
 
-// --help names every bound the gateway keeps and what a client sees when it is hit.
+// --help names every bound the gateway keeps and what a client sees when it is hit, OpenAI's defaults the
+// gateway keeps, and its health and metrics routes.
 func TestGatewayHelpNamesTheBounds(t *testing.T) {
 	stdout, _, code := invoke(t, "gateway", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{"--read-header-timeout", "--body-timeout", "408", "--write-stall-timeout", "--idle-timeout",
-		"--max-conns ", "--max-conns-per-client", "ulimit -n", "closed as soon as it is accepted", "upstream invocation cancelled"} {
+		"--max-conns ", "--max-conns-per-client", "ulimit -n", "closed as soon as it is accepted", "upstream invocation cancelled",
+		"--health-cache", "GET /healthz", "GET /metrics", "mp3", "24 kHz", "sagemaker:DescribeEndpoint"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("gateway --help does not mention %q:\n%s", want, stdout)
 		}

@@ -40,6 +40,12 @@ type gatewayConfig struct {
 	bodyTimeout, writeStall time.Duration
 	// newClient makes a SageMaker Runtime client; the gateway keeps one per stream in flight.
 	newClient func() speechInvoker
+	// engine is the model's engine (models.Model.Engine): which voices OpenAI's voice names map to.
+	engine string
+	// describe reads the endpoint's status for /healthz, at most once per healthCache (0:
+	// defaultGatewayHealthCache); nil answers /healthz 503.
+	describe    endpointDescriber
+	healthCache time.Duration
 	// logf, when set, gets one line per failed request (the error as the client saw it, and its cause).
 	logf func(format string, args ...any)
 }
@@ -68,6 +74,8 @@ type gateway struct {
 	free     chan speechInvoker
 	slots    chan struct{}
 	inflight atomic.Int64
+	metrics  *gatewayMetrics
+	probe    *healthProbe
 }
 
 func newGateway(cfg gatewayConfig) *gateway {
@@ -77,7 +85,14 @@ func newGateway(cfg gatewayConfig) *gateway {
 	if cfg.writeStall <= 0 {
 		cfg.writeStall = gatewayWriteStall
 	}
+	if cfg.healthCache <= 0 {
+		cfg.healthCache = defaultGatewayHealthCache
+	}
 	g := &gateway{cfg: cfg, free: make(chan speechInvoker, cfg.maxStreams), slots: make(chan struct{}, cfg.maxStreams)}
+	g.metrics = newGatewayMetrics(func() float64 { return float64(g.inflight.Load()) })
+	g.probe = &healthProbe{describe: cfg.describe, endpoint: cfg.endpoint, ttl: cfg.healthCache, timeout: gatewayProbeTimeout,
+		deployFix: fmt.Sprintf("deploy it (`speech-infra deploy %s`, with --local for the emulator) or name the right one with the gateway's --endpoint", cfg.model),
+		count:     func(result string) { g.metrics.probes.WithLabelValues(result).Inc() }, logf: cfg.logf}
 	if cfg.key != nil {
 		g.keyHash = sha256.Sum256(cfg.key)
 	}
@@ -160,16 +175,26 @@ func (g *gateway) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(h[:], g.keyHash[:]) == 1
 }
 
-// ServeHTTP routes the three endpoints.
+// ServeHTTP routes the endpoints: OpenAI's (speech, voices, models), /healthz and /metrics. Every answer is
+// counted for /metrics by route and status (speech answers also by format).
 //
 // A request with a body is answered with Connection: close unless the handler read the body to its end (the
 // speech handler, which then removes it): the rest of a body answered early is read for at most
 // gatewayDrainGrace, never without a deadline, and the connection is closed (RFC 9112 section 9.6). A
 // request without one has nothing left to read: its read deadline is lifted, or net/http's background read,
 // which watches for the client leaving, would cancel the request at the server's ReadTimeout.
-func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *gateway) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w := &statusRecorder{ResponseWriter: rw}
 	rc := http.NewResponseController(w)
-	ex := &exchange{bodyDone: r.ContentLength == 0}
+	ex := &exchange{bodyDone: r.ContentLength == 0, format: "unknown"}
+	route := gatewayRoute(r.URL.Path)
+	defer func() {
+		status := w.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		g.metrics.observe(route, ex.format, status)
+	}()
 	if ex.bodyDone {
 		rc.SetReadDeadline(time.Time{})
 	} else {
@@ -182,30 +207,47 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
-	if !g.authorized(r) {
+	// /healthz takes no key: a load balancer's health check sends no header. It tells only the endpoint's
+	// name and status, and however often it is asked, DescribeEndpoint runs at most once per --health-cache.
+	if route != "/healthz" && !g.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="speech-infra gateway"`)
 		g.writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key", "", "missing or wrong API key: send Authorization: Bearer <the key in the gateway's --api-key-env variable>")
 		return
 	}
-	route := map[string]string{"/v1/audio/speech": http.MethodPost, "/v1/audio/voices": http.MethodGet, "/v1/models": http.MethodGet}
-	method, ok := route[r.URL.Path]
+	methods := map[string]string{"/v1/audio/speech": http.MethodPost, "/v1/audio/voices": http.MethodGet, "/v1/models": http.MethodGet,
+		"/v1/models/{model}": http.MethodGet, "/healthz": http.MethodGet, "/metrics": http.MethodGet}
+	method, ok := methods[route]
 	switch {
 	case !ok:
-		g.writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", "", "no route %s %s: this gateway serves POST /v1/audio/speech, GET /v1/audio/voices and GET /v1/models", r.Method, r.URL.Path)
+		g.writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", "", "no route %s %s: this gateway serves POST /v1/audio/speech, GET /v1/audio/voices, GET /v1/models, GET /v1/models/{model}, GET /healthz and GET /metrics", r.Method, r.URL.Path)
 	case r.Method != method:
 		w.Header().Set("Allow", method)
 		g.writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", "use %s %s", method, r.URL.Path)
-	case r.URL.Path == "/v1/audio/speech":
+	case route == "/v1/audio/speech":
 		g.speech(w, r, rc, ex)
-	case r.URL.Path == "/v1/audio/voices":
+	case route == "/v1/audio/voices":
 		g.voices(w, r, rc)
+	case route == "/healthz":
+		g.health(w, r, rc)
+	case route == "/metrics":
+		g.renewWrite(rc)
+		g.metrics.handler().ServeHTTP(w, r)
+	case route == "/v1/models/{model}" && strings.TrimPrefix(r.URL.Path, "/v1/models/") != g.cfg.model:
+		g.writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model", "the model %q does not exist here: this gateway serves %s", strings.TrimPrefix(r.URL.Path, "/v1/models/"), g.cfg.model)
+	case route == "/v1/models/{model}":
+		w.Header().Set("Content-Type", "application/json")
+		g.renewWrite(rc)
+		json.NewEncoder(w).Encode(g.modelObject())
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		g.renewWrite(rc)
-		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{
-			{"id": g.cfg.model, "object": "model", "created": 0, "owned_by": "speech-infra"},
-		}})
+		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{g.modelObject()}})
 	}
+}
+
+// modelObject is OpenAI's Model object for the gateway's model.
+func (g *gateway) modelObject() map[string]any {
+	return map[string]any{"id": g.cfg.model, "object": "model", "created": 0, "owned_by": "speech-infra"}
 }
 
 // exchange is what ServeHTTP needs to know of how a handler left the request body.
@@ -213,6 +255,9 @@ type exchange struct {
 	// bodyDone: the body was read to its end (or there was none). bodyFailed: reading it failed (its
 	// deadline passed, the client left): nothing more is read from the connection.
 	bodyDone, bodyFailed bool
+	// format is the response format a speech request asks for, for the metrics ("unknown" until its body is
+	// read).
+	format string
 }
 
 // acquire takes an invocation slot, or answers 429 and reports false.
@@ -264,6 +309,7 @@ func (g *gateway) speech(w http.ResponseWriter, r *http.Request, rc *http.Respon
 	ex.bodyDone = true
 	w.Header().Del("Connection")
 	rc.SetReadDeadline(time.Time{})
+	body, ex.format = openAIRequest(body, g.cfg.engine)
 
 	// ctx ends the invocation when the client leaves (net/http cancels the request's context), when a write
 	// to the client fails, and when the handler returns.

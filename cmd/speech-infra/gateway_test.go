@@ -240,9 +240,19 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 			FirstChunkMs float64
 			Chunks       int
 		}
-		Voices json.RawMessage
-		Models []string
-		Busy   struct {
+		Default struct {
+			Bytes       int
+			ContentType string
+		}
+		Voices       json.RawMessage
+		Models       []string
+		Model        map[string]any
+		UnknownModel struct {
+			NotFound          bool
+			Status            int
+			Code, Param, Type *string
+		}
+		Busy struct {
 			RateLimit  bool
 			Status     int
 			RetryAfter *string
@@ -275,8 +285,9 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 	// wav: a streamed header (unknown length); sox reads it with --ignore-length.
 	runTool(t, "sox", "--ignore-length", filepath.Join(out, "out.wav"), filepath.Join(out, "wav.wav"))
 	got["wav"] = soxDuration(t, filepath.Join(out, "wav.wav"))
-	// pcm: s16le at the engine's rate (espeak-ng 22050 Hz).
-	runTool(t, "sox", "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", "-r", "22050", "-c", "1", filepath.Join(out, "out.pcm"), filepath.Join(out, "pcm.wav"))
+	// pcm: OpenAI's, s16le mono at 24 kHz (the engine's rate is 22050 Hz: the gateway asks the container to
+	// resample).
+	runTool(t, "sox", "-t", "raw", "-e", "signed-integer", "-b", "16", "-L", "-r", "24000", "-c", "1", filepath.Join(out, "out.pcm"), filepath.Join(out, "pcm.wav"))
 	got["pcm"] = soxDuration(t, filepath.Join(out, "pcm.wav"))
 	// mulaw: G.711 at 8 kHz.
 	runTool(t, "sox", "-t", "ul", "-r", "8000", "-c", "1", filepath.Join(out, "out.mulaw"), filepath.Join(out, "mulaw.wav"))
@@ -298,6 +309,40 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 	}
 	if ct := res.Formats["opus"].ContentType; !strings.HasPrefix(ct, "audio/ogg") {
 		t.Errorf("opus Content-Type %q", ct)
+	}
+
+	// No response_format and OpenAI's voice alloy: mp3 (OpenAI's default), every byte a whole MPEG audio frame,
+	// as long as the direct WAV plus what an mp3 encoder adds (LAME's delay and the last frame's padding).
+	if res.Default.ContentType != "audio/mpeg" {
+		t.Errorf("no response_format: Content-Type %q, want audio/mpeg (OpenAI's default mp3)", res.Default.ContentType)
+	}
+	mp3, err := os.ReadFile(filepath.Join(out, "out.default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := mp3Duration(mp3); err != nil {
+		t.Errorf("no response_format, voice alloy: not an mp3 stream: %v", err)
+	} else if d-want < 0 || d-want > 0.120 {
+		t.Errorf("no response_format, voice alloy: the mp3 lasts %.4f s, the direct WAV %.4f s; want 0 to 120 ms more", d, want)
+	}
+
+	// models.retrieve: OpenAI's Model object; an unknown id is the SDK's NotFoundError with OpenAI's code.
+	if res.Model["id"] != "espeak-ng" || res.Model["object"] != "model" || res.Model["owned_by"] == nil || res.Model["created"] == nil {
+		t.Errorf("models.retrieve(\"espeak-ng\") = %v, want OpenAI's Model object", res.Model)
+	}
+	if u := res.UnknownModel; !u.NotFound || u.Status != 404 || aws.ToString(u.Code) != "model_not_found" || aws.ToString(u.Param) != "model" || aws.ToString(u.Type) != "invalid_request_error" {
+		t.Errorf("models.retrieve(\"tts-1\") reached the SDK as %+v, want a NotFoundError 404 model_not_found", u)
+	}
+
+	// /metrics counts what the SDK did, by format and status, in the Prometheus text format.
+	mf := scrapeMetrics(t, strings.TrimSuffix(base, "/v1")+"/metrics", "")
+	for f, n := range map[string]float64{"wav": 1, "pcm": 1, "opus": 1, "mulaw": 1, "mp3": 1} {
+		if got := metricValue(mf, "speech_infra_gateway_speech_requests_total", map[string]string{"format": f, "status": "200"}); got != n {
+			t.Errorf("/metrics: %s answered 200: %v, want %v", f, got, n)
+		}
+	}
+	if got := metricValue(mf, "speech_infra_gateway_requests_total", map[string]string{"route": "/v1/models/{model}", "status": "404"}); got != 1 {
+		t.Errorf("/metrics: the unknown model's 404: %v, want 1", got)
 	}
 
 	// Voices: the gateway's list is InvokeEndpoint's {"voices": true}.
