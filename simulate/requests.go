@@ -23,11 +23,14 @@ import (
 //	0.0125
 //	0.0125
 //	1.5
+//	# end 4 requests
 //
 // The first line is RequestTraceMagic exactly. "# start " gives the first request's time, RFC 3339 in UTC with
 // up to 9 fractional digits. The column header offset_s follows the comments; each row after it is one
 // request: its time in seconds since the start (a decimal number, up to 9 fractional digits), never before the
-// row above it. The trace lasts until the end of the second that holds the last request.
+// row above it. The last line, "# end N requests", counts the rows: a trace cut short (a partial copy, or one
+// read through a size limit such as MaxTraceBytes) is refused, never read as a shorter one. The trace lasts
+// until the end of the second that holds the last request.
 const (
 	// RequestTraceMagic is the first line of a request trace.
 	RequestTraceMagic = "# speech-infra request trace v1"
@@ -35,6 +38,8 @@ const (
 	RequestTraceStartPrefix = "# start "
 	// RequestTraceColumn is the column header of the offsets.
 	RequestTraceColumn = "offset_s"
+	// RequestTraceEndPrefix starts the last line, which counts the requests: "# end 4 requests".
+	RequestTraceEndPrefix = "# end "
 )
 
 // Requests is a request trace read whole into requests per second.
@@ -70,6 +75,7 @@ func ReadRequests(name string, r io.Reader) (Requests, error) {
 		errs     []error
 		inRows   bool
 		started  bool
+		ended    bool
 		prev     float64
 		prevText string
 	)
@@ -125,6 +131,20 @@ func ReadRequests(name string, r io.Reader) (Requests, error) {
 		if len(b) == 0 {
 			continue
 		}
+		if ended {
+			fail("%q after the %q line: the end line is the last", b, strings.TrimSpace(RequestTraceEndPrefix))
+			continue
+		}
+		if bytes.HasPrefix(b, []byte(RequestTraceEndPrefix)) {
+			ended = true
+			f := strings.Fields(strings.TrimPrefix(string(b), RequestTraceEndPrefix))
+			if n, perr := strconv.ParseInt(f[0], 10, 64); len(f) != 2 || f[1] != "requests" || perr != nil {
+				fail("%q is not \"# end N requests\"", b)
+			} else if n != q.Count && len(errs) == 0 {
+				fail("the end line counts %d requests, the trace has %d rows: it is damaged", n, q.Count)
+			}
+			continue
+		}
 		v, perr := strconv.ParseFloat(string(b), 64)
 		if perr != nil || math.IsNaN(v) || v < 0 || v >= maxSeconds {
 			fail("offset %q is not a number of seconds in [0, %g)", b, maxSeconds)
@@ -150,6 +170,10 @@ func ReadRequests(name string, r io.Reader) (Requests, error) {
 	}
 	if !inRows {
 		return Requests{}, fmt.Errorf("%s: no %q column header: the file ends in its comment lines", name, RequestTraceColumn)
+	}
+	if !ended {
+		return Requests{}, fmt.Errorf("%s: the request trace stops before its %q line, after %d requests: it is cut short (a partial copy, or read through a size limit of %d bytes)",
+			name, strings.TrimSpace(RequestTraceEndPrefix), q.Count, MaxTraceBytes)
 	}
 	if q.Count == 0 {
 		return Requests{}, fmt.Errorf("%s: the request trace has no requests", name)

@@ -8,7 +8,7 @@ import (
 
 // ParseCSV reads a request trace as a rate trace at 1-s steps, equal seconds merged.
 func TestParseCSVReadsARequestTrace(t *testing.T) {
-	trace := RequestTraceMagic + "\n# start 2024-03-01T12:00:00.1234567Z\n# imported from a log\n" + RequestTraceColumn + "\n0\n0.5\n0.9\n1.2\n1.3\n1.4\n3.999\n"
+	trace := RequestTraceMagic + "\n# start 2024-03-01T12:00:00.1234567Z\n# imported from a log\n" + RequestTraceColumn + "\n0\n0.5\n0.9\n1.2\n1.3\n1.4\n3.999\n# end 7 requests\n"
 	tr, err := ParseCSV("day.csv", strings.NewReader(trace))
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +35,14 @@ func TestParseCSVReadsARequestTrace(t *testing.T) {
 func TestReadRequestsRefusals(t *testing.T) {
 	head := RequestTraceMagic + "\n# start 2024-03-01T12:00:00Z\n" + RequestTraceColumn + "\n"
 	for _, c := range []struct{ text, want string }{
-		{head + "1\n0.5\n", "line 5: offset \"0.5\" comes before the previous row's \"1\""},
-		{head + "x\n", "line 4: offset \"x\" is not a number of seconds"},
-		{head + "-1\n", "line 4: offset \"-1\""},
-		{RequestTraceMagic + "\n" + RequestTraceColumn + "\n1\n", "line 2: the column header comes before the \"# start\" line"},
-		{head, "the request trace has no requests"},
+		{head + "1\n0.5\n# end 2 requests\n", "line 5: offset \"0.5\" comes before the previous row's \"1\""},
+		{head + "x\n# end 1 requests\n", "line 4: offset \"x\" is not a number of seconds"},
+		{head + "-1\n# end 1 requests\n", "line 4: offset \"-1\""},
+		{RequestTraceMagic + "\n" + RequestTraceColumn + "\n1\n# end 1 requests\n", "line 2: the column header comes before the \"# start\" line"},
+		{head + "# end 0 requests\n", "the request trace has no requests"},
+		{head + "1\n2\n", "stops before its \"# end\" line, after 2 requests: it is cut short"},
+		{head + "1\n2\n# end 3 requests\n", "the end line counts 3 requests, the trace has 2 rows"},
+		{head + "1\n# end 1 requests\n2\n", "\"2\" after the \"# end\" line"},
 		{RequestTraceMagic + "\n# start 2024-03-01T12:00:00Z\n", "no \"offset_s\" column header"},
 	} {
 		if _, err := ParseCSV("t.csv", strings.NewReader(c.text)); err == nil || !strings.Contains(err.Error(), c.want) {

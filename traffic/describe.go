@@ -168,13 +168,12 @@ type Surge struct {
 	MaxAtS int `json:"max_at_s"`
 }
 
-// Burst is the burst factor: the highest, over the trace's 5-minute windows, of the window's 10-s peak ÷ its
-// mean.
+// Burst is the burst factor: the trace's 10-s peak ÷ the mean rate of the 5 minutes centred on it.
 type Burst struct {
 	Factor float64 `json:"factor"`
-	// WindowAtS is where that 5-minute window starts (seconds since the trace's start).
+	// WindowAtS is where the 5-minute window starts (seconds since the trace's start).
 	WindowAtS int `json:"window_at_s"`
-	// Peak10sRPS and MeanRPS are that window's 10-s peak and mean.
+	// Peak10sRPS is the trace's 10-s peak, MeanRPS the window's mean.
 	Peak10sRPS float64 `json:"peak_10s_rps"`
 	MeanRPS    float64 `json:"mean_rps"`
 }
@@ -237,7 +236,7 @@ func Describe(s Series, tPlan time.Duration) (Description, error) {
 	d.Peak10s = peakOver(prefix, 0, n, surgeWindow)
 	d.Peak1m = peakOver(prefix, 0, n, baseWindow)
 	d.Surge, d.SurgeTooShort = surge(prefix, int(tPlan/time.Second))
-	d.Burst, d.BurstNone = burst(prefix)
+	d.Burst, d.BurstNone = burst(prefix, d.Peak10s)
 	d.Daily, d.Weekly = profiles(s)
 	if s.Step > time.Second {
 		d.Notes = append(d.Notes, fmt.Sprintf("the trace's step is %s: rates over less than %s (the 1-s and 10-s peaks, the surge's and the burst's 10-s peaks) are no finer than its step, so short bursts are averaged away", s.Step, s.Step))
@@ -307,27 +306,20 @@ func nearestRank(sorted []float64, p float64) float64 {
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
-// burst is the burst factor over the trace's whole 5-minute windows from its start.
-func burst(prefix []float64) (*Burst, string) {
+// burst is the burst factor: the trace's 10-s peak ÷ the mean rate of the 5 minutes centred on it (moved to lie
+// within the trace at its ends).
+func burst(prefix []float64, peak10 *Peak) (*Burst, string) {
 	n := len(prefix) - 1
 	if n < burstWindow {
-		return nil, fmt.Sprintf("the trace lasts %s, less than one 5-minute window", time.Duration(n)*time.Second)
+		return nil, fmt.Sprintf("the trace lasts %s, less than 5 minutes", time.Duration(n)*time.Second)
 	}
-	var best *Burst
-	for w := 0; w+burstWindow <= n; w += burstWindow {
-		m := mean(prefix, w, burstWindow)
-		if m <= 0 {
-			continue
-		}
-		p := peakOver(prefix, w, w+burstWindow, surgeWindow).RPS
-		if best == nil || p/m > best.Factor+1e-12 {
-			best = &Burst{Factor: p / m, WindowAtS: w, Peak10sRPS: p, MeanRPS: m}
-		}
+	if peak10 == nil || peak10.RPS <= 0 {
+		return nil, "the trace has no request"
 	}
-	if best == nil {
-		return nil, "no 5-minute window has a request"
-	}
-	return best, ""
+	from := peak10.AtS + surgeWindow/2 - burstWindow/2
+	from = min(max(from, 0), n-burstWindow)
+	m := mean(prefix, from, burstWindow)
+	return &Burst{Factor: peak10.RPS / m, WindowAtS: from, Peak10sRPS: peak10.RPS, MeanRPS: m}, ""
 }
 
 // profiles are the mean rates per hour of day and per weekday (UTC), each when the trace covers a whole day or

@@ -46,8 +46,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // 1. Sorted: 0.667, 55 × 1, 4, 4; nearest rank of 58: p50 the 29th (1), p90 the 53rd (1), p95 the 56th (1), p99
 // the 58th (4).
 //
-// Burst factor: the 5-minute window [1800 s, 2100 s) has mean (290 × 10 + 10 × 40) ÷ 300 = 11 and 10-s peak
-// 40: 40 ÷ 11 = 3.636; every other window is flat (1).
+// Burst factor: the 10-s peak, 40 at [1805 s, 1815 s), ÷ the mean of the 5 minutes centred on it, [1660 s,
+// 1960 s): (290 × 10 + 10 × 40) ÷ 300 = 11; 40 ÷ 11 = 3.636.
 func TestDescribeKnownTrace(t *testing.T) {
 	s, err := Read("burst.csv", strings.NewReader(burstTrace(t)))
 	if err != nil {
@@ -81,8 +81,8 @@ func TestDescribeKnownTrace(t *testing.T) {
 		}
 	}
 	b := d.Burst
-	if b == nil || !near(b.Factor, 40.0/11) || b.WindowAtS != 1800 || !near(b.MeanRPS, 11) || !near(b.Peak10sRPS, 40) {
-		t.Errorf("burst %+v, want 40/11 in the window from 1800 s", b)
+	if b == nil || !near(b.Factor, 40.0/11) || b.WindowAtS != 1660 || !near(b.MeanRPS, 11) || !near(b.Peak10sRPS, 40) {
+		t.Errorf("burst %+v, want 40/11 in the window from 1660 s", b)
 	}
 	if d.Daily.MeanRPS != nil || !strings.Contains(d.Daily.TooShort, "needs at least 24h") || !strings.Contains(d.Weekly.TooShort, "7 days") {
 		t.Errorf("profiles of an hour: %+v %+v", d.Daily, d.Weekly)

@@ -15,8 +15,11 @@
 //	offset_s
 //	0
 //	0.0125
+//	...
+//	# end 7000000 requests
 //
-// Each row after offset_s is one request, in seconds since the start (the first request), in order.
+// Each row after offset_s is one request, in seconds since the start (the first request), in order; the end
+// line counts them, so that a trace cut short is refused rather than read as a shorter one.
 // simulate.ParseCSV reads it as a rate trace at 1-s steps, so `tts-bench simulate --trace`, `plan --trace` and
 // `replay --trace` take it as they take a CSV of "timestamp,rps".
 //
@@ -36,8 +39,9 @@
 //     sized for when a scale-out started, before the new instance could serve. Start minutes whose minute
 //     before had no request are left out (and counted). Reported as quantiles p50, p90, p95 and p99 over the
 //     start minutes (nearest rank: the smallest ratio at or above that share of them) and the maximum.
-//   - The burst factor: over the trace's whole 5-minute windows from its start ([0, 300 s), [300 s, 600 s),
-//     ...), the highest of the window's 10-s peak ÷ the window's mean rate.
+//   - The burst factor: the 10-s peak (the first, of equal ones) ÷ the mean rate of the 5 minutes centred on
+//     it, [t + 5 s − 150 s, t + 5 s + 150 s) for the peak at t (moved to lie within the trace at its ends): how
+//     sharply the peak rises above the load around it.
 //   - The daily profile: the mean rate in each hour of the day (UTC), over every time the trace covers that
 //     hour, when the trace lasts at least 24 hours and says when it starts; the weekly profile, per weekday
 //     (Monday first), when it lasts at least 7 days.

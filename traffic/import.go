@@ -282,6 +282,7 @@ func Import(ctx context.Context, r io.Reader, w io.Writer, o ImportOptions) (Imp
 	if err != nil {
 		return res, err
 	}
+	fmt.Fprintf(bw, "%s%d requests\n", simulate.RequestTraceEndPrefix, written)
 	if err := bw.Flush(); err != nil {
 		return res, fmt.Errorf("write the trace: %w", err)
 	}

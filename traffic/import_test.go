@@ -37,6 +37,10 @@ func offsets(t *testing.T, trace string) []string {
 	if !ok {
 		t.Fatalf("no %s header in\n%s", simulate.RequestTraceColumn, trace)
 	}
+	body, end, ok := strings.Cut(body, simulate.RequestTraceEndPrefix)
+	if !ok || !strings.HasSuffix(end, " requests\n") {
+		t.Fatalf("no end line in\n%s", trace)
+	}
 	return strings.Fields(body)
 }
 
