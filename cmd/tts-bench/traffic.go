@@ -36,8 +36,9 @@ its daily and weekly profiles.
 Two kinds of trace file, both CSV text:
   request trace  every request's time, as import writes it: "# speech-infra request trace v1", "# start <RFC 3339>",
                  comment lines, then the column offset_s and one row per request, its seconds since the start,
-                 in order. simulate, plan and replay read it as a rate trace at 1-s steps (a trace of at most
-                 200000 distinct 1-s steps: about two days of traffic whose rate changes every second).
+                 in order, then "# end N requests". simulate reads it as a rate trace at 1-s steps (at most
+                 200000 distinct steps: about two days whose rate changes every second); plan, replay and
+                 compare read at most 16 MiB of a trace (about 1.5 million requests) and refuse a larger one.
   rate trace     rows "timestamp,rps" (RFC 3339 times or seconds since the start), as fetch writes it: one row
                  per CloudWatch period.
 
