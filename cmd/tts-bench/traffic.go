@@ -476,17 +476,18 @@ func trafficFetchCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "fetch",
 		Usage:       "read an endpoint's Invocations history from CloudWatch into a rate trace (per minute, or per 10 s where high-resolution)",
-		UsageText:   "tts-bench traffic fetch --endpoint NAME [--since 14d] --output TRACE [--local | --region R --profile P]",
+		UsageText:   "tts-bench traffic fetch --endpoint NAME [--since 14d] --output TRACE [--format text|json] [--local | --region R --profile P]",
 		Description: trafficFetchDescription,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "endpoint", Usage: "the SageMaker endpoint, e.g. speech-kokoro-82m (required)"},
 			&cli.StringFlag{Name: "variant", Value: models.VariantName, Usage: "the endpoint's production variant"},
 			&cli.StringFlag{Name: "since", Value: "14d", Usage: "how far back to read: a duration such as 14d, 36h, 90m (at most 15d)"},
 			cliflags.Output("where to write the rate trace (required)"),
+			cliflags.Format("what to print about the trace written: text or json"),
 		}, awsenv.Flags()...),
 		Action: func(c *cli.Context) error {
 			o := &trafficFetchOpts{args: c.Args().Slice(), endpoint: c.String("endpoint"), variant: c.String("variant"), sinceText: c.String("since"),
-				output: c.String("output"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter, now: time.Now}
+				output: c.String("output"), format: c.String("format"), env: awsenv.FromContext(c), stdout: c.App.Writer, stderr: c.App.ErrWriter, now: time.Now}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -499,6 +500,7 @@ func trafficFetchCommand() *cli.Command {
 type trafficFetchOpts struct {
 	args                                 []string
 	endpoint, variant, sinceText, output string
+	format                               string
 	env                                  awsenv.Settings
 	stdout, stderr                       io.Writer
 	now                                  func() time.Time
@@ -529,8 +531,27 @@ func (o *trafficFetchOpts) Validate() error {
 	} else if err := trafficWritable(o.output); err != nil {
 		bad("--output %s: %v: give a path in a directory you can write", o.output, err)
 	}
+	if err := cliflags.CheckFormat(o.format); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.env.Validate()...)
 	return exitcode.Usage(errors.Join(errs...))
+}
+
+// fetchSummary is what traffic fetch --format json prints.
+type fetchSummary struct {
+	Endpoint string `json:"endpoint"`
+	Variant  string `json:"variant"`
+	// Where is what was read: "AWS (us-east-1)" or "the local emulator at http://...".
+	Where string `json:"where"`
+	Start string `json:"start"`
+	End   string `json:"end"`
+	// HighResFrom is where the 10-s periods start, "" when the trace is at 1-minute periods throughout.
+	HighResFrom string  `json:"high_res_from,omitempty"`
+	Resolution  string  `json:"resolution"`
+	Periods     int     `json:"periods"`
+	Requests    float64 `json:"requests"`
+	Output      string  `json:"output"`
 }
 
 // parseSince reads a duration that may be in days (14d, 1.5d) or anything time.ParseDuration reads.
@@ -584,6 +605,16 @@ func (o *trafficFetchOpts) Execute(ctx context.Context) error {
 	}
 	if err := capacity.WriteFileAtomic(o.output, []byte(buf.String())); err != nil {
 		return exitcode.Usagef("--output %s: %w", o.output, err)
+	}
+	if o.format == cliflags.FormatJSON {
+		sum := fetchSummary{Endpoint: o.endpoint, Variant: o.variant, Where: awsenv.Where(o.env, cfg), Start: h.Start.Format(time.RFC3339),
+			End: h.End.Format(time.RFC3339Nano), Resolution: h.Resolution(), Periods: len(h.Periods), Requests: h.Requests, Output: o.output}
+		if !h.HighResFrom.IsZero() {
+			sum.HighResFrom = h.HighResFrom.Format(time.RFC3339)
+		}
+		enc := json.NewEncoder(o.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
 	}
 	fmt.Fprintf(o.stdout, "fetched %s requests to %s/%s from %s\n", strconv.FormatFloat(h.Requests, 'f', -1, 64), o.endpoint, o.variant, awsenv.Where(o.env, cfg))
 	fmt.Fprintf(o.stdout, "  %s: %d rows\n", h.Resolution(), len(h.Periods))

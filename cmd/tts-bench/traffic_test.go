@@ -266,9 +266,36 @@ func TestTrafficFetchLocal(t *testing.T) {
 			t.Errorf("a row at %s: want 1-minute periods", p.At)
 		}
 	}
+	stdout, stderr, code = runCLI(t, "traffic", "fetch", "--local", "--state-dir", e.StateDir, "--endpoint", name, "--since", "10m", "--output", out, "--format", "json")
+	var sum fetchSummary
+	if code != 0 || json.Unmarshal([]byte(stdout), &sum) != nil || sum.Requests != sent || sum.HighResFrom != "" || sum.Periods < 10 || sum.Output != out {
+		t.Errorf("fetch --format json: exit %d, %+v\n%s%s", code, sum, stdout, stderr)
+	}
 	stdout, stderr, code = runCLI(t, "traffic", "describe", out, "--format", "json")
 	var d traffic.Description
 	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil || math.Abs(d.Requests-sent) > 1e-9 || d.StepS != 60 || d.Start == "" {
 		t.Errorf("describe: exit %d, %+v\n%s", code, d, stderr)
+	}
+}
+
+// An import stopped by SIGINT (the context canceled) exits 130 and writes nothing, leaving no temporary file.
+func TestTrafficImportInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("ts\n")
+	for i := range 200_000 {
+		fmt.Fprintf(&b, "%d\n", 1709294400+i)
+	}
+	log := writeFile(t, filepath.Join(dir, "log.csv"), b.String())
+	out := filepath.Join(dir, "trace.csv")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	err := run(ctx, []string{"tts-bench", "traffic", "import", log, "--time-column", "ts", "--output", out}, &stdout, &stderr)
+	if code := exitcode.Code(err); code != 130 || !strings.Contains(fmt.Sprint(err), "stopped, nothing written") {
+		t.Fatalf("exit %d, err %v", code, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the directory holds %d entries, want the log alone", len(entries))
 	}
 }
