@@ -322,20 +322,21 @@ func appendSeconds(b []byte, ns int64) []byte {
 func readLog(ctx context.Context, r io.Reader, o ImportOptions, add func(int64) error) (ImportResult, error) {
 	res := ImportResult{TimeFormat: o.TimeFormat}
 	var bad []BadRow
-	// take handles one row's time text; it returns false when reading must stop.
-	take := func(row, line int64, value string, missing bool) (bool, error) {
+	stopped := false
+	// take handles one row's time text, or its problem when the row has no time to read (problem != ""); it
+	// returns false when reading must stop.
+	take := func(row, line int64, value, problem string) (bool, error) {
 		res.Rows++
 		if row%65536 == 0 {
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
 		}
-		reason := ""
+		reason := problem
 		var ns int64
 		value = strings.TrimSpace(value)
 		switch {
-		case missing:
-			reason = "the row has no such column"
+		case problem != "":
 		case value == "":
 			reason = "empty"
 		default:
@@ -360,7 +361,11 @@ func readLog(ctx context.Context, r io.Reader, o ImportOptions, add func(int64) 
 			if len(bad) < maxBadExamples {
 				bad = append(bad, BadRow{Row: row, Line: line, Column: o.TimeColumn, Value: shorten(value, 60), Reason: reason})
 			}
-			return o.SkipBad || len(bad) < maxBadExamples, nil
+			if !o.SkipBad && len(bad) == maxBadExamples {
+				stopped = true
+				return false, nil
+			}
+			return true, nil
 		}
 		return true, add(ns)
 	}
@@ -375,7 +380,7 @@ func readLog(ctx context.Context, r io.Reader, o ImportOptions, add func(int64) 
 		return res, err
 	}
 	if len(bad) > 0 && !o.SkipBad {
-		return res, &BadRowsError{Name: o.Name, Rows: bad, More: len(bad) == maxBadExamples}
+		return res, &BadRowsError{Name: o.Name, Rows: bad, More: stopped}
 	}
 	return res, nil
 }
@@ -387,7 +392,10 @@ func shorten(s string, n int) string {
 	return s[:n] + "…"
 }
 
-type takeFunc func(row, line int64, value string, missing bool) (bool, error)
+type takeFunc func(row, line int64, value, problem string) (bool, error)
+
+// noColumn is the problem of a row without the time column.
+const noColumn = "the row has no such column"
 
 func readCSV(r io.Reader, o ImportOptions, take takeFunc) error {
 	br := bufio.NewReaderSize(r, 1<<16)
@@ -425,7 +433,7 @@ func readCSV(r io.Reader, o ImportOptions, take takeFunc) error {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			// A line that is not CSV (a stray quote) names its line; the reader goes on after it.
-			if cont, terr := take(row, int64(pe.StartLine), pe.Err.Error()+" (not CSV)", true); terr != nil || !cont {
+			if cont, terr := take(row, int64(pe.StartLine), "", "not CSV: "+pe.Err.Error()); terr != nil || !cont {
 				return terr
 			}
 			continue
@@ -437,9 +445,9 @@ func readCSV(r io.Reader, o ImportOptions, take takeFunc) error {
 		var cont bool
 		var terr error
 		if col >= len(rec) {
-			cont, terr = take(row, int64(line), "", true)
+			cont, terr = take(row, int64(line), "", noColumn)
 		} else {
-			cont, terr = take(row, int64(line), rec[col], false)
+			cont, terr = take(row, int64(line), rec[col], "")
 		}
 		if terr != nil || !cont {
 			return terr
@@ -451,6 +459,7 @@ func readJSONL(r io.Reader, o ImportOptions, take takeFunc) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLineBytes)
 	var line, row int64
+	objects := false
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
@@ -461,17 +470,23 @@ func readJSONL(r io.Reader, o ImportOptions, take takeFunc) error {
 			continue
 		}
 		row++
-		value, found, keys, err := jsonField(b, o.TimeColumn, row == 1)
+		value, found, keys, err := jsonField(b, o.TimeColumn, !objects)
 		if err != nil {
-			if cont, terr := take(row, line, shorten(string(b), 60), true); terr != nil || !cont {
+			if cont, terr := take(row, line, shorten(string(b), 60), "not a JSON object"); terr != nil || !cont {
 				return terr
 			}
 			continue
 		}
-		if !found && row == 1 {
+		if !found && !objects {
+			// The first object names the keys the log has.
 			return &MissingColumnError{Name: o.Name, Column: o.TimeColumn, Present: keys}
 		}
-		cont, terr := take(row, line, value, !found)
+		objects = true
+		problem := ""
+		if !found {
+			problem = noColumn
+		}
+		cont, terr := take(row, line, value, problem)
 		if terr != nil || !cont {
 			return terr
 		}

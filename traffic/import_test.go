@@ -128,13 +128,24 @@ func TestImportRefusesBadRows(t *testing.T) {
 	}
 	// JSONL: a line that is not JSON, and a row without the key after the first.
 	_, _, err = importString(t, `{"ts":1709294400}`+"\n{not json\n"+`{"other":1}`+"\n", ImportOptions{Format: FormatJSONL, TimeColumn: "ts"})
-	if !errors.As(err, &bad) || len(bad.Rows) != 2 || bad.Rows[0].Line != 2 || bad.Rows[1].Reason != "the row has no such column" {
+	if !errors.As(err, &bad) || len(bad.Rows) != 2 || bad.Rows[0].Line != 2 || bad.Rows[0].Reason != "not a JSON object" || bad.Rows[1].Reason != "the row has no such column" || bad.More {
 		t.Fatalf("jsonl: %v", err)
 	}
 	// A mix of formats under auto: the first row decides.
 	_, _, err = importString(t, "ts\n1709294400\n2024-03-01T12:00:00Z\n", ImportOptions{Format: FormatCSV, TimeColumn: "ts"})
 	if !errors.As(err, &bad) || !strings.Contains(bad.Rows[0].Reason, "detected as unix") {
 		t.Fatalf("mixed formats: %v", err)
+	}
+	// A first line that is not JSON does not hide the keys of the first object.
+	var mc *MissingColumnError
+	_, _, err = importString(t, "{oops\n"+`{"time":1709294400}`+"\n", ImportOptions{Format: FormatJSONL, TimeColumn: "ts"})
+	if !errors.As(err, &mc) || !slices.Equal(mc.Present, []string{"time"}) {
+		t.Fatalf("first line not JSON: %v", err)
+	}
+	// A line that is not CSV names its line.
+	_, _, err = importString(t, "ts,x\n1709294400,a\n1709294401,b\"c\n", ImportOptions{Format: FormatCSV, TimeColumn: "ts"})
+	if !errors.As(err, &bad) || len(bad.Rows) != 1 || bad.Rows[0].Line != 3 || !strings.HasPrefix(bad.Rows[0].Reason, "not CSV: ") {
+		t.Fatalf("not CSV: %v", err)
 	}
 	// Reading stops after maxBadExamples bad rows.
 	_, _, err = importString(t, "ts\n"+strings.Repeat("x\n", 50), ImportOptions{Format: FormatCSV, TimeColumn: "ts", TimeFormat: TimeUnix})
