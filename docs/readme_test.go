@@ -303,7 +303,7 @@ func TestMissingFoldersCatchesAnUnlistedFolder(t *testing.T) {
 // utilities; internal/imports checks the rules inside internal/ and that tts-bench reaches AWS only through
 // cloud.
 var (
-	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "models", "modelsync", "simulate", "stacks"}
+	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "models", "modelsync", "simulate", "stacks", "traffic"}
 	mayUse  = map[string][]string{
 		"":          {"capacity", "models", "stacks"},
 		"autoscale": {"loadmodel"},
@@ -312,6 +312,7 @@ var (
 		"modelsync": {},
 		"models":    {},
 		"simulate":  {"autoscale", "loadmodel"},
+		"traffic":   {"simulate"},
 		"capacity":  {"simulate", "loadmodel", "autoscale", "bench", "models"},
 		"cloud":     {"capacity", "bench", "models"},
 		"emulator":  {"autoscale"},

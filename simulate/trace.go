@@ -142,8 +142,19 @@ func finiteRate(v float64) bool {
 // and lines starting with # are skipped). A timestamp is either an RFC 3339 time (the trace starts at the
 // first) or seconds since the start of the trace (a number, the first usually 0); all rows use the same kind.
 // The step between rows may vary; the last row lasts as long as the step before it. Errors name the line.
+//
+// A request trace (RequestTraceMagic, written by `tts-bench traffic import`) is read too, as a rate trace at 1-s
+// steps (ReadRequests, Requests.Trace); MaxTraceBytes does not bound it, its duration does.
 func ParseCSV(name string, r io.Reader) (Trace, error) {
-	br := bufio.NewReader(io.LimitReader(r, MaxTraceBytes+1))
+	peek := bufio.NewReader(r)
+	if head, _ := peek.Peek(len(RequestTraceMagic) + 5); IsRequestTrace(head) {
+		q, err := ReadRequests(name, peek)
+		if err != nil {
+			return Trace{}, err
+		}
+		return q.Trace()
+	}
+	br := bufio.NewReader(io.LimitReader(peek, MaxTraceBytes+1))
 	var (
 		pts     []Point
 		kind    string // "rfc3339" or "seconds"

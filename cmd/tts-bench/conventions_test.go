@@ -42,6 +42,7 @@ func TestConventionsGolden(t *testing.T) {
 		"replay":   {"--model", "espeak-ng", "--trace", "step", "--peak-rps", "2", "--trough-rps", "1", "--duration", "10s", "--step", "1s", "--at", "2s", "--output", out("replay.jsonl.gz")},
 		"report":   nil,
 		"simulate": nil,
+		"traffic":  {"fetch", "--endpoint", "speech-espeak-ng", "--since", "1h", "--output", out("history.csv")},
 	}
 	app := newApp(io.Discard, io.Discard)
 	for _, c := range app.Commands {

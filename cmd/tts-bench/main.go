@@ -94,7 +94,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		Commands:        []*cli.Command{compareCommand(), planCommand(), qmaxCommand(), ttotalCommand(), driftCommand(), thawCommand(), validateCommand(), replayCommand(), reportCommand(), simulateCommand()},
+		Commands:        []*cli.Command{compareCommand(), planCommand(), qmaxCommand(), ttotalCommand(), driftCommand(), thawCommand(), validateCommand(), replayCommand(), reportCommand(), simulateCommand(), trafficCommand()},
 		// Errors are returned to main, which alone decides the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
