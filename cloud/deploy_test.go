@@ -325,9 +325,9 @@ func TestDeployModelPlanChangedApplied(t *testing.T) {
 	if res.QueueShield != (cloud.QueueShield{Before: "0", Now: "50", Changed: true}) {
 		t.Errorf("queue shield %+v, want 0 → 50", res.QueueShield)
 	}
-	if res.Scaling != cloud.ScalingApplied || res.ScalingSpec == nil || res.ScalingSpec.MinInstances != 1 || res.ScalingSpec.MaxInstances != 6 ||
+	if res.Scaling != cloud.ScalingApplied || res.ScalingSpec == nil || res.ScalingSpec.MinInstances != 1 || res.ScalingSpec.MaxInstances != 7 ||
 		len(res.ScalingDiffs) != 1 || !strings.Contains(res.ScalingDiffs[0], "no scalable target") {
-		t.Errorf("scaling %q, spec %+v, diffs %q; want applied 1-6 after no scalable target", res.Scaling, res.ScalingSpec, res.ScalingDiffs)
+		t.Errorf("scaling %q, spec %+v, diffs %q; want applied 1-7 after no scalable target", res.Scaling, res.ScalingSpec, res.ScalingDiffs)
 	}
 	spec := res.ScalingSpec
 	wantScaling := []string{"RegisterScalableTarget endpoint/speech-kokoro-82m/variant/AllTraffic",
