@@ -246,7 +246,7 @@ func (m Model) SafeRPS() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
 	// A measured model is never called safe past the highest measured state that met the SLO: between it and
 	// the capacity the states are interpolated toward a full shield that was never measured (docs/design.md,
-	// "One instance model, measured on both sides of its boundary"). Its points lie below the capacity, so
+	// "One instance model"). Its points lie below the capacity, so
 	// this is never above the capacity either: the percentile tolerates a few shed requests in a bad minute,
 	// but a plan that runs an instance past what it completes sheds by design.
 	ceiling := m.highestMeasuredSafe()
