@@ -29,8 +29,8 @@ const (
 // The published figures of the original proof of value for Kokoro-82M on ml.g5.xlarge (docs/design.md, "The
 // original").
 const (
-	publishedQMax          = 50
-	publishedTTotalS       = 260.2
+	publishedQMax    = 50
+	publishedTTotalS = 260.2
 	// publishedThroughputRPS is what one instance completes, one request at a time on the GPU: 1 ÷ 61.3 ms =
 	// 16.3 rps, the figure the what-if examples, the README and the docs use. The publication's "17.9 rps at
 	// Q_max" is 10% above what its own service time allows, so it is not used.
