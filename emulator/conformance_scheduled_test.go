@@ -296,6 +296,29 @@ func TestConformanceScheduledActionsControlPlane(t *testing.T) {
 		}
 	})
 
+	// The quota "Scheduled actions per scalable target": 200, not adjustable. The 201st is refused
+	// (ValidationException: the SDKs would retry the quota's LimitExceededException as a throttle); an update of
+	// one of the 200 is not a new action.
+	t.Run("quota", func(t *testing.T) {
+		emulatortest.Endpoint(t, r, "speech-sched-quota")
+		res := registerScheduledTarget(ctx, t, c, "speech-sched-quota", 1, 4)
+		for i := range 200 {
+			if err := putScheduled(ctx, c, res, fmt.Sprintf("q%03d", i), "rate(1 day)", aws.Int32(1), nil); err != nil {
+				t.Fatalf("action %d: %v", i+1, err)
+			}
+		}
+		if err := putScheduled(ctx, c, res, "q200", "rate(1 day)", aws.Int32(1), nil); apiCode(err) != "ValidationException" {
+			t.Errorf("the 201st action: %v, want ValidationException", err)
+		}
+		if err := putScheduled(ctx, c, res, "q000", "rate(2 days)", aws.Int32(1), nil); err != nil {
+			t.Errorf("updating one of the 200: %v", err)
+		}
+		if _, err := c.DeregisterScalableTarget(ctx, &applicationautoscaling.DeregisterScalableTargetInput{ServiceNamespace: smNS,
+			ResourceId: aws.String(res), ScalableDimension: smDim}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	// "To update a scheduled action, specify the parameters that you want to change. If you don't specify start
 	// and end times, the old values are deleted."
 	t.Run("update", func(t *testing.T) {

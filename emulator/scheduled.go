@@ -134,6 +134,9 @@ func (e *Emulator) putScheduledAction(dec decoder) (any, *apiError) {
 		if in.Schedule == nil {
 			return nil, aasValidation("Schedule is required when creating a scheduled action: at(yyyy-mm-ddThh:mm:ss), rate(value unit) or cron(fields).")
 		}
+		if n := e.countScheduledLocked(in.targetInput); n >= maxScheduledActions {
+			return nil, aasValidation("There can be at most %d scheduled actions per scalable target: %s has %d.", maxScheduledActions, in.ResourceId, n)
+		}
 		a = &scheduledActionRec{Name: in.ScheduledActionName, Namespace: in.ServiceNamespace, ResourceID: in.ResourceId,
 			Dimension: in.ScalableDimension, Created: now,
 			Arn: arn("autoscaling", fmt.Sprintf("scheduledAction:%s:resource/%s/%s:scheduledActionName/%s", newID(), in.ServiceNamespace, in.ResourceId, in.ScheduledActionName))}
@@ -163,6 +166,25 @@ func (e *Emulator) putScheduledAction(dec decoder) (any, *apiError) {
 	e.st.ScheduledActions[key] = a
 	e.saveLocked()
 	return map[string]any{}, nil
+}
+
+// maxScheduledActions is Application Auto Scaling's quota "Scheduled actions per scalable target", 200, not
+// adjustable (Quotas for Application Auto Scaling, user guide). A new action past it is refused with a
+// ValidationException, not the quota's LimitExceededException ("A per-account resource limit is exceeded."):
+// the SDKs retry that code as a throttle (aws-sdk-go-v2 retry.DefaultThrottleErrorCodes), and a request over
+// the quota never succeeds. The wording is the emulator's.
+const maxScheduledActions = 200
+
+// countScheduledLocked is the number of scheduled actions of the target. e.mu must be held.
+func (e *Emulator) countScheduledLocked(in targetInput) int {
+	prefix := targetKey(in.ServiceNamespace, in.ResourceId, in.ScalableDimension) + "|"
+	n := 0
+	for k := range e.st.ScheduledActions {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *Emulator) describeScheduledActions(dec decoder) (any, *apiError) {
