@@ -578,3 +578,31 @@ func TestConformanceScheduledActionScalesOut(t *testing.T) {
 		t.Errorf("bounds [%d, %d], want [2, 3]", minC, maxC)
 	}
 }
+
+// TestConformanceScheduledActionsMissedWhileStopped: a restarted emulator runs an action whose time passed
+// while it was stopped once, at its first tick, not once per missed instant, then keeps the schedule (the
+// emulator's choice: AWS documents no stop).
+func TestConformanceScheduledActionsMissedWhileStopped(t *testing.T) {
+	dir := t.TempDir()
+	clock := &testClock{t: time.Date(2027, 1, 4, 0, 0, 0, 0, time.UTC)}
+	r := emulatortest.Start(t, emulatortest.StateDir(dir), withClock(clock))
+	ctx := ctxFor(t, 2*time.Minute)
+	emulatortest.Endpoint(t, r, "speech-sched-missed")
+	res := registerScheduledTarget(ctx, t, r.Clients.AutoScaling, "speech-sched-missed", 1, 4)
+	if err := putScheduled(ctx, r.Clients.AutoScaling, res, "hourly", "rate(1 hour)", aws.Int32(1), aws.Int32(3)); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+
+	clock.Set(time.Date(2027, 1, 4, 3, 30, 0, 0, time.UTC)) // 01:00, 02:00 and 03:00 passed while stopped
+	r2 := emulatortest.Start(t, emulatortest.StateDir(dir), withClock(clock))
+	c := r2.Clients.AutoScaling
+	// One scheduler pass runs every due action under one lock: once one activity is listed, all that pass
+	// recorded are.
+	eventually(t, hangBound, "the missed run", func() bool { return len(scalingActivities(ctx, t, c, res)) > 0 })
+	if acts := scalingActivities(ctx, t, c, res); len(acts) != 1 {
+		t.Fatalf("after the restart: %s; want one run for the three missed instants", describeActivities(acts))
+	}
+	clock.Set(time.Date(2027, 1, 4, 4, 0, 1, 0, time.UTC))
+	eventually(t, hangBound, "the 04:00 run", func() bool { return len(scalingActivities(ctx, t, c, res)) == 2 })
+}
