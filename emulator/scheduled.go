@@ -92,8 +92,8 @@ func (e *Emulator) putScheduledAction(dec decoder) (any, *apiError) {
 	}
 	if in.Schedule != nil {
 		if _, err := parseSchedule(*in.Schedule); err != nil {
-			// "Invalid schedule expression" is Application Auto Scaling's wording, as CloudFormation relayed it
-			// (aws/aws-cdk#6053); the details are the emulator's.
+			// The Schedule formats of the API reference: "At expressions - "at(yyyy-mm-ddThh:mm:ss)"", "Rate
+			// expressions - "rate(value unit)"", "Cron expressions - "cron(fields)"". The wording is the emulator's.
 			return nil, aasValidation("Invalid schedule expression %q: %v", *in.Schedule, err)
 		}
 	}
