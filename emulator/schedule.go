@@ -209,7 +209,7 @@ func (c *cronExpr) parseDOM(s string) error {
 		case strings.HasSuffix(item, "W"):
 			n, err := strconv.Atoi(strings.TrimSuffix(item, "W"))
 			if err != nil || n < 1 || n > 31 {
-				return fmt.Errorf("Day-of-month: %q: W follows a day of the month, 1-31", item)
+				return fmt.Errorf("in Day-of-month, %q: W follows a day of the month, 1-31", item)
 			}
 			c.nearest = append(c.nearest, n)
 		default:
@@ -238,13 +238,13 @@ func (c *cronExpr) parseDOW(s string) error {
 		switch {
 		case strings.Contains(item, "#"):
 			if len(items) > 1 {
-				return fmt.Errorf("Day-of-week: %q: with the # character the field holds only one expression", s)
+				return fmt.Errorf("in Day-of-week, %q: with the # character the field holds only one expression", s)
 			}
 			d, k, _ := strings.Cut(item, "#")
 			day, err := cronValue(d, 1, 7, dayNames)
 			n, err2 := strconv.Atoi(k)
 			if err != nil || err2 != nil || n < 1 || n > 5 {
-				return fmt.Errorf("Day-of-week: %q: n#k names day n (1-7 or SUN-SAT) and its instance k (1-5) in the month", item)
+				return fmt.Errorf("in Day-of-week, %q: n#k names day n (1-7 or SUN-SAT) and its instance k (1-5) in the month", item)
 			}
 			c.nth = [2]int{day, n}
 		case item == "L":
@@ -252,7 +252,7 @@ func (c *cronExpr) parseDOW(s string) error {
 		case strings.HasSuffix(item, "L"):
 			day, err := cronValue(strings.TrimSuffix(item, "L"), 1, 7, dayNames)
 			if err != nil {
-				return fmt.Errorf("Day-of-week: %q: L follows a day of the week, 1-7 or SUN-SAT", item)
+				return fmt.Errorf("in Day-of-week, %q: L follows a day of the week, 1-7 or SUN-SAT", item)
 			}
 			c.lastOf = append(c.lastOf, day)
 		default:
@@ -282,7 +282,7 @@ func cronField(field, s string, lo, hi int, names []string) ([]bool, error) {
 		if hasInc {
 			n, err := strconv.Atoi(inc)
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("%s: %q: the increment after / is a positive integer", field, item)
+				return nil, fmt.Errorf("in %s, %q: the increment after / is a positive integer", field, item)
 			}
 			step = n
 		}
@@ -293,18 +293,18 @@ func cronField(field, s string, lo, hi int, names []string) ([]bool, error) {
 			a, b, _ := strings.Cut(rng, "-")
 			var err error
 			if from, err = cronValue(a, lo, hi, names); err != nil {
-				return nil, fmt.Errorf("%s: %q: %v", field, item, err)
+				return nil, fmt.Errorf("in %s, %q: %v", field, item, err)
 			}
 			if to, err = cronValue(b, lo, hi, names); err != nil {
-				return nil, fmt.Errorf("%s: %q: %v", field, item, err)
+				return nil, fmt.Errorf("in %s, %q: %v", field, item, err)
 			}
 			if to < from {
-				return nil, fmt.Errorf("%s: %q: the range ends before it starts", field, item)
+				return nil, fmt.Errorf("in %s, %q: the range ends before it starts", field, item)
 			}
 		default:
 			v, err := cronValue(rng, lo, hi, names)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %q: %v", field, item, err)
+				return nil, fmt.Errorf("in %s, %q: %v", field, item, err)
 			}
 			from = v
 			if !hasInc {
