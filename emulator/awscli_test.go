@@ -221,10 +221,19 @@ func TestAWSCLIScheduledActions(t *testing.T) {
 		"--scalable-target-action", "MinCapacity=2,MaxCapacity=3")...)
 	mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "every-six-hours",
 		"--schedule", "rate(6 hours)", "--scalable-target-action", "MinCapacity=1")...)
-	// An at() action a few seconds ahead (the CLI takes a second or two to start; an instant already past when
-	// the action is put does not run).
-	mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "right-now",
-		"--schedule", "at("+time.Now().UTC().Add(5*time.Second).Format("2006-01-02T15:04:05")+")", "--scalable-target-action", "MinCapacity=1,MaxCapacity=3")...)
+	// An at() action a few seconds ahead. An instant already past when the action is put does not run, and the
+	// CLI takes a second or more to start: when the put returns after the instant, it is put again further ahead.
+	for ahead := 5 * time.Second; ; ahead *= 2 {
+		at := time.Now().UTC().Add(ahead).Truncate(time.Second)
+		mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "right-now",
+			"--schedule", "at("+at.Format("2006-01-02T15:04:05")+")", "--scalable-target-action", "MinCapacity=1,MaxCapacity=3")...)
+		if time.Now().Before(at) {
+			break
+		}
+		if ahead > time.Minute {
+			t.Fatalf("put-scheduled-action took longer than %s", ahead)
+		}
+	}
 
 	// --page-size 1: the CLI asks for pages of one and follows NextToken.
 	out := mustAWS(ctx, t, r, "application-autoscaling", "describe-scheduled-actions", "--service-namespace", "sagemaker", "--page-size", "1",

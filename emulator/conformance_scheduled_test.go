@@ -545,9 +545,20 @@ func TestConformanceScheduledActionScalesOut(t *testing.T) {
 	const name = "speech-sched-out"
 	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1), emulatortest.InService())
 	res := registerScheduledTarget(ctx, t, c.AutoScaling, name, 1, 3)
-	at := time.Now().UTC().Add(3 * time.Second).Truncate(time.Second)
-	if err := putScheduled(ctx, c.AutoScaling, res, "morning-peak", "at("+at.Format("2006-01-02T15:04:05")+")", aws.Int32(2), aws.Int32(3)); err != nil {
-		t.Fatal(err)
+	// A few seconds ahead on the wall clock. An instant already past when the action is put does not run, so
+	// the put must return before it: on a machine too loaded for that, the action is put again further ahead.
+	var at time.Time
+	for ahead := 3 * time.Second; ; ahead *= 2 {
+		at = time.Now().UTC().Add(ahead).Truncate(time.Second)
+		if err := putScheduled(ctx, c.AutoScaling, res, "morning-peak", "at("+at.Format("2006-01-02T15:04:05")+")", aws.Int32(2), aws.Int32(3)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().Before(at) {
+			break
+		}
+		if ahead > time.Minute {
+			t.Fatalf("PutScheduledAction took longer than %s", ahead)
+		}
 	}
 	eventually(t, hangBound, "the endpoint to serve 2 instances", func() bool {
 		out, err := c.SageMaker.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
