@@ -48,6 +48,9 @@ var autoscalingOps = map[string]operation{
 	"DescribeScalingPolicies":   (*Emulator).describeScalingPolicies,
 	"DeleteScalingPolicy":       (*Emulator).deleteScalingPolicy,
 	"DescribeScalingActivities": (*Emulator).describeScalingActivities,
+	"PutScheduledAction":        (*Emulator).putScheduledAction,
+	"DescribeScheduledActions":  (*Emulator).describeScheduledActions,
+	"DeleteScheduledAction":     (*Emulator).deleteScheduledAction,
 }
 
 type targetInput struct {
@@ -312,6 +315,13 @@ func (e *Emulator) deregisterScalableTarget(dec decoder) (any, *apiError) {
 	for k, p := range e.st.Policies {
 		if strings.HasPrefix(k, key+"|") {
 			e.deletePolicyLocked(k, p)
+		}
+	}
+	// "If a scalable target is deregistered, the scalable target is no longer available to run scheduled
+	// actions. Any scheduled actions that were specified for the scalable target are deleted." (PutScheduledAction)
+	for k := range e.st.ScheduledActions {
+		if strings.HasPrefix(k, key+"|") {
+			delete(e.st.ScheduledActions, k)
 		}
 	}
 	delete(e.st.Targets, key)

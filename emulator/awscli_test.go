@@ -198,3 +198,85 @@ func TestAWSCLIAccessKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAWSCLIScheduledActions: the AWS CLI (botocore's application-autoscaling model) puts, lists (its own
+// pagination over NextToken), and deletes scheduled actions, sees the activity of one that ran, and gets the
+// modeled errors.
+func TestAWSCLIScheduledActions(t *testing.T) {
+	r := emulatortest.Start(t)
+	ctx := ctxFor(t, 3*time.Minute)
+	const name = "speech-cli-sched"
+	emulatortest.Endpoint(t, r, name)
+	res := emulator.ResourceIDOf(name, "AllTraffic")
+	target := []string{"--service-namespace", "sagemaker", "--resource-id", res, "--scalable-dimension", "sagemaker:variant:DesiredInstanceCount"}
+	aas := func(op string, args ...string) []string {
+		return append(append([]string{"application-autoscaling", op}, target...), args...)
+	}
+	mustAWS(ctx, t, r, aas("register-scalable-target", "--min-capacity", "1", "--max-capacity", "4")...)
+
+	// The user guide's recurring example, in a time zone, with start and end times.
+	mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "weekday-mornings",
+		"--schedule", "cron(30 6 ? * MON-FRI *)", "--timezone", "Europe/Paris",
+		"--start-time", "2030-01-01T00:00:00Z", "--end-time", "2031-01-01T00:00:00Z",
+		"--scalable-target-action", "MinCapacity=2,MaxCapacity=3")...)
+	mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "every-six-hours",
+		"--schedule", "rate(6 hours)", "--scalable-target-action", "MinCapacity=1")...)
+	// An at() action a few seconds ahead. An instant already past when the action is put does not run, and the
+	// CLI takes a second or more to start: when the put returns after the instant, it is put again further ahead.
+	for ahead := 5 * time.Second; ; ahead *= 2 {
+		at := time.Now().UTC().Add(ahead).Truncate(time.Second)
+		mustAWS(ctx, t, r, aas("put-scheduled-action", "--scheduled-action-name", "right-now",
+			"--schedule", "at("+at.Format("2006-01-02T15:04:05")+")", "--scalable-target-action", "MinCapacity=1,MaxCapacity=3")...)
+		if time.Now().Before(at) {
+			break
+		}
+		if ahead > time.Minute {
+			t.Fatalf("put-scheduled-action took longer than %s", ahead)
+		}
+	}
+
+	// --page-size 1: the CLI asks for pages of one and follows NextToken.
+	out := mustAWS(ctx, t, r, "application-autoscaling", "describe-scheduled-actions", "--service-namespace", "sagemaker", "--page-size", "1",
+		"--query", "ScheduledActions[].[ScheduledActionName,Schedule]", "--output", "text")
+	want := "weekday-mornings cron(30 6 ? * MON-FRI *) every-six-hours rate(6 hours) right-now"
+	if got := strings.Join(strings.Fields(out), " "); !strings.HasPrefix(got, want) {
+		t.Errorf("describe-scheduled-actions = %q, want %q then right-now's at()", got, want)
+	}
+	out = mustAWS(ctx, t, r, "application-autoscaling", "describe-scheduled-actions", "--service-namespace", "sagemaker",
+		"--scheduled-action-names", "weekday-mornings", "--query",
+		"ScheduledActions[0].[Timezone,StartTime,EndTime,ScalableTargetAction.MinCapacity,ScalableTargetAction.MaxCapacity]", "--output", "text")
+	// The CLI prints timestamps as they came on the wire (epoch seconds) unless configured otherwise.
+	if got := strings.Fields(out); len(got) != 5 || got[0] != "Europe/Paris" || number(got[1]) != 1893456000 ||
+		number(got[2]) != 1924992000 || got[3] != "2" || got[4] != "3" {
+		t.Errorf("weekday-mornings = %q", out)
+	}
+
+	eventually(t, hangBound, "right-now to run", func() bool {
+		out := mustAWS(ctx, t, r, aas("describe-scaling-activities", "--query", "ScalingActivities[].Cause", "--output", "text")...)
+		return strings.Contains(out, "scheduled action name right-now was triggered")
+	})
+	out = mustAWS(ctx, t, r, "application-autoscaling", "describe-scalable-targets", "--service-namespace", "sagemaker", "--resource-ids", res,
+		"--query", "ScalableTargets[0].[MinCapacity,MaxCapacity]", "--output", "text")
+	if got := strings.Fields(out); len(got) != 2 || got[0] != "1" || got[1] != "3" {
+		t.Errorf("the target's bounds after right-now ran: %q, want 1 3", out)
+	}
+
+	mustAWS(ctx, t, r, aas("delete-scheduled-action", "--scheduled-action-name", "every-six-hours")...)
+	for _, tc := range []struct {
+		args []string
+		code string
+	}{
+		{aas("delete-scheduled-action", "--scheduled-action-name", "every-six-hours"), "ObjectNotFoundException"},
+		{aas("put-scheduled-action", "--scheduled-action-name", "bad", "--schedule", "cron(0 8 * * *)"), "ValidationException"},
+		{aas("put-scheduled-action", "--scheduled-action-name", "bad", "--schedule", "rate(1 day)", "--timezone", "Nowhere/Special"), "ValidationException"},
+		{aas("put-scheduled-action", "--scheduled-action-name", "bad:name", "--schedule", "rate(1 day)"), "ValidationException"},
+	} {
+		_, errOut, code := awsCLI(ctx, t, r, tc.args...)
+		if code != 254 && code != 255 {
+			t.Errorf("aws %s: exit %d, want 254 or 255 (a service error)\nstderr: %s", strings.Join(tc.args, " "), code, errOut)
+		}
+		if !strings.Contains(errOut, "("+tc.code+")") {
+			t.Errorf("aws %s: stderr %q does not name the error code %s", strings.Join(tc.args, " "), errOut, tc.code)
+		}
+	}
+}

@@ -76,6 +76,9 @@ type Options struct {
 	// Throttle sets the per-operation token buckets of the control plane (throttle.go). When nil,
 	// $SPEECH_EMULATOR_THROTTLE gives it (ParseThrottle), else DefaultRates: throttling is on by default.
 	Throttle *Throttle
+	// Clock is the time the scheduler runs Application Auto Scaling scheduled actions by (scheduled.go): the
+	// wall clock when nil. Tests set it to reach a schedule's instant without waiting for it.
+	Clock func() time.Time
 }
 
 // DefaultReadTimeout bounds reading one request, headers and body: a client that sends part of a request and
@@ -323,9 +326,10 @@ func (e *Emulator) Run(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 
-	e.wg.Add(3)
+	e.wg.Add(4)
 	go func() { defer e.wg.Done(); e.sampleLoop() }()
 	go func() { defer e.wg.Done(); e.scaleLoop() }()
+	go func() { defer e.wg.Done(); e.scheduleLoop() }()
 	go func() { defer e.wg.Done(); e.republishLoop(b) }()
 
 	serveErr := make(chan error, 1)

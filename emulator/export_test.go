@@ -27,6 +27,8 @@ var (
 	EndpointDims = endpointDims
 	ResourceIDOf = resourceIDOf
 	LoadState    = loadState
+	// BadSchedules are Schedule values PutScheduledAction refuses, each broken in one way.
+	BadSchedules = badSchedules
 )
 
 // resourceIDOf is the Application Auto Scaling resource id of an endpoint's variant, as the tests register it.

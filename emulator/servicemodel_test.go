@@ -28,3 +28,15 @@ func TestServiceModelCoversEveryOperation(t *testing.T) {
 		t.Errorf("%d model patterns are not checked (Go's regexp cannot read them): %v", len(serviceModelSkippedPatterns), serviceModelSkippedPatterns)
 	}
 }
+
+// TestEveryOperationHasABucket: "Every control-plane operation has its own token bucket" (README): an
+// operation added to a service's table without a DefaultRates entry would go unthrottled.
+func TestEveryOperationHasABucket(t *testing.T) {
+	for _, s := range targetServices {
+		for op := range s.ops {
+			if _, ok := DefaultRates[op]; !ok {
+				t.Errorf("%s.%s has no bucket in DefaultRates", s.name, op)
+			}
+		}
+	}
+}

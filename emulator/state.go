@@ -40,7 +40,9 @@ type state struct {
 	Policies        map[string]*policyRec         `json:"policies"`
 	Alarms          map[string]*alarmRec          `json:"alarms"`
 	Activities      []*activityRec                `json:"activities"`
-	NextInstance    int                           `json:"next_instance"`
+	// ScheduledActions are the Application Auto Scaling scheduled actions, by target key and name.
+	ScheduledActions map[string]*scheduledActionRec `json:"scheduled_actions"`
+	NextInstance     int                            `json:"next_instance"`
 }
 
 type containerDef struct {
@@ -299,12 +301,13 @@ type notScaledReason struct {
 
 func newState() *state {
 	return &state{
-		Models:          map[string]*modelRec{},
-		EndpointConfigs: map[string]*endpointConfigRec{},
-		Endpoints:       map[string]*endpointRec{},
-		Targets:         map[string]*targetRec{},
-		Policies:        map[string]*policyRec{},
-		Alarms:          map[string]*alarmRec{},
+		Models:           map[string]*modelRec{},
+		EndpointConfigs:  map[string]*endpointConfigRec{},
+		Endpoints:        map[string]*endpointRec{},
+		Targets:          map[string]*targetRec{},
+		Policies:         map[string]*policyRec{},
+		Alarms:           map[string]*alarmRec{},
+		ScheduledActions: map[string]*scheduledActionRec{},
 	}
 }
 
@@ -352,6 +355,9 @@ func loadState(dir string) (*state, error) {
 	}
 	if s.Alarms == nil {
 		s.Alarms = fresh.Alarms
+	}
+	if s.ScheduledActions == nil {
+		s.ScheduledActions = fresh.ScheduledActions
 	}
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("read emulator state %s: %w: repair or remove the file", filepath.Join(dir, "state.json"), err)
@@ -428,6 +434,20 @@ func (s *state) validate() error {
 	for name, a := range s.Alarms {
 		if a == nil {
 			return fmt.Errorf("alarms[%q] is null", name)
+		}
+	}
+	for key, a := range s.ScheduledActions {
+		if a == nil {
+			return fmt.Errorf("scheduled_actions[%q] is null", key)
+		}
+		if k := scheduledKey(a.Namespace, a.ResourceID, a.Dimension, a.Name); k != key {
+			return fmt.Errorf("scheduled_actions[%q] is keyed %q", key, k)
+		}
+		if _, err := parseSchedule(a.Schedule); err != nil {
+			return fmt.Errorf("scheduled_actions[%q].schedule %q: %v", key, a.Schedule, err)
+		}
+		if _, err := a.location(); err != nil {
+			return fmt.Errorf("scheduled_actions[%q].timezone: %v", key, err)
 		}
 	}
 	for i, a := range s.Activities {

@@ -103,3 +103,46 @@ func TestLoadStateRefusesUnboundedAndDuplicate(t *testing.T) {
 		t.Errorf("case-variant environment keys: %v", err)
 	}
 }
+
+// TestLoadStateScheduledActions: the scheduled actions come back from state.json (a missing or null map is
+// usable), and a record the emulator could not run is refused, naming it: null, keyed under another target or
+// name, an unreadable schedule or time zone.
+func TestLoadStateScheduledActions(t *testing.T) {
+	const key = "sagemaker|endpoint/e/variant/v|sagemaker:variant:DesiredInstanceCount|morning"
+	record := func(schedule, tz string) string {
+		return `{"name": "morning", "arn": "arn", "namespace": "sagemaker", "resource_id": "endpoint/e/variant/v",
+			"dimension": "sagemaker:variant:DesiredInstanceCount", "schedule": "` + schedule + `", "timezone": "` + tz + `",
+			"min_capacity": 2, "created": "2026-12-02T00:00:00Z", "anchor": "2026-12-02T00:00:00Z", "next": "2026-12-03T08:00:00Z"}`
+	}
+	load := func(body string) (*state, error) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return loadState(dir)
+	}
+	for _, body := range []string{`{}`, `{"scheduled_actions": null}`} {
+		s, err := load(body)
+		if err != nil || s.ScheduledActions == nil {
+			t.Errorf("%s: %v, %v; want an empty, usable map", body, s, err)
+		}
+	}
+	s, err := load(`{"scheduled_actions": {"` + key + `": ` + record("cron(0 8 * * ? *)", "Pacific/Tahiti") + `}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := s.ScheduledActions[key]; a == nil || a.Schedule != "cron(0 8 * * ? *)" || a.Timezone != "Pacific/Tahiti" ||
+		a.MinCapacity == nil || *a.MinCapacity != 2 || a.MaxCapacity != nil || !a.Next.Equal(utc("2026-12-03T08:00:00Z")) {
+		t.Errorf("loaded %+v", a)
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"null", `{"scheduled_actions": {"` + key + `": null}}`, "is null"},
+		{"other key", `{"scheduled_actions": {"` + strings.Replace(key, "morning", "evening", 1) + `": ` + record("rate(1 day)", "") + `}}`, "is keyed"},
+		{"schedule", `{"scheduled_actions": {"` + key + `": ` + record("every day", "") + `}}`, ".schedule"},
+		{"time zone", `{"scheduled_actions": {"` + key + `": ` + record("rate(1 day)", "Mars/Olympus_Mons") + `}}`, ".timezone"},
+	} {
+		if _, err := load(tc.body); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+}

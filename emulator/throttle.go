@@ -39,6 +39,7 @@ var DefaultRates = map[string]Rate{
 	// Application Auto Scaling.
 	"DescribeScalableTargets": {5, 10}, "DescribeScalingPolicies": {5, 10}, "DescribeScalingActivities": {5, 10},
 	"RegisterScalableTarget": {1, 5}, "DeregisterScalableTarget": {1, 5}, "PutScalingPolicy": {1, 5}, "DeleteScalingPolicy": {1, 5},
+	"DescribeScheduledActions": {5, 10}, "PutScheduledAction": {1, 5}, "DeleteScheduledAction": {1, 5},
 	// CloudWatch.
 	"DescribeAlarms": {5, 10}, "GetMetricData": {10, 20}, "GetMetricStatistics": {10, 20}, "PutMetricAlarm": {1, 5}, "DeleteAlarms": {1, 5},
 	// CloudWatch Logs.

@@ -37,7 +37,8 @@ var services = []struct {
 		"DescribeEndpointConfig", "DeleteEndpointConfig", "CreateEndpoint", "DescribeEndpoint", "DeleteEndpoint", "ListEndpoints",
 		"UpdateEndpoint", "UpdateEndpointWeightsAndCapacities", "AddTags", "ListTags", "DeleteTags"}},
 	{"AnyScaleFrontendService", "application-autoscaling", "2016-02-06", []string{"RegisterScalableTarget", "DescribeScalableTargets",
-		"DeregisterScalableTarget", "PutScalingPolicy", "DescribeScalingPolicies", "DeleteScalingPolicy", "DescribeScalingActivities"}},
+		"DeregisterScalableTarget", "PutScalingPolicy", "DescribeScalingPolicies", "DeleteScalingPolicy", "DescribeScalingActivities",
+		"PutScheduledAction", "DescribeScheduledActions", "DeleteScheduledAction"}},
 	{"GraniteServiceVersion20100801", "cloudwatch", "2010-08-01", []string{"PutMetricAlarm", "DescribeAlarms", "DeleteAlarms",
 		"GetMetricData", "GetMetricStatistics"}},
 	{"Logs_20140328", "logs", "2014-03-28", []string{"DescribeLogGroups", "DescribeLogStreams", "GetLogEvents", "FilterLogEvents"}},
@@ -182,6 +183,9 @@ func main() {
 			}
 			if sh.Pattern != "" {
 				goPat := translate(sh.Pattern)
+				if eq, ok := lookaroundEquivalents[sh.Pattern]; ok {
+					goPat = eq
+				}
 				if _, err := regexp.Compile(goPat); err != nil {
 					skipped = append(skipped, fmt.Sprintf("%s %s: %q (%v)", s.dir, n, sh.Pattern, err))
 				} else {
@@ -206,6 +210,15 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("wrote %s from botocore %s (%d bytes, %d patterns skipped)\n", *out, version, len(src), len(skipped))
+}
+
+// lookaroundEquivalents are model patterns written with a lookaround, which Go's regexp cannot read, each with
+// a Go pattern (anchored on the whole value) that accepts exactly the same values.
+var lookaroundEquivalents = map[string]string{
+	// Application Auto Scaling's ScheduledActionName: one or more characters (Java's . excludes the line
+	// terminators \n, \r, \u0085, \u2028 and \u2029), none of them a control character (\u0000-\u001f,
+	// \u007f-\u009f) or one of : / |, neither the first nor the last a space.
+	`(?!((^[ ]+.*)|(.*([\u0000-\u001f]|[\u007f-\u009f]|[:/|])+.*)|(.*[ ]+$))).+`: `^(?:[^ \x00-\x1f\x7f-\x9f:/|\x{2028}\x{2029}](?:[^\x00-\x1f\x7f-\x9f:/|\x{2028}\x{2029}]*[^ \x00-\x1f\x7f-\x9f:/|\x{2028}\x{2029}])?)$`,
 }
 
 // translate turns a model pattern (Java regular expression syntax) into one Go's regexp reads the same way,
