@@ -464,7 +464,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 		Notes: []string{
 			"Why it matters: every local Q_max (tts-bench qmax against the emulator) is measured through this path, so what it adds to TTFAB is charged to the model; the figure at the level qmax probes says how pessimistic a local Q_max is.",
 			"The direct side's URL comes from `Emulator.InstanceURLs` (emulator/inspect.go), the serving instances' own ports; before the run one request each way checks both answers are the same audio.",
-			"The emulator runs in the measuring process (as `internal/emulatortest` runs it), so it shares the client's Go runtime and the machine's cores with the client and the container; `speech-infra emulator` runs it in a process of its own.",
+			"The emulator runs in the measuring process (as `emulator/emulatortest` runs it), so it shares the client's Go runtime and the machine's cores with the client and the container; `speech-infra emulator` runs it in a process of its own.",
 			fmt.Sprintf("The machine's load average (1, 5, 15 min): %s, on %d cores.", load, runtime.NumCPU()),
 			churnNote(levels),
 			fmt.Sprintf("A p99 is judged only with at least %d requests per path at that level; the direct side's TTFAB is the instance's %d ms of waiting plus the loopback round trip.", minP99Samples, o.segmentMs),

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 func TestStartContainerServesAndStops(t *testing.T) {
