@@ -21,25 +21,21 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
@@ -65,23 +61,8 @@ const (
 // fewer is one or two requests).
 const minP99Samples = 200
 
-// Waits, each bounded.
-const (
-	emulatorReadyWait = 15 * time.Second
-	inServiceWait     = 2 * time.Minute
-	emulatorStopWait  = 30 * time.Second
-	callTimeout       = 15 * time.Second
-)
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "emulatorpath", err))
-	}
+	harness.Main("emulatorpath", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -127,92 +108,6 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// privateEmulator is an emulator serving in this process on a free loopback port with its state in a
-// temporary directory.
-type privateEmulator struct {
-	emu      *emulator.Emulator
-	stateDir string
-	logPath  string
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-// startEmulator opens and runs an emulator whose instances run bin, with no timing profile, and returns once
-// it has published its identity (within emulatorReadyWait).
-func startEmulator(ctx context.Context, bin string) (*privateEmulator, error) {
-	dir, err := os.MkdirTemp("", "bench-emulatorpath-")
-	if err != nil {
-		return nil, fmt.Errorf("create the emulator's state directory: %w: check $TMPDIR", err)
-	}
-	logPath := filepath.Join(dir, "emulator.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create the emulator's log: %w", err)
-	}
-	emu, err := emulator.Open(emulator.Options{StateDir: filepath.Join(dir, "state"), Addr: "127.0.0.1:0", ContainerBin: bin,
-		Log: lf, Profile: &emulator.Profile{Name: "none"}, TimeScale: 1})
-	if err != nil {
-		lf.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open the emulator: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p := &privateEmulator{emu: emu, stateDir: dir, logPath: logPath, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- emu.Run(runCtx)
-		lf.Close()
-	}()
-	deadline := time.Now().Add(emulatorReadyWait)
-	for {
-		if _, ok, err := emulator.Running(filepath.Join(dir, "state")); ok && err == nil {
-			return p, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			return nil, fmt.Errorf("the emulator in %s did not publish its identity within %v", dir, emulatorReadyWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// stop shuts the emulator down (which stops its instances), waits up to emulatorStopWait and removes its
-// state directory.
-func (p *privateEmulator) stop() {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(emulatorStopWait):
-	}
-	os.RemoveAll(p.stateDir)
-}
-
-// deploy creates the calibration model, its one-instance endpoint config and the endpoint through the real
-// SDK, and waits until it is InService.
-func deploy(ctx context.Context, sm *sagemaker.Client, env map[string]string) error {
-	call, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if _, err := sm.CreateModel(call, &sagemaker.CreateModelInput{ModelName: aws.String(endpointName), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: env}}); err != nil {
-		return fmt.Errorf("CreateModel: %w", err)
-	}
-	if _, err := sm.CreateEndpointConfig(call, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(endpointName), ProductionVariants: []smtypes.ProductionVariant{{
-		VariantName: aws.String("AllTraffic"), ModelName: aws.String(endpointName), InitialInstanceCount: aws.Int32(1),
-		InstanceType: smtypes.ProductionVariantInstanceType("local"), ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60)}}}); err != nil {
-		return fmt.Errorf("CreateEndpointConfig: %w", err)
-	}
-	if _, err := sm.CreateEndpoint(call, &sagemaker.CreateEndpointInput{EndpointName: aws.String(endpointName), EndpointConfigName: aws.String(endpointName)}); err != nil {
-		return fmt.Errorf("CreateEndpoint: %w", err)
-	}
-	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
-	})
-	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(endpointName)}, inServiceWait); err != nil {
-		return fmt.Errorf("endpoint %s not InService within %v: %w", endpointName, inServiceWait, err)
-	}
-	return nil
-}
-
 // path is one way to the instance and what it measured at each level.
 type path struct {
 	name      string
@@ -248,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	started, loadStart := time.Now().UTC(), loadAverage()
+	started, loadStart := time.Now().UTC(), harness.LoadAverage()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -260,23 +155,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	benchkit.RaiseFDLimit()
-	bin, err := benchkit.ContainerBinary(ctx)
+	harness.RaiseFDLimit()
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
-	pe, err := startEmulator(ctx, bin)
+	pe, err := harness.StartEmulator(ctx, bin, "bench-emulatorpath-")
 	if err != nil {
 		return err
 	}
-	defer pe.stop()
+	defer pe.Stop()
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
 		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
+		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
 	}
-	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
+	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
 	cfg := cloud.LocalConfig(url, creds)
 	// The diagnostic path: the same configuration with a second, independent client of cloud.HTTPClient (its own
 	// connection pool, cloud.IdleConnsPerHost idle connections per host), a control for the client's
@@ -289,10 +184,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
 		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
 	fmt.Fprintf(stderr, "emulatorpath: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := deploy(ctx, sm, env); err != nil {
+	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
 		return fail(err)
 	}
-	urls := pe.emu.InstanceURLs(endpointName)
+	urls := pe.InstanceURLs(endpointName)
 	if len(urls) != 1 {
 		return fail(fmt.Errorf("the endpoint has %d serving instance URLs (%v), want 1: both paths must reach the same instance", len(urls), urls))
 	}
@@ -394,7 +289,7 @@ func sameAnswer(ctx context.Context, paths []*path) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
-		call, cancel := context.WithTimeout(ctx, callTimeout)
+		call, cancel := context.WithTimeout(ctx, harness.CallTimeout)
 		res, err := s.Send(call, text)
 		cancel()
 		if err != nil {
@@ -418,7 +313,7 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // buildRow states the figures, the goal and the verdict.
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
-	load := loadStart + " at the start, " + loadAverage() + " at the end"
+	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/emulatorpath"
 	if o.smoke {
 		cmd += " -smoke"
@@ -505,15 +400,6 @@ func goal(levels []level, load string) row.Goal {
 	}
 	g.Verdict, g.Why, g.Measured = row.NotMeasured, fmt.Sprintf("C=%d was not measured", goalC), "-"
 	return g
-}
-
-// loadAverage is the 1-, 5- and 15-minute load averages from /proc/loadavg ("unknown" when unreadable).
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // writeCharts draws the added percentiles against C with the goal, and each path's percentiles.

@@ -23,23 +23,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
@@ -70,24 +66,12 @@ const (
 // minP99Samples is how many TTFABs each path needs at a level before its p99 is judged.
 const minP99Samples = 200
 
-// Waits, each bounded.
-const (
-	emulatorReadyWait = 15 * time.Second
-	inServiceWait     = 2 * time.Minute
-	gatewayReadyWait  = 2 * time.Minute // includes building speech-infra
-	emulatorStopWait  = 30 * time.Second
-	callTimeout       = 15 * time.Second
-)
+// gatewayReadyWait bounds how long the gateway takes to answer once started (the private emulator's and the
+// deployment's waits are harness's).
+const gatewayReadyWait = 2 * time.Minute
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "gateway bench", err))
-	}
+	harness.Main("gateway bench", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -130,94 +114,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// privateEmulator is an emulator serving in this process with its state in a temporary directory.
-type privateEmulator struct {
-	emu      *emulator.Emulator
-	dir      string
-	stateDir string
-	logPath  string
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-func startEmulator(ctx context.Context, bin string) (*privateEmulator, error) {
-	dir, err := os.MkdirTemp("", "bench-gateway-")
-	if err != nil {
-		return nil, fmt.Errorf("create the emulator's state directory: %w: check $TMPDIR", err)
-	}
-	logPath := filepath.Join(dir, "emulator.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create the emulator's log: %w", err)
-	}
-	stateDir := filepath.Join(dir, "state")
-	emu, err := emulator.Open(emulator.Options{StateDir: stateDir, Addr: "127.0.0.1:0", ContainerBin: bin,
-		Log: lf, Profile: &emulator.Profile{Name: "none"}, TimeScale: 1})
-	if err != nil {
-		lf.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open the emulator: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p := &privateEmulator{emu: emu, dir: dir, stateDir: stateDir, logPath: logPath, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- emu.Run(runCtx)
-		lf.Close()
-	}()
-	deadline := time.Now().Add(emulatorReadyWait)
-	for {
-		if _, ok, err := emulator.Running(stateDir); ok && err == nil {
-			return p, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			return nil, fmt.Errorf("the emulator in %s did not publish its identity within %v", dir, emulatorReadyWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *privateEmulator) stop() {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(emulatorStopWait):
-	}
-	os.RemoveAll(p.dir)
-}
-
-func deploy(ctx context.Context, sm *sagemaker.Client, env map[string]string) error {
-	call, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if _, err := sm.CreateModel(call, &sagemaker.CreateModelInput{ModelName: aws.String(endpointName), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: env}}); err != nil {
-		return fmt.Errorf("CreateModel: %w", err)
-	}
-	if _, err := sm.CreateEndpointConfig(call, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(endpointName), ProductionVariants: []smtypes.ProductionVariant{{
-		VariantName: aws.String("AllTraffic"), ModelName: aws.String(endpointName), InitialInstanceCount: aws.Int32(1),
-		InstanceType: smtypes.ProductionVariantInstanceType("local"), ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60)}}}); err != nil {
-		return fmt.Errorf("CreateEndpointConfig: %w", err)
-	}
-	if _, err := sm.CreateEndpoint(call, &sagemaker.CreateEndpointInput{EndpointName: aws.String(endpointName), EndpointConfigName: aws.String(endpointName)}); err != nil {
-		return fmt.Errorf("CreateEndpoint: %w", err)
-	}
-	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
-	})
-	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(endpointName)}, inServiceWait); err != nil {
-		return fmt.Errorf("endpoint %s not InService within %v: %w", endpointName, inServiceWait, err)
-	}
-	return nil
-}
-
 // gatewayProc is a running `speech-infra gateway`.
 type gatewayProc struct {
-	cmd  *exec.Cmd
-	url  string
-	dir  string
-	done chan error
-	log  bytes.Buffer
+	*harness.Process
+	url string
+	// dir holds its binary and its log (stdout and stderr).
+	dir, logPath string
 }
 
 // startGateway builds speech-infra from this repository and runs its gateway on a free port against the
@@ -227,57 +129,44 @@ func startGateway(ctx context.Context, stateDir string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(dir, "speech-infra")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/speech-infra")
-	if out, err := build.CombinedOutput(); err != nil {
+	bin, err := harness.BuildGo(ctx, "", "./cmd/speech-infra", filepath.Join(dir, "speech-infra"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("build speech-infra (go build ./cmd/speech-infra, from the repository root): %w\n%s", err, out)
+		return nil, fmt.Errorf("build speech-infra (from the repository root): %w", err)
 	}
-	port, err := benchkit.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port) + "/v1", dir: dir, done: make(chan error, 1)}
-	g.cmd = exec.Command(bin, "gateway", "espeak-ng", "--local", "--state-dir", stateDir, "--endpoint", endpointName,
+	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port) + "/v1", dir: dir}
+	cmd := exec.Command(bin, "gateway", "espeak-ng", "--local", "--state-dir", stateDir, "--endpoint", endpointName,
 		"--port", strconv.Itoa(port), "--max-streams", "4096")
-	g.cmd.Stdout, g.cmd.Stderr = &g.log, &g.log
-	if err := g.cmd.Start(); err != nil {
+	g.logPath = filepath.Join(dir, "gateway.log")
+	lf, err := os.Create(g.logPath)
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start the gateway: %w", err)
+		return nil, fmt.Errorf("the gateway's log: %w", err)
 	}
-	go func() { g.done <- g.cmd.Wait() }()
-	deadline := time.Now().Add(gatewayReadyWait)
-	for {
-		res, err := http.Get(g.url + "/models")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return g, nil
-			}
-		}
-		select {
-		case err := <-g.done:
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("the gateway exited (%v):\n%s", err, g.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			g.stop()
-			return nil, fmt.Errorf("the gateway did not answer within %v:\n%s", gatewayReadyWait, g.log.String())
-		}
+	defer lf.Close() // the gateway has its own copy
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if g.Process, err = harness.StartProcess(ctx, cmd, g.url+"/models", gatewayReadyWait); err != nil {
+		err = fmt.Errorf("the gateway: %w:\n%s", err, g.log())
+		os.RemoveAll(dir)
+		return nil, err
 	}
+	return g, nil
 }
 
-// stop sends SIGTERM (the gateway lets requests in flight finish) and waits.
+// log is what the gateway has written so far.
+func (g *gatewayProc) log() string {
+	b, _ := os.ReadFile(g.logPath)
+	return string(b)
+}
+
+// stop stops the gateway (it lets the requests in flight finish) and removes its binary.
 func (g *gatewayProc) stop() {
-	g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(30 * time.Second):
-		g.cmd.Process.Kill()
-		<-g.done
-	}
+	g.Stop()
 	os.RemoveAll(g.dir)
 }
 
@@ -368,24 +257,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	started, loadStart := time.Now().UTC(), loadAverage()
-	benchkit.RaiseFDLimit()
-	bin, err := benchkit.ContainerBinary(ctx)
+	started, loadStart := time.Now().UTC(), harness.LoadAverage()
+	harness.RaiseFDLimit()
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
-	pe, err := startEmulator(ctx, bin)
+	pe, err := harness.StartEmulator(ctx, bin, "bench-gateway-")
 	if err != nil {
 		return err
 	}
-	defer pe.stop()
+	defer pe.Stop()
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
 		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
+		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
 	}
-	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
+	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
 	cfg := cloud.LocalConfig(url, creds)
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
 	maxC := concurrencies[len(concurrencies)-1]
@@ -393,10 +282,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
 		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
 	fmt.Fprintf(stderr, "gateway bench: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := deploy(ctx, sm, env); err != nil {
+	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
 		return fail(err)
 	}
-	gw, err := startGateway(ctx, pe.stateDir)
+	gw, err := startGateway(ctx, pe.StateDir)
 	if err != nil {
 		return fail(err)
 	}
@@ -437,7 +326,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				}
 				tt, rr, failed := tr.Results()
 				if failed > 0 {
-					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing\n%s", p.name, c, failed, gw.log.String()))
+					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing\n%s", p.name, c, failed, gw.log()))
 				}
 				if len(tt) == 0 {
 					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
@@ -485,7 +374,7 @@ func sameAnswer(ctx context.Context, paths []*path) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
-		call, cancel := context.WithTimeout(ctx, callTimeout)
+		call, cancel := context.WithTimeout(ctx, harness.CallTimeout)
 		res, err := s.Send(call, text)
 		cancel()
 		if err != nil {
@@ -502,7 +391,7 @@ func sameAnswer(ctx context.Context, paths []*path) error {
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
-	load := loadStart + " at the start, " + loadAverage() + " at the end"
+	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/gateway"
 	rounds := 3
 	if o.smoke {
@@ -564,14 +453,6 @@ func goal(levels []level, load string) row.Goal {
 	}
 	g.Verdict, g.Why, g.Measured = row.NotMeasured, fmt.Sprintf("C=%d was not measured", goalC), "-"
 	return g
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 func writeCharts(dir string, levels []level) error {

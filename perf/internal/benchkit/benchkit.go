@@ -1,26 +1,16 @@
-// Package benchkit is what the benchmark programs under perf share: the inference container binary
-// and processes of it whose JSON request logs are collected, the file-descriptor limit, exact percentiles and
-// gonum line charts.
+// Package benchkit is how the benchmark programs under perf measure a path and draw it: closed-loop steps of the
+// load engine (Step) through a transport that keeps each request's times (Timed), exact percentiles and gonum
+// line charts. What they run and stop is in package harness.
 package benchkit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"sort"
-	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -30,159 +20,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
-	"github.com/speech-infra/speech-infra/internal/containerbin"
 )
-
-// ContainerBinary returns $SPEECH_CONTAINER_BIN when set, else builds the container (cgo) into
-// .cache/bench/speech-container and returns that.
-func ContainerBinary(ctx context.Context) (string, error) { return containerbin.Path(ctx, "bench") }
-
-// RequestLog is the part of the container's JSON request log line (container/README.md) the rows use.
-type RequestLog struct {
-	Msg       string  `json:"msg"`
-	Outcome   string  `json:"outcome"`
-	Status    int     `json:"status"`
-	TotalMs   float64 `json:"total_ms"`
-	TTFABMs   float64 `json:"ttfab_ms"`
-	QueueWait float64 `json:"queue_wait_ms"`
-}
-
-// Container is a running inference container process.
-type Container struct {
-	// URL is its base URL on loopback.
-	URL  string
-	cmd  *exec.Cmd
-	done chan error
-	mu   sync.Mutex
-	logs []RequestLog
-}
-
-// FreePort returns a free loopback TCP port.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w: check that loopback networking works", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// StartContainer runs bin serve with env (over the process's environment) on a free port and returns once
-// /ping answers 200, within 30 s. Its request logs are collected (Logs); its stderr goes to stderr.
-func StartContainer(ctx context.Context, bin string, env map[string]string, stderr io.Writer) (*Container, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start the container: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the container %s: %w", bin, err)
-	}
-	c := &Container{URL: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan error, 1)}
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"msg":"request"`)) {
-				continue
-			}
-			var l RequestLog
-			if json.Unmarshal(line, &l) == nil {
-				c.mu.Lock()
-				c.logs = append(c.logs, l)
-				c.mu.Unlock()
-			}
-		}
-		io.Copy(io.Discard, out)
-		c.done <- cmd.Wait()
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/ping", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c, nil
-			}
-		}
-		select {
-		case err := <-c.done:
-			return nil, fmt.Errorf("the container exited before it was ready: %v: see its stderr above", err)
-		default:
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.Stop()
-			return nil, fmt.Errorf("the container on port %d did not answer /ping 200 within 30s", port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// LogCount is how many request logs have been collected.
-func (c *Container) LogCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.logs)
-}
-
-// Logs returns the request logs collected from index from on.
-func (c *Container) Logs(from int) []RequestLog {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if from > len(c.logs) {
-		return nil
-	}
-	return append([]RequestLog(nil), c.logs[from:]...)
-}
-
-// WaitLogs waits up to 5 s until at least n request logs have been collected (the log line follows the
-// response) and returns how many there are.
-func (c *Container) WaitLogs(n int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	for c.LogCount() < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return c.LogCount()
-}
-
-// Stop sends SIGTERM and waits up to 30 s, then kills the process.
-func (c *Container) Stop() {
-	if c.cmd.Process == nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-// RaiseFDLimit raises the soft file-descriptor limit to the hard one and returns the soft limit now.
-func RaiseFDLimit() uint64 {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0
-	}
-	if lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	}
-	return lim.Cur
-}
 
 // Percentile returns the exact p-th percentile (nearest rank, bench.Percentile) of values (not changed); NaN
 // when empty.
