@@ -101,11 +101,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	twinDir := fs.String("twin", "", "analyse the twin's qmax.json and ttotal.json in this directory (an earlier run's .cache/bench/7-cost/twin/artifacts/kokoro-82m-twin) instead of measuring; the row says so")
 	twinScale := fs.Float64("twin-time-scale", 0, "with -twin: the emulator time scale the artifacts' ttotal ran at (default: 1, or 50 with -smoke)")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)"); err != nil {
+		return err
 	}
 	sz := full
 	if *isSmoke {

@@ -83,11 +83,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (the client and the in-process emulator) to this file (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -106,15 +103,6 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
-}
-
-// path is one way to the instance and what it measured at each level.
-type path struct {
-	name      string
-	transport bench.Transport
-	// by level (index of concurrencies)
-	ttfab, resp [][]float64
-	rates       [][]float64
 }
 
 // level is one concurrency's result.
@@ -194,74 +182,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	instanceURL := urls[0]
 	fmt.Fprintf(stderr, "emulatorpath: the instance serves at %s\n", instanceURL)
 
-	paths := []*path{
-		{name: "through the emulator", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+	paths := []*benchkit.Path{
+		{Name: "through the emulator", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-		{name: "direct to the instance", transport: bench.NewHTTP(instanceURL)},
-		{name: "through the emulator, pooled SDK client", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+		{Name: "direct to the instance", Transport: bench.NewHTTP(instanceURL)},
+		{Name: "through the emulator, pooled SDK client", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(pooledCfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-	}
-	for _, p := range paths {
-		p.ttfab, p.resp, p.rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
 	}
-	// Warm-up, not measured: connections to the emulator, from it to the instance, and the direct ones.
-	for _, p := range paths {
-		tr := benchkit.NewTimed(p.transport, maxC)
-		if _, err := benchkit.Step(ctx, tr, maxC, 300*time.Millisecond, text); err != nil {
-			return fail(fmt.Errorf("warm-up %s: %w", p.name, err))
-		}
-	}
-
 	rounds := 3
 	if o.smoke {
 		rounds = 1
 	}
-	slice := o.duration / time.Duration(rounds)
-	for li, c := range concurrencies {
-		for round := 0; round < rounds; round++ {
-			for k := range paths {
-				p := paths[(round+k+li)%len(paths)]
-				fmt.Fprintf(stderr, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.name, slice)
-				tr := benchkit.NewTimed(p.transport, c)
-				res, err := benchkit.Step(ctx, tr, c, slice, text)
-				if err != nil {
-					return fail(fmt.Errorf("%s at C=%d: %w", p.name, c, err))
-				}
-				tt, rr, failed := tr.Results()
-				if failed > 0 {
-					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing", p.name, c, failed))
-				}
-				if len(tt) == 0 {
-					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
-				}
-				p.ttfab[li], p.resp[li] = append(p.ttfab[li], tt...), append(p.resp[li], rr...)
-				p.rates[li] = append(p.rates[li], res.AchievedRPS)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return benchkit.ErrInterrupted
+	// Interleave warms each path up first, not measured: connections to the emulator, from it to the instance,
+	// and the direct ones.
+	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, nil); errors.Is(err, benchkit.ErrInterrupted) {
+		return err
+	} else if err != nil {
+		return fail(err)
 	}
 	emuP, dirP, poolP := paths[0], paths[1], paths[2]
 	var levels []level
 	for li, c := range concurrencies {
 		pct := benchkit.Percentile
 		l := level{c: c,
-			emuP50: pct(emuP.ttfab[li], 50), emuP90: pct(emuP.ttfab[li], 90), emuP99: pct(emuP.ttfab[li], 99),
-			dirP50: pct(dirP.ttfab[li], 50), dirP90: pct(dirP.ttfab[li], 90), dirP99: pct(dirP.ttfab[li], 99),
-			emuResp50: pct(emuP.resp[li], 50), emuResp99: pct(emuP.resp[li], 99),
-			dirResp50: pct(dirP.resp[li], 50), dirResp99: pct(dirP.resp[li], 99),
-			emuN: len(emuP.ttfab[li]), dirN: len(dirP.ttfab[li]),
-			emuRate: harness.Median(emuP.rates[li]), dirRate: harness.Median(dirP.rates[li]),
+			emuP50: pct(emuP.TTFAB[li], 50), emuP90: pct(emuP.TTFAB[li], 90), emuP99: pct(emuP.TTFAB[li], 99),
+			dirP50: pct(dirP.TTFAB[li], 50), dirP90: pct(dirP.TTFAB[li], 90), dirP99: pct(dirP.TTFAB[li], 99),
+			emuResp50: pct(emuP.Resp[li], 50), emuResp99: pct(emuP.Resp[li], 99),
+			dirResp50: pct(dirP.Resp[li], 50), dirResp99: pct(dirP.Resp[li], 99),
+			emuN: len(emuP.TTFAB[li]), dirN: len(dirP.TTFAB[li]),
+			emuRate: harness.Median(emuP.Rates[li]), dirRate: harness.Median(dirP.Rates[li]),
 		}
-		l.poolP50, l.poolP90, l.poolP99 = pct(poolP.ttfab[li], 50), pct(poolP.ttfab[li], 90), pct(poolP.ttfab[li], 99)
-		l.poolN, l.poolRate = len(poolP.ttfab[li]), harness.Median(poolP.rates[li])
+		l.poolP50, l.poolP90, l.poolP99 = pct(poolP.TTFAB[li], 50), pct(poolP.TTFAB[li], 90), pct(poolP.TTFAB[li], 99)
+		l.poolN, l.poolRate = len(poolP.TTFAB[li]), harness.Median(poolP.Rates[li])
 		l.addP50, l.addP99 = l.emuP50-l.dirP50, l.emuP99-l.dirP99
 		l.poolAddP50, l.poolAddP99 = l.poolP50-l.dirP50, l.poolP99-l.dirP99
 		l.enoughForP99 = l.emuN >= minP99Samples && l.dirN >= minP99Samples
@@ -282,28 +239,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // sameAnswer sends the text once each way and checks both paths reach an instance that answers it with the
 // same audio (the calibration engine is deterministic), so the comparison is of the path alone.
-func sameAnswer(ctx context.Context, paths []*path) error {
-	var got []bench.StreamResult
-	for _, p := range paths {
-		s, err := p.transport.Worker(0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		call, cancel := context.WithTimeout(ctx, harness.CallTimeout)
-		res, err := s.Send(call, text)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("first request %s: %w", p.name, err)
-		}
+func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
+	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+	if err != nil {
+		return err
+	}
+	for i, res := range got {
 		if res.AudioBytes == 0 || res.FirstAudio.IsZero() {
-			return fmt.Errorf("first request %s: no audio in the answer (%d bytes)", p.name, res.Bytes)
+			return fmt.Errorf("first request %s: no audio in the answer (%d bytes)", paths[i].Name, res.Bytes)
 		}
-		got = append(got, res)
 	}
 	for i := 1; i < len(got); i++ {
 		if got[0].Bytes != got[i].Bytes || got[0].SampleRate != got[i].SampleRate {
 			return fmt.Errorf("the answers differ: %s %d bytes at %d Hz, %s %d bytes at %d Hz: every path must reach the same container",
-				paths[0].name, got[0].Bytes, got[0].SampleRate, paths[i].name, got[i].Bytes, got[i].SampleRate)
+				paths[0].Name, got[0].Bytes, got[0].SampleRate, paths[i].Name, got[i].Bytes, got[i].SampleRate)
 		}
 	}
 	return nil

@@ -89,11 +89,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per path and level, one round): checks the program works")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -234,14 +231,6 @@ func (o *openAISpeech) Send(ctx context.Context, text string) (bench.StreamResul
 	}
 }
 
-type path struct {
-	name      string
-	transport bench.Transport
-	ttfab     [][]float64
-	resp      [][]float64
-	rates     [][]float64
-}
-
 type level struct {
 	c                                        int
 	dirP50, dirP99, gwP50, gwP99             float64
@@ -292,62 +281,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer gw.stop()
 	fmt.Fprintf(stderr, "gateway bench: the gateway serves %s\n", gw.url)
 
-	paths := []*path{
-		{name: "direct InvokeEndpointWithResponseStream", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+	paths := []*benchkit.Path{
+		{Name: "direct InvokeEndpointWithResponseStream", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-		{name: "through the gateway", transport: newOpenAISpeech(gw.url)},
-	}
-	for _, p := range paths {
-		p.ttfab, p.resp, p.rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
+		{Name: "through the gateway", Transport: newOpenAISpeech(gw.url)},
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
-	}
-	for _, p := range paths {
-		if _, err := benchkit.Step(ctx, benchkit.NewTimed(p.transport, maxC), maxC, 300*time.Millisecond, text); err != nil {
-			return fail(fmt.Errorf("warm-up %s: %w", p.name, err))
-		}
 	}
 	rounds := 3
 	if o.smoke {
 		rounds = 1
 	}
-	slice := o.duration / time.Duration(rounds)
-	for li, c := range concurrencies {
-		for round := 0; round < rounds; round++ {
-			for k := range paths {
-				p := paths[(round+k+li)%len(paths)]
-				fmt.Fprintf(stderr, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.name, slice)
-				tr := benchkit.NewTimed(p.transport, c)
-				res, err := benchkit.Step(ctx, tr, c, slice, text)
-				if err != nil {
-					return fail(fmt.Errorf("%s at C=%d: %w", p.name, c, err))
-				}
-				tt, rr, failed := tr.Results()
-				if failed > 0 {
-					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing\n%s", p.name, c, failed, gw.log()))
-				}
-				if len(tt) == 0 {
-					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
-				}
-				p.ttfab[li], p.resp[li] = append(p.ttfab[li], tt...), append(p.resp[li], rr...)
-				p.rates[li] = append(p.rates[li], res.AchievedRPS)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return benchkit.ErrInterrupted
+	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, gw.log); errors.Is(err, benchkit.ErrInterrupted) {
+		return err
+	} else if err != nil {
+		return fail(err)
 	}
 	dir, gwp := paths[0], paths[1]
 	var levels []level
 	pct := benchkit.Percentile
 	for li, c := range concurrencies {
 		l := level{c: c,
-			dirP50: pct(dir.ttfab[li], 50), dirP99: pct(dir.ttfab[li], 99), gwP50: pct(gwp.ttfab[li], 50), gwP99: pct(gwp.ttfab[li], 99),
-			dirResp50: pct(dir.resp[li], 50), dirResp99: pct(dir.resp[li], 99), gwResp50: pct(gwp.resp[li], 50), gwResp99: pct(gwp.resp[li], 99),
-			dirN: len(dir.ttfab[li]), gwN: len(gwp.ttfab[li]), dirRate: harness.Median(dir.rates[li]), gwRate: harness.Median(gwp.rates[li]),
+			dirP50: pct(dir.TTFAB[li], 50), dirP99: pct(dir.TTFAB[li], 99), gwP50: pct(gwp.TTFAB[li], 50), gwP99: pct(gwp.TTFAB[li], 99),
+			dirResp50: pct(dir.Resp[li], 50), dirResp99: pct(dir.Resp[li], 99), gwResp50: pct(gwp.Resp[li], 50), gwResp99: pct(gwp.Resp[li], 99),
+			dirN: len(dir.TTFAB[li]), gwN: len(gwp.TTFAB[li]), dirRate: harness.Median(dir.Rates[li]), gwRate: harness.Median(gwp.Rates[li]),
 		}
 		l.addP50, l.addP99 = l.gwP50-l.dirP50, l.gwP99-l.dirP99
 		l.enoughForP99 = l.dirN >= minP99Samples && l.gwN >= minP99Samples
@@ -367,23 +326,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // sameAnswer sends the text once each way: both must carry the same number of audio bytes.
-func sameAnswer(ctx context.Context, paths []*path) error {
-	var got []bench.StreamResult
-	for _, p := range paths {
-		s, err := p.transport.Worker(0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		call, cancel := context.WithTimeout(ctx, harness.CallTimeout)
-		res, err := s.Send(call, text)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("first request %s: %w", p.name, err)
-		}
-		got = append(got, res)
+func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
+	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+	if err != nil {
+		return err
 	}
 	if got[0].AudioBytes == 0 || got[0].AudioBytes != got[1].AudioBytes {
-		return fmt.Errorf("the answers differ: %s %d audio bytes, %s %d: both paths must reach the same container", paths[0].name, got[0].AudioBytes, paths[1].name, got[1].AudioBytes)
+		return fmt.Errorf("the answers differ: %s %d audio bytes, %s %d: both paths must reach the same container", paths[0].Name, got[0].AudioBytes, paths[1].Name, got[1].AudioBytes)
 	}
 	return nil
 }

@@ -87,11 +87,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	isSmoke := fs.Bool("smoke", false, "the smallest size: checks the program still produces its row")
 	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container)"); err != nil {
+		return err
 	}
 	sz := full
 	if *isSmoke {

@@ -65,11 +65,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&ladder, "ladder", "1,10,100,1000", "concurrencies, comma-separated")
 	fs.BoolVar(&o.requirePeers, "require-peers", false, "fail when wrk or hey is not installed (else the row says not-measured)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load engine's runs to this file")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration, ladder = time.Second, "1,10"

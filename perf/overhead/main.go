@@ -54,11 +54,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per target): checks the program works")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each target is driven in all (split into 3 rounds)")
 	fs.IntVar(&o.c, "c", 50, "requests in flight")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second

@@ -199,14 +199,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	ttsBench := fs.String("tts-bench", "", "the tts-bench binary (default: built from ./cmd/tts-bench into <out>/bin)")
 	onlySched := fs.String("schedulers", "", "comma-separated subset of "+schedulerNames()+" (default all)")
 	onlyEngines := fs.String("engines", "", "comma-separated subset of "+engineNames()+" (default all)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)"); err != nil {
+		return err
 	}
 	scheds, err := chooseSchedulers(*onlySched)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"sort"
 	"time"
@@ -180,4 +181,80 @@ func Step(ctx context.Context, tr bench.Transport, c int, d time.Duration, text 
 	cfg.SLO, cfg.MinRequests = time.Second, 1
 	cfg.Transport, cfg.Corpus, cfg.RunID = tr, corpus, "benchkit"
 	return bench.RunStep(ctx, cfg, c)
+}
+
+// Path is one way to a server that Interleave measures, by level (the index of its concurrencies).
+type Path struct {
+	Name      string
+	Transport bench.Transport
+	// TTFAB and Resp are the successful requests' TTFABs and full-response times (ms); Rates each round's
+	// achieved rate (requests/s).
+	TTFAB, Resp, Rates [][]float64
+}
+
+// Interleave warms each path up (a step of 300 ms at the highest concurrency, not measured), then drives the
+// paths closed loop at each of concurrencies in rounds steps of d/rounds each, 200 ms apart, the order of the
+// paths turning from round to round and level to level, so that no path always goes first; each step is said
+// on progress. A step with a failed request, or with none completed, ends the run with an error; explain, when
+// not nil, adds what explains a failed request. Each path's figures are kept in it.
+func Interleave(ctx context.Context, paths []*Path, concurrencies []int, rounds int, d time.Duration, text string, progress io.Writer, explain func() string) error {
+	maxC := concurrencies[len(concurrencies)-1]
+	for _, p := range paths {
+		p.TTFAB, p.Resp, p.Rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
+		if _, err := Step(ctx, NewTimed(p.Transport, maxC), maxC, 300*time.Millisecond, text); err != nil {
+			return fmt.Errorf("warm-up %s: %w", p.Name, err)
+		}
+	}
+	slice := d / time.Duration(rounds)
+	for li, c := range concurrencies {
+		for round := 0; round < rounds; round++ {
+			for k := range paths {
+				p := paths[(round+k+li)%len(paths)]
+				fmt.Fprintf(progress, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.Name, slice)
+				tr := NewTimed(p.Transport, c)
+				res, err := Step(ctx, tr, c, slice, text)
+				if err != nil {
+					return fmt.Errorf("%s at C=%d: %w", p.Name, c, err)
+				}
+				tt, rr, failed := tr.Results()
+				if failed > 0 {
+					more := ""
+					if explain != nil {
+						more = "\n" + explain()
+					}
+					return fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing%s", p.Name, c, failed, more)
+				}
+				if len(tt) == 0 {
+					return fmt.Errorf("%s at C=%d: no request completed in %v", p.Name, c, slice)
+				}
+				p.TTFAB[li], p.Resp[li] = append(p.TTFAB[li], tt...), append(p.Resp[li], rr...)
+				p.Rates[li] = append(p.Rates[li], res.AchievedRPS)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// FirstAnswers sends text once through each path, each within timeout, and returns the answers in the paths'
+// order, for a program to check that every path reaches the same server before it measures them.
+func FirstAnswers(ctx context.Context, paths []*Path, text string, timeout time.Duration) ([]bench.StreamResult, error) {
+	var got []bench.StreamResult
+	for _, p := range paths {
+		s, err := p.Transport.Worker(0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		call, cancel := context.WithTimeout(ctx, timeout)
+		res, err := s.Send(call, text)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("first request %s: %w", p.Name, err)
+		}
+		got = append(got, res)
+	}
+	return got, nil
 }

@@ -28,6 +28,18 @@ func Main(name string, run func(ctx context.Context, args []string) error) {
 	}
 }
 
+// ParseFlags parses a program's command line with fs: a parse error is a usage error (-h gives flag.ErrHelp,
+// its usage printed), and so is an argument, which onlyFlags explains ("every option is a flag").
+func ParseFlags(fs *flag.FlagSet, args []string, onlyFlags string) error {
+	if err := fs.Parse(args); err != nil {
+		return exitcode.Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return exitcode.Usagef("unexpected argument %q: %s", fs.Arg(0), onlyFlags)
+	}
+	return nil
+}
+
 // FreePort returns a free loopback TCP port.
 func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
