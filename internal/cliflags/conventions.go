@@ -57,8 +57,7 @@ func versionOf(info *debug.BuildInfo) string {
 //     the command's --help; an unknown command names the nearest command;
 //   - --help and -h print on stdout (app.Writer) and exit 0, as urfave/cli does; so does the help command,
 //     `help [command...]`, which Run gives the application (withHelp): it works even where the application
-//     leaves it out of its command list (HideHelpCommand), and takes --version like every command.
-//
+//     leaves it out of its command list (HideHelpCommand), and takes --version like every command;
 //   - --catalog DIR on every command makes its run use the catalog files in DIR (catalog says how).
 //
 // Call it once the commands are in place; flags added to a command after it get the conventions too.
