@@ -142,9 +142,6 @@ func (c *Container) closeLog() {
 	}
 }
 
-// Pid is the container's process id.
-func (c *Container) Pid() int { return c.proc.Pid() }
-
 // Stop stops the container (Process.Stop) and closes its log; it is safe to call twice.
 func (c *Container) Stop() {
 	c.proc.Stop()

@@ -29,7 +29,7 @@ func TestStartContainerServesAndStops(t *testing.T) {
 		t.Fatalf("ping: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	rss, peak, err := ProcMemory(c.Pid())
+	rss, peak, err := ProcMemory(c.proc.Pid())
 	if err != nil || rss <= 0 || peak < rss {
 		t.Fatalf("ProcMemory = %d, %d, %v", rss, peak, err)
 	}
