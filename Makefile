@@ -53,7 +53,7 @@ test: deps lint test-go $(TEST_EXTRA) test-tools ## everything CI runs: linters 
 # -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes
 # (cmd/tts-bench holds the end-to-end measurement and validation tests on the emulator: more than go test's
 # default 10); the tests run the container built once by container-build (SPEECH_CONTAINER_BIN, read by
-# internal/emulatortest) instead of building it in each test process.
+# emulator/emulatortest) instead of building it in each test process.
 #
 # cmd/tts-bench's tests took 20 minutes one after another, most of test-go, and the longest of them wait on the
 # emulator's real time more than they compute: TestInstanceModelAgreesWithEmulator (7 minutes: 31-s measure
@@ -183,7 +183,7 @@ lint-staticcheck:
 #   - bench.Stall: the stall's definition as a function of a response's chunks (docs/design.md, "Playback
 #     continuity"), the reference ReadStream's incremental computation is tested against.
 DEADCODE := golang.org/x/tools/cmd/deadcode@v0.52.0
-DEADCODE_IGNORE := ^(cloud/cloudtest|internal/emulatortest|internal/cliflags/cliflagstest|internal/plantest)/|^container/internal/espeak/espeak\.go:[0-9]+:[0-9]+: unreachable func: goSynthChunk$$|^bench/stall\.go:[0-9]+:[0-9]+: unreachable func: Stall$$
+DEADCODE_IGNORE := ^(cloud/cloudtest|emulator/emulatortest|capacity/plantest|internal/cliflags/cliflagstest)/|^container/internal/espeak/espeak\.go:[0-9]+:[0-9]+: unreachable func: goSynthChunk$$|^bench/stall\.go:[0-9]+:[0-9]+: unreachable func: Stall$$
 lint-deadcode:
 	@root=$$($(GO) run $(DEADCODE) ./...); ctr=$$(cd container && $(GO) run $(DEADCODE) ./... | sed 's|^|container/|'); \
 	dead=$$(printf '%s\n%s\n' "$$root" "$$ctr" | grep -Ev '$(DEADCODE_IGNORE)' | grep . || true); \

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // startContainer runs the real inference container (serve) with env on a free loopback port, waits until

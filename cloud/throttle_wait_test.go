@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // TestWaitInServiceUnderThrottling: speech-infra deploy's wait (cloud.WaitInService) on an

@@ -29,7 +29,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // errCode returns the AWS error code and HTTP status of an SDK error ("" and 0 for none).

@@ -15,7 +15,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // awsCLI runs the AWS CLI found on PATH against the emulator at url, with only the variables cloud.LocalEnv

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // Conformance of the ranges of alarm, scaling policy, scalable target and metric read inputs with AWS's

@@ -38,7 +38,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // python3Boto3 returns the python3 on PATH when it can import boto3. Under CI=true a missing one fails the

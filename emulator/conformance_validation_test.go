@@ -23,7 +23,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // awsJSONCall posts body to the emulator as the awsJson1_1 operation target (e.g. "SageMaker.DescribeEndpoint")

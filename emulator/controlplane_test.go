@@ -23,7 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 func apiCode(err error) string {

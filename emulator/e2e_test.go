@@ -22,7 +22,7 @@ import (
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // stream invokes the endpoint with InvokeEndpointWithResponseStream through bench.InvokeStream, the reader

@@ -7,7 +7,7 @@ import (
 )
 
 // Internals lent to the external tests (package emulator_test), which drive the emulator through the shared
-// harness in internal/emulatortest; that package imports this one, so tests using it cannot live inside it.
+// harness in emulator/emulatortest; that package imports this one, so tests using it cannot live inside it.
 const (
 	AccessKeyPrefix      = accessKeyPrefix
 	ContentTypeJSON11    = contentTypeJSON11

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // listeningAddrs returns the addresses the process pid listens on over TCP: the inodes of its socket file

@@ -19,7 +19,7 @@ import (
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // startFleet runs an emulator with the state directory, container, quota and health-check interval of opts.

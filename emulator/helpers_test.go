@@ -8,7 +8,7 @@ import (
 )
 
 // Most of the emulator's tests drive it from outside, as its users do, through the real SDK clients and the
-// shared harness (internal/emulatortest), which builds the inference container at most once per test
+// shared harness (emulator/emulatortest), which builds the inference container at most once per test
 // process. export_test.go lends them the few internals they inspect.
 
 // sigV4Header is a SigV4 Authorization header naming akid, for raw HTTP requests (the emulator checks the

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // syncBuffer collects the emulator's log for a test to read while the emulator writes it.

@@ -18,7 +18,7 @@ import (
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // wantLimit fails unless err is SageMaker's ResourceLimitExceeded.

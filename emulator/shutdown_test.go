@@ -3,7 +3,7 @@ package emulator_test
 import (
 	"errors"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"os"
 	"path/filepath"
 	"strconv"

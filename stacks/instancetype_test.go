@@ -10,7 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/internal/plantest"
+	"github.com/speech-infra/speech-infra/capacity/plantest"
 )
 
 // A plan measured on another instance type: a plan measured on ml.g6.xlarge (the valid fixture's set, as

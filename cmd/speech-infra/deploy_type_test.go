@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/capacity/plantest"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/internal/plantest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

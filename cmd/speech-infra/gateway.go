@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/urfave/cli/v2"
 
-	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
 )

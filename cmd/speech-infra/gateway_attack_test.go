@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // gatewayNofileEnv, set in the environment of this test binary run as the CLI (SPEECH_INFRA_TEST_RUN_CLI=1),

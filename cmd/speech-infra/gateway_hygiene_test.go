@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/speech-infra/speech-infra/internal/awsenv"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

@@ -21,8 +21,8 @@ import (
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/speech-infra/speech-infra/internal/awsenv"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

@@ -50,7 +50,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are returned to main, which alone decides the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
-	cliflags.Conventions(app)
+	cliflags.Conventions(app, cliflags.Catalog{Env: models.CatalogEnv, Use: models.UseDir, Source: models.CatalogSource})
 	return app
 }
 

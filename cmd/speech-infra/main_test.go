@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/internal/plantest"
+	"github.com/speech-infra/speech-infra/capacity/plantest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

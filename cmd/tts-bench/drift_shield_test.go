@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/capacity/plantest"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
-	"github.com/speech-infra/speech-infra/internal/plantest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/capacity/plantest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/internal/plantest"
 	"github.com/speech-infra/speech-infra/models"
 )
 

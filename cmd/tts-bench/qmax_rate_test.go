@@ -13,7 +13,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // The end-to-end qmax tests run the emulator in the test process, so the process's CPU time and scheduling lag

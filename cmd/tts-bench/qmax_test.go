@@ -24,7 +24,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // runCLIEnv, when "1", makes the test binary the tts-bench CLI itself (TestMain), so that a test can run a

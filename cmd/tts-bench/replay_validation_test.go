@@ -15,7 +15,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // wavOnce answers every POST like the container: a WAV header and 100 ms of PCM16 silence at 24 kHz, after

@@ -16,7 +16,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 

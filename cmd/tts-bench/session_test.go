@@ -16,8 +16,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/cloud"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/cloud/cloudtest"
-	"github.com/speech-infra/speech-infra/internal/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )

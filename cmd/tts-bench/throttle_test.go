@@ -9,7 +9,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // TestTTotalUnderThrottling: with a DescribeEndpoint bucket that refills one read every 5 s (burst 1) and a

@@ -14,7 +14,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator"
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 // writeQMaxArtifact writes a valid espeak-ng qmax artifact measured over transport on the repository's

@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/models"
 )
 
 // VersionFlagName is the flag that prints Version on every command.
@@ -58,10 +57,11 @@ func versionOf(info *debug.BuildInfo) string {
 //     the command's --help; an unknown command names the nearest command;
 //   - --help and -h print on stdout (app.Writer) and exit 0, as urfave/cli does; so does the help command,
 //     `help [command...]`, which Run gives the application (withHelp): it works even where the application
-//     leaves it out of its command list (HideHelpCommand), and takes --version like every command.
+//     leaves it out of its command list (HideHelpCommand), and takes --version like every command;
+//   - --catalog DIR on every command makes its run use the catalog files in DIR (catalog says how).
 //
 // Call it once the commands are in place; flags added to a command after it get the conventions too.
-func Conventions(app *cli.App) {
+func Conventions(app *cli.App, catalog Catalog) {
 	app.Version = Version()
 	app.Suggest = true
 	cli.SuggestDidYouMeanTemplate = "did you mean %q?"
@@ -83,7 +83,7 @@ func Conventions(app *cli.App) {
 	var walk func(path []string, cmds []*cli.Command)
 	walk = func(path []string, cmds []*cli.Command) {
 		for _, c := range cmds {
-			conventions(app.Name, append(append([]string{}, path...), c.Name), c)
+			conventions(app.Name, append(append([]string{}, path...), c.Name), c, catalog)
 			walk(append(append([]string{}, path...), c.Name), c.Subcommands)
 		}
 	}
@@ -113,13 +113,24 @@ func oneDefault(base cli.FlagStringFunc) cli.FlagStringFunc {
 	}
 }
 
-// CatalogFlagName is the flag that replaces the built-in model catalog with a directory (models.UseDir).
+// CatalogFlagName is the flag that replaces the built-in model catalog with a directory (Catalog.Use).
 const CatalogFlagName = "catalog"
 
+// Catalog is the model catalog that --catalog replaces, as the models package provides it (models.CatalogEnv,
+// models.UseDir, models.CatalogSource): the commands pass it in, so that this package does not import models.
+type Catalog struct {
+	// Env is the environment variable that gives the directory when the flag is not given.
+	Env string
+	// Use makes the catalog load the files in dir ("" goes back to Env, else the built-in catalog).
+	Use func(dir string)
+	// Source names the catalog in use, said on stderr by every run that replaces it.
+	Source func() string
+}
+
 // conventions gives one command the --version and --catalog flags and the usage errors with a suggestion.
-func conventions(appName string, path []string, c *cli.Command) {
+func conventions(appName string, path []string, c *cli.Command, catalog Catalog) {
 	c.Flags = append(c.Flags, versionFlag(),
-		&cli.StringFlag{Name: CatalogFlagName, EnvVars: []string{models.CatalogEnv}, Usage: "a directory of model catalog files (<model-id>.json, e.g. the repository's models/) to use instead of the catalog built into this binary (default: the built-in one)"})
+		&cli.StringFlag{Name: CatalogFlagName, EnvVars: []string{catalog.Env}, Usage: "a directory of model catalog files (<model-id>.json, e.g. the repository's models/) to use instead of the catalog built into this binary (default: the built-in one)"})
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		return usageError(appName, path, c.Flags, err)
 	}
@@ -137,9 +148,9 @@ func conventions(appName string, path []string, c *cli.Command) {
 		}
 		if dir := ctx.String(CatalogFlagName); dir != "" {
 			// Said on every run that replaces it, so that an edited catalog is never used, or ignored, silently.
-			models.UseDir(dir)
-			defer models.UseDir("")
-			fmt.Fprintf(ctx.App.ErrWriter, "%s: using %s\n", appName, models.CatalogSource())
+			catalog.Use(dir)
+			defer catalog.Use("")
+			fmt.Fprintf(ctx.App.ErrWriter, "%s: using %s\n", appName, catalog.Source())
 		}
 		return action(ctx)
 	}

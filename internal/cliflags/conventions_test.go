@@ -34,7 +34,7 @@ func conventionsApp(stdout, stderr *bytes.Buffer) *cli.App {
 			}, Action: func(*cli.Context) error { return nil }},
 			{Name: "local", Subcommands: []*cli.Command{{Name: "status", Action: func(*cli.Context) error { return nil }}}},
 		}}
-	Conventions(app)
+	Conventions(app, Catalog{Env: "TOOL_CATALOG", Use: func(string) {}, Source: func() string { return "the test catalog" }})
 	return app
 }
 

@@ -1,6 +1,6 @@
-// Package imports_test checks the direction of the module's imports: the leaf utilities under
-// internal/ sit below everything, the wiring packages above cloud and emulator, and tts-bench reaches AWS
-// only through cloud.
+// Package imports_test checks the direction of the module's imports: the utilities under internal/ sit below
+// every product package, so none of them, tests included, imports cloud, emulator, capacity or models, even
+// through another package; and tts-bench reaches AWS only through cloud.
 package imports_test
 
 import (
@@ -15,18 +15,18 @@ import (
 
 const module = "github.com/speech-infra/speech-infra"
 
-// wiring are the packages under internal/ that connect the commands to cloud and the emulator: awsenv turns
-// --local, --region and --profile into an SDK configuration (starting the emulator for --local), and
-// emulatortest starts an emulator for a test. Everything else under internal/ is a leaf utility
-// (strictjson, atomicfile, exitcode, cliflags, containerbin) and must not depend on cloud, the emulator or
-// the wiring, so that no arrow runs back up.
-var wiring = []string{module + "/internal/awsenv", module + "/internal/emulatortest"}
+// above are the product packages no package under internal/ may depend on. What wires them together lives
+// beside them: cloud/awsenv (the commands' AWS configuration), emulator/emulatortest (emulators for tests),
+// capacity/plantest (plan fixtures).
+var above = []string{module + "/cloud", module + "/emulator", module + "/capacity", module + "/models"}
 
-// pkg is one package of go list: its import path, its direct imports and every package it depends on.
+// pkg is one package of go list: its import path, the direct imports of its non-test files and of its _test.go
+// files (in the package and in package x_test), and every package its non-test files depend on.
 type pkg struct {
-	path    string
-	imports []string
-	deps    []string
+	path        string
+	imports     []string
+	testImports []string
+	deps        []string
 }
 
 // under says whether path is root or a package below it.
@@ -36,22 +36,26 @@ func anyUnder(path string, roots []string) bool {
 	return slices.ContainsFunc(roots, func(r string) bool { return under(path, r) })
 }
 
-// violations lists every import that runs against the layering.
+// violations lists every import that runs against the layering. A package under internal/ may not import a
+// package of above, nor a package that depends on one: each of its imports is looked up in pkgs for that.
 func violations(pkgs []pkg) []string {
-	var out []string
-	upper := append([]string{module + "/cloud", module + "/emulator"}, wiring...)
+	byPath := map[string]pkg{}
 	for _, p := range pkgs {
-		switch {
-		case under(p.path, module+"/internal") && !anyUnder(p.path, wiring):
-			for _, d := range p.deps {
-				if anyUnder(d, upper) {
-					out = append(out, p.path+" (a leaf utility) depends on "+d+": only the wiring packages "+strings.Join(wiring, ", ")+" may")
+		byPath[p.path] = p
+	}
+	var out []string
+	for _, p := range pkgs {
+		if under(p.path, module+"/internal") {
+			for _, i := range slices.Concat(p.imports, p.testImports) {
+				if anyUnder(i, above) {
+					out = append(out, p.path+" imports "+i+": nothing under internal/ may import "+strings.Join(above, ", "))
+					continue
 				}
-			}
-		case under(p.path, module+"/cloud") || under(p.path, module+"/emulator"):
-			for _, d := range p.deps {
-				if anyUnder(d, wiring) {
-					out = append(out, p.path+" depends on the wiring package "+d+": the arrow runs back up")
+				for _, d := range byPath[i].deps {
+					if anyUnder(d, above) {
+						out = append(out, p.path+" imports "+i+", which depends on "+d+": nothing under internal/ may depend on "+strings.Join(above, ", "))
+						break
+					}
 				}
 			}
 		}
@@ -66,11 +70,11 @@ func violations(pkgs []pkg) []string {
 	return out
 }
 
-// list runs go list over the module: each package's direct imports and its dependencies (what go list
-// -deps lists for it), tests excluded.
+// list runs go list over the module: each package's imports, those of its _test.go files (in the package and
+// in package x_test) among them, and the dependencies of its non-test files (what go list -deps lists for it).
 func list(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", "./...")
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .TestImports " "}} {{join .XTestImports " "}}|{{join .Deps " "}}`, "./...")
 	cmd.Dir = filepath.Join("..", "..")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -83,10 +87,10 @@ func list(t *testing.T) []pkg {
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "|")
-		if len(f) != 3 {
-			t.Fatalf("go list line %q: want path|imports|deps", sc.Text())
+		if len(f) != 4 {
+			t.Fatalf("go list line %q: want path|imports|test imports|deps", sc.Text())
 		}
-		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), deps: strings.Fields(f[2])})
+		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), testImports: strings.Fields(f[2]), deps: strings.Fields(f[3])})
 	}
 	return pkgs
 }
@@ -97,7 +101,7 @@ func TestImportsRunOneWay(t *testing.T) {
 	for _, p := range pkgs {
 		seen[p.path] = true
 	}
-	for _, want := range append([]string{module + "/cmd/tts-bench", module + "/internal/strictjson", module + "/cloud", module + "/emulator"}, wiring...) {
+	for _, want := range append([]string{module + "/cmd/tts-bench", module + "/internal/strictjson", module + "/internal/cliflags"}, above...) {
 		if !seen[want] {
 			t.Fatalf("go list did not list %s: the check would look at nothing", want)
 		}
@@ -110,17 +114,32 @@ func TestImportsRunOneWay(t *testing.T) {
 // The check finds each kind of violation.
 func TestViolationsFindsEachKind(t *testing.T) {
 	bad := []pkg{
-		{path: module + "/internal/strictjson", deps: []string{"fmt", module + "/cloud"}},
-		{path: module + "/internal/exitcode", deps: []string{module + "/emulator/store"}},
-		{path: module + "/internal/atomicfile", deps: []string{module + "/internal/awsenv"}},
-		{path: module + "/cloud/cloudtest", deps: []string{module + "/internal/emulatortest"}},
+		{path: module + "/internal/strictjson", imports: []string{"fmt", module + "/cloud"}},
+		{path: module + "/internal/exitcode", testImports: []string{module + "/emulator/emulatortest"}},
+		{path: module + "/internal/atomicfile", imports: []string{module + "/capacity/plantest"}},
+		{path: module + "/internal/cliflags/cliflagstest", testImports: []string{module + "/models"}},
+		// Through another package: containerbin imports loadmodel, which (here) depends on models.
+		{path: module + "/internal/containerbin", imports: []string{module + "/loadmodel"}},
+		{path: module + "/loadmodel", deps: []string{module + "/internal/strictjson", module + "/models"}},
 		{path: module + "/cmd/tts-bench", imports: []string{"github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
-		// Allowed: the wiring above cloud, cloud above the leaves, the SDK below cloud.
-		{path: module + "/internal/awsenv", deps: []string{module + "/cloud", module + "/emulator"}},
-		{path: module + "/cloud", deps: []string{module + "/internal/strictjson", "github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
+		// Allowed: the product above internal/, one utility using another, the SDK below cloud, and in
+		// tts-bench's tests.
+		{path: module + "/bench", deps: []string{module + "/internal/strictjson"}},
+		{path: module + "/internal/editdistance", imports: []string{module + "/internal/strictjson"}, testImports: []string{module + "/bench"}},
+		{path: module + "/cloud/awsenv", imports: []string{module + "/cloud", module + "/emulator"}},
+		{path: module + "/cloud", imports: []string{module + "/internal/strictjson", "github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
 		{path: module + "/cmd/speech-infra", imports: []string{"github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
+		{path: module + "/cmd/tts-bench", testImports: []string{"github.com/aws/aws-sdk-go-v2/service/cloudwatch"}},
 	}
-	if got := violations(bad); len(got) != 5 {
-		t.Errorf("found %d violations, want 5:\n%s", len(got), strings.Join(got, "\n"))
+	got := violations(bad)
+	for _, want := range []string{"internal/strictjson imports " + module + "/cloud:", "internal/exitcode imports " + module + "/emulator/emulatortest:",
+		"internal/atomicfile imports " + module + "/capacity/plantest:", "internal/cliflags/cliflagstest imports " + module + "/models:",
+		"internal/containerbin imports " + module + "/loadmodel, which depends on " + module + "/models:", "cmd/tts-bench imports github.com/aws/aws-sdk-go-v2/service/sagemaker:"} {
+		if !slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, want) }) {
+			t.Errorf("no violation says %q:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	if len(got) != 6 {
+		t.Errorf("found %d violations, want 6:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }

@@ -32,21 +32,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -94,14 +90,7 @@ var (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "bench cost", err))
-	}
+	harness.Main("bench cost", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -112,11 +101,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	twinDir := fs.String("twin", "", "analyse the twin's qmax.json and ttotal.json in this directory (an earlier run's .cache/bench/7-cost/twin/artifacts/kokoro-82m-twin) instead of measuring; the row says so")
 	twinScale := fs.Float64("twin-time-scale", 0, "with -twin: the emulator time scale the artifacts' ttotal ran at (default: 1, or 50 with -smoke)")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)"); err != nil {
+		return err
 	}
 	sz := full
 	if *isSmoke {
@@ -143,7 +129,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	started := time.Now().UTC()
 	var err error
 	if *containerBin == "" {
-		if *containerBin, err = benchkit.ContainerBinary(ctx); err != nil {
+		if *containerBin, err = harness.ContainerBinary(ctx); err != nil {
 			return err
 		}
 	}
@@ -254,7 +240,7 @@ func measureTwin(ctx context.Context, root, containerBin, dir string, sz size, s
 	if err != nil {
 		return tw, err
 	}
-	port, err := freePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return tw, err
 	}
@@ -333,16 +319,6 @@ func runLogged(ctx context.Context, root string, env []string, logf, name string
 		return wall, fmt.Errorf("%s %s: %w: %s", filepath.Base(name), args[0], err, harness.Tail(logf, 3))
 	}
 	return wall, nil
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // toolWarnings are the distinct "warning:" lines of the measurement's log (tts-bench's own caveats about its

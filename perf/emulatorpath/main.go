@@ -21,25 +21,21 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
@@ -65,23 +61,8 @@ const (
 // fewer is one or two requests).
 const minP99Samples = 200
 
-// Waits, each bounded.
-const (
-	emulatorReadyWait = 15 * time.Second
-	inServiceWait     = 2 * time.Minute
-	emulatorStopWait  = 30 * time.Second
-	callTimeout       = 15 * time.Second
-)
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "emulatorpath", err))
-	}
+	harness.Main("emulatorpath", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -102,11 +83,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (the client and the in-process emulator) to this file (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -125,101 +103,6 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
-}
-
-// privateEmulator is an emulator serving in this process on a free loopback port with its state in a
-// temporary directory.
-type privateEmulator struct {
-	emu      *emulator.Emulator
-	stateDir string
-	logPath  string
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-// startEmulator opens and runs an emulator whose instances run bin, with no timing profile, and returns once
-// it has published its identity (within emulatorReadyWait).
-func startEmulator(ctx context.Context, bin string) (*privateEmulator, error) {
-	dir, err := os.MkdirTemp("", "bench-emulatorpath-")
-	if err != nil {
-		return nil, fmt.Errorf("create the emulator's state directory: %w: check $TMPDIR", err)
-	}
-	logPath := filepath.Join(dir, "emulator.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create the emulator's log: %w", err)
-	}
-	emu, err := emulator.Open(emulator.Options{StateDir: filepath.Join(dir, "state"), Addr: "127.0.0.1:0", ContainerBin: bin,
-		Log: lf, Profile: &emulator.Profile{Name: "none"}, TimeScale: 1})
-	if err != nil {
-		lf.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open the emulator: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p := &privateEmulator{emu: emu, stateDir: dir, logPath: logPath, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- emu.Run(runCtx)
-		lf.Close()
-	}()
-	deadline := time.Now().Add(emulatorReadyWait)
-	for {
-		if _, ok, err := emulator.Running(filepath.Join(dir, "state")); ok && err == nil {
-			return p, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			return nil, fmt.Errorf("the emulator in %s did not publish its identity within %v", dir, emulatorReadyWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// stop shuts the emulator down (which stops its instances), waits up to emulatorStopWait and removes its
-// state directory.
-func (p *privateEmulator) stop() {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(emulatorStopWait):
-	}
-	os.RemoveAll(p.stateDir)
-}
-
-// deploy creates the calibration model, its one-instance endpoint config and the endpoint through the real
-// SDK, and waits until it is InService.
-func deploy(ctx context.Context, sm *sagemaker.Client, env map[string]string) error {
-	call, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if _, err := sm.CreateModel(call, &sagemaker.CreateModelInput{ModelName: aws.String(endpointName), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: env}}); err != nil {
-		return fmt.Errorf("CreateModel: %w", err)
-	}
-	if _, err := sm.CreateEndpointConfig(call, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(endpointName), ProductionVariants: []smtypes.ProductionVariant{{
-		VariantName: aws.String("AllTraffic"), ModelName: aws.String(endpointName), InitialInstanceCount: aws.Int32(1),
-		InstanceType: smtypes.ProductionVariantInstanceType("local"), ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60)}}}); err != nil {
-		return fmt.Errorf("CreateEndpointConfig: %w", err)
-	}
-	if _, err := sm.CreateEndpoint(call, &sagemaker.CreateEndpointInput{EndpointName: aws.String(endpointName), EndpointConfigName: aws.String(endpointName)}); err != nil {
-		return fmt.Errorf("CreateEndpoint: %w", err)
-	}
-	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
-	})
-	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(endpointName)}, inServiceWait); err != nil {
-		return fmt.Errorf("endpoint %s not InService within %v: %w", endpointName, inServiceWait, err)
-	}
-	return nil
-}
-
-// path is one way to the instance and what it measured at each level.
-type path struct {
-	name      string
-	transport bench.Transport
-	// by level (index of concurrencies)
-	ttfab, resp [][]float64
-	rates       [][]float64
 }
 
 // level is one concurrency's result.
@@ -248,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	started, loadStart := time.Now().UTC(), loadAverage()
+	started, loadStart := time.Now().UTC(), harness.LoadAverage()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -260,23 +143,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	benchkit.RaiseFDLimit()
-	bin, err := benchkit.ContainerBinary(ctx)
+	harness.RaiseFDLimit()
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
-	pe, err := startEmulator(ctx, bin)
+	pe, err := harness.StartEmulator(ctx, bin, "bench-emulatorpath-")
 	if err != nil {
 		return err
 	}
-	defer pe.stop()
+	defer pe.Stop()
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
 		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
+		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
 	}
-	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
+	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
 	cfg := cloud.LocalConfig(url, creds)
 	// The diagnostic path: the same configuration with a second, independent client of cloud.HTTPClient (its own
 	// connection pool, cloud.IdleConnsPerHost idle connections per host), a control for the client's
@@ -289,84 +172,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
 		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
 	fmt.Fprintf(stderr, "emulatorpath: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := deploy(ctx, sm, env); err != nil {
+	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
 		return fail(err)
 	}
-	urls := pe.emu.InstanceURLs(endpointName)
+	urls := pe.InstanceURLs(endpointName)
 	if len(urls) != 1 {
 		return fail(fmt.Errorf("the endpoint has %d serving instance URLs (%v), want 1: both paths must reach the same instance", len(urls), urls))
 	}
 	instanceURL := urls[0]
 	fmt.Fprintf(stderr, "emulatorpath: the instance serves at %s\n", instanceURL)
 
-	paths := []*path{
-		{name: "through the emulator", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+	paths := []*benchkit.Path{
+		{Name: "through the emulator", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-		{name: "direct to the instance", transport: bench.NewHTTP(instanceURL)},
-		{name: "through the emulator, pooled SDK client", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+		{Name: "direct to the instance", Transport: bench.NewHTTP(instanceURL)},
+		{Name: "through the emulator, pooled SDK client", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(pooledCfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-	}
-	for _, p := range paths {
-		p.ttfab, p.resp, p.rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
 	}
-	// Warm-up, not measured: connections to the emulator, from it to the instance, and the direct ones.
-	for _, p := range paths {
-		tr := benchkit.NewTimed(p.transport, maxC)
-		if _, err := benchkit.Step(ctx, tr, maxC, 300*time.Millisecond, text); err != nil {
-			return fail(fmt.Errorf("warm-up %s: %w", p.name, err))
-		}
-	}
-
 	rounds := 3
 	if o.smoke {
 		rounds = 1
 	}
-	slice := o.duration / time.Duration(rounds)
-	for li, c := range concurrencies {
-		for round := 0; round < rounds; round++ {
-			for k := range paths {
-				p := paths[(round+k+li)%len(paths)]
-				fmt.Fprintf(stderr, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.name, slice)
-				tr := benchkit.NewTimed(p.transport, c)
-				res, err := benchkit.Step(ctx, tr, c, slice, text)
-				if err != nil {
-					return fail(fmt.Errorf("%s at C=%d: %w", p.name, c, err))
-				}
-				tt, rr, failed := tr.Results()
-				if failed > 0 {
-					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing", p.name, c, failed))
-				}
-				if len(tt) == 0 {
-					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
-				}
-				p.ttfab[li], p.resp[li] = append(p.ttfab[li], tt...), append(p.resp[li], rr...)
-				p.rates[li] = append(p.rates[li], res.AchievedRPS)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return benchkit.ErrInterrupted
+	// Interleave warms each path up first, not measured: connections to the emulator, from it to the instance,
+	// and the direct ones.
+	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, nil); errors.Is(err, benchkit.ErrInterrupted) {
+		return err
+	} else if err != nil {
+		return fail(err)
 	}
 	emuP, dirP, poolP := paths[0], paths[1], paths[2]
 	var levels []level
 	for li, c := range concurrencies {
 		pct := benchkit.Percentile
 		l := level{c: c,
-			emuP50: pct(emuP.ttfab[li], 50), emuP90: pct(emuP.ttfab[li], 90), emuP99: pct(emuP.ttfab[li], 99),
-			dirP50: pct(dirP.ttfab[li], 50), dirP90: pct(dirP.ttfab[li], 90), dirP99: pct(dirP.ttfab[li], 99),
-			emuResp50: pct(emuP.resp[li], 50), emuResp99: pct(emuP.resp[li], 99),
-			dirResp50: pct(dirP.resp[li], 50), dirResp99: pct(dirP.resp[li], 99),
-			emuN: len(emuP.ttfab[li]), dirN: len(dirP.ttfab[li]),
-			emuRate: harness.Median(emuP.rates[li]), dirRate: harness.Median(dirP.rates[li]),
+			emuP50: pct(emuP.TTFAB[li], 50), emuP90: pct(emuP.TTFAB[li], 90), emuP99: pct(emuP.TTFAB[li], 99),
+			dirP50: pct(dirP.TTFAB[li], 50), dirP90: pct(dirP.TTFAB[li], 90), dirP99: pct(dirP.TTFAB[li], 99),
+			emuResp50: pct(emuP.Resp[li], 50), emuResp99: pct(emuP.Resp[li], 99),
+			dirResp50: pct(dirP.Resp[li], 50), dirResp99: pct(dirP.Resp[li], 99),
+			emuN: len(emuP.TTFAB[li]), dirN: len(dirP.TTFAB[li]),
+			emuRate: harness.Median(emuP.Rates[li]), dirRate: harness.Median(dirP.Rates[li]),
 		}
-		l.poolP50, l.poolP90, l.poolP99 = pct(poolP.ttfab[li], 50), pct(poolP.ttfab[li], 90), pct(poolP.ttfab[li], 99)
-		l.poolN, l.poolRate = len(poolP.ttfab[li]), harness.Median(poolP.rates[li])
+		l.poolP50, l.poolP90, l.poolP99 = pct(poolP.TTFAB[li], 50), pct(poolP.TTFAB[li], 90), pct(poolP.TTFAB[li], 99)
+		l.poolN, l.poolRate = len(poolP.TTFAB[li]), harness.Median(poolP.Rates[li])
 		l.addP50, l.addP99 = l.emuP50-l.dirP50, l.emuP99-l.dirP99
 		l.poolAddP50, l.poolAddP99 = l.poolP50-l.dirP50, l.poolP99-l.dirP99
 		l.enoughForP99 = l.emuN >= minP99Samples && l.dirN >= minP99Samples
@@ -387,28 +239,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // sameAnswer sends the text once each way and checks both paths reach an instance that answers it with the
 // same audio (the calibration engine is deterministic), so the comparison is of the path alone.
-func sameAnswer(ctx context.Context, paths []*path) error {
-	var got []bench.StreamResult
-	for _, p := range paths {
-		s, err := p.transport.Worker(0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		call, cancel := context.WithTimeout(ctx, callTimeout)
-		res, err := s.Send(call, text)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("first request %s: %w", p.name, err)
-		}
+func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
+	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+	if err != nil {
+		return err
+	}
+	for i, res := range got {
 		if res.AudioBytes == 0 || res.FirstAudio.IsZero() {
-			return fmt.Errorf("first request %s: no audio in the answer (%d bytes)", p.name, res.Bytes)
+			return fmt.Errorf("first request %s: no audio in the answer (%d bytes)", paths[i].Name, res.Bytes)
 		}
-		got = append(got, res)
 	}
 	for i := 1; i < len(got); i++ {
 		if got[0].Bytes != got[i].Bytes || got[0].SampleRate != got[i].SampleRate {
 			return fmt.Errorf("the answers differ: %s %d bytes at %d Hz, %s %d bytes at %d Hz: every path must reach the same container",
-				paths[0].name, got[0].Bytes, got[0].SampleRate, paths[i].name, got[i].Bytes, got[i].SampleRate)
+				paths[0].Name, got[0].Bytes, got[0].SampleRate, paths[i].Name, got[i].Bytes, got[i].SampleRate)
 		}
 	}
 	return nil
@@ -418,7 +262,7 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // buildRow states the figures, the goal and the verdict.
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
-	load := loadStart + " at the start, " + loadAverage() + " at the end"
+	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/emulatorpath"
 	if o.smoke {
 		cmd += " -smoke"
@@ -464,7 +308,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 		Notes: []string{
 			"Why it matters: every local Q_max (tts-bench qmax against the emulator) is measured through this path, so what it adds to TTFAB is charged to the model; the figure at the level qmax probes says how pessimistic a local Q_max is.",
 			"The direct side's URL comes from `Emulator.InstanceURLs` (emulator/inspect.go), the serving instances' own ports; before the run one request each way checks both answers are the same audio.",
-			"The emulator runs in the measuring process (as `internal/emulatortest` runs it), so it shares the client's Go runtime and the machine's cores with the client and the container; `speech-infra emulator` runs it in a process of its own.",
+			"The emulator runs in the measuring process (as `emulator/emulatortest` runs it), so it shares the client's Go runtime and the machine's cores with the client and the container; `speech-infra emulator` runs it in a process of its own.",
 			fmt.Sprintf("The machine's load average (1, 5, 15 min): %s, on %d cores.", load, runtime.NumCPU()),
 			churnNote(levels),
 			fmt.Sprintf("A p99 is judged only with at least %d requests per path at that level; the direct side's TTFAB is the instance's %d ms of waiting plus the loopback round trip.", minP99Samples, o.segmentMs),
@@ -505,15 +349,6 @@ func goal(levels []level, load string) row.Goal {
 	}
 	g.Verdict, g.Why, g.Measured = row.NotMeasured, fmt.Sprintf("C=%d was not measured", goalC), "-"
 	return g
-}
-
-// loadAverage is the 1-, 5- and 15-minute load averages from /proc/loadavg ("unknown" when unreadable).
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 // writeCharts draws the added percentiles against C with the goal, and each path's percentiles.

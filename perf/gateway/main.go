@@ -23,23 +23,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
@@ -70,24 +66,12 @@ const (
 // minP99Samples is how many TTFABs each path needs at a level before its p99 is judged.
 const minP99Samples = 200
 
-// Waits, each bounded.
-const (
-	emulatorReadyWait = 15 * time.Second
-	inServiceWait     = 2 * time.Minute
-	gatewayReadyWait  = 2 * time.Minute // includes building speech-infra
-	emulatorStopWait  = 30 * time.Second
-	callTimeout       = 15 * time.Second
-)
+// gatewayReadyWait bounds how long the gateway takes to answer once started (the private emulator's and the
+// deployment's waits are harness's).
+const gatewayReadyWait = 2 * time.Minute
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "gateway bench", err))
-	}
+	harness.Main("gateway bench", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -105,11 +89,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per path and level, one round): checks the program works")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
 	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -130,94 +111,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-// privateEmulator is an emulator serving in this process with its state in a temporary directory.
-type privateEmulator struct {
-	emu      *emulator.Emulator
-	dir      string
-	stateDir string
-	logPath  string
-	cancel   context.CancelFunc
-	done     chan error
-}
-
-func startEmulator(ctx context.Context, bin string) (*privateEmulator, error) {
-	dir, err := os.MkdirTemp("", "bench-gateway-")
-	if err != nil {
-		return nil, fmt.Errorf("create the emulator's state directory: %w: check $TMPDIR", err)
-	}
-	logPath := filepath.Join(dir, "emulator.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("create the emulator's log: %w", err)
-	}
-	stateDir := filepath.Join(dir, "state")
-	emu, err := emulator.Open(emulator.Options{StateDir: stateDir, Addr: "127.0.0.1:0", ContainerBin: bin,
-		Log: lf, Profile: &emulator.Profile{Name: "none"}, TimeScale: 1})
-	if err != nil {
-		lf.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("open the emulator: %w", err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	p := &privateEmulator{emu: emu, dir: dir, stateDir: stateDir, logPath: logPath, cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		p.done <- emu.Run(runCtx)
-		lf.Close()
-	}()
-	deadline := time.Now().Add(emulatorReadyWait)
-	for {
-		if _, ok, err := emulator.Running(stateDir); ok && err == nil {
-			return p, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
-			return nil, fmt.Errorf("the emulator in %s did not publish its identity within %v", dir, emulatorReadyWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (p *privateEmulator) stop() {
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-time.After(emulatorStopWait):
-	}
-	os.RemoveAll(p.dir)
-}
-
-func deploy(ctx context.Context, sm *sagemaker.Client, env map[string]string) error {
-	call, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if _, err := sm.CreateModel(call, &sagemaker.CreateModelInput{ModelName: aws.String(endpointName), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: env}}); err != nil {
-		return fmt.Errorf("CreateModel: %w", err)
-	}
-	if _, err := sm.CreateEndpointConfig(call, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(endpointName), ProductionVariants: []smtypes.ProductionVariant{{
-		VariantName: aws.String("AllTraffic"), ModelName: aws.String(endpointName), InitialInstanceCount: aws.Int32(1),
-		InstanceType: smtypes.ProductionVariantInstanceType("local"), ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(60)}}}); err != nil {
-		return fmt.Errorf("CreateEndpointConfig: %w", err)
-	}
-	if _, err := sm.CreateEndpoint(call, &sagemaker.CreateEndpointInput{EndpointName: aws.String(endpointName), EndpointConfigName: aws.String(endpointName)}); err != nil {
-		return fmt.Errorf("CreateEndpoint: %w", err)
-	}
-	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
-	})
-	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(endpointName)}, inServiceWait); err != nil {
-		return fmt.Errorf("endpoint %s not InService within %v: %w", endpointName, inServiceWait, err)
-	}
-	return nil
-}
-
 // gatewayProc is a running `speech-infra gateway`.
 type gatewayProc struct {
-	cmd  *exec.Cmd
-	url  string
-	dir  string
-	done chan error
-	log  bytes.Buffer
+	*harness.Process
+	url string
+	// dir holds its binary and its log (stdout and stderr).
+	dir, logPath string
 }
 
 // startGateway builds speech-infra from this repository and runs its gateway on a free port against the
@@ -227,57 +126,44 @@ func startGateway(ctx context.Context, stateDir string) (*gatewayProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(dir, "speech-infra")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/speech-infra")
-	if out, err := build.CombinedOutput(); err != nil {
+	bin, err := harness.BuildGo(ctx, "", "./cmd/speech-infra", filepath.Join(dir, "speech-infra"))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("build speech-infra (go build ./cmd/speech-infra, from the repository root): %w\n%s", err, out)
+		return nil, fmt.Errorf("build speech-infra (from the repository root): %w", err)
 	}
-	port, err := benchkit.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port) + "/v1", dir: dir, done: make(chan error, 1)}
-	g.cmd = exec.Command(bin, "gateway", "espeak-ng", "--local", "--state-dir", stateDir, "--endpoint", endpointName,
+	g := &gatewayProc{url: "http://127.0.0.1:" + strconv.Itoa(port) + "/v1", dir: dir}
+	cmd := exec.Command(bin, "gateway", "espeak-ng", "--local", "--state-dir", stateDir, "--endpoint", endpointName,
 		"--port", strconv.Itoa(port), "--max-streams", "4096")
-	g.cmd.Stdout, g.cmd.Stderr = &g.log, &g.log
-	if err := g.cmd.Start(); err != nil {
+	g.logPath = filepath.Join(dir, "gateway.log")
+	lf, err := os.Create(g.logPath)
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start the gateway: %w", err)
+		return nil, fmt.Errorf("the gateway's log: %w", err)
 	}
-	go func() { g.done <- g.cmd.Wait() }()
-	deadline := time.Now().Add(gatewayReadyWait)
-	for {
-		res, err := http.Get(g.url + "/models")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return g, nil
-			}
-		}
-		select {
-		case err := <-g.done:
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("the gateway exited (%v):\n%s", err, g.log.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			g.stop()
-			return nil, fmt.Errorf("the gateway did not answer within %v:\n%s", gatewayReadyWait, g.log.String())
-		}
+	defer lf.Close() // the gateway has its own copy
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if g.Process, err = harness.StartProcess(ctx, cmd, g.url+"/models", gatewayReadyWait); err != nil {
+		err = fmt.Errorf("the gateway: %w:\n%s", err, g.log())
+		os.RemoveAll(dir)
+		return nil, err
 	}
+	return g, nil
 }
 
-// stop sends SIGTERM (the gateway lets requests in flight finish) and waits.
+// log is what the gateway has written so far.
+func (g *gatewayProc) log() string {
+	b, _ := os.ReadFile(g.logPath)
+	return string(b)
+}
+
+// stop stops the gateway (it lets the requests in flight finish) and removes its binary.
 func (g *gatewayProc) stop() {
-	g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.done:
-	case <-time.After(30 * time.Second):
-		g.cmd.Process.Kill()
-		<-g.done
-	}
+	g.Stop()
 	os.RemoveAll(g.dir)
 }
 
@@ -345,14 +231,6 @@ func (o *openAISpeech) Send(ctx context.Context, text string) (bench.StreamResul
 	}
 }
 
-type path struct {
-	name      string
-	transport bench.Transport
-	ttfab     [][]float64
-	resp      [][]float64
-	rates     [][]float64
-}
-
 type level struct {
 	c                                        int
 	dirP50, dirP99, gwP50, gwP99             float64
@@ -368,24 +246,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	started, loadStart := time.Now().UTC(), loadAverage()
-	benchkit.RaiseFDLimit()
-	bin, err := benchkit.ContainerBinary(ctx)
+	started, loadStart := time.Now().UTC(), harness.LoadAverage()
+	harness.RaiseFDLimit()
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
-	pe, err := startEmulator(ctx, bin)
+	pe, err := harness.StartEmulator(ctx, bin, "bench-gateway-")
 	if err != nil {
 		return err
 	}
-	defer pe.stop()
+	defer pe.Stop()
 	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
 		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.logPath, 15))
+		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
 	}
-	url, creds := pe.emu.URL(), cloud.LocalCredentials(pe.emu.Credentials())
+	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
 	cfg := cloud.LocalConfig(url, creds)
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
 	maxC := concurrencies[len(concurrencies)-1]
@@ -393,72 +271,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
 		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
 	fmt.Fprintf(stderr, "gateway bench: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := deploy(ctx, sm, env); err != nil {
+	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
 		return fail(err)
 	}
-	gw, err := startGateway(ctx, pe.stateDir)
+	gw, err := startGateway(ctx, pe.StateDir)
 	if err != nil {
 		return fail(err)
 	}
 	defer gw.stop()
 	fmt.Fprintf(stderr, "gateway bench: the gateway serves %s\n", gw.url)
 
-	paths := []*path{
-		{name: "direct InvokeEndpointWithResponseStream", transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
+	paths := []*benchkit.Path{
+		{Name: "direct InvokeEndpointWithResponseStream", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
 			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 		}}},
-		{name: "through the gateway", transport: newOpenAISpeech(gw.url)},
-	}
-	for _, p := range paths {
-		p.ttfab, p.resp, p.rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
+		{Name: "through the gateway", Transport: newOpenAISpeech(gw.url)},
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
-	}
-	for _, p := range paths {
-		if _, err := benchkit.Step(ctx, benchkit.NewTimed(p.transport, maxC), maxC, 300*time.Millisecond, text); err != nil {
-			return fail(fmt.Errorf("warm-up %s: %w", p.name, err))
-		}
 	}
 	rounds := 3
 	if o.smoke {
 		rounds = 1
 	}
-	slice := o.duration / time.Duration(rounds)
-	for li, c := range concurrencies {
-		for round := 0; round < rounds; round++ {
-			for k := range paths {
-				p := paths[(round+k+li)%len(paths)]
-				fmt.Fprintf(stderr, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.name, slice)
-				tr := benchkit.NewTimed(p.transport, c)
-				res, err := benchkit.Step(ctx, tr, c, slice, text)
-				if err != nil {
-					return fail(fmt.Errorf("%s at C=%d: %w", p.name, c, err))
-				}
-				tt, rr, failed := tr.Results()
-				if failed > 0 {
-					return fail(fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing\n%s", p.name, c, failed, gw.log.String()))
-				}
-				if len(tt) == 0 {
-					return fail(fmt.Errorf("%s at C=%d: no request completed in %v", p.name, c, slice))
-				}
-				p.ttfab[li], p.resp[li] = append(p.ttfab[li], tt...), append(p.resp[li], rr...)
-				p.rates[li] = append(p.rates[li], res.AchievedRPS)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return benchkit.ErrInterrupted
+	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, gw.log); errors.Is(err, benchkit.ErrInterrupted) {
+		return err
+	} else if err != nil {
+		return fail(err)
 	}
 	dir, gwp := paths[0], paths[1]
 	var levels []level
 	pct := benchkit.Percentile
 	for li, c := range concurrencies {
 		l := level{c: c,
-			dirP50: pct(dir.ttfab[li], 50), dirP99: pct(dir.ttfab[li], 99), gwP50: pct(gwp.ttfab[li], 50), gwP99: pct(gwp.ttfab[li], 99),
-			dirResp50: pct(dir.resp[li], 50), dirResp99: pct(dir.resp[li], 99), gwResp50: pct(gwp.resp[li], 50), gwResp99: pct(gwp.resp[li], 99),
-			dirN: len(dir.ttfab[li]), gwN: len(gwp.ttfab[li]), dirRate: harness.Median(dir.rates[li]), gwRate: harness.Median(gwp.rates[li]),
+			dirP50: pct(dir.TTFAB[li], 50), dirP99: pct(dir.TTFAB[li], 99), gwP50: pct(gwp.TTFAB[li], 50), gwP99: pct(gwp.TTFAB[li], 99),
+			dirResp50: pct(dir.Resp[li], 50), dirResp99: pct(dir.Resp[li], 99), gwResp50: pct(gwp.Resp[li], 50), gwResp99: pct(gwp.Resp[li], 99),
+			dirN: len(dir.TTFAB[li]), gwN: len(gwp.TTFAB[li]), dirRate: harness.Median(dir.Rates[li]), gwRate: harness.Median(gwp.Rates[li]),
 		}
 		l.addP50, l.addP99 = l.gwP50-l.dirP50, l.gwP99-l.dirP99
 		l.enoughForP99 = l.dirN >= minP99Samples && l.gwN >= minP99Samples
@@ -478,23 +326,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // sameAnswer sends the text once each way: both must carry the same number of audio bytes.
-func sameAnswer(ctx context.Context, paths []*path) error {
-	var got []bench.StreamResult
-	for _, p := range paths {
-		s, err := p.transport.Worker(0)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		call, cancel := context.WithTimeout(ctx, callTimeout)
-		res, err := s.Send(call, text)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("first request %s: %w", p.name, err)
-		}
-		got = append(got, res)
+func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
+	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+	if err != nil {
+		return err
 	}
 	if got[0].AudioBytes == 0 || got[0].AudioBytes != got[1].AudioBytes {
-		return fmt.Errorf("the answers differ: %s %d audio bytes, %s %d: both paths must reach the same container", paths[0].name, got[0].AudioBytes, paths[1].name, got[1].AudioBytes)
+		return fmt.Errorf("the answers differ: %s %d audio bytes, %s %d: both paths must reach the same container", paths[0].Name, got[0].AudioBytes, paths[1].Name, got[1].AudioBytes)
 	}
 	return nil
 }
@@ -502,7 +340,7 @@ func sameAnswer(ctx context.Context, paths []*path) error {
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
-	load := loadStart + " at the start, " + loadAverage() + " at the end"
+	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/gateway"
 	rounds := 3
 	if o.smoke {
@@ -564,14 +402,6 @@ func goal(levels []level, load string) row.Goal {
 	}
 	g.Verdict, g.Why, g.Measured = row.NotMeasured, fmt.Sprintf("C=%d was not measured", goalC), "-"
 	return g
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 func writeCharts(dir string, levels []level) error {

@@ -34,7 +34,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/speech-infra/speech-infra/capacity"
@@ -44,7 +43,6 @@ import (
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -80,14 +78,7 @@ func main() {
 		}
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "bench growth", err))
-	}
+	harness.Main("bench growth", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -96,21 +87,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	isSmoke := fs.Bool("smoke", false, "the smallest size: checks the program still produces its row")
 	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container)"); err != nil {
+		return err
 	}
 	sz := full
 	if *isSmoke {
 		sz = smoke
 	}
 	started := time.Now().UTC()
-	benchkit.RaiseFDLimit() // C=1000 needs more than 1024 descriptors; children inherit it
+	harness.RaiseFDLimit() // C=1000 needs more than 1024 descriptors; children inherit it
 	var err error
 	if *containerBin == "" {
-		if *containerBin, err = benchkit.ContainerBinary(ctx); err != nil {
+		if *containerBin, err = harness.ContainerBinary(ctx); err != nil {
 			return err
 		}
 	}
@@ -143,7 +131,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 
 	// qmax against the ladder's length and the concurrency.
-	cal, err := harness.StartContainer(ctx, *containerBin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0", "QUEUE_MAX_DEPTH=0", "MAX_CONNECTIONS=4096"}, filepath.Join(work, "calibration.log"))
+	cal, err := harness.StartContainer(ctx, *containerBin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0", "QUEUE_MAX_DEPTH=0", "MAX_CONNECTIONS=4096"}, harness.ContainerOutput{LogPath: filepath.Join(work, "calibration.log")})
 	if err != nil {
 		return err
 	}
@@ -451,20 +439,11 @@ func emulatorMemory(ctx context.Context, self, containerBin, stateDir string, n,
 	if err != nil {
 		return emuMem{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return emuMem{}, fmt.Errorf("start the emulator child: %w", err)
+	child, err := harness.StartProcess(ctx, cmd, "", 0) // ready when it says where it serves, below
+	if err != nil {
+		return emuMem{}, fmt.Errorf("the emulator child: %w", err)
 	}
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(40 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer child.Stop()
 	type hello struct {
 		URL string `json:"url"`
 		emulator.Credentials
@@ -491,23 +470,9 @@ func emulatorMemory(ctx context.Context, self, containerBin, stateDir string, n,
 	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(h.URL) })
 	rt := sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(h.URL) })
 	name := "speech-growth"
-	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String(name), ExecutionRoleArn: aws.String("arn:aws:iam::000000000000:role/local"),
-		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("local/speech-container"), Environment: map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0", "ENGINE_WORKERS": "1"}}}); err != nil {
-		return emuMem{}, fmt.Errorf("CreateModel: %w", err)
-	}
-	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name), ProductionVariants: []smtypes.ProductionVariant{{
-		VariantName: aws.String("AllTraffic"), ModelName: aws.String(name), InitialInstanceCount: aws.Int32(int32(n)), InstanceType: smtypes.ProductionVariantInstanceType("local"),
-		ContainerStartupHealthCheckTimeoutInSeconds: aws.Int32(120)}}}); err != nil {
-		return emuMem{}, fmt.Errorf("CreateEndpointConfig: %w", err)
-	}
-	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String(name)}); err != nil {
-		return emuMem{}, fmt.Errorf("CreateEndpoint: %w", err)
-	}
-	w := sagemaker.NewEndpointInServiceWaiter(sm, func(o *sagemaker.EndpointInServiceWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
-	})
-	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}, 3*time.Minute); err != nil {
-		return emuMem{}, fmt.Errorf("endpoint with %d instances not InService: %w", n, err)
+	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: name, Env: map[string]string{"ENGINE": "espeak", "QUEUE_MAX_DEPTH": "0", "ENGINE_WORKERS": "1"},
+		Instances: n, StartupHealthCheck: 2 * time.Minute, InServiceWait: 3 * time.Minute}); err != nil {
+		return emuMem{}, err
 	}
 	for i := 0; i < reqs; i++ {
 		out, err := rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), ContentType: aws.String("application/json"),
@@ -520,10 +485,10 @@ func emulatorMemory(ctx context.Context, self, containerBin, stateDir string, n,
 		}
 	}
 	var m emuMem
-	if m.rss, m.peak, err = harness.ProcMemory(cmd.Process.Pid); err != nil {
+	if m.rss, m.peak, err = harness.ProcMemory(child.Pid()); err != nil {
 		return emuMem{}, err
 	}
-	kids, err := harness.Children(cmd.Process.Pid)
+	kids, err := harness.Children(child.Pid())
 	if err != nil {
 		return emuMem{}, err
 	}

@@ -17,14 +17,12 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -33,6 +31,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
+	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
 
@@ -43,14 +42,7 @@ const text = "Hello world."
 var fixed = []string{}
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "loadengine", err))
-	}
+	harness.Main("loadengine", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -73,11 +65,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&ladder, "ladder", "1,10,100,1000", "concurrencies, comma-separated")
 	fs.BoolVar(&o.requirePeers, "require-peers", false, "fail when wrk or hey is not installed (else the row says not-measured)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load engine's runs to this file")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration, ladder = time.Second, "1,10"
@@ -134,16 +123,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(missing) > 0 && o.requirePeers {
 		return fmt.Errorf("%s not installed: run scripts/apt-install-missing.sh %s", strings.Join(missing, " and "), strings.Join(missing, " "))
 	}
-	fdLimit := benchkit.RaiseFDLimit()
+	fdLimit := harness.RaiseFDLimit()
 	started := time.Now().UTC()
-	bin, err := benchkit.ContainerBinary(ctx)
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
 	workers := 2 * runtime.NumCPU()
-	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "0", "QUEUE_MAX_DEPTH": "0",
-		"ENGINE_WORKERS": strconv.Itoa(workers), "MAX_CONNECTIONS": "8192", "METRICS_INTERVAL": "60s"}
-	ctr, err := benchkit.StartContainer(ctx, bin, env, stderr)
+	env := []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0", "QUEUE_MAX_DEPTH=0",
+		"ENGINE_WORKERS=" + strconv.Itoa(workers), "MAX_CONNECTIONS=8192", "METRICS_INTERVAL=60s"}
+	ctr, err := harness.StartContainer(ctx, bin, env, harness.ContainerOutput{Stderr: stderr, RequestLogs: true})
 	if err != nil {
 		return err
 	}
@@ -280,7 +269,7 @@ type engineData struct {
 
 // runEngine runs one closed-loop step of the load engine and returns its achieved rate; it adds the
 // requests' full-response times and the container's total_ms of the same requests to e.
-func runEngine(ctx context.Context, ctr *benchkit.Container, c int, d time.Duration, e *engineData) (float64, error) {
+func runEngine(ctx context.Context, ctr *harness.Container, c int, d time.Duration, e *engineData) (float64, error) {
 	corpus, err := bench.NewCorpus("loadengine", []string{text})
 	if err != nil {
 		return 0, err

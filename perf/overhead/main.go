@@ -18,11 +18,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"gonum.org/v1/plot/plotter"
@@ -30,6 +28,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
+	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
 
@@ -37,14 +36,7 @@ import (
 const text = "Hello world. How are you today? Fine, thanks."
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "overhead", err))
-	}
+	harness.Main("overhead", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 type options struct {
@@ -62,11 +54,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per target): checks the program works")
 	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each target is driven in all (split into 3 rounds)")
 	fs.IntVar(&o.c, "c", 50, "requests in flight")
-	if err := fs.Parse(args); err != nil {
-		return o, exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return o, exitcode.Usage(fmt.Errorf("unexpected argument %q: every option is a flag", fs.Arg(0)))
+	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
+		return o, err
 	}
 	if o.smoke {
 		o.duration = time.Second
@@ -140,14 +129,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	started := time.Now().UTC()
-	benchkit.RaiseFDLimit()
-	bin, err := benchkit.ContainerBinary(ctx)
+	harness.RaiseFDLimit()
+	bin, err := harness.ContainerBinary(ctx)
 	if err != nil {
 		return err
 	}
 	workers := 2 * runtime.NumCPU()
-	ctr, err := benchkit.StartContainer(ctx, bin, map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "0",
-		"QUEUE_MAX_DEPTH": "0", "ENGINE_WORKERS": strconv.Itoa(workers), "METRICS_INTERVAL": "60s"}, stderr)
+	ctr, err := harness.StartContainer(ctx, bin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0",
+		"QUEUE_MAX_DEPTH=0", "ENGINE_WORKERS=" + strconv.Itoa(workers), "METRICS_INTERVAL=60s"}, harness.ContainerOutput{Stderr: stderr})
 	if err != nil {
 		return err
 	}

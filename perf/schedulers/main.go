@@ -33,13 +33,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
@@ -47,7 +45,6 @@ import (
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -137,14 +134,7 @@ var Engines = []Engine{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(exitcode.Report(os.Stderr, "bench schedulers", err))
-	}
+	harness.Main("bench schedulers", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 // result is one configuration's measurement.
@@ -209,14 +199,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	ttsBench := fs.String("tts-bench", "", "the tts-bench binary (default: built from ./cmd/tts-bench into <out>/bin)")
 	onlySched := fs.String("schedulers", "", "comma-separated subset of "+schedulerNames()+" (default all)")
 	onlyEngines := fs.String("engines", "", "comma-separated subset of "+engineNames()+" (default all)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)"); err != nil {
+		return err
 	}
 	scheds, err := chooseSchedulers(*onlySched)
 	if err != nil {
@@ -303,7 +287,7 @@ func measureEngine(ctx context.Context, o options, e Engine, scheds []Scheduler,
 func binaries(ctx context.Context, dir string, containerBin, ttsBench *string) error {
 	var err error
 	if *containerBin == "" {
-		if *containerBin, err = benchkit.ContainerBinary(ctx); err != nil {
+		if *containerBin, err = harness.ContainerBinary(ctx); err != nil {
 			return err
 		}
 	}
@@ -404,7 +388,7 @@ func measure(ctx context.Context, o options, e Engine, s Scheduler, sz size) (re
 		return result{}, err
 	}
 	env := append(append([]string{"QUEUE_MAX_DEPTH=0"}, e.Env...), s.Env...)
-	c, err := harness.StartContainer(ctx, o.container, env, filepath.Join(rd, "container.log"))
+	c, err := harness.StartContainer(ctx, o.container, env, harness.ContainerOutput{LogPath: filepath.Join(rd, "container.log")})
 	if err != nil {
 		return result{}, err
 	}

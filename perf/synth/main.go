@@ -10,19 +10,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/speech-infra/speech-infra/internal/containerbin"
-	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -35,14 +31,7 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is printed, exit 0
-		}
-		os.Exit(exitcode.Report(os.Stderr, "bench synth", err))
-	}
+	harness.Main("bench synth", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -51,11 +40,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	isSmoke := fs.Bool("smoke", false, "one run of each: checks the program still produces its row")
 	dir := fs.String("out", row.DefaultDir, "where the row and its chart go")
 	model := fs.String("model", "kokoro-82m", "the model whose stacks are synthesized")
-	if err := fs.Parse(args); err != nil {
-		return exitcode.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return exitcode.Usagef("unexpected argument %q: this program takes flags only (-smoke, -out, -model)", fs.Arg(0))
+	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -model)"); err != nil {
+		return err
 	}
 	runs := 5
 	if *isSmoke {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/internal/awsenv"
+	"github.com/speech-infra/speech-infra/cloud/awsenv"
 )
 
 // The demo's fixed choices: the twin of Kokoro-82M on g5 (the calibration engine waits Kokoro's published

@@ -1,26 +1,17 @@
-// Package benchkit is what the benchmark programs under perf share: the inference container binary
-// and processes of it whose JSON request logs are collected, the file-descriptor limit, exact percentiles and
-// gonum line charts.
+// Package benchkit is how the benchmark programs under perf measure a path and draw it: closed-loop steps of the
+// load engine (Step) through a transport that keeps each request's times (Timed), exact percentiles and gonum
+// line charts. What they run and stop is in package harness.
 package benchkit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"sort"
-	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -30,159 +21,7 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
-	"github.com/speech-infra/speech-infra/internal/containerbin"
 )
-
-// ContainerBinary returns $SPEECH_CONTAINER_BIN when set, else builds the container (cgo) into
-// .cache/bench/speech-container and returns that.
-func ContainerBinary(ctx context.Context) (string, error) { return containerbin.Path(ctx, "bench") }
-
-// RequestLog is the part of the container's JSON request log line (container/README.md) the rows use.
-type RequestLog struct {
-	Msg       string  `json:"msg"`
-	Outcome   string  `json:"outcome"`
-	Status    int     `json:"status"`
-	TotalMs   float64 `json:"total_ms"`
-	TTFABMs   float64 `json:"ttfab_ms"`
-	QueueWait float64 `json:"queue_wait_ms"`
-}
-
-// Container is a running inference container process.
-type Container struct {
-	// URL is its base URL on loopback.
-	URL  string
-	cmd  *exec.Cmd
-	done chan error
-	mu   sync.Mutex
-	logs []RequestLog
-}
-
-// FreePort returns a free loopback TCP port.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w: check that loopback networking works", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// StartContainer runs bin serve with env (over the process's environment) on a free port and returns once
-// /ping answers 200, within 30 s. Its request logs are collected (Logs); its stderr goes to stderr.
-func StartContainer(ctx context.Context, bin string, env map[string]string, stderr io.Writer) (*Container, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("start the container: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start the container %s: %w", bin, err)
-	}
-	c := &Container{URL: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan error, 1)}
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"msg":"request"`)) {
-				continue
-			}
-			var l RequestLog
-			if json.Unmarshal(line, &l) == nil {
-				c.mu.Lock()
-				c.logs = append(c.logs, l)
-				c.mu.Unlock()
-			}
-		}
-		io.Copy(io.Discard, out)
-		c.done <- cmd.Wait()
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/ping", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c, nil
-			}
-		}
-		select {
-		case err := <-c.done:
-			return nil, fmt.Errorf("the container exited before it was ready: %v: see its stderr above", err)
-		default:
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			c.Stop()
-			return nil, fmt.Errorf("the container on port %d did not answer /ping 200 within 30s", port)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// LogCount is how many request logs have been collected.
-func (c *Container) LogCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.logs)
-}
-
-// Logs returns the request logs collected from index from on.
-func (c *Container) Logs(from int) []RequestLog {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if from > len(c.logs) {
-		return nil
-	}
-	return append([]RequestLog(nil), c.logs[from:]...)
-}
-
-// WaitLogs waits up to 5 s until at least n request logs have been collected (the log line follows the
-// response) and returns how many there are.
-func (c *Container) WaitLogs(n int) int {
-	deadline := time.Now().Add(5 * time.Second)
-	for c.LogCount() < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return c.LogCount()
-}
-
-// Stop sends SIGTERM and waits up to 30 s, then kills the process.
-func (c *Container) Stop() {
-	if c.cmd.Process == nil {
-		return
-	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-// RaiseFDLimit raises the soft file-descriptor limit to the hard one and returns the soft limit now.
-func RaiseFDLimit() uint64 {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0
-	}
-	if lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	}
-	return lim.Cur
-}
 
 // Percentile returns the exact p-th percentile (nearest rank, bench.Percentile) of values (not changed); NaN
 // when empty.
@@ -342,4 +181,80 @@ func Step(ctx context.Context, tr bench.Transport, c int, d time.Duration, text 
 	cfg.SLO, cfg.MinRequests = time.Second, 1
 	cfg.Transport, cfg.Corpus, cfg.RunID = tr, corpus, "benchkit"
 	return bench.RunStep(ctx, cfg, c)
+}
+
+// Path is one way to a server that Interleave measures, by level (the index of its concurrencies).
+type Path struct {
+	Name      string
+	Transport bench.Transport
+	// TTFAB and Resp are the successful requests' TTFABs and full-response times (ms); Rates each round's
+	// achieved rate (requests/s).
+	TTFAB, Resp, Rates [][]float64
+}
+
+// Interleave warms each path up (a step of 300 ms at the highest concurrency, not measured), then drives the
+// paths closed loop at each of concurrencies in rounds steps of d/rounds each, 200 ms apart, the order of the
+// paths turning from round to round and level to level, so that no path always goes first; each step is said
+// on progress. A step with a failed request, or with none completed, ends the run with an error; explain, when
+// not nil, adds what explains a failed request. Each path's figures are kept in it.
+func Interleave(ctx context.Context, paths []*Path, concurrencies []int, rounds int, d time.Duration, text string, progress io.Writer, explain func() string) error {
+	maxC := concurrencies[len(concurrencies)-1]
+	for _, p := range paths {
+		p.TTFAB, p.Resp, p.Rates = make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies)), make([][]float64, len(concurrencies))
+		if _, err := Step(ctx, NewTimed(p.Transport, maxC), maxC, 300*time.Millisecond, text); err != nil {
+			return fmt.Errorf("warm-up %s: %w", p.Name, err)
+		}
+	}
+	slice := d / time.Duration(rounds)
+	for li, c := range concurrencies {
+		for round := 0; round < rounds; round++ {
+			for k := range paths {
+				p := paths[(round+k+li)%len(paths)]
+				fmt.Fprintf(progress, "C=%d round %d/%d: %s for %v\n", c, round+1, rounds, p.Name, slice)
+				tr := NewTimed(p.Transport, c)
+				res, err := Step(ctx, tr, c, slice, text)
+				if err != nil {
+					return fmt.Errorf("%s at C=%d: %w", p.Name, c, err)
+				}
+				tt, rr, failed := tr.Results()
+				if failed > 0 {
+					more := ""
+					if explain != nil {
+						more = "\n" + explain()
+					}
+					return fmt.Errorf("%s at C=%d: %d requests failed: a benchmark of failing requests measures nothing%s", p.Name, c, failed, more)
+				}
+				if len(tt) == 0 {
+					return fmt.Errorf("%s at C=%d: no request completed in %v", p.Name, c, slice)
+				}
+				p.TTFAB[li], p.Resp[li] = append(p.TTFAB[li], tt...), append(p.Resp[li], rr...)
+				p.Rates[li] = append(p.Rates[li], res.AchievedRPS)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// FirstAnswers sends text once through each path, each within timeout, and returns the answers in the paths'
+// order, for a program to check that every path reaches the same server before it measures them.
+func FirstAnswers(ctx context.Context, paths []*Path, text string, timeout time.Duration) ([]bench.StreamResult, error) {
+	var got []bench.StreamResult
+	for _, p := range paths {
+		s, err := p.Transport.Worker(0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name, err)
+		}
+		call, cancel := context.WithTimeout(ctx, timeout)
+		res, err := s.Send(call, text)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("first request %s: %w", p.Name, err)
+		}
+		got = append(got, res)
+	}
+	return got, nil
 }

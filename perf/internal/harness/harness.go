@@ -1,8 +1,9 @@
-// Package harness holds what the benchmark programs of rows 2, 5 and 6 (perf/schedulers, synth and
-// growth) share: starting the real inference container on a free loopback port and waiting for its /ping,
+// Package harness is the scaffolding of the benchmark programs under perf: their main (Main), the processes
+// they run and stop (FreePort; StartProcess, which waits for a health URL; StartContainer, the real inference
+// container on a free loopback port; StartEmulator, a private emulator, and Deploy, an endpoint on it),
 // running a command while measuring its wall time and peak resident memory (the kernel's rusage, what
-// /usr/bin/time -v prints as "Maximum resident set size"), reading a live process's memory from /proc, and
-// small statistics. It starts nothing it does not stop: every wait is bounded.
+// /usr/bin/time -v prints as "Maximum resident set size"), reading a live process's memory from /proc, line
+// and bar charts, and small statistics. It starts nothing it does not stop: every wait is bounded.
 package harness
 
 import (
@@ -10,8 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,100 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 )
-
-// PingTimeout bounds how long StartContainer waits for the container's /ping to answer 200.
-const PingTimeout = 30 * time.Second
-
-// StopTimeout bounds how long Stop waits after SIGTERM before it kills.
-const StopTimeout = 15 * time.Second
-
-// Container is an inference container process serving on loopback.
-type Container struct {
-	// URL is its base URL, http://127.0.0.1:<port>.
-	URL string
-	// LogPath is where its stdout and stderr go.
-	LogPath string
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{}
-	waitErr error
-}
-
-// StartContainer runs `bin serve` with env added to this process's environment and SAGEMAKER_BIND_TO_PORT
-// set to a free port, its output to logPath, and returns once GET /ping answers 200 (within PingTimeout and
-// ctx). A container that exits or never answers is stopped and its log's tail returned in the error.
-func StartContainer(ctx context.Context, bin string, env []string, logPath string) (*Container, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("the inference container %s: %w: run `make container-build` first", bin, err)
-	}
-	port, err := benchkit.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return nil, fmt.Errorf("container log %s: %w", logPath, err)
-	}
-	lf, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("container log %s: %w", logPath, err)
-	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(append(os.Environ(), env...), "SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	c := &Container{URL: "http://127.0.0.1:" + strconv.Itoa(port), LogPath: logPath, cmd: cmd, log: lf, exited: make(chan struct{})}
-	go func() { c.waitErr = cmd.Wait(); close(c.exited) }()
-	if err := c.waitReady(ctx); err != nil {
-		c.Stop()
-		return nil, fmt.Errorf("container %s (%s): %w\n%s", bin, strings.Join(env, " "), err, Tail(logPath, 15))
-	}
-	return c, nil
-}
-
-func (c *Container) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, PingTimeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/ping", nil)
-		if resp, err := client.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("exited before answering /ping: %v", c.waitErr)
-		case <-ctx.Done():
-			return fmt.Errorf("/ping did not answer 200 within %s: %w", PingTimeout, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// Stop sends SIGTERM, waits up to StopTimeout, then kills; it is safe to call twice.
-func (c *Container) Stop() {
-	select {
-	case <-c.exited:
-	default:
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(StopTimeout):
-			_ = c.cmd.Process.Kill()
-			<-c.exited
-		}
-	}
-	c.log.Close()
-}
 
 // Tail returns the last n lines of the file at path ("" when it cannot be read).
 func Tail(path string, n int) string {
@@ -255,4 +161,13 @@ func BuildGo(ctx context.Context, root, pkg, out string) (string, error) {
 		return "", fmt.Errorf("go build -o %s %s: %w\n%s", out, pkg, err, b)
 	}
 	return out, nil
+}
+
+// LoadAverage is the 1-, 5- and 15-minute load averages from /proc/loadavg ("unknown" when unreadable).
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }

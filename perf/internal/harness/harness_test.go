@@ -3,21 +3,24 @@ package harness
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/speech-infra/speech-infra/internal/emulatortest"
+	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 )
 
 func TestStartContainerServesAndStops(t *testing.T) {
 	bin := emulatortest.ContainerBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := StartContainer(ctx, bin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0"}, filepath.Join(t.TempDir(), "c.log"))
+	c, err := StartContainer(ctx, bin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0"}, ContainerOutput{LogPath: filepath.Join(t.TempDir(), "c.log")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +29,7 @@ func TestStartContainerServesAndStops(t *testing.T) {
 		t.Fatalf("ping: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	rss, peak, err := ProcMemory(c.cmd.Process.Pid)
+	rss, peak, err := ProcMemory(c.proc.Pid())
 	if err != nil || rss <= 0 || peak < rss {
 		t.Fatalf("ProcMemory = %d, %d, %v", rss, peak, err)
 	}
@@ -39,12 +42,61 @@ func TestStartContainerServesAndStops(t *testing.T) {
 
 func TestStartContainerReportsABadConfiguration(t *testing.T) {
 	bin := emulatortest.ContainerBinary(t)
-	_, err := StartContainer(context.Background(), bin, []string{"SCHEDULER=nonsense"}, filepath.Join(t.TempDir(), "c.log"))
+	_, err := StartContainer(context.Background(), bin, []string{"SCHEDULER=nonsense"}, ContainerOutput{LogPath: filepath.Join(t.TempDir(), "c.log")})
 	if err == nil {
 		t.Fatal("a container with SCHEDULER=nonsense started")
 	}
 	if want := "SCHEDULER"; !contains(err.Error(), want) {
 		t.Fatalf("error %q does not show the log naming %s", err, want)
+	}
+}
+
+// With RequestLogs the container's request log lines are collected, and still written to its log file.
+func TestStartContainerCollectsRequestLogs(t *testing.T) {
+	bin := emulatortest.ContainerBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	logPath := filepath.Join(t.TempDir(), "c.log")
+	c, err := StartContainer(ctx, bin, []string{"ENGINE=calibration", "CALIBRATION_SEGMENT_MS=0"}, ContainerOutput{LogPath: logPath, RequestLogs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+"/invocations", strings.NewReader(`{"text":"Hello there."}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("invocation: status %d", resp.StatusCode)
+	}
+	if n := c.WaitLogs(1); n != 1 {
+		t.Fatalf("%d request logs collected, want 1", n)
+	}
+	if l := c.Logs(0)[0]; l.Msg != "request" || l.Status != http.StatusOK {
+		t.Errorf("request log %+v", l)
+	}
+	c.Stop()
+	if b, err := os.ReadFile(logPath); err != nil || !strings.Contains(string(b), `"msg":"request"`) {
+		t.Errorf("the log file lacks the request line (%v):\n%s", err, b)
+	}
+}
+
+func TestStartProcessReportsAnExit(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = StartProcess(context.Background(), exec.Command("sh", "-c", "exit 3"), "http://127.0.0.1:"+strconv.Itoa(port)+"/ping", time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "exited before") || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("StartProcess = %v: want the exit named", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Fatalf("StartProcess waited %v for a process that had exited", time.Since(start))
 	}
 }
 
