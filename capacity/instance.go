@@ -93,8 +93,10 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		// A point's rate is the step's completion rate, not its arrival rate: the model credits an instance
 		// with no more than it was seen to complete (in steady state the two differ by the shed and the
 		// window's edges), so the safe rate, capped at the highest point that met the SLO, is at most a
-		// completion rate that was measured within it.
-		if n := len(m.Points); n > 0 && !(s.AchievedRPS > m.Points[n-1].RPS) {
+		// completion rate that was measured within it. Nor more than was offered: a window can complete
+		// requests sent before it, and its completion rate can then pass its arrival rate.
+		rate := math.Min(s.AchievedRPS, s.ArrivalRPS)
+		if n := len(m.Points); n > 0 && !(rate > m.Points[n-1].RPS) {
 			continue
 		}
 		metric := s.CloudWatchMax10s
@@ -106,13 +108,13 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			// peak is crossed by only about half of a rate's datapoints, and the alarm wants three in a row.
 			metric = s.InFlightMax10sLow * openRatio
 			low++
-			sc.RPS, sc.Mean = append(sc.RPS, s.AchievedRPS), append(sc.Mean, s.InFlightMax10s*openRatio)
+			sc.RPS, sc.Mean = append(sc.RPS, rate), append(sc.Mean, s.InFlightMax10s*openRatio)
 		}
 		ttfab := s.TTFABP95Ms
 		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
 			ttfab = v
 		}
-		m.Points = append(m.Points, loadmodel.Point{RPS: s.AchievedRPS, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, StallMs: s.StallP95Ms, Shed: s.ShedFraction})
+		m.Points = append(m.Points, loadmodel.Point{RPS: rate, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, StallMs: s.StallP95Ms, Shed: s.ShedFraction})
 		used++
 	}
 	if used == 0 {

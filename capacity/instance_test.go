@@ -105,3 +105,23 @@ func TestInstanceModelLeavesOutStepsItCannotTrust(t *testing.T) {
 		t.Errorf("model %+v, %v", inst, err)
 	}
 }
+
+// A point is never credited with more than its step offered: a window that completes requests sent before it
+// (here the 21.25-rps step completing 23, the most any step completed, so also the capacity) puts its point at
+// the arrival rate, below the capacity, and the model still validates.
+func TestInstanceModelPointIsAtMostTheOfferedRate(t *testing.T) {
+	m := kokoro(t)
+	q := testQMax(m)
+	for i := range q.Steps {
+		q.Steps[i].AchievedRPS = min(q.Steps[i].AchievedRPS, 20)
+	}
+	q.HighestThroughputRPS = 20
+	q.RateSteps[3].AchievedRPS = 23
+	inst, err := q.InstanceModel(50, 50, 1)
+	if err != nil {
+		t.Fatalf("model: %v", err)
+	}
+	if last := inst.Points[len(inst.Points)-1]; last.RPS != 21.25 || inst.CapacityRPS != 23 {
+		t.Fatalf("last point at %g rps, capacity %g: want the arrival rate 21.25 below the capacity 23", last.RPS, inst.CapacityRPS)
+	}
+}
