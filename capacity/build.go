@@ -91,13 +91,16 @@ func FromArtifactsContext(ctx context.Context, m models.Model, ms Measurement, o
 		Fingerprint:   Fingerprint{Model: m.ID, SLOTTFABMs: m.SLO.TTFABMs, SLOPercentile: m.SLO.Percentile},
 		Inputs:        baseInputs(m, o),
 	}
-	p.recordQMax(q)
+	modelErr := p.recordQMax(q)
 	p.recordTTotal(t)
 	in := &p.Inputs
 	in.QMaxFile, in.QMaxSHA256 = ms.QMaxFile, ms.QMaxSHA256
 	in.TTotalFile, in.TTotalSHA256 = ms.TTotalFile, ms.TTotalSHA256
 	in.DryRun = q.DryRun || t.DryRun
 	defaultTrough(in)
+	if modelErr != nil {
+		return nil, fmt.Errorf("build plan: the instance model cannot be built from %s: %w", ms.QMaxFile, modelErr)
+	}
 	if errs := verifyInputs(*in); len(errs) > 0 {
 		return nil, joinErrors("build plan", errs)
 	}
@@ -115,7 +118,10 @@ func FromArtifactsContext(ctx context.Context, m models.Model, ms Measurement, o
 // Q_max, the throughput curve and the CloudWatch ratio near C_scale_max (Inputs.SurgeRatio must be set).
 // FromArtifacts builds plans with it and Gate repeats it on the artifact beside a plan, so that "derived
 // from this artifact" means the same in both.
-func (p *Plan) recordQMax(q *QMax) {
+//
+// It returns why the instance model could not be built (the model is then left empty, and verifyInputs names
+// it too).
+func (p *Plan) recordQMax(q *QMax) error {
 	fp, in := &p.Fingerprint, &p.Inputs
 	fp.ModelRevision, fp.InstanceType, fp.ContainerDigest, fp.Transport = q.ModelRevision, q.InstanceType, q.ContainerDigest, q.Transport
 	fp.Emulator = q.Emulator
@@ -128,8 +134,15 @@ func (p *Plan) recordQMax(q *QMax) {
 	in.Throughput = q.throughputCurve()
 	cMax, _ := thresholds(in.SurgeRatio, q.QMax)
 	in.CloudWatchRatio = q.cloudWatchRatio(cMax)
-	// An artifact the model cannot be built from leaves the model empty: verifyInputs names it.
-	in.Instance, _ = q.InstanceModel(in.QueueMaxDepth, q.stallBound(), in.CloudWatchRatio)
+	// An artifact the model cannot be built from leaves the model empty, whatever was there before: the
+	// gate compares a plan's recorded model with this one.
+	inst, err := q.InstanceModel(in.QueueMaxDepth, q.stallBound(), in.CloudWatchRatio)
+	if err != nil {
+		in.Instance = loadmodel.Model{}
+		return err
+	}
+	in.Instance = inst
+	return nil
 }
 
 // PlanScatter is how the alarm's datapoints scatter around the instance model of a plan derived from q

@@ -240,7 +240,9 @@ func checkArtifacts(ctx context.Context, p *Plan, m models.Model, planPath strin
 		}
 	}
 	want := *p
-	want.recordQMax(q)
+	if err := want.recordQMax(q); err != nil {
+		reasons = append(reasons, fmt.Sprintf("qmax artifact %s gives no instance model (%v): run tts-bench qmax again, then tts-bench plan", qa.path, err))
+	}
 	want.recordTTotal(t)
 	for _, c := range []struct{ field, kind, path, recorded, measured string }{
 		{"fingerprint.model", "qmax", qa.path, p.Fingerprint.Model, q.Model},

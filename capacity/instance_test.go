@@ -125,3 +125,17 @@ func TestInstanceModelPointIsAtMostTheOfferedRate(t *testing.T) {
 		t.Fatalf("last point at %g rps, capacity %g: want the arrival rate 21.25 below the capacity 23", last.RPS, inst.CapacityRPS)
 	}
 }
+
+// A qmax artifact no instance model can be built from fails the plan's build with the model's own reason, not
+// only with the empty model's fields.
+func TestPlanNamesWhyTheInstanceModelCannotBeBuilt(t *testing.T) {
+	m := kokoro(t)
+	q := testQMax(m)
+	for i := range q.RateSteps {
+		q.RateSteps[i].Usable, q.RateSteps[i].UnusableReason = false, "client fell behind"
+	}
+	_, err := FromArtifacts(m, testMeasurement(q, testTTotal(m)), DefaultOptions(m))
+	if err == nil || !strings.Contains(err.Error(), "the instance model cannot be built from") || !strings.Contains(err.Error(), "has no usable step") {
+		t.Fatalf("FromArtifacts: %v; want the instance model's reason", err)
+	}
+}
