@@ -16,7 +16,7 @@ import (
 
 // wavServer is a real HTTP server answering like the container: a WAV header with the first samples, then
 // `parts` more chunks of `chunk` bytes each `gap` apart (PCM16 mono at 24 kHz). Requests whose text holds
-// "shed" get the container's 503 queue_saturated.
+// "shed" get the container's 503 queue_saturated, after one gap.
 func wavServer(t testing.TB, parts, chunk int, gap time.Duration) (*httptest.Server, *atomic.Int64) {
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,6 +24,10 @@ func wavServer(t testing.TB, parts, chunk int, gap time.Duration) (*httptest.Ser
 		var b bytes.Buffer
 		b.ReadFrom(r.Body)
 		if strings.Contains(b.String(), "shed") {
+			// Held for a gap like any answer, so that the client's own time between requests (longer on a
+			// loaded machine) stays small beside the time each request is in flight: an instant 503 made the
+			// step's mean in flight, and so its usability, depend on the machine's load.
+			time.Sleep(gap)
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprint(w, `{"error":"queue_saturated","queue_depth":4,"max_queue_depth":4}`)
 			return
