@@ -123,11 +123,11 @@ func TestPlanInfeasibleIsWrittenAndExitsOne(t *testing.T) {
 }
 
 // --trace adds the user's trace to the envelope: one that makes the fleet scale in and straight out again
-// (two instances at 20 rps, 10 rps for 400 s, then 20 rps) flaps, and the plan is infeasible, naming it.
+// (two instances at 20 rps, 9 rps for 400 s, then 20 rps) flaps, and the plan is infeasible, naming it.
 func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "flapping.csv")
-	if err := os.WriteFile(csv, []byte("0,20\n600,10\n1000,20\n2400,20\n"), 0o644); err != nil {
+	if err := os.WriteFile(csv, []byte("0,20\n600,9\n1000,20\n2400,20\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "plan.json")
@@ -145,8 +145,8 @@ func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("the written plan does not verify: %v", errs)
 	}
-	// A scale-in margin of 0.3 scales in below 11.98 × 1/2 × 0.7 = 4.19 rps per instance: the trace's 10 rps on
-	// two instances (5 each) no longer scales in, so nothing flaps and the plan holds.
+	// A scale-in margin of 0.3 scales in below 11.98 × 1/2 × 0.7 = 4.19 rps per instance (the default 0.2: 4.79):
+	// the trace's 9 rps on two instances (4.5 each) no longer scales in, so nothing flaps and the plan holds.
 	if _, stderr, code = runCLI(t, measuredArgs(t, out, "--trace", csv, "--no-search", "--scale-in-margin", "0.3")...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -330,7 +330,7 @@ func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
 	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `safe_rps 12\.24 ÷ surge 1\.4999999999`, `original thresholds\s+20 / 8e-09\s`,
-		`scale_in_threshold\s+2\.79 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
+		`scale_in_threshold\s+2\.49 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
 			t.Errorf("output does not match %q:\n%s", want, stdout)
 		}
