@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -342,9 +343,32 @@ func TestHelpTeaches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"C_scale_max = (1 − h)·Q_max", "Q_max 50, s 1.25 → C_scale_max 37.5", "tts-bench plan --what-if q_max=", "--peak-rps", "measured: false"} {
+	for _, want := range []string{"the original's concurrency thresholds", "C_scale_max = (1 − h)·Q_max", "Q_max 50, s 1.25 → C_scale_max 37.5",
+		"safe_rps ÷ s", "scale_out_rps × min ÷ (min + 1) × (1 − scale-in margin)", "tts-bench plan --what-if q_max=", "--peak-rps", "measured: false",
+		"staircase", "sawtooth", "hover fast", "hover slow", "--hover-amplitude", "recovery_s", "instance_model,", " envelope,"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("plan --help does not mention %q", want)
+		}
+	}
+	// The numbers come from the constants the code uses.
+	for _, want := range []string{
+		fmt.Sprintf("±%s%% (--hover-amplitude)", capacity.FormatNumber(100*capacity.DefaultHoverAmplitude)),
+		fmt.Sprintf("period %s: a dip", capacity.HoverFastPeriod),
+		fmt.Sprintf("period %s × T_plan", capacity.FormatNumber(capacity.HoverSlowPeriodTPlan)),
+		fmt.Sprintf("from the peak to %s × peak at once", capacity.FormatNumber(capacity.StepRatio)),
+		fmt.Sprintf("recover within %s × T_plan", capacity.FormatNumber(capacity.StepRecoveryTPlan)),
+		fmt.Sprintf("max(%d s, %d × T_plan)", capacity.ScaleInCooldownMinS, capacity.ScaleInCooldownTPlan),
+		fmt.Sprintf("(default %s)", capacity.FormatNumber(capacity.DefaultScaleInMargin)),
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("plan --help does not say %q", want)
+		}
+	}
+	stdout, _, code = runCLI(t, "simulate", "--help")
+	for _, want := range []string{"the original's concurrency thresholds, for comparison only", "the metric at safe_rps ÷ s", "scale_in_threshold",
+		fmt.Sprintf("over %d × %d s", capacity.OriginalScaleInEvaluationPeriods, capacity.AlarmPeriodS)} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("simulate --help (exit %d) does not say %q", code, want)
 		}
 	}
 	stdout, _, code = runCLI(t)
