@@ -216,7 +216,7 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 		where := fmt.Sprintf("%s rps, where %d instances scale in", FormatNumber(center), n)
 		out = append(out,
 			envelopeTrace{kind: EnvelopeHover, start: n, trace: simulate.Hover(fmt.Sprintf("hover fast ±%s%% around %s, period %s", FormatNumber(100*a), where, HoverFastPeriod),
-				center, a, HoverFastPeriod, HoverFastPeriods*HoverFastPeriod, time.Second*10)},
+				center, a, HoverFastPeriod, HoverFastPeriods*HoverFastPeriod, hoverFastStep)},
 			envelopeTrace{kind: EnvelopeHover, start: n, trace: simulate.Hover(fmt.Sprintf("hover slow ±%s%% around %s, period %s", FormatNumber(100*a), where, slow),
 				center, a, slow, HoverSlowPeriods*slow, step)},
 			envelopeTrace{kind: EnvelopeSawtooth, start: n, trace: simulate.Sawtooth(fmt.Sprintf("sawtooth ±%s%% across %s, up at once, down over %s", FormatNumber(100*a), where, slow),
@@ -231,6 +231,9 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	}
 	return out, nil
 }
+
+// hoverFastStep samples the fast hover, 24 samples a period.
+const hoverFastStep = HoverFastPeriod / 24
 
 // wholeMinutes rounds d up to whole minutes (the simulator's rows), at least one.
 func wholeMinutes(d time.Duration) time.Duration {

@@ -498,7 +498,8 @@ type Options struct {
 	DetectionBufferS float64
 	// PeakRPS is the peak load, requests per second (required).
 	PeakRPS float64
-	// TroughRPS is the load a surge starts from; 0 means the minimum fleet at C_scale_min.
+	// TroughRPS is the load a surge starts from; 0 means what the minimum fleet carries at the scale-in rate
+	// (defaultTrough).
 	TroughRPS float64
 	// MinInstances is the fleet minimum.
 	MinInstances int
@@ -579,4 +580,6 @@ func safeBound(m loadmodel.Model) string {
 
 // OriginalThresholds are the original's concurrency thresholds (1 − h)·Q_max and (1 − 2h)·Q_max for surge
 // ratio s, h = s − 1: for comparison only (docs/design.md, "The original").
-func OriginalThresholds(s float64, qMax int) (cScaleMax, cScaleMin float64) { return thresholds(s, qMax) }
+func OriginalThresholds(s float64, qMax int) (cScaleMax, cScaleMin float64) {
+	return thresholds(s, qMax)
+}
