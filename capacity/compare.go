@@ -19,6 +19,17 @@ const (
 	KindFixed       = "fixed-for-peak"
 )
 
+// The comparison's fixed configurations; tts-bench simulate's help formats them in.
+const (
+	// OriginalScaleInEvaluationPeriods is how many AlarmPeriodS datapoints the original thresholds' scale-in
+	// alarm waits for.
+	OriginalScaleInEvaluationPeriods = 5
+	// InvocationsTargetShare is target tracking on InvocationsPerInstance's target: this share of one
+	// instance's measured maximum rate; InvocationsCooldownS are its cooldowns.
+	InvocationsTargetShare = 0.7
+	InvocationsCooldownS   = 300
+)
+
 // Setup is what a comparison needs.
 type Setup struct {
 	// Plan is the plan to simulate; its inputs hold the instance model.
@@ -182,17 +193,18 @@ func CompareContext(ctx context.Context, tr simulate.Trace, s Setup) (Report, er
 	cMax, cMin := thresholds(in.SurgeRatio, in.QMax)
 	orig := simulate.Fleet{Name: fmt.Sprintf("original thresholds %s/%s", FormatNumber(cMax), FormatNumber(cMin)), Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
 		Scaling: &simulate.Scaling{MinInstances: 1, MaxInstances: allowed, Metric: simulate.MetricConcurrency, TargetValue: cMax * in.CloudWatchRatio,
-			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: 5,
+			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: OriginalScaleInEvaluationPeriods,
 				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}, InitialInstances: s.InitialInstances}
 	if cMax > 0 {
-		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over 5 × 60 s, fleet 1 to %d", allowed), run(tr, orig))
+		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over %d × %d s, fleet 1 to %d", OriginalScaleInEvaluationPeriods, AlarmPeriodS, allowed), run(tr, orig))
 	}
 
-	target := 0.7 * inst.CapacityRPS * 60
+	target := InvocationsTargetShare * inst.CapacityRPS * 60
 	inv := simulate.Fleet{Name: "target tracking on InvocationsPerInstance", Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
 		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target,
-			ScaleOutCooldownS: 300, ScaleInCooldownS: 300, TargetScaleIn: true}, InitialInstances: s.InitialInstances}
-	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (70%% of the measured maximum %s rps), cooldowns 300 s", FormatNumber(target), FormatNumber(inst.CapacityRPS)), run(tr, inv))
+			ScaleOutCooldownS: InvocationsCooldownS, ScaleInCooldownS: InvocationsCooldownS, TargetScaleIn: true}, InitialInstances: s.InitialInstances}
+	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (%s%% of the measured maximum %s rps), cooldowns %d s", FormatNumber(target),
+		FormatNumber(100*InvocationsTargetShare), FormatNumber(inst.CapacityRPS), InvocationsCooldownS), run(tr, inv))
 
 	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))
 	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/speech-infra/speech-infra/simulate"
@@ -16,10 +17,43 @@ import (
 
 // Envelope trace kinds.
 const (
-	EnvelopeDiurnal = "diurnal"
-	EnvelopeGrowth  = "growth"
-	EnvelopeHover   = "hover"
-	EnvelopeUser    = "user"
+	EnvelopeDiurnal   = "diurnal"
+	EnvelopeGrowth    = "growth"
+	EnvelopeStaircase = "staircase"
+	EnvelopeStep      = "step"
+	EnvelopeHover     = "hover"
+	EnvelopeSawtooth  = "sawtooth"
+	EnvelopeUser      = "user"
+)
+
+// The envelope's shape (docs/design.md, "Feasible means simulated and met"). The help of tts-bench plan and
+// the documents quote these values; change them here only.
+const (
+	// DefaultHoverAmplitude is the hover and sawtooth traces' swing around each scale-in boundary (±15%), an
+	// input of the plan (Inputs.HoverAmplitude, --hover-amplitude), never derived from its scale-in margin.
+	DefaultHoverAmplitude = 0.15
+	// MaxHoverAmplitude bounds it: at ±50% the trough is half the boundary, no longer a hover around it.
+	MaxHoverAmplitude = 0.5
+	// HoverFastPeriod is the fast hover's period: a dip shorter than the scale-in window must not scale in.
+	HoverFastPeriod = 4 * time.Minute
+	// HoverFastPeriods is how many fast periods the fast hover lasts.
+	HoverFastPeriods = 6
+	// HoverSlowPeriodTPlan is the slow hover's and the sawtooth's period in T_plan: its low half (1.25 T_plan)
+	// outlasts the scale-in window (T_plan, rounded up to whole periods of the metric), so the fleet scales in
+	// and must then carry the high half on one instance fewer without scaling out again.
+	HoverSlowPeriodTPlan = 2.5
+	// HoverSlowPeriods is how many slow periods the slow hover and the sawtooth last.
+	HoverSlowPeriods = 3
+	// StaircaseHoldTPlan is how long, in T_plan, the staircase holds the peak after its last jump.
+	StaircaseHoldTPlan = 2
+	// StepRatio is the step past the peak: from the peak to StepRatio × peak at once.
+	StepRatio = 1.2
+	// StepRecoveryTPlan is the step's recovery limit in T_plan: from the step, the first minute from which no
+	// minute violates starts at most StepRecoveryTPlan × T_plan later.
+	StepRecoveryTPlan = 2
+	// StepHoldTPlan is how long, in T_plan (rounded up to whole minutes), the step's load is held after it:
+	// twice the recovery limit, so that a recovery is seen to last.
+	StepHoldTPlan = 4
 )
 
 // Limits of the user's traces a plan records.
@@ -81,7 +115,7 @@ type Envelope struct {
 
 // EnvelopeTrace is the plan's result on one trace of the envelope.
 type EnvelopeTrace struct {
-	// Kind is diurnal, growth, hover or user; Name describes the trace.
+	// Kind is one of the Envelope* kinds; Name describes the trace.
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 	// DurationS is the trace's length.
@@ -98,7 +132,13 @@ type EnvelopeTrace struct {
 	PeakInstances int `json:"peak_instances"`
 	// InstanceHours counts serving and starting instances.
 	InstanceHours float64 `json:"instance_hours"`
-	// Holds is true when no minute violated and nothing flapped.
+	// RecoveryS, on the step trace only, is the time to recovery: from the step until the first minute from
+	// which no minute to the end of the trace violates (0 when none after the step violates). Absent when the
+	// last minute still violates: not recovered.
+	RecoveryS *float64 `json:"recovery_s,omitempty"`
+	// Holds is true when no minute violated and nothing flapped. On the step trace the minutes from the step
+	// until the recovery do not count: it holds when no minute before the step violated, it recovered within
+	// StepRecoveryTPlan × T_plan of the step, and nothing flapped.
 	Holds bool `json:"holds"`
 	// Worst is the worst minute and why ("" when none violated).
 	WorstMinute int    `json:"worst_minute"`
@@ -126,19 +166,30 @@ func (e Envelope) WorstTrace() (EnvelopeTrace, bool) {
 }
 
 // envelopeTrace is one trace of the envelope with the fleet it starts on (0: where target tracking leaves it).
+// stepAt is the step trace's step (0 for the others).
 type envelopeTrace struct {
-	kind  string
-	trace simulate.Trace
-	start int
+	kind   string
+	trace  simulate.Trace
+	start  int
+	stepAt time.Duration
 }
 
-// envelopeTraces derives the envelope from the inputs and derived values:
+// envelopeTraces derives the envelope from the inputs and derived values (docs/design.md, "Feasible means
+// simulated and met"): traces that a plan could fail, each for a reason of its own.
 //   - diurnal: a day from trough to peak and back (cosine, peak at 14:00, 1-min steps);
 //   - growth: from trough up by s per T_plan to the peak, held 3 T_plan, back down at the same pace, held
 //     until the scale-in alarm has had its window twice;
-//   - hover: for each fleet size n from min+1 to max, load ±10% around the rate at which n instances scale in
-//     (n × scale_in_rps), a sine whose low half outlasts the scale-in alarm's window and T_plan (period
-//     4 × the longer of them) for three periods, starting on n instances (the flap test);
+//   - staircase: from trough, an instant jump ×s every T_plan up to the peak, held StaircaseHoldTPlan × T_plan:
+//     each jump lands on the fleet the last one left, with no ramp for the alarm to see coming;
+//   - step: the peak on the fleet for the peak, then at once StepRatio × the peak, held StepHoldTPlan × T_plan:
+//     past what the plan promises, so it need not hold the SLO throughout, but must recover within
+//     StepRecoveryTPlan × T_plan (EnvelopeTrace.RecoveryS);
+//   - for each fleet size n from min+1 to max, around the rate at which n instances scale in
+//     (b = n × scale_in_rps), with the amplitude a of Inputs.HoverAmplitude, each starting on n instances:
+//     hover fast, b × (1 + a sin) with period HoverFastPeriod (a dip too short for the scale-in window);
+//     hover slow, the same with period HoverSlowPeriodTPlan × T_plan (its low half outlasts the window: the
+//     fleet scales in, and the high half must not scale it out again within T_plan, a flap);
+//     sawtooth, from b × (1 + a) falling linearly to b × (1 − a) over the slow period, then up at once;
 //   - the user's traces.
 func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	var out []envelopeTrace
@@ -152,12 +203,24 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	step := max(time.Second, (tPlan / 60).Round(time.Second))
 	out = append(out, envelopeTrace{kind: EnvelopeGrowth, trace: simulate.Growth(in.TroughRPS, in.PeakRPS, in.SurgeRatio, tPlan,
 		3*tPlan+2*seconds(float64(d.ScaleInPeriodS*d.ScaleInEvaluationPeriods))+seconds(float64(d.ScaleInCooldownS)), step)})
-	window := seconds(float64(d.ScaleInPeriodS * d.ScaleInEvaluationPeriods))
-	period := 4 * max(tPlan, window)
+	out = append(out, envelopeTrace{kind: EnvelopeStaircase, trace: simulate.Staircase(in.TroughRPS, in.PeakRPS, in.SurgeRatio, tPlan, StaircaseHoldTPlan*tPlan)})
+	stepAt, after := wholeMinutes(tPlan), wholeMinutes(StepHoldTPlan*tPlan)
+	high := StepRatio * in.PeakRPS
+	out = append(out, envelopeTrace{kind: EnvelopeStep, stepAt: stepAt, trace: simulate.StepUp(
+		fmt.Sprintf("step from the peak %s rps to %s rps (%s × peak) at %s, held %s; recovery within %s × T_plan", FormatNumber(in.PeakRPS), FormatNumber(high),
+			FormatNumber(StepRatio), stepAt, after, FormatNumber(StepRecoveryTPlan)), in.PeakRPS, high, stepAt, after)})
+	a := in.HoverAmplitude
+	slow := time.Duration(HoverSlowPeriodTPlan * float64(tPlan)).Round(time.Second)
 	for n := d.MinInstances + 1; n <= d.MaxInstances; n++ {
 		center := float64(n) * d.ScaleInRPS
-		out = append(out, envelopeTrace{kind: EnvelopeHover, start: n,
-			trace: simulate.Hover(fmt.Sprintf("hover ±10%% around %s rps, where %d instances scale in", FormatNumber(center), n), center, 0.1, period, 3*period, step)})
+		where := fmt.Sprintf("%s rps, where %d instances scale in", FormatNumber(center), n)
+		out = append(out,
+			envelopeTrace{kind: EnvelopeHover, start: n, trace: simulate.Hover(fmt.Sprintf("hover fast ±%s%% around %s, period %s", FormatNumber(100*a), where, HoverFastPeriod),
+				center, a, HoverFastPeriod, HoverFastPeriods*HoverFastPeriod, hoverFastStep)},
+			envelopeTrace{kind: EnvelopeHover, start: n, trace: simulate.Hover(fmt.Sprintf("hover slow ±%s%% around %s, period %s", FormatNumber(100*a), where, slow),
+				center, a, slow, HoverSlowPeriods*slow, step)},
+			envelopeTrace{kind: EnvelopeSawtooth, start: n, trace: simulate.Sawtooth(fmt.Sprintf("sawtooth ±%s%% across %s, up at once, down over %s", FormatNumber(100*a), where, slow),
+				center, a, slow, HoverSlowPeriods*slow, step)})
 	}
 	for i, t := range in.Traces {
 		tr, err := t.trace()
@@ -167,6 +230,39 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 		out = append(out, envelopeTrace{kind: EnvelopeUser, trace: tr})
 	}
 	return out, nil
+}
+
+// hoverFastStep samples the fast hover, 24 samples a period.
+const hoverFastStep = HoverFastPeriod / 24
+
+// wholeMinutes rounds d up to whole minutes (the simulator's rows), at least one.
+func wholeMinutes(d time.Duration) time.Duration {
+	return max(time.Minute, (d+time.Minute-1)/time.Minute*time.Minute)
+}
+
+// recovery judges the step trace on the result r: the time from the step (at, on a minute boundary) until
+// the first minute from which no minute to the end violates; ok is false when the last minute still violates.
+// before counts the violating minutes before the step.
+func recovery(r simulate.Result, at time.Duration) (recoveryS float64, ok bool, before int) {
+	stepMinute := int(at / time.Minute)
+	last := -1
+	for _, m := range r.Minutes {
+		if !m.Violates {
+			continue
+		}
+		if m.Minute < stepMinute {
+			before++
+		} else {
+			last = m.Minute
+		}
+	}
+	if last < 0 {
+		return 0, true, before
+	}
+	if last == len(r.Minutes)-1 {
+		return 0, false, before
+	}
+	return (time.Duration(last+1)*time.Minute - at).Seconds(), true, before
 }
 
 // SimulatedScaling is the scaling a plan deploys (ScalingSpecFor) as the simulator runs it.
@@ -219,9 +315,38 @@ func simulateEnvelope(ctx context.Context, in Inputs, d Derived) (Envelope, erro
 			fl := r.Flaps[0]
 			et.Worst = fmt.Sprintf("scale-in at %s s followed by a scale-out at %s s, within T_plan %s s", FormatNumber(fl.ScaleInAtS), FormatNumber(fl.ScaleOutAtS), FormatNumber(d.TPlanS))
 		}
+		if t.kind == EnvelopeStep {
+			judgeStep(&et, r, t.stepAt, d.TPlanS)
+		}
 		env.Traces = append(env.Traces, et)
 	}
 	return env, nil
+}
+
+// judgeStep sets the step trace's recovery and verdict (EnvelopeTrace.RecoveryS, Holds) from its result.
+func judgeStep(et *EnvelopeTrace, r simulate.Result, at time.Duration, tPlanS float64) {
+	rec, ok, before := recovery(r, at)
+	limit := StepRecoveryTPlan * tPlanS
+	why := ""
+	if r.Worst != nil && r.ViolationMinutes > 0 {
+		why = ": worst minute " + strconv.Itoa(r.Worst.Minute) + ", " + r.Worst.Why
+	}
+	switch {
+	case before > 0:
+		et.Holds = false
+		et.Worst = fmt.Sprintf("%d minute(s) violated at the peak, before the step%s", before, why)
+	case !ok:
+		et.Holds = false
+		et.Worst = fmt.Sprintf("not recovered: the last minute, %s after the step, still violates (limit %s × T_plan = %s s)%s",
+			time.Duration(len(r.Minutes))*time.Minute-at, FormatNumber(StepRecoveryTPlan), FormatNumber(limit), why)
+	default:
+		et.RecoveryS = &rec
+		et.Holds = len(r.Flaps) == 0
+		if rec > limit+1e-9 {
+			et.Holds = false
+			et.Worst = fmt.Sprintf("recovered %s s after the step, later than %s × T_plan = %s s%s", FormatNumber(rec), FormatNumber(StepRecoveryTPlan), FormatNumber(limit), why)
+		}
+	}
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
@@ -252,7 +377,12 @@ type Candidate struct {
 // Flags are the tts-bench plan flags that produce the candidate.
 func (c Candidate) Flags() string {
 	o := c.Options
-	return fmt.Sprintf("--surge %s --min-instances %d --max-instances %d --scale-in-margin %s", exact(o.SurgeRatio), o.MinInstances, o.MaxInstances, exact(o.ScaleInMargin))
+	flags := fmt.Sprintf("--surge %s --min-instances %d --max-instances %d --scale-in-margin %s", exact(o.SurgeRatio), o.MinInstances, o.MaxInstances, exact(o.ScaleInMargin))
+	if a := o.HoverAmplitude; a != 0 && a != DefaultHoverAmplitude {
+		// Not searched: the envelope the user asked for goes with the candidate.
+		flags += " --hover-amplitude " + exact(a)
+	}
+	return flags
 }
 
 // CheapestPassingHeading starts the line tts-bench plan prints for the search's result.
@@ -263,6 +393,12 @@ const CheapestPassingHeading = "CHEAPEST PASSING  "
 func (c Candidate) Recommendation(tried int) string {
 	return fmt.Sprintf("\n%s%s  (%s instance-hours on the diurnal day; %d configurations tried)\n  tts-bench plan %s\n",
 		CheapestPassingHeading, c.Flags(), FormatNumber(c.InstanceHours), tried, c.Flags())
+}
+
+// SearchSpace says what Search varies, for tts-bench plan's messages.
+func SearchSpace() string {
+	return fmt.Sprintf("surge %s to %s, up to %d more minimum instances, scale-in margin %s to %s, the maximum the peak needs",
+		exact(searchSurges[0]), exact(searchSurges[len(searchSurges)-1]), searchExtraMin-1, exact(searchMargins[0]), exact(searchMargins[len(searchMargins)-1]))
 }
 
 // searchSurges, searchMargins and searchExtraMin span the search.
@@ -356,6 +492,9 @@ func worstMinuteText(e Envelope) string {
 	t, ok := e.WorstTrace()
 	if !ok {
 		return ""
+	}
+	if t.Kind == EnvelopeStep {
+		return fmt.Sprintf("%s trace (%s): %s", t.Kind, t.Name, t.Worst)
 	}
 	if t.ViolationMinutes > 0 {
 		return fmt.Sprintf("%s trace (%s): %d violation minute(s), worst minute %d: %s", t.Kind, t.Name, t.ViolationMinutes, t.WorstMinute, t.Worst)

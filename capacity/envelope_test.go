@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,17 +22,22 @@ func loadValid(t *testing.T) *Plan {
 	return p
 }
 
-// The envelope derived from the valid fixture's inputs: a diurnal day, the growth trace, one hover trace per
-// fleet size that can scale in (2 to 6), starting on that fleet, around n × scale_in_rps.
+// The envelope derived from the valid fixture's inputs: a diurnal day, the growth trace, the staircase, the
+// step past the peak, then for each fleet size that can scale in (2 to 7) a fast and a slow hover and a
+// sawtooth around n × scale_in_rps, ±15% (the hover amplitude input, not the 20% margin), starting on n.
 func TestEnvelopeTraces(t *testing.T) {
 	p := loadValid(t)
 	in, d := p.Inputs, p.Derived
+	if in.HoverAmplitude != DefaultHoverAmplitude || in.ScaleInMargin != DefaultScaleInMargin || d.MinInstances != 1 || d.MaxInstances != 7 {
+		t.Fatalf("fixture: hover amplitude %g, margin %g, fleet %d to %d", in.HoverAmplitude, in.ScaleInMargin, d.MinInstances, d.MaxInstances)
+	}
 	traces, err := envelopeTraces(in, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(traces) != 2+d.MaxInstances-d.MinInstances {
-		t.Fatalf("%d traces, want 2 + %d hover", len(traces), d.MaxInstances-d.MinInstances)
+	boundaries := d.MaxInstances - d.MinInstances
+	if len(traces) != 4+3*boundaries {
+		t.Fatalf("%d traces, want 4 + 3 × %d", len(traces), boundaries)
 	}
 	if traces[0].kind != EnvelopeDiurnal || traces[0].trace.Duration != 24*time.Hour || traces[0].trace.Peak() < in.PeakRPS*0.9999 || traces[0].trace.Peak() > in.PeakRPS {
 		t.Errorf("first trace %s %s peak %g: want a diurnal day to the peak", traces[0].kind, traces[0].trace.Duration, traces[0].trace.Peak())
@@ -40,21 +46,54 @@ func TestEnvelopeTraces(t *testing.T) {
 	if g.kind != EnvelopeGrowth || g.trace.RateAt(0) < in.TroughRPS || g.trace.Peak() != in.PeakRPS {
 		t.Errorf("second trace %s from %g to %g", g.kind, g.trace.RateAt(0), g.trace.Peak())
 	}
-	for i, tr := range traces[2:] {
-		n := d.MinInstances + 1 + i
-		center := float64(n) * d.ScaleInRPS
-		if tr.kind != EnvelopeHover || tr.start != n {
-			t.Errorf("trace %d: %s starting on %d, want hover on %d", i+2, tr.kind, tr.start, n)
-		}
-		// Over its whole length (three periods of the sine) the hover averages its center.
-		mean := tr.trace.Requests(0, tr.trace.Duration) / tr.trace.Duration.Seconds()
-		if diff := mean/center - 1; diff > 0.01 || diff < -0.01 || tr.trace.Peak() > 1.1*center+1e-9 {
-			t.Errorf("hover %d: mean %g, peak %g: want ±10%% around %g", n, mean, tr.trace.Peak(), center)
+	// The staircase: 10 rps for T_plan 340.8 s, then ×1.25 at once every T_plan (12.5, 15.625, …) up to the
+	// peak 80 (10 × 1.25^9 = 74.5, then 80), held 2 T_plan.
+	st, tPlan := traces[2], seconds(d.TPlanS)
+	if st.kind != EnvelopeStaircase || len(st.trace.Points) != 11 || st.trace.Duration != 12*tPlan {
+		t.Fatalf("third trace %s: %d points over %s, want the staircase: 11 over %s", st.kind, len(st.trace.Points), st.trace.Duration, 12*tPlan)
+	}
+	for i, pt := range st.trace.Points {
+		want := min(in.PeakRPS, in.TroughRPS*math.Pow(in.SurgeRatio, float64(i)))
+		if pt.At != time.Duration(i)*tPlan || math.Abs(pt.RPS-want) > 1e-9 {
+			t.Errorf("staircase point %d: %g rps at %s, want %g at %s", i, pt.RPS, pt.At, want, time.Duration(i)*tPlan)
 		}
 	}
-	// The recorded envelope is this one, simulated: every trace held.
+	// The step: the peak until 6 min (T_plan rounded up to whole minutes), then 96 rps for 23 min (4 T_plan).
+	sp := traces[3]
+	if sp.kind != EnvelopeStep || sp.stepAt != 6*time.Minute || sp.trace.RateAt(sp.stepAt-time.Second) != 80 || sp.trace.RateAt(sp.stepAt) != 96 ||
+		sp.trace.Duration != 29*time.Minute {
+		t.Errorf("fourth trace %s: step at %s from %g to %g, %s long", sp.kind, sp.stepAt, sp.trace.RateAt(0), sp.trace.RateAt(sp.stepAt), sp.trace.Duration)
+	}
+	slow := time.Duration(HoverSlowPeriodTPlan * float64(tPlan)).Round(time.Second)
+	for i, tr := range traces[4:] {
+		n := d.MinInstances + 1 + i/3
+		center := float64(n) * d.ScaleInRPS
+		wantKind, period, dur := EnvelopeHover, HoverFastPeriod, HoverFastPeriods*HoverFastPeriod
+		switch i % 3 {
+		case 1:
+			period, dur = slow, HoverSlowPeriods*slow
+		case 2:
+			wantKind, period, dur = EnvelopeSawtooth, slow, HoverSlowPeriods*slow
+		}
+		if tr.kind != wantKind || tr.start != n || tr.trace.Duration < dur || tr.trace.Duration > dur+time.Minute {
+			t.Errorf("trace %d: %s starting on %d, %s long; want %s on %d, %s", i+4, tr.kind, tr.start, tr.trace.Duration, wantKind, n, dur)
+		}
+		// Over whole periods each averages its center and stays within ±15% of it, reaching both ends.
+		mean := tr.trace.Requests(0, dur) / dur.Seconds()
+		lo := math.Inf(1)
+		for _, pt := range tr.trace.Points {
+			lo = min(lo, pt.RPS)
+		}
+		if diff := mean/center - 1; math.Abs(diff) > 0.01 || tr.trace.Peak() > 1.15*center+1e-9 || tr.trace.Peak() < 1.13*center || lo < 0.85*center-1e-9 || lo > 0.87*center {
+			t.Errorf("%s %d (period %s): mean %g, from %g to %g: want ±15%% around %g", tr.kind, n, period, mean, lo, tr.trace.Peak(), center)
+		}
+	}
+	// The recorded envelope is this one, simulated: every trace held, the step with no minute to recover.
 	if len(p.Envelope.Traces) != len(traces) || !p.Envelope.Holds() || p.Envelope.SimulatorVersion != simulate.Version {
 		t.Errorf("recorded envelope %+v", p.Envelope)
+	}
+	if r := p.Envelope.Traces[3].RecoveryS; r == nil || *r != 0 {
+		t.Errorf("step trace recovery %v, want 0", r)
 	}
 }
 
@@ -125,7 +164,7 @@ func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 	}
 	flaps := 0
 	for _, tr := range env.Traces {
-		if tr.Kind == EnvelopeHover {
+		if tr.Kind == EnvelopeHover || tr.Kind == EnvelopeSawtooth {
 			flaps += tr.Flaps
 			// The worst is the worst minute when the trace also violated, else the flap.
 			if tr.Flaps > 0 && (tr.Holds || tr.Worst == "" || tr.ViolationMinutes == 0 && !strings.Contains(tr.Worst, "followed by a scale-out")) {
@@ -141,7 +180,7 @@ func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 	for _, f := range fs {
 		byName[f.Name] = f
 	}
-	if f := byName[FindingScaleInSafety]; f.Status != StatusFail || !strings.Contains(f.Detail, strconv.Itoa(flaps)+" flap(s)") || !strings.Contains(f.Detail, "; the fleet flaps: ") {
+	if f := byName[FindingScaleInSafety]; f.Status != StatusFail || !strings.Contains(f.Detail, strconv.Itoa(flaps)+" flap(s)") || !strings.Contains(f.Detail, " does not hold: ") {
 		t.Errorf("scale_in_safety = %+v, want a fail counting %d flap(s)", f, flaps)
 	}
 	if f := byName[FindingEnvelope]; f.Status != StatusFail || !strings.Contains(f.Detail, "flap") {
@@ -153,10 +192,10 @@ func TestHoverFlapFailsScaleInSafetyAndTheVerdict(t *testing.T) {
 }
 
 // flapping is a user trace that makes a two-instance fleet scale in and straight out again: 20 rps (two
-// instances), 10 rps for 400 s (each reads below the scale-in threshold for the whole T_plan window: one
+// instances), 9 rps for 400 s (4.5 rps each, below the scale-in rate 4.79 for the whole T_plan window: one
 // goes), then 20 rps again (the survivor saturates and the fleet scales out within T_plan).
 func flapping() TraceInput {
-	return TraceInput{Name: "flapping.csv", DurationS: 2400, Points: [][2]float64{{0, 20}, {600, 10}, {1000, 20}}}
+	return TraceInput{Name: "flapping.csv", DurationS: 2400, Points: [][2]float64{{0, 20}, {600, 9}, {1000, 20}}}
 }
 
 var flapCount = regexp.MustCompile(`(\d+) flap\(s\)`)
@@ -175,7 +214,8 @@ func checkVerdictFollowsEnvelope(t *testing.T, name string, p *Plan) {
 		t.Errorf("%s: feasible, but the envelope does not hold", name)
 	}
 	for _, tr := range p.Envelope.Traces {
-		if tr.Flaps != 0 || tr.ViolationMinutes != 0 || !tr.Holds {
+		// The step trace's minutes during its recovery do not count (EnvelopeTrace.Holds).
+		if tr.Flaps != 0 || tr.ViolationMinutes != 0 && tr.Kind != EnvelopeStep || !tr.Holds {
 			t.Errorf("%s: feasible beside trace %q with %d flap(s), %d violation minute(s)", name, tr.Name, tr.Flaps, tr.ViolationMinutes)
 		}
 	}

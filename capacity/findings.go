@@ -55,15 +55,16 @@ func peakCoverage(in Inputs, d Derived) Finding {
 }
 
 // scaleInSafety judges scale-in: the rule (survivors below the scale-out rate for every fleet size in range)
-// and the hover traces of the envelope, where a flap shows.
+// and the hover and sawtooth traces of the envelope, where a flap shows.
 func scaleInSafety(in Inputs, d Derived, e Envelope) Finding {
 	f := Finding{Name: FindingScaleInSafety}
-	var hovers []EnvelopeTrace
-	flaps := 0
+	var boundary []EnvelopeTrace
+	flaps, violations := 0, 0
 	for _, t := range e.Traces {
-		if t.Kind == EnvelopeHover {
-			hovers = append(hovers, t)
+		if t.Kind == EnvelopeHover || t.Kind == EnvelopeSawtooth {
+			boundary = append(boundary, t)
 			flaps += t.Flaps
+			violations += t.ViolationMinutes
 		}
 	}
 	worstAfter := 0.0
@@ -75,9 +76,9 @@ func scaleInSafety(in Inputs, d Derived, e Envelope) Finding {
 		f.Detail = fmt.Sprintf("the fleet is fixed at %d instance(s): it never scales in", d.MinInstances)
 		return f
 	}
-	f.Detail = fmt.Sprintf("below %s rps per instance (metric %s over %d × %d s) one instance goes; for every fleet size from %d to %d the survivors carry at most %s rps each, below the scale-out rate %s rps; %d hover trace(s) of ±10%% around each boundary: %d flap(s)",
+	f.Detail = fmt.Sprintf("below %s rps per instance (metric %s over %d × %d s) one instance goes; for every fleet size from %d to %d the survivors carry at most %s rps each, below the scale-out rate %s rps; %d hover and sawtooth trace(s) of ±%s%% around each boundary (the hover amplitude, an input: not the margin): %d flap(s), %d violation minute(s)",
 		FormatNumber(d.ScaleInRPS), FormatNumber(d.ScaleInThreshold), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, d.MinInstances+1, d.MaxInstances,
-		FormatNumber(worstAfter), FormatNumber(d.ScaleOutRPS), len(hovers), flaps)
+		FormatNumber(worstAfter), FormatNumber(d.ScaleOutRPS), len(boundary), FormatNumber(100*in.HoverAmplitude), flaps, violations)
 	switch {
 	case !(round3(d.ScaleInThreshold) > 0):
 		f.Status = StatusFail
@@ -87,42 +88,53 @@ func scaleInSafety(in Inputs, d Derived, e Envelope) Finding {
 		f.Status = StatusFail
 		f.Detail += "; a scale-in would put the survivors above the scale-out rate"
 		f.Recommendation = "raise --scale-in-margin"
-	case flaps > 0:
+	case flaps > 0 || violations > 0:
 		f.Status = StatusFail
-		for _, t := range hovers {
-			if t.Flaps > 0 {
-				f.Detail += "; the fleet flaps: " + t.Worst
+		for _, t := range boundary {
+			if !t.Holds {
+				f.Detail += fmt.Sprintf("; the %s trace (%s) does not hold: %s", t.Kind, t.Name, t.Worst)
 				break
 			}
 		}
-		f.Recommendation = "raise --scale-in-margin or --min-instances (tts-bench plan prints the cheapest configuration that passes)"
+		f.Recommendation = fmt.Sprintf("raise --scale-in-margin (above ±%s%% the survivors of a scale-in carry (1 + amplitude) × (1 − margin) of the scale-out rate at least) or --min-instances; tts-bench plan prints the cheapest configuration that passes",
+			FormatNumber(100*in.HoverAmplitude))
 	default:
 		f.Status = StatusPass
 	}
 	return f
 }
 
-// surgeSurvival is the growth trace's result: load growing by s per T_plan from trough to peak and back.
+// surgeSurvival is the growth and staircase traces' result: load growing by s per T_plan from trough to peak
+// (and back), smoothly and in instant jumps.
 func surgeSurvival(in Inputs, d Derived, e Envelope) Finding {
 	f := Finding{Name: FindingSurgeSurvival}
-	for _, t := range e.Traces {
-		if t.Kind != EnvelopeGrowth {
+	var parts []string
+	var failed *EnvelopeTrace
+	for i, t := range e.Traces {
+		if t.Kind != EnvelopeGrowth && t.Kind != EnvelopeStaircase {
 			continue
 		}
-		f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps and back, scale-out at metric %s (3 × 10-s datapoints), cooldown %d s from each scale-out's end, new instances serving T_total %s s after the decision: %d scale-out(s), %d scale-in(s), peak %d instance(s), %d violation minute(s), %d flap(s)",
-			exact(in.SurgeRatio), FormatNumber(d.TPlanS), FormatNumber(in.TroughRPS), FormatNumber(in.PeakRPS), FormatNumber(d.TargetValue), d.ScaleOutCooldownS,
-			FormatNumber(in.TTotalS), t.ScaleOuts, t.ScaleIns, t.PeakInstances, t.ViolationMinutes, t.Flaps)
-		if t.Holds {
-			f.Status = StatusPass
-			return f
+		parts = append(parts, fmt.Sprintf("%s: %d scale-out(s), %d scale-in(s), peak %d instance(s), %d violation minute(s), %d flap(s)",
+			t.Kind, t.ScaleOuts, t.ScaleIns, t.PeakInstances, t.ViolationMinutes, t.Flaps))
+		if !t.Holds && failed == nil {
+			failed = &e.Traces[i]
 		}
+	}
+	if len(parts) == 0 {
 		f.Status = StatusFail
-		f.Detail += ": " + t.Worst
-		f.Recommendation = "plan with a higher --surge (an earlier scale-out), shorten T_total (faster start-up) or raise --min-instances; tts-bench plan prints the cheapest configuration that passes"
+		f.Detail = "the envelope has no growth or staircase trace"
+		return f
+	}
+	f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps (growth: smoothly, and back; staircase: an instant jump each T_plan), scale-out at metric %s (3 × 10-s datapoints), cooldown %d s from each scale-out's end, new instances serving T_total %s s after the decision: %s",
+		exact(in.SurgeRatio), FormatNumber(d.TPlanS), FormatNumber(in.TroughRPS), FormatNumber(in.PeakRPS), FormatNumber(d.TargetValue), d.ScaleOutCooldownS,
+		FormatNumber(in.TTotalS), strings.Join(parts, "; "))
+	if failed == nil {
+		f.Status = StatusPass
 		return f
 	}
 	f.Status = StatusFail
-	f.Detail = "the envelope has no growth trace"
+	f.Detail += fmt.Sprintf("; %s: %s", failed.Kind, failed.Worst)
+	f.Recommendation = "plan with a higher --surge (an earlier scale-out), shorten T_total (faster start-up) or raise --min-instances; tts-bench plan prints the cheapest configuration that passes"
 	return f
 }
 
@@ -131,7 +143,16 @@ func envelopeFinding(e Envelope) Finding {
 	f := Finding{Name: FindingEnvelope}
 	var parts []string
 	for _, t := range e.Traces {
-		parts = append(parts, fmt.Sprintf("%s: %d violation min, %d flap(s), %s instance-hours", t.Kind, t.ViolationMinutes, t.Flaps, FormatNumber(t.InstanceHours)))
+		part := fmt.Sprintf("%s: %d violation min, %d flap(s), %s instance-hours", t.Kind, t.ViolationMinutes, t.Flaps, FormatNumber(t.InstanceHours))
+		if t.Kind == EnvelopeStep {
+			rec := "not recovered"
+			if t.RecoveryS != nil {
+				rec = "recovered in " + FormatNumber(*t.RecoveryS) + " s"
+			}
+			part = fmt.Sprintf("%s: %s × peak, %s (limit %s × T_plan), %d violation min, %d flap(s), %s instance-hours", t.Kind, FormatNumber(StepRatio), rec,
+				FormatNumber(StepRecoveryTPlan), t.ViolationMinutes, t.Flaps, FormatNumber(t.InstanceHours))
+		}
+		parts = append(parts, part)
 	}
 	f.Detail = fmt.Sprintf("%d trace(s) simulated (%s): %s", len(e.Traces), e.SimulatorVersion, strings.Join(parts, "; "))
 	if e.Holds() {

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,9 @@ type Inputs struct {
 	// ScaleInMargin is the hysteresis below the scale-in boundary (0.1: scale in at 90% of the rate at which
 	// the survivors would reach the scale-out rate).
 	ScaleInMargin float64 `json:"scale_in_margin"`
+	// HoverAmplitude is the swing of the envelope's hover and sawtooth traces around each scale-in boundary
+	// (0.15: ±15%): an input, never derived from ScaleInMargin, so that a margin too small for it shows as a flap.
+	HoverAmplitude float64 `json:"hover_amplitude"`
 	// Traces are the user's traces (--trace FILE) the envelope includes besides the derived ones.
 	Traces []TraceInput `json:"traces,omitempty"`
 	// SurgeRatio is s: load may grow by this factor within one T_plan.
@@ -316,6 +320,9 @@ func verifyInputs(in Inputs) []error {
 	if !(in.ScaleInMargin >= 0 && in.ScaleInMargin < 0.9) {
 		add("scale_in_margin: is %s: want a share in [0, 0.9) (0.1 = scale in at 90%% of the boundary)", exact(in.ScaleInMargin))
 	}
+	if !(in.HoverAmplitude > 0 && in.HoverAmplitude <= MaxHoverAmplitude) {
+		add("hover_amplitude: is %s: want a share in (0, %s] (0.15 = the hover traces swing ±15%% around each scale-in boundary)", exact(in.HoverAmplitude), exact(MaxHoverAmplitude))
+	}
 	if err := in.Instance.Validate(); err != nil {
 		add("instance: %v", err)
 	}
@@ -351,8 +358,24 @@ const maxThroughputPoints = MaxQMaxSteps
 // ceilSeconds rounds a duration in seconds up to whole seconds, ignoring float noise below a microsecond.
 func ceilSeconds(x float64) int { return int(math.Ceil(x - 1e-6)) }
 
-// DefaultScaleInMargin is the scale-in hysteresis a plan uses unless told otherwise.
-const DefaultScaleInMargin = 0.1
+// The derivation's fixed numbers (docs/design.md, "Plan"); tts-bench plan's help formats them in.
+const (
+	// ScaleOutCooldownMinS and ScaleOutCooldownMaxS bound the scale-out cooldown, T_plan ÷ 2.
+	ScaleOutCooldownMinS = 10
+	ScaleOutCooldownMaxS = 30
+	// ScaleInCooldownMinS and ScaleInCooldownTPlan set the scale-in cooldown, max(ScaleInCooldownMinS,
+	// ScaleInCooldownTPlan × T_plan): one instance at a time on the way down.
+	ScaleInCooldownMinS  = 300
+	ScaleInCooldownTPlan = 3
+	// MinScaleInEvaluationPeriods is the fewest datapoints the scale-in alarm waits for, however short T_plan.
+	MinScaleInEvaluationPeriods = 3
+)
+
+// DefaultScaleInMargin is the scale-in hysteresis a plan uses unless told otherwise. The envelope's hover at
+// DefaultHoverAmplitude puts (1 + a) × (1 − margin) of the scale-out rate on the survivors of a scale-in from
+// min + 1: below a margin of a ÷ (1 + a), 0.13, they reach it and the fleet scales out again; 0.2 is the
+// search's next step above that.
+const DefaultScaleInMargin = 0.2
 
 // derive computes the derived values from valid inputs (docs/design.md, "Plan"): thresholds in rate terms
 // from the instance model, then the metric values the alarms deploy.
@@ -361,8 +384,8 @@ func derive(in Inputs) Derived {
 	s := in.SurgeRatio
 	d := Derived{Headroom: s - 1, TPlanS: in.TTotalS + in.DetectionBufferS}
 	d.CScaleMax, d.CScaleMin = thresholds(s, in.QMax)
-	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, 10), 30))
-	d.ScaleInCooldownS = ceilSeconds(math.Max(300, 3*d.TPlanS))
+	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, ScaleOutCooldownMinS), ScaleOutCooldownMaxS))
+	d.ScaleInCooldownS = ceilSeconds(math.Max(ScaleInCooldownMinS, ScaleInCooldownTPlan*d.TPlanS))
 	d.SafeRPS = m.SafeRPS()
 	d.ScaleOutRPS = d.SafeRPS / s
 	minN := float64(in.MinInstances)
@@ -374,7 +397,7 @@ func derive(in Inputs) Derived {
 	d.TargetValue = m.At(d.ScaleOutRPS).Metric
 	d.ScaleInThreshold = m.At(d.ScaleInRPS).Metric
 	d.ScaleInPeriodS = DefaultMetricPeriodS
-	d.ScaleInEvaluationPeriods = max(3, ceilSeconds(d.TPlanS/float64(d.ScaleInPeriodS)))
+	d.ScaleInEvaluationPeriods = max(MinScaleInEvaluationPeriods, ceilSeconds(d.TPlanS/float64(d.ScaleInPeriodS)))
 	d.QueueMaxDepth = in.QueueMaxDepth
 	f := FormatNumber
 	model := "the instance model (" + m.Basis + ")"
@@ -475,14 +498,17 @@ type Options struct {
 	DetectionBufferS float64
 	// PeakRPS is the peak load, requests per second (required).
 	PeakRPS float64
-	// TroughRPS is the load a surge starts from; 0 means the minimum fleet at C_scale_min.
+	// TroughRPS is the load a surge starts from; 0 means what the minimum fleet carries at the scale-in rate
+	// (defaultTrough).
 	TroughRPS float64
 	// MinInstances is the fleet minimum.
 	MinInstances int
 	// MaxInstances is the largest fleet allowed.
 	MaxInstances int
-	// ScaleInMargin is the scale-in hysteresis (DefaultScaleInMargin when 0 and not NoScaleInMargin).
+	// ScaleInMargin is the scale-in hysteresis.
 	ScaleInMargin float64
+	// HoverAmplitude is the envelope's hover amplitude (DefaultHoverAmplitude when 0).
+	HoverAmplitude float64
 	// Traces are the user's traces to add to the envelope.
 	Traces []TraceInput
 }
@@ -495,6 +521,7 @@ func DefaultOptions(m models.Model) Options {
 		MinInstances:     m.Scaling.MinInstances,
 		MaxInstances:     m.Scaling.MaxInstances,
 		ScaleInMargin:    DefaultScaleInMargin,
+		HoverAmplitude:   DefaultHoverAmplitude,
 	}
 }
 
@@ -510,6 +537,7 @@ func baseInputs(m models.Model, o Options) Inputs {
 		MinInstances:       o.MinInstances,
 		MaxInstances:       o.MaxInstances,
 		ScaleInMargin:      o.ScaleInMargin,
+		HoverAmplitude:     cmp.Or(o.HoverAmplitude, DefaultHoverAmplitude),
 		Traces:             o.Traces,
 		QueueMaxDepth:      m.QueueMaxDepth,
 		InvocationTimeoutS: m.Container.InvocationTimeoutS,
@@ -548,4 +576,10 @@ func safeBound(m loadmodel.Model) string {
 		return ", never past the highest rate step measured within it"
 	}
 	return fmt.Sprintf(", never above %s of its capacity (not measured)", FormatNumber(loadmodel.UnmeasuredMaxUtilization))
+}
+
+// OriginalThresholds are the original's concurrency thresholds (1 − h)·Q_max and (1 − 2h)·Q_max for surge
+// ratio s, h = s − 1: for comparison only (docs/design.md, "The original").
+func OriginalThresholds(s float64, qMax int) (cScaleMax, cScaleMin float64) {
+	return thresholds(s, qMax)
 }

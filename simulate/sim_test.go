@@ -306,6 +306,41 @@ func TestHoverShape(t *testing.T) {
 	}
 }
 
+// The sawtooth starts each period at center × (1 + a), falls linearly to center × (1 − a), and jumps back.
+func TestSawtoothShape(t *testing.T) {
+	tr := Sawtooth("saw", 10, 0.2, 100*time.Second, 200*time.Second, 10*time.Second)
+	if err := tr.Validate(); err != nil || tr.Duration != 200*time.Second || len(tr.Points) != 20 {
+		t.Fatalf("%v: duration %s, %d points", err, tr.Duration, len(tr.Points))
+	}
+	// Sampled at each step's middle: 10 × (1 + 0.2 × (1 − 2 × 5/100)) first, 10 × (1 + 0.2 × (1 − 2 × 95/100)) last.
+	approx(t, "first", tr.RateAt(0), 10*(1+0.2*0.9))
+	approx(t, "last of the period", tr.RateAt(90*time.Second), 10*(1-0.2*0.9))
+	approx(t, "after the jump", tr.RateAt(100*time.Second), 10*(1+0.2*0.9))
+	approx(t, "mean over a period", tr.Requests(0, 100*time.Second)/100, 10)
+}
+
+// The staircase jumps ×s every tPlan from trough and stops at the peak, then holds it.
+func TestStaircaseShape(t *testing.T) {
+	tr := Staircase(10, 20, 1.5, time.Minute, 2*time.Minute)
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var rates []float64
+	for _, p := range tr.Points {
+		rates = append(rates, p.RPS)
+	}
+	// 10, 15, then 22.5 capped at the peak 20, held 2 min after its jump at 2 min.
+	if len(rates) != 3 || rates[0] != 10 || rates[1] != 15 || rates[2] != 20 || tr.Points[2].At != 2*time.Minute || tr.Duration != 4*time.Minute {
+		t.Fatalf("rates %v, last at %s, duration %s", rates, tr.Points[len(tr.Points)-1].At, tr.Duration)
+	}
+	if flat := Staircase(10, 10, 1.25, time.Minute, time.Minute); len(flat.Points) != 1 || flat.Duration != time.Minute || flat.Validate() != nil {
+		t.Errorf("trough = peak: %+v", flat)
+	}
+	if one := Staircase(10, 20, 1, time.Minute, time.Minute); len(one.Points) != 2 || one.Points[1].RPS != 20 || one.Validate() != nil {
+		t.Errorf("s = 1: %+v", one)
+	}
+}
+
 // BenchmarkRun shows Run linear in the trace: 200 000 one-second points (the most a trace holds) take about
 // ten times as long as 20 000, well under a second on one core.
 func BenchmarkRun(b *testing.B) {

@@ -435,7 +435,8 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	// three decimals: the target is the instance model's metric at the scale-out rate 11.976 rps (the safe rate
 	// 14.97, the completion rate of the highest step that met the SLO, ÷ 1.25), 33.976 (between 8.86 rps → 18 ×
 	// 1.3546 and 12.38 → 26 × 1.3546 of the fixture's rate staircase: each step's 10th-percentile 10-s peak × the
-	// CloudWatch ÷ client ratio), the scale-in threshold its metric at the scale-in rate 5.39 rps, 15.164, over
+	// CloudWatch ÷ client ratio), the scale-in threshold its metric at the scale-in rate 4.79 rps (11.976 × 1/2
+	// less the default 20% margin), 13.494 (below the first step, 5.29 rps → 14.901, through the origin), over
 	// 35 × 10 s (at least T_plan 340.8 s).
 	on := true
 	app := gateApp(t, "valid", &on)
@@ -484,7 +485,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "scale-in alarm below the metric at the scale-in rate triggers the step policy", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Namespace": "AWS/SageMaker", "Dimensions": dims,
-			"Statistic": "Maximum", "Threshold": 15.164, "ComparisonOperator": "LessThanThreshold",
+			"Statistic": "Maximum", "Threshold": 13.494, "ComparisonOperator": "LessThanThreshold",
 			"Period": 10, "EvaluationPeriods": 35, "DatapointsToAlarm": 35,
 			"AlarmActions": []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("ScaleInPolicy.*"))}},
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,11 +124,11 @@ func TestPlanInfeasibleIsWrittenAndExitsOne(t *testing.T) {
 }
 
 // --trace adds the user's trace to the envelope: one that makes the fleet scale in and straight out again
-// (two instances at 20 rps, 10 rps for 400 s, then 20 rps) flaps, and the plan is infeasible, naming it.
+// (two instances at 20 rps, 9 rps for 400 s, then 20 rps) flaps, and the plan is infeasible, naming it.
 func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "flapping.csv")
-	if err := os.WriteFile(csv, []byte("0,20\n600,10\n1000,20\n2400,20\n"), 0o644); err != nil {
+	if err := os.WriteFile(csv, []byte("0,20\n600,9\n1000,20\n2400,20\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "plan.json")
@@ -145,8 +146,8 @@ func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	if errs := p.Verify(); len(errs) > 0 {
 		t.Fatalf("the written plan does not verify: %v", errs)
 	}
-	// A scale-in margin of 0.3 scales in below 11.98 × 1/2 × 0.7 = 4.19 rps per instance: the trace's 10 rps on
-	// two instances (5 each) no longer scales in, so nothing flaps and the plan holds.
+	// A scale-in margin of 0.3 scales in below 11.98 × 1/2 × 0.7 = 4.19 rps per instance (the default 0.2: 4.79):
+	// the trace's 9 rps on two instances (4.5 each) no longer scales in, so nothing flaps and the plan holds.
 	if _, stderr, code = runCLI(t, measuredArgs(t, out, "--trace", csv, "--no-search", "--scale-in-margin", "0.3")...); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -330,7 +331,7 @@ func TestPlanSurgeJustBelowTheLimit(t *testing.T) {
 		t.Fatalf("exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
 	for _, want := range []string{`surge ratio s\s+1\.4999999999\s`, `safe_rps 12\.24 ÷ surge 1\.4999999999`, `original thresholds\s+20 / 8e-09\s`,
-		`scale_in_threshold\s+2\.79 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
+		`scale_in_threshold\s+2\.49 \(metric`, `pass\s+scale_in_safety`, `VERDICT\s+feasible`} {
 		if !regexp.MustCompile(want).MatchString(stdout) {
 			t.Errorf("output does not match %q:\n%s", want, stdout)
 		}
@@ -342,9 +343,32 @@ func TestHelpTeaches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"C_scale_max = (1 − h)·Q_max", "Q_max 50, s 1.25 → C_scale_max 37.5", "tts-bench plan --what-if q_max=", "--peak-rps", "measured: false"} {
+	for _, want := range []string{"the original's concurrency thresholds", "C_scale_max = (1 − h)·Q_max", "Q_max 50, s 1.25 → C_scale_max 37.5",
+		"safe_rps ÷ s", "scale_out_rps × min ÷ (min + 1) × (1 − scale-in margin)", "tts-bench plan --what-if q_max=", "--peak-rps", "measured: false",
+		"staircase", "sawtooth", "hover fast", "hover slow", "--hover-amplitude", "recovery_s", "instance_model,", " envelope,"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("plan --help does not mention %q", want)
+		}
+	}
+	// The numbers come from the constants the code uses.
+	for _, want := range []string{
+		fmt.Sprintf("±%s%% (--hover-amplitude)", capacity.FormatNumber(100*capacity.DefaultHoverAmplitude)),
+		fmt.Sprintf("period %s: a dip", capacity.HoverFastPeriod),
+		fmt.Sprintf("period %s × T_plan", capacity.FormatNumber(capacity.HoverSlowPeriodTPlan)),
+		fmt.Sprintf("from the peak to %s × peak at once", capacity.FormatNumber(capacity.StepRatio)),
+		fmt.Sprintf("recover within %s × T_plan", capacity.FormatNumber(capacity.StepRecoveryTPlan)),
+		fmt.Sprintf("max(%d s, %d × T_plan)", capacity.ScaleInCooldownMinS, capacity.ScaleInCooldownTPlan),
+		fmt.Sprintf("(default %s)", capacity.FormatNumber(capacity.DefaultScaleInMargin)),
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("plan --help does not say %q", want)
+		}
+	}
+	stdout, _, code = runCLI(t, "simulate", "--help")
+	for _, want := range []string{"the original's concurrency thresholds, for comparison only", "the metric at safe_rps ÷ s", "scale_in_threshold",
+		fmt.Sprintf("over %d × %d s", capacity.OriginalScaleInEvaluationPeriods, capacity.AlarmPeriodS)} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("simulate --help (exit %d) does not say %q", code, want)
 		}
 	}
 	stdout, _, code = runCLI(t)

@@ -15,31 +15,65 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 	"github.com/urfave/cli/v2"
 )
 
-const planDescription = `plan turns the two measurements into autoscaling settings and judges them.
+// planDescription is plan's help. Every number in it that the code also uses is formatted in from the
+// constant the code uses.
+func planDescription() string {
+	f, pct := capacity.FormatNumber, func(x float64) string { return capacity.FormatNumber(100 * x) }
+	cMax, cMin := capacity.OriginalThresholds(1.25, 50)
+	slow := "%s × T_plan"
+	return fmt.Sprintf(`plan turns the measurements into autoscaling settings, then judges them by simulating them.
 
 Inputs:
-  qmax.json    (tts-bench qmax)   Q_max, the highest concurrency per instance whose p95 time to first audio
-                                  byte meets the SLO, and the measured throughput at each concurrency.
+  qmax.json    (tts-bench qmax)   the closed-loop staircase (Q_max, throughput by concurrency) and the open-loop
+                                  rate staircase: the instance model, which gives per offered rate per instance
+                                  the scaling metric (the 10-s Maximum of ConcurrentRequestsPerModel), p95 TTFAB,
+                                  p95 stall and shed.
   ttotal.json  (tts-bench ttotal) T_total, the time from asking for one more instance until it serves.
-  --peak-rps   the highest load the fleet must carry (required), --trough-rps where a surge starts.
-  --surge s    load may grow by s within one T_plan; the headroom h = s − 1 sets the thresholds.
+  --peak-rps   the highest load the fleet must carry (required); --trough-rps where a surge starts.
+  --surge s    load may grow by s within one T_plan.
 
-Derived (with h = s − 1):
-  C_scale_max = (1 − h)·Q_max    scale out above this concurrency per instance (target tracking)
-  C_scale_min = (1 − 2h)·Q_max   scale in below this
-  T_plan      = T_total + detection buffer
-  cooldowns   scale-out clamp(T_plan/2, 10 s, 30 s), scale-in max(300 s, 3·T_plan)
-  max fleet   ceil(peak ÷ measured throughput per instance at C_scale_max) — never C ÷ service time
-  e.g. Q_max 50, s 1.25 → C_scale_max 37.5, C_scale_min 25, smallest safe minimum 3.
+Derived, in rate terms, from the instance model:
+  safe_rps            the highest offered rate per instance that meets the SLO (p95 TTFAB, p95 stall, shed),
+                      never past the highest rate step measured within it
+  T_plan              T_total + detection buffer
+  scale_out_rps       safe_rps ÷ s; the target-tracking target (%d datapoints of %d s above it scale out) is
+                      the metric the instance model gives at that rate
+  scale_in_rps        scale_out_rps × min ÷ (min + 1) × (1 − scale-in margin): scaling in from n to n − 1
+                      instances leaves the survivors below scale_out_rps for every n in the fleet range; the
+                      scale-in threshold is the metric at that rate, for ceil(T_plan ÷ %d s) datapoints (at
+                      least %d): a window of at least T_plan
+  cooldowns           scale-out T_plan ÷ 2 within [%d, %d] s; scale-in max(%d s, %d × T_plan)
+  max fleet           ceil(peak ÷ scale_out_rps), at most the allowed maximum
+  For comparison only, never deployed: the original's concurrency thresholds, with h = s − 1,
+  C_scale_max = (1 − h)·Q_max and C_scale_min = (1 − 2h)·Q_max (Q_max 50, s 1.25 → C_scale_max %s,
+  C_scale_min %s).
 
-Findings (pass / warn / fail, each with a recommendation): measurement_validity, slo_consistency,
-transport_consistency, peak_coverage, scale_in_safety, surge_survival (a step simulation of the scale-out
-loop), queue_depth, invocation_timeout. Any fail makes the plan infeasible: exit 1.
+Envelope: the plan's own scaling (autoscale.Decide and the instance model, the simulator tts-bench simulate
+runs) on traces that could fail it. A trace holds with zero SLO-violation minutes (a minute in which more
+requests miss the SLO or are shed than its percentile allows) and no flap (a scale-in followed by a scale-out
+within T_plan):
+  diurnal     a day from trough to peak and back
+  growth      ×s per T_plan from trough to peak, held, and back
+  staircase   an instant ×s jump every T_plan from trough to peak, held %s × T_plan
+  step        from the peak to %s × peak at once, held %s × T_plan: past what the plan promises, so the
+              minutes after the step do not count until it recovers, but it must recover within %s × T_plan
+              (the first minute from which no minute to the end violates; plan.json's recovery_s)
+  hover fast  ±%s%% (--hover-amplitude) around each scale-in boundary n × scale_in_rps, period %s: a dip
+              shorter than the scale-in window
+  hover slow  the same with period `+slow+`: its low half outlasts the window, the fleet scales in, and
+              must carry the high half on one instance fewer without scaling out again
+  sawtooth    across each boundary: up to +%s%% at once, down to −%s%% over `+slow+`
+  user        each --trace file
+The hover amplitude is an input, recorded in plan.json, never the scale-in margin: a margin too small for it
+shows as a flap.
+
+%s
 
 The plan is written to --output (default artifacts/<model>/plan.json); the endpoint stack deploys it only if
 it is measured, feasible and matches what is deployed. --output is checked before any simulation, and the
@@ -47,12 +81,12 @@ plan is written last, atomically, after the search: SIGINT or SIGTERM stops the 
 130 or 143) and the run writes nothing.
 
 --what-if explores without measuring: give the numbers the artifacts would hold, as key=value pairs —
-q_max, t_total_s, throughput_rps (per instance at C_scale_max) are required; throughput_at_q_max_rps
-(default: throughput_rps), cloudwatch_ratio (default 1), transport and container_digest are optional.
-The instance model is one M/M/1 queue served at the throughput at Q_max, μ, marked NOT MEASURED: p95
-TTFAB is its sojourn time's, ln(20) ÷ (μ − λ), and no rate above 0.9 μ is ever called safe, so the fleet
-for a peak is never smaller than peak ÷ μ. A what-if plan is marked measured: false, is printed but written
-only when --output is given, and the deploy gate never accepts it.
+q_max, t_total_s, throughput_rps are required; throughput_at_q_max_rps (default: throughput_rps),
+cloudwatch_ratio (default 1), transport and container_digest are optional. The instance model is one M/M/1
+queue served at the throughput at Q_max, μ, marked NOT MEASURED: p95 TTFAB is its sojourn time's,
+ln(20) ÷ (μ − λ), and no rate above %s μ is ever called safe, so the fleet for a peak is never smaller than
+peak ÷ μ. A what-if plan is marked measured: false, is printed but written only when --output is given, and
+the deploy gate never accepts it.
 
 --from-compare REPORT plans for the cheapest type that holds the SLO in a tts-bench compare report (its
 winner; --instance-type T picks another row that holds): the type's qmax.json and ttotal.json in its artifact
@@ -65,25 +99,62 @@ Examples:
   tts-bench plan --peak-rps 80
   tts-bench plan --from-compare artifacts/kokoro-82m/compare.json
   tts-bench plan --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 --peak-rps 80 --trough-rps 10
-    (the published Kokoro-g5 figures: 61.3 ms a request, one at a time, is 16.3 rps)`
+    (the published Kokoro-g5 figures: 61.3 ms a request, one at a time, is 16.3 rps)`,
+		capacity.DefaultEvaluationPeriods, capacity.DefaultMetricPeriodS, capacity.DefaultMetricPeriodS, capacity.MinScaleInEvaluationPeriods,
+		capacity.ScaleOutCooldownMinS, capacity.ScaleOutCooldownMaxS, capacity.ScaleInCooldownMinS, capacity.ScaleInCooldownTPlan,
+		f(cMax), f(cMin),
+		f(capacity.StaircaseHoldTPlan), f(capacity.StepRatio), f(capacity.StepHoldTPlan), f(capacity.StepRecoveryTPlan),
+		pct(capacity.DefaultHoverAmplitude), capacity.HoverFastPeriod, f(capacity.HoverSlowPeriodTPlan),
+		pct(capacity.DefaultHoverAmplitude), pct(capacity.DefaultHoverAmplitude), f(capacity.HoverSlowPeriodTPlan),
+		wrapText(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
+			"Then, unless --no-search, plan searches %s, for the cheapest configuration that passes (fewest instance-hours on the diurnal day) and prints its flags.",
+			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace()), helpWidth),
+		f(loadmodel.UnmeasuredMaxUtilization))
+}
+
+// helpWidth is the width wrapText fills a help paragraph to.
+const helpWidth = 108
+
+// wrapText breaks a paragraph into lines of at most width runes, between words.
+func wrapText(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		l := len([]rune(w))
+		switch {
+		case n == 0:
+		case n+1+l > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
+}
 
 func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "plan",
 		Usage:       "derive scaling thresholds, cooldowns and fleet bounds from qmax and ttotal, and judge them",
 		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --from-compare REPORT [--instance-type TYPE] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
-		Description: planDescription,
+		Description: planDescription(),
 		Flags: []cli.Flag{
 			modelFlag("catalog id of the model to plan for"),
 			&cli.StringFlag{Name: "qmax", Usage: "qmax artifact (default artifacts/<model>/qmax.json)"},
 			&cli.StringFlag{Name: "ttotal", Usage: "ttotal artifact (default artifacts/<model>/ttotal.json)"},
 			&cli.Float64Flag{Name: "peak-rps", Usage: "peak load the fleet must carry, requests per second (required)"},
-			&cli.Float64Flag{Name: "trough-rps", Usage: "load a surge starts from, requests per second (default: the minimum fleet at C_scale_min)"},
+			&cli.Float64Flag{Name: "trough-rps", Usage: "load a surge starts from, requests per second (default: what the minimum fleet carries at the scale-in rate)"},
 			&cli.Float64Flag{Name: "surge", Usage: "surge ratio s in [1, 1.5): load may grow by s within one T_plan (default: the catalog's)"},
-			&cli.Float64Flag{Name: "detection-buffer", Usage: "seconds from a surge until scale-out is asked for (default: the catalog's, 60)"},
+			&cli.Float64Flag{Name: "detection-buffer", Usage: "seconds from a surge until scale-out is asked for (default: the catalog's)"},
 			&cli.IntFlag{Name: "min-instances", Usage: "fleet minimum (default: the catalog's)"},
 			&cli.IntFlag{Name: "max-instances", Usage: "largest fleet allowed (default: the catalog's)"},
-			&cli.Float64Flag{Name: "scale-in-margin", Usage: "scale-in hysteresis in [0, 0.9): scale in at (1 − margin) of the rate at which the survivors would reach the scale-out rate (default 0.1)"},
+			&cli.Float64Flag{Name: "scale-in-margin", Usage: fmt.Sprintf("scale-in hysteresis in [0, 0.9): scale in at (1 − margin) of the rate at which the survivors would reach the scale-out rate (default %s)", capacity.FormatNumber(capacity.DefaultScaleInMargin))},
+			&cli.Float64Flag{Name: "hover-amplitude", Usage: fmt.Sprintf("swing of the envelope's hover and sawtooth traces around each scale-in boundary, a share in (0, %s]; recorded in the plan, independent of the margin (default %s: ±%s%%)",
+				capacity.FormatNumber(capacity.MaxHoverAmplitude), capacity.FormatNumber(capacity.DefaultHoverAmplitude), capacity.FormatNumber(100*capacity.DefaultHoverAmplitude))},
 			&cli.StringSliceFlag{Name: "trace", Usage: "a CSV trace (timestamp,rps) the plan must also hold on; repeat for more (at most 8)"},
 			&cli.BoolFlag{Name: "no-search", Usage: "when the plan is infeasible, do not search for the cheapest configuration that passes"},
 			cliflags.Output("where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"),
@@ -109,6 +180,7 @@ type planOpts struct {
 	surge, detectionBuf  *float64
 	minInst, maxInst     *int
 	scaleInMargin        *float64
+	hoverAmplitude       *float64
 	traces               []string
 	noSearch             bool
 	// modelSet says --model was given; fromCompare and instanceType are --from-compare and --instance-type.
@@ -152,6 +224,7 @@ func newPlanOpts(c *cli.Context, cat models.Catalog) *planOpts {
 	o.peakRPS, o.troughRPS, o.surge, o.detectionBuf = f64("peak-rps"), f64("trough-rps"), f64("surge"), f64("detection-buffer")
 	o.minInst, o.maxInst = integer("min-instances"), integer("max-instances")
 	o.scaleInMargin, o.traces, o.noSearch = f64("scale-in-margin"), c.StringSlice("trace"), c.Bool("no-search")
+	o.hoverAmplitude = f64("hover-amplitude")
 	if c.IsSet("what-if") {
 		s := c.String("what-if")
 		o.whatIf = &s
@@ -390,6 +463,12 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 			bad("--scale-in-margin %s: want a share in [0, 0.9), e.g. --scale-in-margin 0.2", fmtFloat(opts.ScaleInMargin))
 		}
 	}
+	if o.hoverAmplitude != nil {
+		if opts.HoverAmplitude = *o.hoverAmplitude; !(opts.HoverAmplitude > 0 && opts.HoverAmplitude <= capacity.MaxHoverAmplitude) {
+			bad("--hover-amplitude %s: want a share in (0, %s], e.g. --hover-amplitude %s (±%s%% around each scale-in boundary)", fmtFloat(opts.HoverAmplitude),
+				fmtFloat(capacity.MaxHoverAmplitude), fmtFloat(capacity.DefaultHoverAmplitude), capacity.FormatNumber(100*capacity.DefaultHoverAmplitude))
+		}
+	}
 	if len(o.traces) > capacity.MaxUserTraces {
 		bad("--trace is given %d times: at most %d", len(o.traces), capacity.MaxUserTraces)
 	} else {
@@ -467,7 +546,7 @@ func (o *planOpts) Execute(ctx context.Context) error {
 	// The search's result, printed after the plan is written (and after the deployment hint).
 	cheapest := ""
 	if !p.Feasible() && !o.noSearch {
-		fmt.Fprintln(o.stderr, "searching surge ratio, fleet bounds and scale-in margin for the cheapest configuration that passes the envelope (Ctrl-C stops it and writes nothing)…")
+		fmt.Fprintf(o.stderr, "searching surge ratio, fleet bounds and scale-in margin (%s) for the cheapest configuration that passes the envelope (Ctrl-C stops it and writes nothing)…\n", capacity.SearchSpace())
 		c, tried, ok, err := capacity.Search(ctx, o.capOpts, build)
 		switch {
 		case err != nil || ctx.Err() != nil:
@@ -475,7 +554,7 @@ func (o *planOpts) Execute(ctx context.Context) error {
 		case ok:
 			cheapest = c.Recommendation(tried)
 		default:
-			cheapest = fmt.Sprintf("\n"+capacity.CheapestPassingHeading+"none of %d configurations (surge 1.05 to 1.45, up to 2 more minimum instances, scale-in margin 0.1 to 0.3, the maximum the peak needs) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried)
+			cheapest = fmt.Sprintf("\n"+capacity.CheapestPassingHeading+"none of %d configurations (%s) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried, capacity.SearchSpace())
 		}
 	}
 	// The last point at which a signal stops the run: past it the plan is written whole, and the run ends as

@@ -31,33 +31,52 @@ import (
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
-const simulateDescription = `simulate replays a traffic trace through a model of the deployed fleet before any money is spent.
+// simulateDescription is simulate's help. Every number in it that the code also uses is formatted in from
+// the constant the code uses.
+func simulateDescription() string {
+	f := capacity.FormatNumber
+	d := simulate.DefaultShapeParams(simulate.ShapeDiurnal)
+	return fmt.Sprintf(`simulate replays a traffic trace through the plan's fleet before any money is spent.
 
-The instance model comes from the measured artifacts: qmax's throughput, mean response time and p95 TTFAB
-against concurrency (at an offered rate per instance, the concurrency is the fixed point of Little's law on
-that curve; above the highest measured throughput the queue grows and beyond queue_max_depth requests are
-shed with 503), and ttotal's T_total as the delay before an added instance serves. The autoscaler is
-autoscale.Decide (the emulator's code) on exactly the policies and alarms the endpoint stack deploys for the
-plan: target tracking on the 10-s Maximum of ConcurrentRequestsPerModel (3 datapoints), the scale-in alarm
-(Maximum below C_scale_min for 5 × 60 s), cooldowns, min/max, the plan's CloudWatch/client ratio; alarms are
-evaluated every 10 s and the fleet advances in 1-s steps. A minute violates the SLO when its estimated p95
-TTFAB is above the SLO or more than 5% of its requests are shed.
+The instance model is the plan's, the one every part of the tool uses: from the qmax artifact's open-loop rate
+staircase, per offered rate per instance, the scaling metric (the 10-s Maximum of ConcurrentRequestsPerModel
+that the alarm can count on), p95 TTFAB, p95 stall and shed; above an instance's capacity its queue fills to
+queue_max_depth and the excess is shed with 503. An added instance serves T_total (ttotal's) after the
+decision. The autoscaler is autoscale.Decide (the emulator's code) on exactly the policies and alarms the
+endpoint stack deploys for the plan, thresholds derived in rate terms (tts-bench plan --help):
+  scale out   target tracking at target_value, the metric at safe_rps ÷ s: %d datapoints of %s above it
+  scale in    the step policy's alarm: the Maximum below scale_in_threshold (the metric at scale_in_rps,
+              which leaves the survivors of a scale-in below safe_rps ÷ s at every fleet size) for
+              scale_in_evaluation_periods datapoints of %s, a window of at least T_plan; one instance at a time
+  cooldowns   the plan's, counted from the end of each scaling activity; the fleet within the plan's bounds
+Each datapoint is evaluated %s after its period closes (the late end of CloudWatch's and the emulator's
+evaluation phase); the fleet advances second by second. A minute violates the SLO when more than
+(100 − percentile)%% of its requests miss the SLO's TTFAB or stall bound or are shed.
 
-Output: one row per simulated minute (instances serving and starting, load per instance, p95 TTFAB, shed
-rate), the totals (SLO-violation minutes, requests shed, instance-hours and cost, the worst minute and why),
-and the comparison with a fixed fleet sized for the peak, the plan re-derived with surge ratios 1.1 to 1.45,
-and the proof-of-value sizing (C_scale_max ÷ uncontended service time), naming the cheapest configuration
-that meets the SLO. An SVG timeline (load, instances, p95 against the SLO) goes to --output.
+Output: one row per simulated minute (instances serving and starting, load per instance, the metric, p95
+TTFAB, shed), the scaling decisions, the totals (SLO-violation minutes, flaps, requests shed, instance-hours
+and cost, the worst minute and why), and the comparison on the same trace and instance model:
+  oracle                     ceil(rate ÷ safe_rps) instances at every second, zero start-up: the limit of any
+                             reactive fleet
+  original thresholds        the original's concurrency thresholds, for comparison only, never deployed:
+                             C_scale_max = (1 − h)·Q_max to scale out, C_scale_min = (1 − 2h)·Q_max to scale in
+                             over %d × %d s, with h = s − 1
+  target tracking on InvocationsPerInstance
+                             at %s%% of one instance's measured maximum rate, cooldowns %d s
+  fixed fleet                ceil(peak ÷ safe_rps) instances, no autoscaling
+naming the cheapest configuration that meets the SLO. An SVG timeline (load, instances, p95 against the SLO)
+goes to --output. --scatter-runs adds the spread of the first scale-out over runs with the alarm's datapoints
+scattered as qmax measured them; the verdict stays the deterministic run's.
 
 Traces (--trace):
   FILE.csv   rows "timestamp,rps" (optional header; timestamps RFC 3339 or seconds since the start,
-             increasing; any step; the last row lasts as long as the step before it; at most 200000 rows)
+             increasing; any step; the last row lasts as long as the step before it; at most %d rows)
   diurnal    trough-rps + (peak-rps − trough-rps)·(1 + cos(2π(t − peak-at)/period))/2
   step       trough-rps, then peak-rps from --at on
   spike      trough-rps, peak-rps from --at for --width
   ramp       linear from trough-rps to peak-rps over --duration
-Shape parameters (defaults): --peak-rps 80, --trough-rps 10, --duration 24h, --step 1m (sampling step),
---period 24h and --peak-at 14h (diurnal), --at duration/3 (step, spike), --width 10m (spike).
+Shape parameters (defaults): --peak-rps %s, --trough-rps %s, --duration %s, --step %s (sampling step),
+--period %s and --peak-at %s (diurnal), --at duration/3 (step, spike), --width %s (spike).
 
 --what-if q_max=N,t_total_s=S,throughput_rps=X[,...] simulates without artifacts, as in tts-bench plan;
 the plan is built for the trace's peak with the catalog's bounds, and every output says NOT MEASURED.
@@ -69,7 +88,11 @@ Examples:
   tts-bench simulate --plan artifacts/espeak-ng/plan.json --trace diurnal
   tts-bench simulate --model kokoro-82m --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 \
       --trace diurnal --peak-rps 5000 --trough-rps 10
-  tts-bench simulate --model espeak-ng --trace day.csv --format json`
+  tts-bench simulate --model espeak-ng --trace day.csv --format json`,
+		capacity.DefaultEvaluationPeriods, simulate.Tick, simulate.Tick, simulate.EvaluationLag,
+		capacity.OriginalScaleInEvaluationPeriods, capacity.AlarmPeriodS, f(100*capacity.InvocationsTargetShare), capacity.InvocationsCooldownS,
+		simulate.MaxTracePoints, f(d.PeakRPS), f(d.TroughRPS), d.Duration, d.Step, d.Period, d.PeakAt, d.Width)
+}
 
 func simulateCommand() *cli.Command {
 	d := simulate.DefaultShapeParams(simulate.ShapeDiurnal)
@@ -77,7 +100,7 @@ func simulateCommand() *cli.Command {
 		Name:        "simulate",
 		Usage:       "replay a traffic trace through the plan's fleet and autoscaling, and compare alternatives",
 		UsageText:   "tts-bench simulate [--model ID] [--plan PATH | --what-if q_max=N,t_total_s=S,throughput_rps=X] --trace SHAPE|FILE.csv [options]",
-		Description: simulateDescription,
+		Description: simulateDescription(),
 		Flags: []cli.Flag{
 			modelFlag("catalog id of the model (the plan's when --plan is given)"),
 			&cli.StringFlag{Name: "plan", Usage: "plan to simulate (default artifacts/<model>/plan.json); its qmax and ttotal artifacts are read beside it"},
@@ -194,7 +217,7 @@ func (o *simulateOpts) Validate() error {
 		}
 	} else {
 		if o.surge != nil {
-			bad("--surge applies to --what-if only: a plan carries its own surge ratio (the comparison covers 1.1 to 1.45)")
+			bad("--surge applies to --what-if only: a plan carries its own surge ratio")
 		}
 		if o.planPath == "" && err == nil {
 			o.planPath = capacity.DefaultPlanPath(m.ID)
