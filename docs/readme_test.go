@@ -303,7 +303,7 @@ func TestMissingFoldersCatchesAnUnlistedFolder(t *testing.T) {
 // utilities; internal/imports checks the rules inside internal/ and that tts-bench reaches AWS only through
 // cloud.
 var (
-	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "models", "modelsync", "simulate", "stacks"}
+	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "measure", "models", "modelsync", "simulate", "stacks"}
 	mayUse  = map[string][]string{
 		"":          {"capacity", "models", "stacks"},
 		"autoscale": {"loadmodel"},
@@ -314,6 +314,7 @@ var (
 		"simulate":  {"autoscale", "loadmodel"},
 		"capacity":  {"simulate", "loadmodel", "autoscale", "bench", "models"},
 		"cloud":     {"capacity", "bench", "models"},
+		"measure":   {"bench", "capacity", "cloud", "models"},
 		"emulator":  {"autoscale"},
 		"stacks":    {"capacity", "models"},
 		"lambda":    {"modelsync"},

@@ -27,6 +27,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -393,37 +394,13 @@ func newReplayRunID() string {
 	return "replay-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// instanceSample is one DescribeEndpoint reading during a replay.
-type instanceSample struct {
-	// At is when it was read; Current and Desired the variant's CurrentInstanceCount and DesiredInstanceCount.
-	At      time.Time `json:"at"`
-	Current int       `json:"current"`
-	Desired int       `json:"desired"`
-}
-
-// instanceLog is the instance samples of one replay, written beside its records, with the poller's back-offs
-// under throttling (a throttled DescribeEndpoint leaves a gap in the samples as long as its back-off).
-type instanceLog struct {
-	RunID    string               `json:"run_id"`
-	Trace    string               `json:"trace"`
-	Endpoint string               `json:"endpoint"`
-	Samples  []instanceSample     `json:"samples"`
-	Backoffs []cloud.BackoffEvent `json:"backoffs,omitempty"`
-}
-
-// instancesPath is where the instance samples of a records file live.
-func instancesPath(records string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(records, ".gz"), ".jsonl")
-	return base + ".instances.json"
-}
-
 // Execute runs the replay Validate prepared.
 func (o *replayOpts) Execute(ctx context.Context) error {
 	cfg := bench.OpenLoopConfig{
 		Segments: o.segments, Shard: o.shard, Shards: o.shards, MaxWorkers: o.maxWorkers, RequestTimeout: o.requestTimeout,
 		Process: o.arrivals, Start: o.start, Corpus: o.corpus, Seed: o.seed, RunID: o.runID, Trace: o.traceDigest,
 	}
-	var poll func(context.Context) (instanceSample, error)
+	var poll func(context.Context) (measure.InstanceSample, error)
 	if o.transport == capacity.TransportHTTP {
 		cfg.Transport = bench.NewHTTP(o.url)
 	} else {
@@ -433,7 +410,7 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 		}
 		cl := cloud.NewClients(awsCfg)
 		name := o.model.EndpointName()
-		poll = func(ctx context.Context) (instanceSample, error) {
+		poll = func(ctx context.Context) (measure.InstanceSample, error) {
 			return describeInstances(ctx, cl.SageMaker, name, true) // one attempt: the poller backs off itself
 		}
 		if _, err := describeInstances(ctx, cl.SageMaker, name, false); err != nil { // with the SDK's retries
@@ -460,11 +437,11 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	gz := gzip.NewWriter(tmp)
 	cfg.Records = gz
 
-	log := instanceLog{RunID: o.runID, Trace: o.traceDigest, Endpoint: o.model.EndpointName()}
+	log := measure.InstanceLog{RunID: o.runID, Trace: o.traceDigest, Endpoint: o.model.EndpointName()}
 	var mu sync.Mutex
 	// The poller and the load's progress both write to stderr: one lock keeps their lines whole (the race
 	// detector caught the poller's back-off line racing the start line).
-	stderr := &lockedWriter{w: o.stderr}
+	stderr := &measure.LockedWriter{W: o.stderr}
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var pollDone sync.WaitGroup
 	var backoff cloud.Backoff
@@ -505,7 +482,7 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	pollDone.Wait()
 	log.Backoffs = backoff.Events()
 	if sum := backoff.Summary(); sum != "" {
-		fmt.Fprintf(o.stderr, "replay: throttled while reading the instance count: %s (recorded in %s)\n", sum, instancesPath(o.output))
+		fmt.Fprintf(o.stderr, "replay: throttled while reading the instance count: %s (recorded in %s)\n", sum, measure.InstancesPath(o.output))
 	}
 	if err := gz.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("replay: write the records: %w", err)
@@ -519,7 +496,7 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 		}
 		return fmt.Errorf("replay: shard %d/%d of the trace has no arrivals: the trace offers too few requests for %d shards", o.shard, o.shards, o.shards)
 	}
-	// The end record goes last (report_shard.go): whether this shard sent its whole part, and up to which arrival.
+	// The end record goes last (measure.WriteShardEnd): whether this shard sent its whole part, and up to which arrival.
 	if err := o.writeShardEnd(tmp, res, runErr); err != nil {
 		return fmt.Errorf("replay: write the records' end record: %w", err)
 	}
@@ -533,7 +510,7 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	if poll != nil {
 		data, err := json.MarshalIndent(log, "", "  ")
 		if err == nil {
-			err = capacity.WriteFileAtomic(instancesPath(o.output), append(data, '\n'))
+			err = capacity.WriteFileAtomic(measure.InstancesPath(o.output), append(data, '\n'))
 		}
 		if err != nil {
 			return fmt.Errorf("replay: write the instance samples: %w", err)
@@ -542,21 +519,21 @@ func (o *replayOpts) Execute(ctx context.Context) error {
 	if runErr != nil {
 		return fmt.Errorf("replay stopped early (the records so far are in %s): %w", o.output, runErr)
 	}
-	recs, err := readRecordsFile(o.output)
+	recs, err := measure.ReadRecordsFile(o.output)
 	if err != nil {
 		return err
 	}
-	rep, err := newReplayReport(recs, log.Samples, o.bucket, o.slo, o.model.ID)
+	rep, err := measure.NewReplayReport(recs, log.Samples, o.bucket, o.slo, o.model.ID)
 	if err != nil {
 		return err
 	}
 	rep.Files = []string{o.output}
-	return rep.write(o.stdout, o.format)
+	return rep.Write(o.stdout, o.format)
 }
 
 // describeInstances reads the instance counts of the endpoint's variant; pollOnce makes the read a single
 // attempt (cloud.PollOnceSageMaker), for a poller that backs off itself.
-func describeInstances(ctx context.Context, api cloud.EndpointDescribeAPI, name string, pollOnce bool) (instanceSample, error) {
+func describeInstances(ctx context.Context, api cloud.EndpointDescribeAPI, name string, pollOnce bool) (measure.InstanceSample, error) {
 	read := func() (cloud.EndpointState, error) { return cloud.ReadEndpoint(ctx, api, name, models.VariantName) }
 	if pollOnce {
 		read = func() (cloud.EndpointState, error) {
@@ -565,9 +542,9 @@ func describeInstances(ctx context.Context, api cloud.EndpointDescribeAPI, name 
 	}
 	st, err := read()
 	if err != nil {
-		return instanceSample{}, fmt.Errorf("describe endpoint %s: %w", name, err)
+		return measure.InstanceSample{}, fmt.Errorf("describe endpoint %s: %w", name, err)
 	}
-	return instanceSample{At: time.Now().UTC(), Current: int(st.Instances), Desired: int(st.DesiredInstances)}, nil
+	return measure.InstanceSample{At: time.Now().UTC(), Current: int(st.Instances), Desired: int(st.DesiredInstances)}, nil
 }
 
 // replayProgress prints one line about every 10 s to w.
@@ -583,14 +560,32 @@ func replayProgress(w io.Writer) func(bench.OpenLoopProgress) {
 	}
 }
 
-// lockedWriter serializes writes from several goroutines to one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// writeShardEnd appends the end record to a replay's records file (tmp, its records member closed and
+// synced): complete when the run ended without error, with the arrivals the file holds and the last one.
+func (o *replayOpts) writeShardEnd(tmp *os.File, res bench.OpenLoopResult, runErr error) error {
+	n, last, _, err := measure.RecordsEnd(tmp.Name())
+	if err != nil {
+		return err
+	}
+	e := measure.ShardEnd{Complete: runErr == nil && n == res.Scheduled, Arrivals: n, LastArrival: last, StoppedAtS: o.trace.Duration.Seconds()}
+	if !e.Complete {
+		// The first of this shard's arrivals after the last one scheduled.
+		for k, off := range bench.ShardArrivals(bench.TraceArrivals(o.segments, o.arrivals, o.seed), o.shard, o.shards) {
+			if k > last {
+				e.StoppedAtS = off.Seconds()
+				break
+			}
+		}
+		e.Reason = "stopped"
+		if runErr != nil {
+			e.Reason = runErr.Error()
+		}
+	}
+	if _, err := tmp.Seek(0, io.SeekEnd); err != nil {
+		return err
+	}
+	if err := measure.WriteShardEnd(tmp, e); err != nil {
+		return err
+	}
+	return tmp.Sync()
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -190,7 +191,7 @@ func (o *simulateOpts) Validate() error {
 		}
 		o.whatIfIn = w
 		if o.surge != nil && !(*o.surge >= 1 && *o.surge < 1.5) {
-			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25", fmtFloat(*o.surge))
+			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25", measure.FormatFloat(*o.surge))
 		}
 	} else {
 		if o.surge != nil {
@@ -377,7 +378,7 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		opts := capacity.DefaultOptions(m)
 		opts.PeakRPS = o.tr.Peak()
 		if !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
-			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", fmtFloat(opts.PeakRPS), capacity.MaxRPS)
+			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", measure.FormatFloat(opts.PeakRPS), capacity.MaxRPS)
 		}
 		if low := lowestRate(o.tr); low > 0 {
 			opts.TroughRPS = low
@@ -609,11 +610,11 @@ func renderSimulateSVG(rep capacity.Report) ([]byte, error) {
 	maxTTFAB := float64(rep.SLOMs)
 	for i, m := range ms {
 		x := hours(m.Minute)
-		load[i] = plotter.XY{X: x, Y: finite(m.OfferedRPS)}
-		shed[i] = plotter.XY{X: x, Y: finite(m.ShedRPS)}
+		load[i] = plotter.XY{X: x, Y: measure.Finite(m.OfferedRPS)}
+		shed[i] = plotter.XY{X: x, Y: measure.Finite(m.ShedRPS)}
 		serving[i] = plotter.XY{X: x, Y: float64(m.Serving)}
 		total[i] = plotter.XY{X: x, Y: float64(m.Serving + m.Starting)}
-		ttfab[i] = plotter.XY{X: x, Y: finite(m.TTFABMs)}
+		ttfab[i] = plotter.XY{X: x, Y: measure.Finite(m.TTFABMs)}
 		maxTTFAB = math.Max(maxTTFAB, ttfab[i].Y)
 	}
 	title := fmt.Sprintf("%s on %s: %s", rep.Model, rep.InstanceType, rep.Plan.Name)
@@ -649,18 +650,18 @@ func renderSimulateSVG(rep capacity.Report) ([]byte, error) {
 	pt.X.Label.Text = "hours since the start of the trace"
 	pt.Y.Max = maxTTFAB * 1.1
 	for _, e := range []error{
-		addLine(pl, "offered load", load, colorTTFAB, false),
-		addLine(pl, "shed (503)", shed, colorSLO, false),
-		addLine(pi, "serving + starting", total, colorStall, true),
-		addLine(pi, "serving", serving, colorQMax, false),
-		addLine(pt, fmt.Sprintf("estimated p%d TTFAB", rep.SLOPercentile), ttfab, colorTTFAB, false),
+		addLine(pl, "offered load", load, measure.ColorTTFAB, false),
+		addLine(pl, "shed (503)", shed, measure.ColorSLO, false),
+		addLine(pi, "serving + starting", total, measure.ColorStall, true),
+		addLine(pi, "serving", serving, measure.ColorQMax, false),
+		addLine(pt, fmt.Sprintf("estimated p%d TTFAB", rep.SLOPercentile), ttfab, measure.ColorTTFAB, false),
 	} {
 		if e != nil {
 			return nil, e
 		}
 	}
 	end := hours(ms[len(ms)-1].Minute + 1)
-	slo, err := horizontal(0, end, float64(rep.SLOMs), colorSLO)
+	slo, err := measure.Horizontal(0, end, float64(rep.SLOMs), measure.ColorSLO)
 	if err != nil {
 		return nil, err
 	}

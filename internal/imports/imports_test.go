@@ -1,6 +1,6 @@
 // Package imports_test checks the direction of the module's imports: the leaf utilities under
-// internal/ sit below everything, the wiring packages above cloud and emulator, and tts-bench reaches AWS
-// only through cloud.
+// internal/ sit below everything, the wiring packages above cloud and emulator, and tts-bench (the command
+// and its engine, measure) reaches AWS only through cloud.
 package imports_test
 
 import (
@@ -55,7 +55,7 @@ func violations(pkgs []pkg) []string {
 				}
 			}
 		}
-		if p.path == module+"/cmd/tts-bench" {
+		if p.path == module+"/cmd/tts-bench" || p.path == module+"/measure" {
 			for _, i := range p.imports {
 				if strings.HasPrefix(i, "github.com/aws/aws-sdk-go-v2/service/") {
 					out = append(out, p.path+" imports "+i+": reach AWS through cloud (cloud.Clients)")
@@ -97,7 +97,7 @@ func TestImportsRunOneWay(t *testing.T) {
 	for _, p := range pkgs {
 		seen[p.path] = true
 	}
-	for _, want := range append([]string{module + "/cmd/tts-bench", module + "/internal/strictjson", module + "/cloud", module + "/emulator"}, wiring...) {
+	for _, want := range append([]string{module + "/cmd/tts-bench", module + "/measure", module + "/internal/strictjson", module + "/cloud", module + "/emulator"}, wiring...) {
 		if !seen[want] {
 			t.Fatalf("go list did not list %s: the check would look at nothing", want)
 		}
@@ -115,12 +115,13 @@ func TestViolationsFindsEachKind(t *testing.T) {
 		{path: module + "/internal/atomicfile", deps: []string{module + "/internal/awsenv"}},
 		{path: module + "/cloud/cloudtest", deps: []string{module + "/internal/emulatortest"}},
 		{path: module + "/cmd/tts-bench", imports: []string{"github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
+		{path: module + "/measure", imports: []string{"github.com/aws/aws-sdk-go-v2/service/cloudwatch"}},
 		// Allowed: the wiring above cloud, cloud above the leaves, the SDK below cloud.
 		{path: module + "/internal/awsenv", deps: []string{module + "/cloud", module + "/emulator"}},
 		{path: module + "/cloud", deps: []string{module + "/internal/strictjson", "github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
 		{path: module + "/cmd/speech-infra", imports: []string{"github.com/aws/aws-sdk-go-v2/service/sagemaker"}},
 	}
-	if got := violations(bad); len(got) != 5 {
-		t.Errorf("found %d violations, want 5:\n%s", len(got), strings.Join(got, "\n"))
+	if got := violations(bad); len(got) != 6 {
+		t.Errorf("found %d violations, want 6:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
