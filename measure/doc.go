@@ -9,8 +9,11 @@
 //     (docs/design.md, "T_total"), and writes the ttotal artifact and its waterfall chart.
 //   - Both work through a session that checks drift, writes the journal, marks the endpoint, freezes and pins it,
 //     and restores it at the end, on an error, on SIGINT and on SIGTERM (docs/design.md, "Freeze, pin, restore").
-//   - The replay report merges the records files of a replay's shards into one per-minute report; the charts of
-//     a staircase, a rate staircase, a T_total waterfall and a comparison of instance types are drawn here.
+//   - Replay drives a traffic trace (one shard of it) as open-loop load against the endpoint, records every
+//     request and the instance counts, and reports per minute; the replay report merges the records files of a
+//     replay's shards into one.
+//   - The charts: a staircase, a rate staircase, a T_total waterfall, a comparison of instance types and a
+//     simulated timeline.
 //
 // The engine reaches AWS only through cloud, and prints what it does on the stderr it is given, prefixed with
 // the command and the model ("qmax espeak-ng: ..."); the live view of a step is a bar on a terminal, plain
