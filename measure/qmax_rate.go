@@ -20,7 +20,7 @@ import (
 // DefaultRateFractions are the fractions of the highest closed-loop throughput the rate staircase offers.
 var DefaultRateFractions = []float64{0.3, 0.5, 0.7, 0.85, 1.0, 1.1}
 
-// rateWindows are the windows of a rate step: the --rate-* overrides, or the closed-loop step's.
+// RateWindows are the windows of a rate step: the --rate-* overrides, or the closed-loop step's.
 func (o *QMax) RateWindows() (settle, hold, window time.Duration) {
 	settle, hold, window = o.Settle, o.Hold, o.Window
 	if o.RateSettle != nil {

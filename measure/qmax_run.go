@@ -80,7 +80,7 @@ type QMax struct {
 	RateFractions          []float64
 }
 
-// endpoint is the endpoint the run measures (or, with --transport http, the URL).
+// Endpoint is the endpoint the run measures (or, with --transport http, the URL).
 func (o *QMax) Endpoint() string {
 	if o.Transport == capacity.TransportHTTP {
 		return o.URL
@@ -88,7 +88,7 @@ func (o *QMax) Endpoint() string {
 	return o.Model.EndpointName()
 }
 
-// engineConfig is the bench configuration of the run, without transport and records.
+// EngineConfig is the bench configuration of the run, without transport and records.
 func (o *QMax) EngineConfig(runID string) bench.Config {
 	cfg := bench.DefaultConfig()
 	cfg.Settle, cfg.Hold, cfg.Measure = o.Settle, o.Hold, o.Window
@@ -111,7 +111,7 @@ func qmaxDriftOptions(o *QMax) cloud.DriftOptions {
 	}
 }
 
-// durationBound is the longest the run can take by its plan: every step of the worst-case ladder and of
+// DurationBound is the longest the run can take by its plan: every step of the worst-case ladder and of
 // --refine, each measured twice (a doubled window), and every rate step twice with its request timeout. The
 // measurement marker expires cloud.MarkerMargin after it.
 func (o *QMax) DurationBound() time.Duration {
@@ -162,7 +162,7 @@ type qmaxRun struct {
 	littleWarned map[int]bool
 }
 
-// run measures Q_max: the staircase, the rate staircase, then records, charts and artifact.
+// Run measures Q_max: the staircase, the rate staircase, then records, charts and artifact.
 func (o *QMax) Run(ctx context.Context) error {
 	if err := probeWritable(filepath.Dir(o.Output)); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.Output, err))

@@ -248,7 +248,7 @@ func (o *Replay) writeShardEnd(tmp *os.File, res bench.OpenLoopResult, runErr er
 	return tmp.Sync()
 }
 
-// traceSegments turns a trace's points into the executor's segments.
+// TraceSegments turns a trace's points into the executor's segments.
 func TraceSegments(tr simulate.Trace) []bench.Segment {
 	segs := make([]bench.Segment, 0, len(tr.Points))
 	for i, p := range tr.Points {
@@ -261,7 +261,7 @@ func TraceSegments(tr simulate.Trace) []bench.Segment {
 	return segs
 }
 
-// traceDigest identifies a trace by its points and length (not its name): "sha256:<hex>".
+// TraceDigest identifies a trace by its points and length (not its name): "sha256:<hex>".
 func TraceDigest(tr simulate.Trace) string {
 	h := sha256.New()
 	var b [16]byte
@@ -275,7 +275,7 @@ func TraceDigest(tr simulate.Trace) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// newReplayRunID is a time-ordered, unique run id: replay-20260130T120000Z-1a2b3c4d.
+// NewReplayRunID is a time-ordered, unique run id: replay-20260130T120000Z-1a2b3c4d.
 func NewReplayRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -261,7 +261,7 @@ type ReplayReport struct {
 	EarlyShards []string `json:"early_shards,omitempty"`
 }
 
-// markShort records and reports (on stderr) the slices the shards that stopped early leave short.
+// MarkShort records and reports (on stderr) the slices the shards that stopped early leave short.
 func (r *ReplayReport) MarkShort(early []shardFile, bucket time.Duration, stderr io.Writer) {
 	short := map[int]bool{}
 	for _, s := range early {
@@ -317,7 +317,7 @@ func NewReplayReport(recs []bench.Record, samples []InstanceSample, bucket, slo 
 	return rep, nil
 }
 
-// write prints the report, then returns a check failure (exit 1) when a slice violated the SLO.
+// Write prints the report, then returns a check failure (exit 1) when a slice violated the SLO.
 func (r *ReplayReport) Write(w io.Writer, format string) error {
 	var err error
 	if format == "json" {

@@ -166,7 +166,7 @@ func (r *ttotalRun) has(stage string) bool {
 	return r.seen[stage]
 }
 
-// run measures T_total: the probe, the scale-out by one instance and its stages, then artifact and chart.
+// Run measures T_total: the probe, the scale-out by one instance and its stages, then artifact and chart.
 func (o *TTotal) Run(ctx context.Context) error {
 	if err := probeWritable(filepath.Dir(o.Output)); err != nil {
 		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.Output, err))
