@@ -4,7 +4,8 @@
 // 0 ok, 1 a check failed (for example an infeasible plan) or the command failed, 2 a usage or input error,
 // 3 could not run (an AWS or network error, a missing tool; AWS errors get cloud.Diagnose's one line with the
 // fix). Every command takes --version and --help, and a misspelt flag names the nearest one
-// (cliflags.Conventions).
+// (cliflags.Conventions). The commands parse and check their command lines, print and wire; the measurements
+// themselves (qmax, ttotal, replay, the report over shards, the charts) run in package measure.
 package main
 
 import (
