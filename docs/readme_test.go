@@ -314,7 +314,7 @@ var (
 		"simulate":  {"autoscale", "loadmodel"},
 		"capacity":  {"simulate", "loadmodel", "autoscale", "bench", "models"},
 		"cloud":     {"capacity", "bench", "models"},
-		"measure":   {"bench", "capacity", "cloud", "models"},
+		"measure":   {"bench", "capacity", "cloud", "models", "simulate"},
 		"emulator":  {"autoscale"},
 		"stacks":    {"capacity", "models"},
 		"lambda":    {"modelsync"},
