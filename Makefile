@@ -178,12 +178,12 @@ lint-staticcheck:
 # roots are the programs, not the tests, so a function only tests call is dead: delete it, or move it into a
 # _test.go file. DEADCODE_IGNORE holds the exceptions, each reached by design from where deadcode cannot see:
 #   - packages that exist only for tests: doubles and helpers the _test.go files of other packages import (Go
-#     cannot put those in a _test.go file);
+#     cannot put those in a _test.go file): cloudtest, emulatortest, cliflagstest, plantest, measuretest;
 #   - container/internal/espeak's goSynthChunk: exported to C (//export) and called back by libespeak-ng;
 #   - bench.Stall: the stall's definition as a function of a response's chunks (docs/design.md, "Playback
 #     continuity"), the reference ReadStream's incremental computation is tested against.
 DEADCODE := golang.org/x/tools/cmd/deadcode@v0.52.0
-DEADCODE_IGNORE := ^(cloud/cloudtest|emulator/emulatortest|capacity/plantest|internal/cliflags/cliflagstest)/|^container/internal/espeak/espeak\.go:[0-9]+:[0-9]+: unreachable func: goSynthChunk$$|^bench/stall\.go:[0-9]+:[0-9]+: unreachable func: Stall$$
+DEADCODE_IGNORE := ^(cloud/cloudtest|emulator/emulatortest|capacity/plantest|internal/cliflags/cliflagstest|measure/measuretest)/|^container/internal/espeak/espeak\.go:[0-9]+:[0-9]+: unreachable func: goSynthChunk$$|^bench/stall\.go:[0-9]+:[0-9]+: unreachable func: Stall$$
 lint-deadcode:
 	@root=$$($(GO) run $(DEADCODE) ./...); ctr=$$(cd container && $(GO) run $(DEADCODE) ./... | sed 's|^|container/|'); \
 	dead=$$(printf '%s\n%s\n' "$$root" "$$ctr" | grep -Ev '$(DEADCODE_IGNORE)' | grep . || true); \

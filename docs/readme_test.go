@@ -303,7 +303,7 @@ func TestMissingFoldersCatchesAnUnlistedFolder(t *testing.T) {
 // utilities; internal/imports checks that internal/ imports none of the product (tests included) and that
 // tts-bench reaches AWS only through cloud.
 var (
-	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "models", "modelsync", "simulate", "stacks", "traffic"}
+	product = []string{"autoscale", "bench", "capacity", "cloud", "emulator", "loadmodel", "measure", "models", "modelsync", "simulate", "stacks", "traffic"}
 	mayUse  = map[string][]string{
 		"":          {"capacity", "models", "stacks"},
 		"autoscale": {"loadmodel"},
@@ -315,6 +315,7 @@ var (
 		"traffic":   {"simulate"},
 		"capacity":  {"simulate", "loadmodel", "autoscale", "bench", "models"},
 		"cloud":     {"capacity", "bench", "models"},
+		"measure":   {"bench", "capacity", "cloud", "models", "simulate"},
 		"emulator":  {"autoscale"},
 		"stacks":    {"capacity", "models"},
 		"lambda":    {"modelsync"},

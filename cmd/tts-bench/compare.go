@@ -22,6 +22,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -394,7 +395,7 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 		return fmt.Errorf("compare %s: write the report: %w", o.model.ID, err)
 	}
 	fmt.Fprintf(o.stderr, "compare %s: wrote the report to %s\n", o.model.ID, out)
-	if png, err := renderCompareChart(rep); err != nil {
+	if png, err := measure.RenderCompareChart(rep); err != nil {
 		fmt.Fprintf(o.stderr, "compare %s: no chart: %v\n", o.model.ID, err)
 	} else if err := capacity.WriteFileAtomic(filepath.Join(o.artifacts, compareChartFile), png); err != nil {
 		return fmt.Errorf("compare %s: write the chart: %w", o.model.ID, err)
@@ -551,7 +552,7 @@ func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (r
 	}
 	o.fillMeasured(ctx, cloud.NewClients(cfg).CloudWatch, &row, qmaxPath, ttotalPath)
 
-	o.phase(it, "plan for peak %s rps, trough %s rps; simulate it on the trace %s", fmtFloat(o.peakRPS), capacity.FormatNumber(o.troughRPS), o.tr.Name)
+	o.phase(it, "plan for peak %s rps, trough %s rps; simulate it on the trace %s", measure.FormatFloat(o.peakRPS), capacity.FormatNumber(o.troughRPS), o.tr.Name)
 	if err := o.planAndSimulate(ctx, m, &row, qmaxPath, ttotalPath); err != nil {
 		return fail("plan", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,10 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/urfave/cli/v2"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
@@ -94,68 +89,6 @@ func renderCompare(w io.Writer, format string, rep *capacity.TypeComparison, pat
 func usd(v float64) string  { return strconv.FormatFloat(v, 'f', 2, 64) }
 func usd4(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 
-// Size of the comparison chart.
-const compareChartWidth, compareChartHeight = 20 * vg.Centimeter, 12 * vg.Centimeter
-
-// renderCompareChart draws cost per day against T_total, one labelled point per measured type (the winner
-// named in the title), as a PNG.
-func renderCompareChart(rep *capacity.TypeComparison) ([]byte, error) {
-	var xys plotter.XYs
-	var labels []string
-	for _, r := range rep.Rows {
-		if r.Error != "" {
-			continue
-		}
-		xys = append(xys, plotter.XY{X: r.TTotalS, Y: r.CostPerDayUSD})
-		l := r.InstanceType
-		if !r.Holds {
-			l += " (does not hold)"
-		}
-		labels = append(labels, l)
-	}
-	if len(xys) == 0 {
-		return nil, errors.New("no type was measured")
-	}
-	trace, _, _ := strings.Cut(rep.Trace, ":")
-	title := fmt.Sprintf("%s: cost per day on the %s trace (peak %s rps) against T_total, one point per instance type", rep.Model, trace, capacity.FormatNumber(rep.PeakRPS))
-	if rep.Winner != "" {
-		title += "; the cheapest that holds the SLO: " + rep.Winner
-	}
-	f := newChartFrame(title, compareChartWidth, compareChartHeight)
-	p := f.Plot
-	p.X.Label.Text = "T_total (s)"
-	p.Y.Label.Text = "cost per day (USD)"
-	sc, err := plotter.NewScatter(xys)
-	if err != nil {
-		return nil, err
-	}
-	sc.GlyphStyle.Color = colorTTFAB
-	sc.GlyphStyle.Radius = vg.Points(4)
-	sc.GlyphStyle.Shape = draw.CircleGlyph{}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].XAlign = draw.XLeft
-		lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(-4)}
-	}
-	p.Add(sc, lb, plotter.NewGrid())
-	// Room around the points for their labels, and 0 in view on both axes.
-	p.X.Min, p.Y.Min = 0, 0
-	for _, xy := range xys {
-		p.X.Max = max(p.X.Max, xy.X*1.6+1)
-		p.Y.Max = max(p.Y.Max, xy.Y*1.2+0.01)
-	}
-	c := vgimg.PngCanvas{Canvas: vgimg.New(compareChartWidth, compareChartHeight)}
-	f.draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // measurementBound is the longest one type's measurement takes by the settings: qmax's bound (its own
 // dry-run estimate), ttotal's warm-up and wait, and the deploy's start-up bound.
 func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, deployD time.Duration, err error) {
@@ -167,11 +100,11 @@ func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, dep
 	var out bytes.Buffer
 	if err := runSub(ctx, qmaxCommand(), append(common, strings.Fields(o.qmaxArgs)...), &out, func(c *cli.Context) error {
 		q := newQMaxOpts(c, cat)
-		q.output = "" // the estimate writes nothing
+		q.Output = "" // the estimate writes nothing
 		if err := q.Validate(); err != nil {
 			return err
 		}
-		qmaxD = q.durationBound()
+		qmaxD = q.DurationBound()
 		return nil
 	}); err != nil {
 		return 0, 0, 0, subArgsError("qmax", "--qmax-args", err)

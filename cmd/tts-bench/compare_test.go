@@ -26,6 +26,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 )
 
 // The comparison runs kokoro-82m-twin on ml.g5.xlarge and ml.g4dn.xlarge, not espeak-ng on two CPU types: espeak
@@ -189,7 +190,7 @@ func TestCompareChart(t *testing.T) {
 		{InstanceType: "ml.c5.xlarge", TTotalS: 35, CostPerDayUSD: 8.1, Holds: true, Feasible: true},
 		{InstanceType: "ml.c5.2xlarge", Error: "deploy: refused"},
 	}}
-	data, err := renderCompareChart(rep)
+	data, err := measure.RenderCompareChart(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestCompareChart(t *testing.T) {
 	checkPNG(t, path)
 	rep.Rows = rep.Rows[2:]
 	rep.Winner = ""
-	if _, err := renderCompareChart(rep); err == nil {
+	if _, err := measure.RenderCompareChart(rep); err == nil {
 		t.Error("a chart of no measured type was drawn")
 	}
 }

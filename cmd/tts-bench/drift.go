@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -112,7 +113,7 @@ type driftOpts struct {
 	env                                   awsenv.Settings
 	stdout, stderr                        io.Writer
 	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
-	clients clientFactory
+	clients measure.ClientFactory
 
 	model models.Model
 }
@@ -171,7 +172,7 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := cloud.Drift(ctx, clientsFor(o.clients, cfg).Drift(), cloud.DriftOptions{
+	rep, err := cloud.Drift(ctx, measure.ClientsFor(o.clients, cfg).Drift(), cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
 		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
 		Container: &exp.container, TempDirs: []string{filepath.Dir(o.planPath)},

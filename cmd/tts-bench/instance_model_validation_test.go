@@ -13,6 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -184,12 +185,12 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	if code != 0 && code != 1 {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	recs, err := readRecordsFile(out)
+	recs, err := measure.ReadRecordsFile(out)
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("replay records: %v", err)
 	}
-	var log instanceLog
-	data, err := os.ReadFile(instancesPath(out))
+	var log measure.InstanceLog
+	data, err := os.ReadFile(measure.InstancesPath(out))
 	if err != nil || json.Unmarshal(data, &log) != nil {
 		t.Fatalf("instance samples: %v", err)
 	}

@@ -4,7 +4,8 @@
 // 0 ok, 1 a check failed (for example an infeasible plan) or the command failed, 2 a usage or input error,
 // 3 could not run (an AWS or network error, a missing tool; AWS errors get cloud.Diagnose's one line with the
 // fix). Every command takes --version and --help, and a misspelt flag names the nearest one
-// (cliflags.Conventions).
+// (cliflags.Conventions). The commands parse and check their command lines, print and wire; the measurements
+// themselves (qmax, ttotal, replay, the report over shards, the charts) run in package measure.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -100,4 +102,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	cliflags.Conventions(app, cliflags.Catalog{Env: models.CatalogEnv, Use: models.UseDir, Source: models.CatalogSource})
 	return app
+}
+
+// processEnv is the Env of the process running c: the SDK's clients, SIGINT and SIGTERM, and the
+// command line the application was run with (its name, then the root context's arguments: the command with
+// its flags and arguments, as cliflags.Run passed them), not the process's os.Args.
+func processEnv(c *cli.Context) measure.Env {
+	// The application's context is the outermost with a command (urfave/cli puts a bare one around it).
+	var root *cli.Context
+	for _, l := range c.Lineage() {
+		if l.Command != nil {
+			root = l
+		}
+	}
+	line := strings.Join(append([]string{c.App.Name}, root.Args().Slice()...), " ")
+	return measure.Env{Clients: cloud.NewClients, Notify: measure.NotifySignals, CommandLine: line}
 }

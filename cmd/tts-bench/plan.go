@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/loadmodel"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 	"github.com/urfave/cli/v2"
@@ -428,24 +429,24 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 	if o.peakRPS == nil {
 		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80")
 	} else if opts.PeakRPS = *o.peakRPS; !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
-		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", fmtFloat(opts.PeakRPS), float64(capacity.MaxRPS))
+		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", measure.FormatFloat(opts.PeakRPS), float64(capacity.MaxRPS))
 	}
 	if o.troughRPS != nil {
 		opts.TroughRPS = *o.troughRPS
 		if !(opts.TroughRPS > 0 && opts.TroughRPS <= capacity.MaxRPS) || (opts.PeakRPS > 0 && opts.TroughRPS > opts.PeakRPS) {
-			bad("--trough-rps %s: want a request rate in (0, --peak-rps], or leave it out", fmtFloat(opts.TroughRPS))
+			bad("--trough-rps %s: want a request rate in (0, --peak-rps], or leave it out", measure.FormatFloat(opts.TroughRPS))
 		}
 	}
 	if o.surge != nil {
 		opts.SurgeRatio = *o.surge
 		if !(opts.SurgeRatio >= 1 && opts.SurgeRatio < 1.5) {
-			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25 (load may grow 25%% within one T_plan)", fmtFloat(opts.SurgeRatio))
+			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25 (load may grow 25%% within one T_plan)", measure.FormatFloat(opts.SurgeRatio))
 		}
 	}
 	if o.detectionBuf != nil {
 		opts.DetectionBufferS = *o.detectionBuf
 		if !(opts.DetectionBufferS >= 0 && opts.DetectionBufferS <= capacity.MaxDetectionBufferS) {
-			bad("--detection-buffer %s: want 0 to %d seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", fmtFloat(opts.DetectionBufferS), capacity.MaxDetectionBufferS)
+			bad("--detection-buffer %s: want 0 to %d seconds (metric period × evaluation periods + scale-out cooldown, 60 by default)", measure.FormatFloat(opts.DetectionBufferS), capacity.MaxDetectionBufferS)
 		}
 	}
 	if o.minInst != nil {
@@ -460,13 +461,13 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 	}
 	if o.scaleInMargin != nil {
 		if opts.ScaleInMargin = *o.scaleInMargin; !(opts.ScaleInMargin >= 0 && opts.ScaleInMargin < 0.9) {
-			bad("--scale-in-margin %s: want a share in [0, 0.9), e.g. --scale-in-margin 0.2", fmtFloat(opts.ScaleInMargin))
+			bad("--scale-in-margin %s: want a share in [0, 0.9), e.g. --scale-in-margin 0.2", measure.FormatFloat(opts.ScaleInMargin))
 		}
 	}
 	if o.hoverAmplitude != nil {
 		if opts.HoverAmplitude = *o.hoverAmplitude; !(opts.HoverAmplitude > 0 && opts.HoverAmplitude <= capacity.MaxHoverAmplitude) {
-			bad("--hover-amplitude %s: want a share in (0, %s], e.g. --hover-amplitude %s (±%s%% around each scale-in boundary)", fmtFloat(opts.HoverAmplitude),
-				fmtFloat(capacity.MaxHoverAmplitude), fmtFloat(capacity.DefaultHoverAmplitude), capacity.FormatNumber(100*capacity.DefaultHoverAmplitude))
+			bad("--hover-amplitude %s: want a share in (0, %s], e.g. --hover-amplitude %s (±%s%% around each scale-in boundary)", measure.FormatFloat(opts.HoverAmplitude),
+				measure.FormatFloat(capacity.MaxHoverAmplitude), measure.FormatFloat(capacity.DefaultHoverAmplitude), capacity.FormatNumber(100*capacity.DefaultHoverAmplitude))
 		}
 	}
 	if len(o.traces) > capacity.MaxUserTraces {
@@ -658,8 +659,6 @@ func artifactExists(flag, path, producer string) error {
 	return nil
 }
 
-func fmtFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
 // writePlanTable prints the plan for humans: inputs, derived values, findings and the verdict.
 func writePlanTable(w io.Writer, p *capacity.Plan) error {
 	in, d, fp := p.Inputs, p.Derived, p.Fingerprint
@@ -693,9 +692,9 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 		row("Q_max TTFAB only", v, note)
 	}
 	row("T_total", capacity.FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
-	row("surge ratio s", fmtFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
+	row("surge ratio s", measure.FormatFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
 	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
-	row("load", fmt.Sprintf("peak %s rps", fmtFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", capacity.FormatNumber(in.TroughRPS)))
+	row("load", fmt.Sprintf("peak %s rps", measure.FormatFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", capacity.FormatNumber(in.TroughRPS)))
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")
 	row("cloudwatch ratio", capacity.FormatNumber(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -92,6 +95,17 @@ const (
 	flagLadder = "ladder"
 )
 
+// Flag names of the rate staircase.
+const (
+	flagRateFractions = "rate-fractions"
+	flagRateSettle    = "rate-settle"
+	flagRateHold      = "rate-hold"
+	flagRateWindow    = "rate-measure-window"
+)
+
+// maxStepDuration bounds settle and hold each: a day.
+const maxStepDuration = 24 * time.Hour
+
 func qmaxCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "qmax",
@@ -100,14 +114,14 @@ func qmaxCommand() *cli.Command {
 		Description: qmaxDescription,
 		Flags: append([]cli.Flag{
 			modelFlag("catalog id of the model to measure"),
-			&cli.StringFlag{Name: flagLadder, Usage: "concurrencies to measure, in increasing order (default " + joinInts(DefaultLadder) + ")"},
-			&cli.IntFlag{Name: "max-concurrency", Value: DefaultMaxConcurrency, Usage: "while every step passes, the ladder goes on by +10 up to this"},
-			&cli.DurationFlag{Name: "settle", Value: DefaultSettle, Usage: "per step: run this long before the hold starts (discarded)"},
-			&cli.DurationFlag{Name: "hold", Value: DefaultHold, Usage: "per step: hold the concurrency this long after settling"},
-			&cli.DurationFlag{Name: "measure-window", Value: DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
+			&cli.StringFlag{Name: flagLadder, Usage: "concurrencies to measure, in increasing order (default " + measure.JoinInts(measure.DefaultLadder) + ")"},
+			&cli.IntFlag{Name: "max-concurrency", Value: measure.DefaultMaxConcurrency, Usage: "while every step passes, the ladder goes on by +10 up to this"},
+			&cli.DurationFlag{Name: "settle", Value: measure.DefaultSettle, Usage: "per step: run this long before the hold starts (discarded)"},
+			&cli.DurationFlag{Name: "hold", Value: measure.DefaultHold, Usage: "per step: hold the concurrency this long after settling"},
+			&cli.DurationFlag{Name: "measure-window", Value: measure.DefaultMeasureWindow, Usage: "per step: judge the requests sent in the last part of the hold this long"},
 			&cli.IntFlag{Name: "min-requests", Value: DefaultQMaxMinRequests, Usage: "per step: the fewest requests in the measure window for a usable step (and a 95% interval of its p95)"},
-			&cli.Float64Flag{Name: "max-client-cpu", Value: DefaultMaxClientCPU, Usage: "per step: the share of one core the measuring process may use before the step is unusable (client-bound); 0 = no bound"},
-			&cli.DurationFlag{Name: "max-client-lag", Usage: "per step: the p99 scheduling lag of the measuring process before the step is unusable (client-bound); 0 = no bound (default: 5% of the SLO, at least " + DefaultMaxClientLag.String() + ")"},
+			&cli.Float64Flag{Name: "max-client-cpu", Value: measure.DefaultMaxClientCPU, Usage: "per step: the share of one core the measuring process may use before the step is unusable (client-bound); 0 = no bound"},
+			&cli.DurationFlag{Name: "max-client-lag", Usage: "per step: the p99 scheduling lag of the measuring process before the step is unusable (client-bound); 0 = no bound (default: 5% of the SLO, at least " + measure.DefaultMaxClientLag.String() + ")"},
 			&cli.DurationFlag{Name: "request-timeout", Value: bench.DefaultRequestTimeout, Usage: "bound on one request, send to end of stream (a timeout counts against the step)"},
 			&cli.IntFlag{Name: "slo-ms", Usage: "p95 TTFAB bound in milliseconds (default: the catalog's slo.ttfab_ms)"},
 			&cli.IntFlag{Name: "stall-budget-ms", Usage: "p95 stall bound in milliseconds, before the jitter allowance of " + bench.DefaultStallJitter.String() + " (default: the catalog's slo.stall_budget_ms)"},
@@ -118,7 +132,7 @@ func qmaxCommand() *cli.Command {
 			cliflags.Force("measure even when drift reports errors, or over another run's EXPIRED measurement marker (never a live one)"),
 			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
 			cliflags.DryRun("make no AWS call: print the ladder, the estimated duration and every control-plane action"),
-			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
+			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(measure.DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
 			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
 			&cli.DurationFlag{Name: flagRateHold, Usage: "per rate step: hold this long after settling (default: --hold)"},
 			&cli.DurationFlag{Name: flagRateWindow, Usage: "per rate step: judge the requests sent in the last part of the hold this long (default: --measure-window)"},
@@ -132,65 +146,46 @@ func qmaxCommand() *cli.Command {
 	}
 }
 
-// qmaxOpts is one tts-bench qmax: the command line as given and what Validate resolves from it.
+// qmaxOpts is one tts-bench qmax: the command line as given, and the measurement (QMax) Validate resolves
+// from it.
 type qmaxOpts struct {
-	args                       []string
-	modelID                    string
-	ladder                     string
-	ladderSet                  bool
-	maxConcurrency             int
-	minRequests                int
-	maxClientCPU               float64
-	maxClientLag               time.Duration
-	maxClientLagSet            bool
-	settle, hold, window       time.Duration
-	requestTimeout             time.Duration
-	sloMs, stallBudgetMs       *int
-	transport, url, corpusPath string
-	refine, force, dryRun      bool
-	resume                     bool
-	output, containerDir       string
-	journalDir                 string
-	rateFractionsFlag          string
-	rateSettle, rateHold       *time.Duration
-	rateWindow                 *time.Duration
-	seed                       uint64
-	format                     string
-	aws                        awsenv.Settings
-	catalog                    models.Catalog
-	stdout, stderr             io.Writer
-	// env is the client factory, the signals and the command line of the process.
-	env runEnv
-
-	// Set by Validate.
-	model                  models.Model
-	lad                    bench.Staircase
-	slo, stallBudget       time.Duration
-	corpus                 *bench.Corpus
-	recordsPath, chartPath string
-	rateChartPath          string
-	containerDigest        string
-	rateFractions          []float64
+	measure.QMax
+	args                 []string
+	modelID              string
+	ladder               string
+	ladderSet            bool
+	maxConcurrency       int
+	maxClientLagSet      bool
+	sloMs, stallBudgetMs *int
+	corpusPath           string
+	dryRun               bool
+	containerDir         string
+	rateFractionsFlag    string
+	aws                  awsenv.Settings
+	catalog              models.Catalog
 }
 
 // newQMaxOpts reads the command line of c; it checks nothing.
 func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 	o := &qmaxOpts{
 		args: c.Args().Slice(), modelID: c.String("model"), ladder: c.String(flagLadder), ladderSet: c.IsSet(flagLadder),
-		maxConcurrency: c.Int("max-concurrency"), minRequests: c.Int("min-requests"),
-		maxClientCPU: c.Float64("max-client-cpu"), maxClientLag: c.Duration("max-client-lag"), maxClientLagSet: c.IsSet("max-client-lag"), settle: c.Duration("settle"), hold: c.Duration("hold"),
-		window: c.Duration("measure-window"), requestTimeout: c.Duration("request-timeout"),
-		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
-		refine: c.Bool("refine"), force: c.Bool("force"), dryRun: c.Bool("dry-run"), resume: c.Bool("resume"),
-		output: c.String("output"), containerDir: c.String("container-dir"), journalDir: c.String("journal-dir"),
-		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		env:               processEnv(c),
-		rateFractionsFlag: c.String(flagRateFractions), seed: c.Uint64("seed"), format: c.String("format"),
+		maxConcurrency: c.Int("max-concurrency"), maxClientLagSet: c.IsSet("max-client-lag"), corpusPath: c.String("corpus"),
+		dryRun: c.Bool("dry-run"), containerDir: c.String("container-dir"), catalog: cat, rateFractionsFlag: c.String(flagRateFractions),
+		QMax: measure.QMax{
+			MinRequests: c.Int("min-requests"), MaxClientCPU: c.Float64("max-client-cpu"), MaxClientLag: c.Duration("max-client-lag"),
+			Settle: c.Duration("settle"), Hold: c.Duration("hold"), Window: c.Duration("measure-window"), RequestTimeout: c.Duration("request-timeout"),
+			Transport: c.String("transport"), URL: c.String("url"), Refine: c.Bool("refine"), Force: c.Bool("force"), Resume: c.Bool("resume"),
+			Output: c.String("output"), JournalDir: c.String("journal-dir"),
+			Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Env: processEnv(c),
+			Seed: c.Uint64("seed"), Format: c.String("format"),
+		},
 	}
+	o.aws = awsenv.FromContext(c)
+	o.AWSConfig, o.Emulator = o.aws.Config, o.aws.Local
 	for _, d := range []struct {
 		flag string
 		dst  **time.Duration
-	}{{flagRateSettle, &o.rateSettle}, {flagRateHold, &o.rateHold}, {flagRateWindow, &o.rateWindow}} {
+	}{{flagRateSettle, &o.RateSettle}, {flagRateHold, &o.RateHold}, {flagRateWindow, &o.RateWindow}} {
 		if c.IsSet(d.flag) {
 			v := c.Duration(d.flag)
 			*d.dst = &v
@@ -221,14 +216,14 @@ func (o *qmaxOpts) Validate() error {
 	if !modelKnown {
 		bad("--model: %w", err)
 	} else {
-		o.model = m
+		o.Model = m
 	}
 
 	// The staircase.
 	if o.maxConcurrency < 1 || o.maxConcurrency > bench.MaxConcurrency {
 		bad("--max-concurrency %d: want 1 to %d", o.maxConcurrency, bench.MaxConcurrency)
 	}
-	steps := DefaultLadder
+	steps := measure.DefaultLadder
 	if o.ladderSet {
 		if steps, err = parseLadder(o.ladder); err != nil {
 			bad("--ladder: %w", err)
@@ -240,12 +235,12 @@ func (o *qmaxOpts) Validate() error {
 	if len(steps) > capacity.MaxQMaxSteps {
 		bad("--ladder has %d steps: at most %d", len(steps), capacity.MaxQMaxSteps)
 	}
-	o.lad = bench.Staircase{Steps: steps, Extension: DefaultLadderExtension, Max: o.maxConcurrency, MaxSteps: capacity.MaxQMaxSteps}
+	o.Ladder = bench.Staircase{Steps: steps, Extension: measure.DefaultLadderExtension, Max: o.maxConcurrency, MaxSteps: capacity.MaxQMaxSteps}
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
 		zero bool
-	}{{"--settle", o.settle, true}, {"--hold", o.hold, false}, {"--measure-window", o.window, false}, {"--request-timeout", o.requestTimeout, false}} {
+	}{{"--settle", o.Settle, true}, {"--hold", o.Hold, false}, {"--measure-window", o.Window, false}, {"--request-timeout", o.RequestTimeout, false}} {
 		if d.v < 0 || (d.v == 0 && !d.zero) || d.v > maxStepDuration {
 			lo := "a positive duration"
 			if d.zero {
@@ -254,104 +249,104 @@ func (o *qmaxOpts) Validate() error {
 			bad("%s %s: want %s up to %s, as a Go duration such as 30s or 4m", d.flag, d.v, lo, maxStepDuration)
 		}
 	}
-	if o.minRequests < 1 || o.minRequests > capacity.MaxCount {
-		bad("--min-requests %d: want 1 to %d (default %d: a step's p95 then has a 95%% interval bounded by order statistics)", o.minRequests, capacity.MaxCount, DefaultQMaxMinRequests)
+	if o.MinRequests < 1 || o.MinRequests > capacity.MaxCount {
+		bad("--min-requests %d: want 1 to %d (default %d: a step's p95 then has a 95%% interval bounded by order statistics)", o.MinRequests, capacity.MaxCount, DefaultQMaxMinRequests)
 	}
-	if !(o.maxClientCPU >= 0 && o.maxClientCPU <= 1024) {
-		bad("--max-client-cpu %g: want a share of a core from 0 (no bound) up", o.maxClientCPU)
+	if !(o.MaxClientCPU >= 0 && o.MaxClientCPU <= 1024) {
+		bad("--max-client-cpu %g: want a share of a core from 0 (no bound) up", o.MaxClientCPU)
 	}
-	if o.maxClientLag < 0 {
-		bad("--max-client-lag %s: want 0 (no bound) or a positive duration", o.maxClientLag)
+	if o.MaxClientLag < 0 {
+		bad("--max-client-lag %s: want 0 (no bound) or a positive duration", o.MaxClientLag)
 	}
-	if o.window > 0 && o.hold > 0 && o.window > o.hold {
-		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.window, o.hold)
+	if o.Window > 0 && o.Hold > 0 && o.Window > o.Hold {
+		bad("--measure-window %s is longer than --hold %s: the window is the last part of the hold: shorten it or hold longer", o.Window, o.Hold)
 	}
 
 	// The rate staircase.
-	if o.rateFractions, err = parseRateFractions(o.rateFractionsFlag); err != nil {
+	if o.RateFractions, err = parseRateFractions(o.rateFractionsFlag); err != nil {
 		bad("--%s: %w", flagRateFractions, err)
 	}
 	for _, d := range []struct {
 		flag string
 		v    *time.Duration
 		zero bool
-	}{{flagRateSettle, o.rateSettle, true}, {flagRateHold, o.rateHold, false}, {flagRateWindow, o.rateWindow, false}} {
+	}{{flagRateSettle, o.RateSettle, true}, {flagRateHold, o.RateHold, false}, {flagRateWindow, o.RateWindow, false}} {
 		if d.v != nil && (*d.v < 0 || (*d.v == 0 && !d.zero) || *d.v > maxStepDuration) {
 			bad("--%s %s: want a positive duration up to %s, as a Go duration such as 30s or 4m", d.flag, *d.v, maxStepDuration)
 		}
 	}
-	if _, rh, rw := o.rateWindows(); rw > 0 && rh > 0 && rw > rh && (o.rateHold != nil || o.rateWindow != nil) {
+	if _, rh, rw := o.RateWindows(); rw > 0 && rh > 0 && rw > rh && (o.RateHold != nil || o.RateWindow != nil) {
 		bad("--%s %s is longer than the rate steps' hold %s: the window is the last part of the hold: shorten it or hold longer (--%s)", flagRateWindow, rw, rh, flagRateHold)
 	}
-	if err := cliflags.CheckFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.Format); err != nil {
 		errs = append(errs, err)
 	}
 
 	// The judgement.
 	if modelKnown {
-		o.slo = time.Duration(m.SLO.TTFABMs) * time.Millisecond
+		o.SLO = time.Duration(m.SLO.TTFABMs) * time.Millisecond
 	}
 	if o.sloMs != nil {
 		if *o.sloMs < 1 || *o.sloMs > models.MaxSLOMs {
 			bad("--slo-ms %d: want 1 to %d milliseconds (default: the catalog's slo.ttfab_ms)", *o.sloMs, models.MaxSLOMs)
 		}
-		o.slo = time.Duration(*o.sloMs) * time.Millisecond
+		o.SLO = time.Duration(*o.sloMs) * time.Millisecond
 	}
 	if modelKnown {
-		o.stallBudget = m.SLO.StallBudget()
+		o.StallBudget = m.SLO.StallBudget()
 	}
 	if o.stallBudgetMs != nil {
 		if *o.stallBudgetMs < 0 || *o.stallBudgetMs > models.MaxSLOMs {
 			bad("--stall-budget-ms %d: want 0 to %d milliseconds", *o.stallBudgetMs, models.MaxSLOMs)
 		}
-		o.stallBudget = time.Duration(*o.stallBudgetMs) * time.Millisecond
+		o.StallBudget = time.Duration(*o.stallBudgetMs) * time.Millisecond
 	}
 
 	if !o.maxClientLagSet {
 		// A lag of the client's adds to the TTFAB it measures: bound it to a twentieth of the SLO.
-		o.maxClientLag = max(DefaultMaxClientLag, o.slo/20)
+		o.MaxClientLag = max(measure.DefaultMaxClientLag, o.SLO/20)
 	}
 
 	// The transport.
-	switch o.transport {
+	switch o.Transport {
 	case capacity.TransportSageMakerStream:
-		if o.url != "" {
+		if o.URL != "" {
 			bad("--url is for --transport http: drop it, or add --transport http to measure a container directly")
 		}
 	case capacity.TransportHTTP:
-		if err := checkContainerURL(o.url); err != nil {
+		if err := checkContainerURL(o.URL); err != nil {
 			bad("--url: %w", err)
 		}
 		if o.aws.Local || o.aws.Region != "" || o.aws.Profile != "" {
 			bad("--local, --region and --profile are for --transport sagemaker-stream: --transport http measures the container at --url and makes no AWS call")
 		}
 	default:
-		bad("--transport %q: want sagemaker-stream or http", o.transport)
+		bad("--transport %q: want sagemaker-stream or http", o.Transport)
 	}
 	errs = append(errs, o.aws.Validate()...)
 
 	// Inputs and outputs.
-	o.corpus = bench.DefaultCorpus()
+	o.Corpus = bench.DefaultCorpus()
 	if o.corpusPath != "" {
-		if o.corpus, err = bench.LoadCorpus(o.corpusPath); err != nil {
+		if o.Corpus, err = bench.LoadCorpus(o.corpusPath); err != nil {
 			bad("--corpus: %w", err)
 		}
 	}
-	if o.output == "" && modelKnown {
-		o.output = capacity.DefaultQMaxPath(m.ID)
+	if o.Output == "" && modelKnown {
+		o.Output = capacity.DefaultQMaxPath(m.ID)
 	}
-	if o.output != "" {
+	if o.Output != "" {
 		errs = append(errs, o.resolveOutputs()...)
 	}
 	if o.containerDir == "" {
 		bad("--container-dir: is empty: give the container source tree (container)")
 	} else if !o.dryRun {
-		if o.containerDigest, err = capacity.SourceDigest(o.containerDir); err != nil {
+		if o.ContainerDigest, err = capacity.SourceDigest(o.containerDir); err != nil {
 			bad("--container-dir: %w: run from the repository root or pass --container-dir", err)
 		}
 	}
-	if o.transport == capacity.TransportSageMakerStream && modelKnown {
-		if _, err := cloud.JournalPath(o.journalDir, m.EndpointName()); err != nil {
+	if o.Transport == capacity.TransportSageMakerStream && modelKnown {
+		if _, err := cloud.JournalPath(o.JournalDir, m.EndpointName()); err != nil {
 			bad("--journal-dir: %w", err)
 		}
 	}
@@ -362,22 +357,22 @@ func (o *qmaxOpts) Validate() error {
 // written: plain file names, a directory that is one (or can be created), no directory in their place.
 func (o *qmaxOpts) resolveOutputs() []error {
 	var errs []error
-	base := filepath.Base(o.output)
+	base := filepath.Base(o.Output)
 	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.output)}
+		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.Output)}
 	}
-	stem := strings.TrimSuffix(o.output, ".json")
-	o.recordsPath, o.chartPath, o.rateChartPath = stem+".records.jsonl.gz", stem+".svg", stem+".rate.svg"
-	if !plainFileName.MatchString(filepath.Base(o.recordsPath)) {
-		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.output, filepath.Base(o.recordsPath)))
+	stem := strings.TrimSuffix(o.Output, ".json")
+	o.RecordsPath, o.ChartPath, o.RateChartPath = stem+".records.jsonl.gz", stem+".svg", stem+".rate.svg"
+	if !plainFileName.MatchString(filepath.Base(o.RecordsPath)) {
+		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.Output, filepath.Base(o.RecordsPath)))
 	}
-	for _, p := range []string{o.output, o.recordsPath, o.chartPath, o.rateChartPath} {
+	for _, p := range []string{o.Output, o.RecordsPath, o.ChartPath, o.RateChartPath} {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
 		}
 	}
-	if fi, err := os.Stat(filepath.Dir(o.output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.output, filepath.Dir(o.output)))
+	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
 	}
 	return errs
 }
@@ -397,64 +392,24 @@ func checkContainerURL(s string) error {
 	return nil
 }
 
-// endpoint is the endpoint the run measures (or, with --transport http, the URL).
-func (o *qmaxOpts) endpoint() string {
-	if o.transport == capacity.TransportHTTP {
-		return o.url
+// Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
+func (o *qmaxOpts) Execute(ctx context.Context) error {
+	if o.dryRun {
+		return o.printPlan(o.Stdout)
 	}
-	return o.model.EndpointName()
-}
-
-// engineConfig is the bench configuration of the run, without transport and records.
-func (o *qmaxOpts) engineConfig(runID string) bench.Config {
-	cfg := bench.DefaultConfig()
-	cfg.Settle, cfg.Hold, cfg.Measure = o.settle, o.hold, o.window
-	cfg.RequestTimeout, cfg.Grace = o.requestTimeout, o.requestTimeout
-	cfg.SLO, cfg.SLOPercentile = o.slo, o.model.SLO.Percentile
-	cfg.StallBudget = o.stallBudget
-	cfg.MinRequests = o.minRequests
-	cfg.Corpus, cfg.RunID, cfg.Seed = o.corpus, runID, o.seed
-	return cfg
-}
-
-// qmaxDriftOptions check the endpoint against the measurement configuration qmax needs: no scaling target,
-// policies or alarms that could move the instance count, no suspension or journal left by an earlier run,
-// the endpoint InService.
-func qmaxDriftOptions(o *qmaxOpts) cloud.DriftOptions {
-	return cloud.DriftOptions{
-		Model: o.model.ID, Endpoint: o.endpoint(), Variant: models.VariantName, JournalDir: o.journalDir,
-		CatalogInstances: int32(o.model.InitialInstanceCount),
-		NoPlanReasons:    []string{"qmax measures one pinned instance in the measurement configuration (no scaling)"},
-	}
-}
-
-// durationBound is the longest the run can take by its plan: every step of the worst-case ladder and of
-// --refine, each measured twice (a doubled window), and every rate step twice with its request timeout. The
-// measurement marker expires cloud.MarkerMargin after it.
-func (o *qmaxOpts) durationBound() time.Duration {
-	cfg := o.engineConfig("bound")
-	steps := len(o.lad.WorstCase())
-	if o.refine {
-		steps += o.lad.MostRefineSteps()
-	}
-	d := time.Duration(steps) * 2 * cfg.StepDuration()
-	if n := len(o.rateFractions); n > 0 {
-		rs, rh, _ := o.rateWindows()
-		d += time.Duration(n) * 2 * (rs + rh + cfg.RequestTimeout)
-	}
-	return d
+	return o.QMax.Run(ctx)
 }
 
 // printPlan prints what a run would do, without doing any of it: the ladder, the estimated duration and
 // every control-plane action (--dry-run).
 func (o *qmaxOpts) printPlan(w io.Writer) error {
 	var b strings.Builder
-	cfg := o.engineConfig("dry-run")
-	ep := o.endpoint()
-	fmt.Fprintf(&b, "qmax %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.model.ID)
+	cfg := o.EngineConfig("dry-run")
+	ep := o.Endpoint()
+	fmt.Fprintf(&b, "qmax %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.Model.ID)
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "  %-15s %s\n", k, fmt.Sprintf(format, args...)) }
-	if o.transport == capacity.TransportHTTP {
-		row("target", "the container at %s (transport http: no endpoint, no AWS call)", o.url)
+	if o.Transport == capacity.TransportHTTP {
+		row("target", "the container at %s (transport http: no endpoint, no AWS call)", o.URL)
 	} else {
 		where := "AWS (standard credential chain"
 		if o.aws.Local {
@@ -467,10 +422,10 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		if o.aws.Profile != "" {
 			where += ", profile " + o.aws.Profile
 		}
-		row("target", "endpoint %s, variant %s, transport %s, on %s)", ep, models.VariantName, o.transport, where)
+		row("target", "endpoint %s, variant %s, transport %s, on %s)", ep, models.VariantName, o.Transport, where)
 	}
 	row("SLO", "p%d TTFAB ≤ %s and p95 stall ≤ %s + %s jitter, at most %.0f%% failed requests", cfg.SLOPercentile, cfg.SLO, cfg.StallBudget, cfg.StallJitter, 100*cfg.MaxErrorRate)
-	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", joinInts(o.lad.Steps), o.lad.Extension, o.lad.Max)
+	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", measure.JoinInts(o.Ladder.Steps), o.Ladder.Extension, o.Ladder.Max)
 	row("per step", "settle %s, hold %s (judged on the last %s), then up to %s for requests in flight", cfg.Settle, cfg.Hold, cfg.Measure, cfg.Grace)
 	bound := func(on bool, format string, args ...any) string {
 		if !on {
@@ -479,50 +434,50 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		return fmt.Sprintf(format, args...)
 	}
 	row("trusted when", "at least %d requests in the window (a 95%% interval of the p%d from order statistics; an interval holding the SLO is measured once more with a doubled window); the client's CPU %s, its p99 scheduling lag %s; one attempt per request (no retry)",
-		cfg.MinRequests, cfg.SLOPercentile, bound(o.maxClientCPU > 0, "≤ %.2f of a core", o.maxClientCPU), bound(o.maxClientLag > 0, "≤ %s", o.maxClientLag))
+		cfg.MinRequests, cfg.SLOPercentile, bound(o.MaxClientCPU > 0, "≤ %.2f of a core", o.MaxClientCPU), bound(o.MaxClientLag > 0, "≤ %s", o.MaxClientLag))
 	per := cfg.Settle + cfg.Hold
-	n, worst := len(o.lad.Steps), len(o.lad.WorstCase())
+	n, worst := len(o.Ladder.Steps), len(o.Ladder.WorstCase())
 	row("estimate", "%s for the %d ladder steps (%s each, up to %s with requests in flight)", time.Duration(n)*per, n, per, cfg.StepDuration())
 	if worst > n {
-		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.lad.Max, worst)
+		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.Ladder.Max, worst)
 	}
-	if o.refine {
-		most := o.lad.MostRefineSteps()
+	if o.Refine {
+		most := o.Ladder.MostRefineSteps()
 		row("", "--refine: up to %d more steps bisecting the bracket (%s)", most, time.Duration(most)*per)
 	}
-	if n := len(o.rateFractions); n > 0 {
-		rs, rh, rw := o.rateWindows()
+	if n := len(o.RateFractions); n > 0 {
+		rs, rh, rw := o.RateWindows()
 		rper := rs + rh
-		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.seed, joinFloats(o.rateFractions))
+		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.Seed, joinFloats(o.RateFractions))
 		row("", "settle %s, hold %s (judged on the last %s) each, then up to %s for requests in flight: %s, up to %s", rs, rh, rw, cfg.RequestTimeout,
 			time.Duration(n)*rper, time.Duration(n)*(rper+cfg.RequestTimeout))
 	} else {
 		row("rate steps", "none (--%s none): the artifact has no rate staircase", flagRateFractions)
 	}
-	if len(o.rateFractions) > 0 {
-		row("outputs", "%s, %s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath, o.rateChartPath)
+	if len(o.RateFractions) > 0 {
+		row("outputs", "%s, %s, %s, %s (each atomically)", o.Output, o.RecordsPath, o.ChartPath, o.RateChartPath)
 	} else {
-		row("outputs", "%s, %s, %s (each atomically)", o.output, o.recordsPath, o.chartPath)
+		row("outputs", "%s, %s, %s (each atomically)", o.Output, o.RecordsPath, o.ChartPath)
 	}
 	b.WriteString("\nControl-plane actions, in order:\n")
 	var acts []string
 	act := func(format string, args ...any) { acts = append(acts, fmt.Sprintf(format, args...)) }
-	if o.transport == capacity.TransportHTTP {
-		act("none: every request is a POST to %s/invocations; no journal, no freeze, no CloudWatch read", strings.TrimSuffix(o.url, "/"))
+	if o.Transport == capacity.TransportHTTP {
+		act("none: every request is a POST to %s/invocations; no journal, no freeze, no CloudWatch read", strings.TrimSuffix(o.URL, "/"))
 	} else {
 		rid := capacity.ResourceID(ep, models.VariantName)
-		journal, _ := cloud.JournalPath(o.journalDir, ep)
-		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.journalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.force])
+		journal, _ := cloud.JournalPath(o.JournalDir, ep)
+		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.JournalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.Force])
 		act("DescribeEndpoint %s: refuse unless InService", ep)
-		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.lad.WorstCase()[worst-1])
-		act("ListTags on the endpoint's ARN: refuse another run's %s marker (an expired one only%s), and refuse dynamic scaling already suspended without this run's marker", cloud.MarkerTagKey, map[bool]string{true: " is overridden: --force", false: " with --force"}[o.force])
+		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.Ladder.WorstCase()[worst-1])
+		act("ListTags on the endpoint's ARN: refuse another run's %s marker (an expired one only%s), and refuse dynamic scaling already suspended without this run's marker", cloud.MarkerTagKey, map[bool]string{true: " is overridden: --force", false: " with --force"}[o.Force])
 		act("DescribeEndpoint and DescribeScalableTargets %s, then write the journal %s (desired instance count, min/max capacity, SuspendedState) before any change", rid, journal)
-		act("AddTags %s=run=<run id> owner=<user@host> pid=<pid> start=<now> expires=<now + %s> on the endpoint, then ListTags to check it is this run's", cloud.MarkerTagKey, o.durationBound()+cloud.MarkerMargin)
+		act("AddTags %s=run=<run id> owner=<user@host> pid=<pid> start=<now> expires=<now + %s> on the endpoint, then ListTags to check it is this run's", cloud.MarkerTagKey, o.DurationBound()+cloud.MarkerMargin)
 		act("RegisterScalableTarget %s with MinCapacity=MaxCapacity=1 and dynamic scale-in, scale-out and scheduled scaling suspended (only when a target is registered)", rid)
 		act("UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=1 (only when it is not 1), then wait for InService (SDK waiter)", ep, models.VariantName)
 		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
 		act("per step: GetMetricData %s %s Maximum, period %s, EndpointName=%s VariantName=%s, over the measure window", capacity.MetricNamespace, capacity.ConcurrencyMetric, cloud.ConcurrencyPeriod, ep, models.VariantName)
-		if len(o.rateFractions) > 0 {
+		if len(o.RateFractions) > 0 {
 			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker), then GetMetricData as above", ep)
 		}
 		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then DeleteTags %s when the marker is this run's, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", cloud.MarkerTagKey, ep)
@@ -532,4 +487,53 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// parseLadder reads "1,5,10": distinct positive concurrencies in increasing order.
+func parseLadder(s string) ([]int, error) {
+	var steps []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 1 || n > capacity.MaxConcurrency {
+			return nil, fmt.Errorf("%q is not a concurrency: want whole numbers from 1 to %d separated by commas, e.g. --ladder 1,2,4,8", part, capacity.MaxConcurrency)
+		}
+		if len(steps) > 0 && n <= steps[len(steps)-1] {
+			return nil, fmt.Errorf("%d follows %d: list each concurrency once, in increasing order, e.g. --ladder 1,2,4,8", n, steps[len(steps)-1])
+		}
+		steps = append(steps, n)
+	}
+	return steps, nil
+}
+
+// parseRateFractions reads "0.3,0.5,1.1": increasing fractions in (0, 10]; "none" or "" is no rate staircase.
+func parseRateFractions(s string) ([]float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "none") {
+		return nil, nil
+	}
+	var fs []float64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		f, err := strconv.ParseFloat(part, 64)
+		if err != nil || !(f > 0 && f <= 10) {
+			return nil, fmt.Errorf("%q is not a fraction: want numbers in (0, 10] separated by commas, e.g. --%s 0.3,0.5,0.7,1.0, or none", part, flagRateFractions)
+		}
+		if len(fs) > 0 && f <= fs[len(fs)-1] {
+			return nil, fmt.Errorf("%g follows %g: list each fraction once, in increasing order", f, fs[len(fs)-1])
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) > capacity.MaxRateSteps {
+		return nil, fmt.Errorf("%d fractions: at most %d", len(fs), capacity.MaxRateSteps)
+	}
+	return fs, nil
+}
+
+func joinFloats(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // The end-to-end qmax tests run the emulator in the test process, so the process's CPU time and scheduling lag
@@ -119,11 +121,11 @@ func TestQMaxRateStaircase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := svgText(t, svg); !strings.Contains(text, "offered rate (requests/s, open loop)") || !strings.Contains(text, "highest closed-loop throughput") {
+	if text := measuretest.SVGText(t, svg); !strings.Contains(text, "offered rate (requests/s, open loop)") || !strings.Contains(text, "highest closed-loop throughput") {
 		t.Errorf("the rate chart lacks its axis or the throughput line: %q", text)
 	}
 	var table strings.Builder
-	if err := renderQMaxSummary(&table, q); err != nil {
+	if err := measure.RenderQMaxSummary(&table, q); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Rate staircase (open loop, Poisson arrivals)", "offered rps", "achieved rps", "in-flight mean", "in-flight max10s", "p95 TTFAB ms", "p95 stall ms", "shed %", "cw/client"} {

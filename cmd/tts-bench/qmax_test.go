@@ -25,6 +25,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // runCLIEnv, when "1", makes the test binary the tts-bench CLI itself (TestMain), so that a test can run a
@@ -230,7 +231,7 @@ func TestQMaxEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := svgText(t, svg); !strings.Contains(text, "Q_max = "+strconv.Itoa(q.QMax)) {
+	if text := measuretest.SVGText(t, svg); !strings.Contains(text, "Q_max = "+strconv.Itoa(q.QMax)) {
 		t.Errorf("the chart does not mark Q_max %d: %q", q.QMax, text)
 	}
 	if !strings.Contains(stdout, "Q_max of espeak-ng on local over sagemaker-stream: "+strconv.Itoa(q.QMax)) {
@@ -343,11 +344,11 @@ func frozenEndpoint(t *testing.T, env map[string]string) (*emulatortest.Emulator
 }
 
 // startCLI starts tts-bench (this test binary) as a process.
-func startCLI(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+func startCLI(t *testing.T, args ...string) (*exec.Cmd, *measuretest.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runCLIEnv+"=1")
-	out := &syncBuffer{}
+	out := &measuretest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -362,7 +363,7 @@ func startCLI(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 }
 
 // waitFile waits up to d for path to exist.
-func waitFile(t *testing.T, path string, d time.Duration, out *syncBuffer) {
+func waitFile(t *testing.T, path string, d time.Duration, out *measuretest.SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -377,7 +378,7 @@ func waitFile(t *testing.T, path string, d time.Duration, out *syncBuffer) {
 }
 
 // waitExit waits up to d for cmd to exit and returns its exit code.
-func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration, out *syncBuffer) int {
+func waitExit(t *testing.T, cmd *exec.Cmd, d time.Duration, out *measuretest.SyncBuffer) int {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -459,7 +460,7 @@ func TestQMaxKillLeavesJournalThawRestores(t *testing.T) {
 	}
 }
 
-func waitOutput(t *testing.T, out *syncBuffer, want string, d time.Duration) {
+func waitOutput(t *testing.T, out *measuretest.SyncBuffer, want string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !strings.Contains(out.String(), want) {
@@ -531,33 +532,8 @@ func TestQMaxRefusesBoundedQueue(t *testing.T) {
 	}
 }
 
-func TestCheckQueue(t *testing.T) {
-	o := &qmaxOpts{lad: bench.Staircase{Steps: []int{1, 2, 4, 8}, Extension: 10, Max: 8}}
-	o.model.ID = "espeak-ng"
-	for _, tt := range []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{"QUEUE_MAX_DEPTH": "0"}, ""},
-		{map[string]string{"QUEUE_MAX_DEPTH": "4"}, "the ladder reaches concurrency 8"},
-		{map[string]string{"QUEUE_MAX_DEPTH": "7"}, "QUEUE_MAX_DEPTH=7"},
-		{map[string]string{"QUEUE_MAX_DEPTH": "8"}, ""},
-		{map[string]string{"QUEUE_MAX_DEPTH": "x"}, "not a depth"},
-		{map[string]string{"QUEUE_MAX_DEPTH": "-1"}, "not a depth"},
-		{map[string]string{}, "sets no QUEUE_MAX_DEPTH"},
-	} {
-		err := o.checkQueue(tt.env, "m")
-		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("checkQueue(%v) = %v, want %q", tt.env, err, tt.want)
-		}
-	}
-}
-
 // An output that cannot be written is refused before measuring: a careless --output must not cost a run.
 func TestQMaxRefusesUnwritableOutputBeforeMeasuring(t *testing.T) {
-	if err := probeWritable(filepath.Join(t.TempDir(), "a", "b")); err != nil {
-		t.Errorf("a new directory below a writable one: %v", err)
-	}
 	if _, err := os.Stat("/proc/self"); err != nil {
 		t.Skip("no /proc to hold an unwritable directory")
 	}

@@ -1,32 +1,24 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
-	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -111,48 +103,36 @@ func replayCommand() *cli.Command {
 	}
 }
 
-// replayOpts is one tts-bench replay: the command line as given and what Validate resolves from it.
+// replayOpts is one tts-bench replay: the command line as given, and the replay (Replay) Validate resolves
+// from it.
 type replayOpts struct {
-	args                       []string
-	traceArg                   string
-	shape                      simulate.ShapeParams
-	shapeSet                   []string
-	modelID                    string
-	transport, url, corpusPath string
-	maxWorkers                 int
-	requestTimeout             time.Duration
-	shardArg, runID, startAt   string
-	bucket, poll               time.Duration
-	seed                       uint64
-	arrivalsArg                string
-	output, format             string
-	aws                        awsenv.Settings
-	catalog                    models.Catalog
-	stdout, stderr             io.Writer
-
-	// Set by Validate.
-	model         models.Model
-	slo           time.Duration
-	trace         simulate.Trace
-	traceDigest   string
-	segments      []bench.Segment
-	shard, shards int
-	arrivals      bench.ArrivalProcess
-	start         time.Time
-	corpus        *bench.Corpus
+	measure.Replay
+	args              []string
+	traceArg          string
+	shape             simulate.ShapeParams
+	shapeSet          []string
+	modelID           string
+	corpusPath        string
+	shardArg, startAt string
+	arrivalsArg       string
+	aws               awsenv.Settings
+	catalog           models.Catalog
 }
 
 // newReplayOpts reads the command line of c; it checks nothing.
 func newReplayOpts(c *cli.Context, cat models.Catalog) *replayOpts {
 	o := &replayOpts{
-		args: c.Args().Slice(), traceArg: c.String("trace"), modelID: c.String("model"),
-		transport: c.String("transport"), url: c.String("url"), corpusPath: c.String("corpus"),
-		maxWorkers: c.Int("max-workers"), requestTimeout: c.Duration("request-timeout"),
-		shardArg: c.String("shard"), runID: c.String("run-id"), startAt: c.String("start-at"),
-		bucket: c.Duration("bucket"), poll: c.Duration("poll"), seed: c.Uint64("seed"), arrivalsArg: c.String("arrivals"),
-		output: c.String("output"), format: c.String("format"),
-		aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
+		args: c.Args().Slice(), traceArg: c.String("trace"), modelID: c.String("model"), corpusPath: c.String("corpus"),
+		shardArg: c.String("shard"), startAt: c.String("start-at"), arrivalsArg: c.String("arrivals"),
+		aws: awsenv.FromContext(c), catalog: cat,
+		Replay: measure.Replay{
+			Transport: c.String("transport"), URL: c.String("url"),
+			MaxWorkers: c.Int("max-workers"), RequestTimeout: c.Duration("request-timeout"), RunID: c.String("run-id"),
+			Bucket: c.Duration("bucket"), Poll: c.Duration("poll"), Seed: c.Uint64("seed"),
+			Output: c.String("output"), Format: c.String("format"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+		},
 	}
+	o.AWSConfig = o.aws.Config
 	o.shape = simulate.DefaultShapeParams(o.traceArg)
 	for _, f := range []struct {
 		name string
@@ -188,12 +168,12 @@ func (o *replayOpts) Validate() error {
 	if m, err := o.catalog.Get(o.modelID); err != nil {
 		bad("--model: %w", err)
 	} else {
-		o.model, o.slo = m, time.Duration(m.SLO.TTFABMs)*time.Millisecond
+		o.Model, o.SLO = m, time.Duration(m.SLO.TTFABMs)*time.Millisecond
 	}
 	if tr, err := loadReplayTrace(o.traceArg, o.shape, o.shapeSet); err != nil {
 		bad("%w", err)
 	} else {
-		o.trace, o.traceDigest, o.segments = tr, traceDigest(tr), traceSegments(tr)
+		o.Trace, o.TraceDigest, o.Segments = tr, measure.TraceDigest(tr), measure.TraceSegments(tr)
 		if peak := tr.Peak(); peak > bench.MaxOpenLoopRPS {
 			bad("--trace %s peaks at %g rps: one replay sends at most %d rps: split it with --shard i/n over several machines", o.traceArg, peak, bench.MaxOpenLoopRPS)
 		}
@@ -201,18 +181,18 @@ func (o *replayOpts) Validate() error {
 	if p, err := bench.ParseArrivalProcess(o.arrivalsArg); err != nil {
 		bad("--arrivals: %w", err)
 	} else {
-		o.arrivals = p
+		o.Arrivals = p
 	}
 	if n, err := parseShard(o.shardArg); err != nil {
 		bad("--shard: %w", err)
 	} else {
-		o.shard, o.shards = n[0], n[1]
+		o.Shard, o.Shards = n[0], n[1]
 	}
-	if o.shards > 1 && o.runID == "" {
+	if o.Shards > 1 && o.RunID == "" {
 		bad("--shard %s: give every shard the same --run-id (and --start-at), so that tts-bench report can merge them", o.shardArg)
 	}
-	if o.runID != "" && !validRunID(o.runID) {
-		bad("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-' (it becomes part of a file name)", o.runID)
+	if o.RunID != "" && !validRunID(o.RunID) {
+		bad("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-' (it becomes part of a file name)", o.RunID)
 	}
 	if o.startAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, o.startAt)
@@ -224,65 +204,65 @@ func (o *replayOpts) Validate() error {
 		case time.Until(t) > 24*time.Hour:
 			bad("--start-at %s is more than 24 h ahead: give a time a little ahead of now", o.startAt)
 		default:
-			o.start = t
+			o.Start = t
 		}
-	} else if o.shards > 1 {
+	} else if o.Shards > 1 {
 		bad("--shard %s: give every shard the same --start-at, so that they share the trace's time 0", o.shardArg)
 	}
-	if o.maxWorkers < 1 || o.maxWorkers > bench.MaxConcurrency {
-		bad("--max-workers %d: want 1 to %d", o.maxWorkers, bench.MaxConcurrency)
+	if o.MaxWorkers < 1 || o.MaxWorkers > bench.MaxConcurrency {
+		bad("--max-workers %d: want 1 to %d", o.MaxWorkers, bench.MaxConcurrency)
 	}
-	if o.requestTimeout <= 0 || o.requestTimeout > time.Hour {
-		bad("--request-timeout %s: want a positive duration up to 1h", o.requestTimeout)
+	if o.RequestTimeout <= 0 || o.RequestTimeout > time.Hour {
+		bad("--request-timeout %s: want a positive duration up to 1h", o.RequestTimeout)
 	}
-	if o.bucket < time.Second || o.bucket > 24*time.Hour {
-		bad("--bucket %s: want 1s to 24h", o.bucket)
+	if o.Bucket < time.Second || o.Bucket > 24*time.Hour {
+		bad("--bucket %s: want 1s to 24h", o.Bucket)
 	}
-	if o.poll < time.Second || o.poll > 10*time.Minute {
-		bad("--poll %s: want 1s to 10m", o.poll)
+	if o.Poll < time.Second || o.Poll > 10*time.Minute {
+		bad("--poll %s: want 1s to 10m", o.Poll)
 	}
-	if err := cliflags.CheckFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.Format); err != nil {
 		errs = append(errs, err)
 	}
-	switch o.transport {
+	switch o.Transport {
 	case capacity.TransportSageMakerStream:
-		if o.url != "" {
+		if o.URL != "" {
 			bad("--url is for --transport http: drop it, or add --transport http to load a container directly")
 		}
 	case capacity.TransportHTTP:
-		if err := checkContainerURL(o.url); err != nil {
+		if err := checkContainerURL(o.URL); err != nil {
 			bad("--url: %w", err)
 		}
 		if o.aws.Local {
 			bad("--local is for --transport sagemaker-stream: --transport http posts to --url directly")
 		}
 	default:
-		bad("--transport %q: want sagemaker-stream or http", o.transport)
+		bad("--transport %q: want sagemaker-stream or http", o.Transport)
 	}
 	errs = append(errs, o.aws.Validate()...)
-	o.corpus = bench.DefaultCorpus()
+	o.Corpus = bench.DefaultCorpus()
 	if o.corpusPath != "" {
 		c, err := bench.LoadCorpus(o.corpusPath)
 		if err != nil {
 			bad("--corpus: %w", err)
 		}
-		o.corpus = c
+		o.Corpus = c
 	}
 	if len(errs) > 0 {
 		return exitcode.Usage(errors.Join(errs...))
 	}
-	if o.runID == "" {
-		o.runID = newReplayRunID()
+	if o.RunID == "" {
+		o.RunID = measure.NewReplayRunID()
 	}
-	if o.output == "" {
-		name := "replay-" + o.runID
-		if o.shards > 1 {
-			name += fmt.Sprintf("-shard-%d-of-%d", o.shard, o.shards)
+	if o.Output == "" {
+		name := "replay-" + o.RunID
+		if o.Shards > 1 {
+			name += fmt.Sprintf("-shard-%d-of-%d", o.Shard, o.Shards)
 		}
-		o.output = filepath.Join("artifacts", o.model.ID, name+".jsonl.gz")
+		o.Output = filepath.Join("artifacts", o.Model.ID, name+".jsonl.gz")
 	}
-	if err := replayDirWritable(filepath.Dir(o.output)); err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
+	if err := replayDirWritable(filepath.Dir(o.Output)); err != nil {
+		return exitcode.Usagef("--output %s: %w", o.Output, err)
 	}
 	return nil
 }
@@ -331,33 +311,6 @@ func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (s
 	return tr, nil
 }
 
-// traceSegments turns a trace's points into the executor's segments.
-func traceSegments(tr simulate.Trace) []bench.Segment {
-	segs := make([]bench.Segment, 0, len(tr.Points))
-	for i, p := range tr.Points {
-		end := tr.Duration
-		if i+1 < len(tr.Points) {
-			end = tr.Points[i+1].At
-		}
-		segs = append(segs, bench.Segment{Duration: end - p.At, RPS: p.RPS})
-	}
-	return segs
-}
-
-// traceDigest identifies a trace by its points and length (not its name): "sha256:<hex>".
-func traceDigest(tr simulate.Trace) string {
-	h := sha256.New()
-	var b [16]byte
-	for _, p := range tr.Points {
-		binary.BigEndian.PutUint64(b[:8], uint64(p.At))
-		binary.BigEndian.PutUint64(b[8:], math.Float64bits(p.RPS))
-		h.Write(b[:])
-	}
-	binary.BigEndian.PutUint64(b[:8], uint64(tr.Duration))
-	h.Write(b[:8])
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
 // parseShard reads "i/n" with 0 ≤ i < n.
 func parseShard(s string) ([2]int, error) {
 	a, b, ok := strings.Cut(s, "/")
@@ -387,210 +340,5 @@ func validRunID(s string) bool {
 	return s != "." && s != ".."
 }
 
-func newReplayRunID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return "replay-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// instanceSample is one DescribeEndpoint reading during a replay.
-type instanceSample struct {
-	// At is when it was read; Current and Desired the variant's CurrentInstanceCount and DesiredInstanceCount.
-	At      time.Time `json:"at"`
-	Current int       `json:"current"`
-	Desired int       `json:"desired"`
-}
-
-// instanceLog is the instance samples of one replay, written beside its records, with the poller's back-offs
-// under throttling (a throttled DescribeEndpoint leaves a gap in the samples as long as its back-off).
-type instanceLog struct {
-	RunID    string               `json:"run_id"`
-	Trace    string               `json:"trace"`
-	Endpoint string               `json:"endpoint"`
-	Samples  []instanceSample     `json:"samples"`
-	Backoffs []cloud.BackoffEvent `json:"backoffs,omitempty"`
-}
-
-// instancesPath is where the instance samples of a records file live.
-func instancesPath(records string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(records, ".gz"), ".jsonl")
-	return base + ".instances.json"
-}
-
 // Execute runs the replay Validate prepared.
-func (o *replayOpts) Execute(ctx context.Context) error {
-	cfg := bench.OpenLoopConfig{
-		Segments: o.segments, Shard: o.shard, Shards: o.shards, MaxWorkers: o.maxWorkers, RequestTimeout: o.requestTimeout,
-		Process: o.arrivals, Start: o.start, Corpus: o.corpus, Seed: o.seed, RunID: o.runID, Trace: o.traceDigest,
-	}
-	var poll func(context.Context) (instanceSample, error)
-	if o.transport == capacity.TransportHTTP {
-		cfg.Transport = bench.NewHTTP(o.url)
-	} else {
-		awsCfg, err := o.aws.Config(ctx)
-		if err != nil {
-			return err
-		}
-		cl := cloud.NewClients(awsCfg)
-		name := o.model.EndpointName()
-		poll = func(ctx context.Context) (instanceSample, error) {
-			return describeInstances(ctx, cl.SageMaker, name, true) // one attempt: the poller backs off itself
-		}
-		if _, err := describeInstances(ctx, cl.SageMaker, name, false); err != nil { // with the SDK's retries
-			if cloud.IsNotFound(err) {
-				return exitcode.CheckFailedf("replay: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", name, o.model.ID)
-			}
-			// Anything else (a closed port, expired credentials, throttling) is not a missing endpoint: say what
-			// it was, and let the exit code say the run could not start.
-			return fmt.Errorf("replay: %w", err)
-		}
-		// One client per worker: a client's event-stream decoder races when several streams are open on it
-		// (aws/smithy-go#714).
-		cfg.Transport = cl.StreamTransport(name)
-	}
-
-	// The records go to a temporary file beside --output, renamed into place at the end: readers see no
-	// half-written records file, and a day-long run does not hold its records in memory.
-	tmp, err := os.CreateTemp(filepath.Dir(o.output), "."+filepath.Base(o.output)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("replay: create the records file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	gz := gzip.NewWriter(tmp)
-	cfg.Records = gz
-
-	log := instanceLog{RunID: o.runID, Trace: o.traceDigest, Endpoint: o.model.EndpointName()}
-	var mu sync.Mutex
-	// The poller and the load's progress both write to stderr: one lock keeps their lines whole (the race
-	// detector caught the poller's back-off line racing the start line).
-	stderr := &lockedWriter{w: o.stderr}
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	var pollDone sync.WaitGroup
-	var backoff cloud.Backoff
-	if poll != nil {
-		pollDone.Add(1)
-		go func() {
-			defer pollDone.Done()
-			for {
-				rctx, cancel := context.WithTimeout(pollCtx, o.poll)
-				s, err := poll(rctx)
-				cancel()
-				// A throttled read waits the back-off (recorded in the instance log), not the interval.
-				wait := backoff.Next("DescribeEndpoint", err, o.poll, time.Now())
-				if err == nil {
-					mu.Lock()
-					log.Samples = append(log.Samples, s)
-					mu.Unlock()
-				} else if pollCtx.Err() == nil {
-					if cloud.IsThrottled(err) {
-						fmt.Fprintf(stderr, "replay: reading the instance count was throttled: backing off %s\n", wait)
-					} else {
-						fmt.Fprintf(stderr, "replay: read the instance count: %v\n", err)
-					}
-				}
-				select {
-				case <-pollCtx.Done():
-					return
-				case <-time.After(wait):
-				}
-			}
-		}()
-	}
-	fmt.Fprintf(stderr, "replay %s: %s (%s, %s), shard %d/%d, open loop, %s arrivals (seed %d), up to %d workers, run %s\n",
-		o.model.ID, o.trace.Name, o.trace.Duration, o.traceDigest[:19], o.shard, o.shards, o.arrivals, o.seed, o.maxWorkers, o.runID)
-	cfg.Observer = replayProgress(stderr)
-	res, runErr := bench.RunOpenLoop(ctx, cfg)
-	stopPoll()
-	pollDone.Wait()
-	log.Backoffs = backoff.Events()
-	if sum := backoff.Summary(); sum != "" {
-		fmt.Fprintf(o.stderr, "replay: throttled while reading the instance count: %s (recorded in %s)\n", sum, instancesPath(o.output))
-	}
-	if err := gz.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("replay: write the records: %w", err)
-	}
-	if err := tmp.Sync(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("replay: write the records: %w", err)
-	}
-	if res.Scheduled == 0 {
-		if runErr != nil {
-			return runErr
-		}
-		return fmt.Errorf("replay: shard %d/%d of the trace has no arrivals: the trace offers too few requests for %d shards", o.shard, o.shards, o.shards)
-	}
-	// The end record goes last (report_shard.go): whether this shard sent its whole part, and up to which arrival.
-	if err := o.writeShardEnd(tmp, res, runErr); err != nil {
-		return fmt.Errorf("replay: write the records' end record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("replay: write the records: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), o.output); err != nil {
-		return fmt.Errorf("replay: write the records: %w", err)
-	}
-	fmt.Fprintf(o.stderr, "replay: %d records written to %s\n", res.Scheduled, o.output)
-	if poll != nil {
-		data, err := json.MarshalIndent(log, "", "  ")
-		if err == nil {
-			err = capacity.WriteFileAtomic(instancesPath(o.output), append(data, '\n'))
-		}
-		if err != nil {
-			return fmt.Errorf("replay: write the instance samples: %w", err)
-		}
-	}
-	if runErr != nil {
-		return fmt.Errorf("replay stopped early (the records so far are in %s): %w", o.output, runErr)
-	}
-	recs, err := readRecordsFile(o.output)
-	if err != nil {
-		return err
-	}
-	rep, err := newReplayReport(recs, log.Samples, o.bucket, o.slo, o.model.ID)
-	if err != nil {
-		return err
-	}
-	rep.Files = []string{o.output}
-	return rep.write(o.stdout, o.format)
-}
-
-// describeInstances reads the instance counts of the endpoint's variant; pollOnce makes the read a single
-// attempt (cloud.PollOnceSageMaker), for a poller that backs off itself.
-func describeInstances(ctx context.Context, api cloud.EndpointDescribeAPI, name string, pollOnce bool) (instanceSample, error) {
-	read := func() (cloud.EndpointState, error) { return cloud.ReadEndpoint(ctx, api, name, models.VariantName) }
-	if pollOnce {
-		read = func() (cloud.EndpointState, error) {
-			return cloud.ReadEndpoint(ctx, api, name, models.VariantName, cloud.PollOnceSageMaker)
-		}
-	}
-	st, err := read()
-	if err != nil {
-		return instanceSample{}, fmt.Errorf("describe endpoint %s: %w", name, err)
-	}
-	return instanceSample{At: time.Now().UTC(), Current: int(st.Instances), Desired: int(st.DesiredInstances)}, nil
-}
-
-// replayProgress prints one line about every 10 s to w.
-func replayProgress(w io.Writer) func(bench.OpenLoopProgress) {
-	var last time.Time
-	return func(p bench.OpenLoopProgress) {
-		if !p.Done && time.Since(last) < 10*time.Second {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(w, "replay: %s of %s: %d arrivals, %d sent, %d dropped, %d in flight, %d ok, %d shed, %d failed\n",
-			p.Elapsed.Truncate(time.Second), p.Duration, p.Scheduled, p.Sent, p.Dropped, p.InFlight, p.OK, p.Shed, p.Failed)
-	}
-}
-
-// lockedWriter serializes writes from several goroutines to one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
+func (o *replayOpts) Execute(ctx context.Context) error { return o.Replay.Run(ctx) }

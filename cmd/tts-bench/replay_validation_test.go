@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
 )
@@ -138,12 +139,12 @@ func TestSimulatorAgreesWithReplay(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	t.Logf("replay:\n%s", stdout)
-	recs, err := readRecordsFile(out)
+	recs, err := measure.ReadRecordsFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log instanceLog
-	data, err := os.ReadFile(instancesPath(out))
+	var log measure.InstanceLog
+	data, err := os.ReadFile(measure.InstancesPath(out))
 	if err != nil || json.Unmarshal(data, &log) != nil {
 		t.Fatalf("instance samples: %v", err)
 	}

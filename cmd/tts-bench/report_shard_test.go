@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/measure"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // A replay shard stopped with SIGINT halfway must not merge as if whole (it would show "offered rps 2" on a
@@ -31,7 +33,7 @@ func TestReportRefusesAShardStoppedBySIGINT(t *testing.T) {
 	files := make([]string, 2)
 	type proc struct {
 		wait func() error
-		out  *syncBuffer
+		out  *measuretest.SyncBuffer
 		sig  func()
 	}
 	procs := make([]proc, 2)
@@ -86,7 +88,7 @@ func TestReportRefusesAShardStoppedBySIGINT(t *testing.T) {
 
 	// A non-gzip copy of the complete shard.
 	plain := filepath.Join(dir, "plain.jsonl")
-	recs, err := readRecordsFile(files[0])
+	recs, err := measure.ReadRecordsFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +108,14 @@ func TestReportRefusesAShardStoppedBySIGINT(t *testing.T) {
 	// A negative TTFAB, with a valid end record.
 	neg := filepath.Join(dir, "negative.jsonl.gz")
 	recs[3].TTFABMs = -5
-	writeShardFile(t, neg, recs, &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 8})
+	writeShardFile(t, neg, recs, &measure.ShardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 8})
 	if _, stderr, code := report("--force", neg); code != 2 || !strings.Contains(stderr, "record 4") || !strings.Contains(stderr, "ttfab_ms -5") {
 		t.Fatalf("a negative TTFAB: exit %d\n%s", code, stderr)
 	}
 	// An end record that does not count the file's records.
 	short := filepath.Join(dir, "edited.jsonl.gz")
 	recs[3].TTFABMs = 100
-	writeShardFile(t, short, recs[:10], &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 8})
+	writeShardFile(t, short, recs[:10], &measure.ShardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 8})
 	if _, stderr, code := report("--force", short); code != 2 || !strings.Contains(stderr, "holds 10 records") {
 		t.Fatalf("an end record unlike the file: exit %d\n%s", code, stderr)
 	}
@@ -141,7 +143,7 @@ func TestReportRefusesDataAfterTheEndRecord(t *testing.T) {
 	dir := t.TempDir()
 	recs := goldenShardRecords(0)
 	good := filepath.Join(dir, "good.jsonl.gz")
-	writeShardFile(t, good, recs[:5], &shardEnd{Complete: true, Arrivals: 5, LastArrival: recs[4].Arrival.Index, StoppedAtS: 180})
+	writeShardFile(t, good, recs[:5], &measure.ShardEnd{Complete: true, Arrivals: 5, LastArrival: recs[4].Arrival.Index, StoppedAtS: 180})
 	data, err := os.ReadFile(good)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // wavOnce answers every POST like the container: a WAV header and 100 ms of PCM16 silence at 24 kHz, after
@@ -54,7 +56,7 @@ func TestReplayShardsMergeToOneRun(t *testing.T) {
 	files := make([]string, 3)
 	type shard struct {
 		cmd *exec.Cmd
-		out *syncBuffer
+		out *measuretest.SyncBuffer
 	}
 	shards := make([]shard, 3)
 	for i := range 3 {
@@ -98,7 +100,7 @@ func TestReplayShardsMergeToOneRun(t *testing.T) {
 	// Every arrival once, from the shard k mod 3.
 	seen := map[int64]bool{}
 	for i, f := range files {
-		recs, err := readRecordsFile(f)
+		recs, err := measure.ReadRecordsFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +142,7 @@ func TestReplayShardsMergeToOneRun(t *testing.T) {
 
 // otherRun writes a copy of a records file with another run id.
 func otherRun(t *testing.T, path string) string {
-	recs, err := readRecordsFile(path)
+	recs, err := measure.ReadRecordsFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +150,13 @@ func otherRun(t *testing.T, path string) string {
 		recs[i].RunID = "another-run"
 	}
 	out := filepath.Join(t.TempDir(), "other.jsonl.gz")
-	writeShardFile(t, out, recs, &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index})
+	writeShardFile(t, out, recs, &measure.ShardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index})
 	return out
 }
 
 // writeShardFile writes recs as replay writes a shard's records file: gzipped, then the end record (none when
 // end is nil).
-func writeShardFile(t *testing.T, path string, recs []bench.Record, end *shardEnd) {
+func writeShardFile(t *testing.T, path string, recs []bench.Record, end *measure.ShardEnd) {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -168,7 +170,7 @@ func writeShardFile(t *testing.T, path string, recs []bench.Record, end *shardEn
 		t.Fatal(err)
 	}
 	if end != nil {
-		if err := writeShardEnd(&buf, *end); err != nil {
+		if err := measure.WriteShardEnd(&buf, *end); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +205,7 @@ func TestReportGolden(t *testing.T) {
 			recs = append(recs, r)
 		}
 		f := filepath.Join(dir, fmt.Sprintf("golden-%d.jsonl.gz", shard))
-		writeShardFile(t, f, recs, &shardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 180})
+		writeShardFile(t, f, recs, &measure.ShardEnd{Complete: true, Arrivals: int64(len(recs)), LastArrival: recs[len(recs)-1].Arrival.Index, StoppedAtS: 180})
 		files = append(files, f)
 	}
 	inst := `{"run_id":"golden","trace":"sha256:abc","endpoint":"speech-espeak-ng","samples":[

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // lineWait and signalWait bound the waits of the signal tests, for a progress line and for the exit after a
@@ -48,13 +50,13 @@ func writeMonthTraces(t *testing.T, dir string, n int) []string {
 // does), with stdout and stderr apart; done is closed once it has exited and been waited for.
 type planProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *measuretest.SyncBuffer
 	done           chan struct{}
 }
 
 func startPlan(t *testing.T, args ...string) *planProcess {
 	t.Helper()
-	p := &planProcess{cmd: exec.Command(os.Args[0], append([]string{"plan"}, args...)...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &planProcess{cmd: exec.Command(os.Args[0], append([]string{"plan"}, args...)...), stdout: &measuretest.SyncBuffer{}, stderr: &measuretest.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), runCLIEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -56,7 +57,7 @@ type thawOpts struct {
 	env                                             awsenv.Settings
 	stdout, stderr                                  io.Writer
 	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
-	clients clientFactory
+	clients measure.ClientFactory
 
 	model *models.Model
 }
@@ -156,7 +157,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := cloud.Thaw(ctx, clientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
+	res, err := cloud.Thaw(ctx, measure.ClientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
 		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
 	render := renderThaw

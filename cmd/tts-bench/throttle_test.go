@@ -10,6 +10,7 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
+	"github.com/speech-infra/speech-infra/measure"
 )
 
 // TestTTotalUnderThrottling: with a DescribeEndpoint bucket that refills one read every 5 s (burst 1) and a
@@ -85,8 +86,8 @@ func TestReplayUnderThrottling(t *testing.T) {
 	if code != 0 && code != 1 {
 		t.Fatalf("replay under throttling: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var log instanceLog
-	data, err := os.ReadFile(instancesPath(out))
+	var log measure.InstanceLog
+	data, err := os.ReadFile(measure.InstancesPath(out))
 	if err != nil || json.Unmarshal(data, &log) != nil {
 		t.Fatalf("instance log: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -75,9 +75,6 @@ const (
 	DefaultFinePollInterval = 2 * time.Second
 	// DefaultRecoveryWindows is how many windows the recovery gets once the new instance has served.
 	DefaultRecoveryWindows = 10
-	// probePastSLO is the margin by which the default probe's qmax step exceeds the SLO, so that this run's
-	// noise keeps the fleet past it.
-	probePastSLO = 1.2
 	// DefaultLocalPollInterval is the poll interval against the emulator.
 	DefaultLocalPollInterval = time.Second
 	DefaultTolerance         = 1.25
@@ -119,55 +116,42 @@ func ttotalCommand() *cli.Command {
 	}
 }
 
-// ttotalOpts is one tts-bench ttotal: the command line as given and what Validate resolves from it.
+// ttotalOpts is one tts-bench ttotal: the command line as given, and the measurement (TTotal) Validate resolves
+// from it.
 type ttotalOpts struct {
-	args                 []string
-	modelID, qmaxPath    string
-	transport            string
-	probeConcurrency     int
-	probeSet             bool
-	warmup, poll, window time.Duration
-	finePoll             time.Duration
-	recoveryWindows      int
-	format               string
-	pollSet              bool
-	tolerance            float64
-	minSamples           int
-	maxWait              time.Duration
-	requestTimeout       time.Duration
-	force, dryRun        bool
-	output, containerDir string
-	journalDir           string
-	aws                  awsenv.Settings
-	catalog              models.Catalog
-	stdout, stderr       io.Writer
-	// env is the client factory, the signals and the command line of the process.
-	env runEnv
+	measure.TTotal
+	args         []string
+	modelID      string
+	pollSet      bool
+	dryRun       bool
+	containerDir string
+	aws          awsenv.Settings
+	catalog      models.Catalog
 
-	// Set by Validate. probePerInstance and probeBasis are the default probe's concurrency per instance and
-	// where it comes from (without --probe-concurrency); baselineP95Ms the qmax curve's p95 at the probe
-	// concurrency on one instance (as printed by --dry-run).
-	probePerInstance int
-	probeBasis       string
-	model            models.Model
-	qmax             *capacity.QMax
-	qmaxSHA256       string
-	baselineP95Ms    float64
-	chartPath        string
-	containerDigest  string
+	// Set by Validate: the qmax curve's p95 at the probe concurrency on one instance (as printed by --dry-run),
+	// and the container digest checked against the qmax artifact's.
+	baselineP95Ms   float64
+	containerDigest string
 }
 
 func newTTotalOpts(c *cli.Context, cat models.Catalog) *ttotalOpts {
-	return &ttotalOpts{
-		args: c.Args().Slice(), modelID: c.String("model"), qmaxPath: c.String("qmax"), transport: c.String("transport"),
-		probeConcurrency: c.Int("probe-concurrency"), probeSet: c.IsSet("probe-concurrency"), warmup: c.Duration("warmup"), poll: c.Duration("poll-interval"),
-		finePoll: c.Duration("fine-poll-interval"), recoveryWindows: c.Int("recovery-windows"), format: c.String("format"),
-		pollSet: c.IsSet("poll-interval"), window: c.Duration("window"), tolerance: c.Float64("tolerance"),
-		minSamples: c.Int("min-samples"), maxWait: c.Duration("max-wait"), requestTimeout: c.Duration("request-timeout"),
-		force: c.Bool("force"), dryRun: c.Bool("dry-run"), output: c.String("output"), containerDir: c.String("container-dir"),
-		journalDir: c.String("journal-dir"), aws: awsenv.FromContext(c), catalog: cat, stdout: c.App.Writer, stderr: c.App.ErrWriter,
-		env: processEnv(c),
+	o := &ttotalOpts{
+		args: c.Args().Slice(), modelID: c.String("model"), pollSet: c.IsSet("poll-interval"), dryRun: c.Bool("dry-run"),
+		containerDir: c.String("container-dir"), catalog: cat,
+		TTotal: measure.TTotal{
+			QMaxPath: c.String("qmax"), Transport: c.String("transport"),
+			ProbeConcurrency: c.Int("probe-concurrency"), ProbeSet: c.IsSet("probe-concurrency"), Warmup: c.Duration("warmup"), Poll: c.Duration("poll-interval"),
+			FinePoll: c.Duration("fine-poll-interval"), RecoveryWindows: c.Int("recovery-windows"), Format: c.String("format"),
+			Window: c.Duration("window"), Tolerance: c.Float64("tolerance"),
+			MinSamples: c.Int("min-samples"), MaxWait: c.Duration("max-wait"), RequestTimeout: c.Duration("request-timeout"),
+			Force: c.Bool("force"), Output: c.String("output"),
+			JournalDir: c.String("journal-dir"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+			Env: processEnv(c),
+		},
 	}
+	o.aws = awsenv.FromContext(c)
+	o.AWSConfig, o.Emulator = o.aws.Config, o.aws.Local
+	return o
 }
 
 // Validate checks the whole command line and the qmax artifact and reports every problem at once, as one
@@ -183,71 +167,71 @@ func (o *ttotalOpts) Validate() error {
 	if !modelKnown {
 		bad("--model: %w", err)
 	} else {
-		o.model = m
+		o.Model = m
 	}
-	switch o.transport {
+	switch o.Transport {
 	case capacity.TransportSageMakerStream:
 	case capacity.TransportHTTP:
 		bad("--transport http: a probe sent to one container cannot see a new instance join the endpoint: ttotal probes over sagemaker-stream; measure Q_max over sagemaker-stream too (tts-bench qmax without --transport http)")
 	default:
-		bad("--transport %q: want sagemaker-stream", o.transport)
+		bad("--transport %q: want sagemaker-stream", o.Transport)
 	}
-	if o.probeSet && (o.probeConcurrency < 1 || o.probeConcurrency > capacity.MaxConcurrency) {
-		bad("--probe-concurrency %d: want 1 to %d requests in flight", o.probeConcurrency, capacity.MaxConcurrency)
+	if o.ProbeSet && (o.ProbeConcurrency < 1 || o.ProbeConcurrency > capacity.MaxConcurrency) {
+		bad("--probe-concurrency %d: want 1 to %d requests in flight", o.ProbeConcurrency, capacity.MaxConcurrency)
 	}
 	if !o.pollSet && o.aws.Local {
-		o.poll = DefaultLocalPollInterval
+		o.Poll = DefaultLocalPollInterval
 	}
 	for _, d := range []struct {
 		flag   string
 		v, min time.Duration
-	}{{"--warmup", o.warmup, 0}, {"--poll-interval", o.poll, 100 * time.Millisecond}, {"--fine-poll-interval", o.finePoll, 100 * time.Millisecond}, {"--window", o.window, 100 * time.Millisecond},
-		{"--max-wait", o.maxWait, time.Second}, {"--request-timeout", o.requestTimeout, time.Millisecond}} {
+	}{{"--warmup", o.Warmup, 0}, {"--poll-interval", o.Poll, 100 * time.Millisecond}, {"--fine-poll-interval", o.FinePoll, 100 * time.Millisecond}, {"--window", o.Window, 100 * time.Millisecond},
+		{"--max-wait", o.MaxWait, time.Second}, {"--request-timeout", o.RequestTimeout, time.Millisecond}} {
 		if d.v < d.min || d.v > maxTTotalWait {
 			bad("%s %s: want %s to %s, as a Go duration such as 30s or 25m", d.flag, d.v, d.min, maxTTotalWait)
 		}
 	}
-	if o.poll > o.maxWait && o.maxWait > 0 {
-		bad("--poll-interval %s is longer than --max-wait %s: poll more often or wait longer", o.poll, o.maxWait)
+	if o.Poll > o.MaxWait && o.MaxWait > 0 {
+		bad("--poll-interval %s is longer than --max-wait %s: poll more often or wait longer", o.Poll, o.MaxWait)
 	}
-	if !(o.tolerance >= 1 && o.tolerance <= 10) {
-		bad("--tolerance %g: want a factor from 1 to 10 on the qmax curve's p95 (1.25 = 25%% above it)", o.tolerance)
+	if !(o.Tolerance >= 1 && o.Tolerance <= 10) {
+		bad("--tolerance %g: want a factor from 1 to 10 on the qmax curve's p95 (1.25 = 25%% above it)", o.Tolerance)
 	}
-	if o.minSamples < 1 || o.minSamples > capacity.MaxCount {
-		bad("--min-samples %d: want 1 to %d", o.minSamples, capacity.MaxCount)
+	if o.MinSamples < 1 || o.MinSamples > capacity.MaxCount {
+		bad("--min-samples %d: want 1 to %d", o.MinSamples, capacity.MaxCount)
 	}
-	if o.recoveryWindows < 1 || o.recoveryWindows > 1000 {
-		bad("--recovery-windows %d: want 1 to 1000 windows", o.recoveryWindows)
+	if o.RecoveryWindows < 1 || o.RecoveryWindows > 1000 {
+		bad("--recovery-windows %d: want 1 to 1000 windows", o.RecoveryWindows)
 	}
-	if err := cliflags.CheckFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.Format); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.aws.Validate()...)
 
-	if o.qmaxPath == "" && modelKnown {
-		o.qmaxPath = capacity.DefaultQMaxPath(m.ID)
+	if o.QMaxPath == "" && modelKnown {
+		o.QMaxPath = capacity.DefaultQMaxPath(m.ID)
 	}
 	if modelKnown {
 		errs = append(errs, o.checkQMax()...)
 	}
-	if o.output == "" && modelKnown {
-		o.output = capacity.DefaultTTotalPath(m.ID)
+	if o.Output == "" && modelKnown {
+		o.Output = capacity.DefaultTTotalPath(m.ID)
 	}
-	if o.output != "" {
+	if o.Output != "" {
 		errs = append(errs, o.resolveOutputs()...)
 	}
 	if o.containerDir == "" {
 		bad("--container-dir: is empty: give the container source tree (container)")
-	} else if !o.dryRun && o.qmax != nil {
+	} else if !o.dryRun && o.QMax != nil {
 		if o.containerDigest, err = capacity.SourceDigest(o.containerDir); err != nil {
 			bad("--container-dir: %w: run from the repository root or pass --container-dir", err)
-		} else if o.containerDigest != o.qmax.ContainerDigest {
+		} else if o.containerDigest != o.QMax.ContainerDigest {
 			bad("--qmax %s: was measured on container source %s, but %s is %s: T_total must be measured on the container Q_max was: re-run tts-bench qmax on the deployed container (or deploy the measured one)",
-				o.qmaxPath, o.qmax.ContainerDigest, o.containerDir, o.containerDigest)
+				o.QMaxPath, o.QMax.ContainerDigest, o.containerDir, o.containerDigest)
 		}
 	}
 	if modelKnown {
-		if _, err := cloud.JournalPath(o.journalDir, m.EndpointName()); err != nil {
+		if _, err := cloud.JournalPath(o.JournalDir, m.EndpointName()); err != nil {
 			bad("--journal-dir: %w", err)
 		}
 	}
@@ -257,142 +241,64 @@ func (o *ttotalOpts) Validate() error {
 // checkQMax loads and verifies the qmax artifact, refuses one for another model, endpoint or transport, and
 // derives the recovery threshold from its curve at the probe concurrency.
 func (o *ttotalOpts) checkQMax() []error {
-	q, err := capacity.LoadQMax(o.qmaxPath)
+	q, err := capacity.LoadQMax(o.QMaxPath)
 	if err != nil {
-		return []error{fmt.Errorf("--qmax: %w: measure it with tts-bench qmax --model %s", err, o.model.ID)}
+		return []error{fmt.Errorf("--qmax: %w: measure it with tts-bench qmax --model %s", err, o.Model.ID)}
 	}
 	var errs []error
 	if v := q.Verify(); len(v) > 0 {
-		return []error{fmt.Errorf("--qmax %s: not a valid qmax artifact: %w: re-run tts-bench qmax", o.qmaxPath, errors.Join(v...))}
+		return []error{fmt.Errorf("--qmax %s: not a valid qmax artifact: %w: re-run tts-bench qmax", o.QMaxPath, errors.Join(v...))}
 	}
 	if q.DryRun {
-		errs = append(errs, fmt.Errorf("--qmax %s: is a dry run: measure Q_max first (tts-bench qmax without --dry-run)", o.qmaxPath))
+		errs = append(errs, fmt.Errorf("--qmax %s: is a dry run: measure Q_max first (tts-bench qmax without --dry-run)", o.QMaxPath))
 	}
-	if q.Model != o.model.ID {
-		errs = append(errs, fmt.Errorf("--qmax %s: is for model %s, not %s: pass the %s artifact or --model %s", o.qmaxPath, q.Model, o.model.ID, o.model.ID, q.Model))
+	if q.Model != o.Model.ID {
+		errs = append(errs, fmt.Errorf("--qmax %s: is for model %s, not %s: pass the %s artifact or --model %s", o.QMaxPath, q.Model, o.Model.ID, o.Model.ID, q.Model))
 	}
-	if q.Endpoint != o.model.EndpointName() {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured on %s, not the endpoint %s: measure Q_max on the endpoint ttotal scales (tts-bench qmax --model %s)", o.qmaxPath, q.Endpoint, o.model.EndpointName(), o.model.ID))
+	if q.Endpoint != o.Model.EndpointName() {
+		errs = append(errs, fmt.Errorf("--qmax %s: was measured on %s, not the endpoint %s: measure Q_max on the endpoint ttotal scales (tts-bench qmax --model %s)", o.QMaxPath, q.Endpoint, o.Model.EndpointName(), o.Model.ID))
 	}
-	if q.Transport != o.transport {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured over %s, but ttotal probes over %s: the recovery threshold must come from the same transport: re-run tts-bench qmax --transport %s", o.qmaxPath, q.Transport, o.transport, o.transport))
+	if q.Transport != o.Transport {
+		errs = append(errs, fmt.Errorf("--qmax %s: was measured over %s, but ttotal probes over %s: the recovery threshold must come from the same transport: re-run tts-bench qmax --transport %s", o.QMaxPath, q.Transport, o.Transport, o.Transport))
 	}
-	if !o.probeSet {
-		c, basis, ok := defaultProbe(q)
+	if !o.ProbeSet {
+		c, basis, ok := measure.DefaultProbe(q)
 		if !ok {
-			errs = append(errs, fmt.Errorf("--qmax %s: no usable step has a p95 TTFAB above the SLO %d ms, so the default probe cannot put the fleet past Q_max: extend the staircase past Q_max (tts-bench qmax --max-concurrency) or pass --probe-concurrency", o.qmaxPath, q.SLOTTFABMs))
+			errs = append(errs, fmt.Errorf("--qmax %s: no usable step has a p95 TTFAB above the SLO %d ms, so the default probe cannot put the fleet past Q_max: extend the staircase past Q_max (tts-bench qmax --max-concurrency) or pass --probe-concurrency", o.QMaxPath, q.SLOTTFABMs))
 		}
-		o.probeConcurrency, o.probePerInstance, o.probeBasis = c, c, basis
+		o.ProbeConcurrency, o.ProbePerInstance, o.ProbeBasis = c, c, basis
 	}
-	p95, ok := qmaxP95At(q, o.probeConcurrency)
-	if !ok && o.probeConcurrency > 0 {
-		lo, hi := qmaxRange(q)
-		errs = append(errs, fmt.Errorf("--probe-concurrency %d: the qmax curve of %s covers concurrency %d to %d only: choose a probe concurrency inside it", o.probeConcurrency, o.qmaxPath, lo, hi))
+	p95, ok := measure.QMaxP95At(q, o.ProbeConcurrency)
+	if !ok && o.ProbeConcurrency > 0 {
+		lo, hi := measure.QMaxRange(q)
+		errs = append(errs, fmt.Errorf("--probe-concurrency %d: the qmax curve of %s covers concurrency %d to %d only: choose a probe concurrency inside it", o.ProbeConcurrency, o.QMaxPath, lo, hi))
 	}
 	if len(errs) > 0 {
 		return errs
 	}
-	digest, err := capacity.FileDigest(o.qmaxPath)
+	digest, err := capacity.FileDigest(o.QMaxPath)
 	if err != nil {
 		return []error{fmt.Errorf("--qmax: %w", err)}
 	}
-	o.qmax, o.qmaxSHA256, o.baselineP95Ms = q, digest, p95
+	o.QMax, o.QMaxSHA256, o.baselineP95Ms = q, digest, p95
 	return nil
-}
-
-// defaultProbe is the default probe concurrency per instance: the qmax artifact's first usable step whose
-// p95 TTFAB exceeds probePastSLO × the SLO (the highest usable step above the SLO when none does), so that
-// the fleet is past its Q_max before the scale-out; false when no step is above the SLO.
-func defaultProbe(q *capacity.QMax) (int, string, bool) {
-	slo := float64(q.SLOTTFABMs)
-	var above *capacity.QMaxStep
-	for _, s := range qmaxCurve(q) {
-		if s.TTFABP95Ms > probePastSLO*slo {
-			return s.Concurrency, fmt.Sprintf("qmax: the first step past Q_max %d whose p95 TTFAB (%.0f ms) exceeds %g × the SLO (%d ms), concurrency %d", q.QMax, s.TTFABP95Ms, probePastSLO, q.SLOTTFABMs, s.Concurrency), true
-		}
-		if s.TTFABP95Ms > slo {
-			above = &s
-		}
-	}
-	if above == nil {
-		return 0, "", false
-	}
-	return above.Concurrency, fmt.Sprintf("qmax: the highest step past Q_max %d whose p95 TTFAB (%.0f ms) exceeds the SLO (%d ms), concurrency %d", q.QMax, above.TTFABP95Ms, q.SLOTTFABMs, above.Concurrency), true
-}
-
-// qmaxCurve is the p95 TTFAB curve of the artifact's usable steps that served requests, by concurrency.
-func qmaxCurve(q *capacity.QMax) []capacity.QMaxStep {
-	var steps []capacity.QMaxStep
-	for _, s := range q.Steps {
-		if s.Usable && s.OKCount > 0 {
-			steps = append(steps, s)
-		}
-	}
-	sort.Slice(steps, func(i, j int) bool { return steps[i].Concurrency < steps[j].Concurrency })
-	return steps
-}
-
-// qmaxP95At interpolates the p95 TTFAB linearly between the measured concurrencies around c; false when c
-// lies outside the measured range.
-func qmaxP95At(q *capacity.QMax, c int) (float64, bool) {
-	steps := qmaxCurve(q)
-	for i, s := range steps {
-		if s.Concurrency == c {
-			return s.TTFABP95Ms, true
-		}
-		if i > 0 && steps[i-1].Concurrency < c && c < s.Concurrency {
-			a := steps[i-1]
-			f := float64(c-a.Concurrency) / float64(s.Concurrency-a.Concurrency)
-			return a.TTFABP95Ms + f*(s.TTFABP95Ms-a.TTFABP95Ms), true
-		}
-	}
-	return 0, false
-}
-
-// qmaxP95AtF is qmaxP95At at a concurrency that need not be whole (a probe spread over instances): linear
-// between the measured concurrencies around c, the lowest step's p95 below it; false above the highest.
-func qmaxP95AtF(q *capacity.QMax, c float64) (float64, bool) {
-	steps := qmaxCurve(q)
-	if len(steps) == 0 || c > float64(steps[len(steps)-1].Concurrency) {
-		return 0, false
-	}
-	if c <= float64(steps[0].Concurrency) {
-		return steps[0].TTFABP95Ms, true
-	}
-	for i := 1; i < len(steps); i++ {
-		a, b := steps[i-1], steps[i]
-		if c <= float64(b.Concurrency) {
-			f := (c - float64(a.Concurrency)) / float64(b.Concurrency-a.Concurrency)
-			return a.TTFABP95Ms + f*(b.TTFABP95Ms-a.TTFABP95Ms), true
-		}
-	}
-	return 0, false
-}
-
-// qmaxRange is the lowest and highest usable measured concurrency.
-func qmaxRange(q *capacity.QMax) (int, int) {
-	steps := qmaxCurve(q)
-	if len(steps) == 0 {
-		return 0, 0
-	}
-	return steps[0].Concurrency, steps[len(steps)-1].Concurrency
 }
 
 // resolveOutputs derives the chart path from --output and checks both can be written.
 func (o *ttotalOpts) resolveOutputs() []error {
-	base := filepath.Base(o.output)
+	base := filepath.Base(o.Output)
 	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/ttotal.json", o.output)}
+		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/ttotal.json", o.Output)}
 	}
-	o.chartPath = strings.TrimSuffix(o.output, ".json") + ".svg"
+	o.ChartPath = strings.TrimSuffix(o.Output, ".json") + ".svg"
 	var errs []error
-	for _, p := range []string{o.output, o.chartPath} {
+	for _, p := range []string{o.Output, o.ChartPath} {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
 		}
 	}
-	if fi, err := os.Stat(filepath.Dir(o.output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.output, filepath.Dir(o.output)))
+	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
 	}
 	return errs
 }
@@ -400,40 +306,40 @@ func (o *ttotalOpts) resolveOutputs() []error {
 // printPlan prints what a run would do, without doing any of it (--dry-run).
 func (o *ttotalOpts) printPlan(w io.Writer) error {
 	var b strings.Builder
-	ep := o.model.EndpointName()
-	fmt.Fprintf(&b, "ttotal %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.model.ID)
+	ep := o.Model.EndpointName()
+	fmt.Fprintf(&b, "ttotal %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.Model.ID)
 	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "  %-15s %s\n", k, fmt.Sprintf(format, args...)) }
 	where := "AWS (standard credential chain)"
 	if o.aws.Local {
 		where = "the local emulator of " + o.aws.StateDir + " (--local)"
 	}
-	row("target", "endpoint %s, variant %s, transport %s, on %s", ep, models.VariantName, o.transport, where)
-	row("qmax", "%s (%s): p95 TTFAB %.1f ms at concurrency %d; SLO %d ms", o.qmaxPath, o.qmaxSHA256, o.baselineP95Ms, o.probeConcurrency, o.qmax.SLOTTFABMs)
-	if o.probeSet {
-		row("probe", "%d requests in flight (closed loop, --probe-concurrency), warm-up %s", o.probeConcurrency, o.warmup)
+	row("target", "endpoint %s, variant %s, transport %s, on %s", ep, models.VariantName, o.Transport, where)
+	row("qmax", "%s (%s): p95 TTFAB %.1f ms at concurrency %d; SLO %d ms", o.QMaxPath, o.QMaxSHA256, o.baselineP95Ms, o.ProbeConcurrency, o.QMax.SLOTTFABMs)
+	if o.ProbeSet {
+		row("probe", "%d requests in flight (closed loop, --probe-concurrency), warm-up %s", o.ProbeConcurrency, o.Warmup)
 	} else {
-		row("probe", "N × %d requests in flight (closed loop; N the instances the endpoint runs, read at the start; %d with one), warm-up %s", o.probePerInstance, o.probePerInstance, o.warmup)
-		row("", "%s", o.probeBasis)
+		row("probe", "N × %d requests in flight (closed loop; N the instances the endpoint runs, read at the start; %d with one), warm-up %s", o.ProbePerInstance, o.ProbePerInstance, o.Warmup)
+		row("", "%s", o.ProbeBasis)
 	}
-	after, _ := qmaxP95AtF(o.qmax, float64((o.probeConcurrency+1)/2))
+	after, _ := measure.QMaxP95AtF(o.QMax, float64((o.ProbeConcurrency+1)/2))
 	row("recovered", "once the new instance has served: p95 TTFAB of the requests sent after in_service over the last %s (at least %d) ≤ min(SLO %d ms, the qmax curve's p95 on the busiest instance after the scale-out × this run's slowdown before it × %g); with one instance before it and no slowdown %.1f ms",
-		o.window, o.minSamples, o.qmax.SLOTTFABMs, o.tolerance, min(float64(o.qmax.SLOTTFABMs), after*o.tolerance))
-	row("", "at most %d windows (%s) after the new instance served and the endpoint was InService, then the artifact is written with the stages reached (exit 1)", o.recoveryWindows, time.Duration(o.recoveryWindows)*o.window)
-	row("polling", "every %s; every %s once in_service is near (ready or ActivatingTraffic); ThrottlingException backs off, recorded", o.poll, min(o.poll, o.finePoll))
-	row("estimate", "%s warm-up + T_total (minutes on AWS: about 260 s for Kokoro on ml.g5.xlarge; seconds on the emulator without a timing profile), at most %s (--max-wait), then the restore removes the instance again", o.warmup, o.maxWait)
-	row("", "at most %s before the restore", o.warmup+o.maxWait)
-	row("outputs", "%s, %s (each atomically), the stage table on stdout", o.output, o.chartPath)
+		o.Window, o.MinSamples, o.QMax.SLOTTFABMs, o.Tolerance, min(float64(o.QMax.SLOTTFABMs), after*o.Tolerance))
+	row("", "at most %d windows (%s) after the new instance served and the endpoint was InService, then the artifact is written with the stages reached (exit 1)", o.RecoveryWindows, time.Duration(o.RecoveryWindows)*o.Window)
+	row("polling", "every %s; every %s once in_service is near (ready or ActivatingTraffic); ThrottlingException backs off, recorded", o.Poll, min(o.Poll, o.FinePoll))
+	row("estimate", "%s warm-up + T_total (minutes on AWS: about 260 s for Kokoro on ml.g5.xlarge; seconds on the emulator without a timing profile), at most %s (--max-wait), then the restore removes the instance again", o.Warmup, o.MaxWait)
+	row("", "at most %s before the restore", o.Warmup+o.MaxWait)
+	row("outputs", "%s, %s (each atomically), the stage table on stdout", o.Output, o.ChartPath)
 	b.WriteString("\nControl-plane actions, in order:\n")
 	rid := capacity.ResourceID(ep, models.VariantName)
-	journal, _ := cloud.JournalPath(o.journalDir, ep)
+	journal, _ := cloud.JournalPath(o.JournalDir, ep)
 	acts := []string{
-		fmt.Sprintf("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.journalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.force]),
+		fmt.Sprintf("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.JournalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.Force]),
 		fmt.Sprintf("DescribeEndpoint %s: refuse unless InService; read the desired instance count N", ep),
 		fmt.Sprintf("DescribeLogStreams /aws/sagemaker/Endpoints/%s prefix %s/: the instances' streams before the scale-out", ep, models.VariantName),
 		fmt.Sprintf("write the journal %s (N, min/max capacity, SuspendedState), then RegisterScalableTarget %s with MinCapacity=MaxCapacity=N and all scaling suspended (only when a target is registered)", journal, rid),
-		fmt.Sprintf("probe: InvokeEndpointWithResponseStream %s, %s requests in flight (one SDK client per worker) until the end; each response's CustomAttributes names its instance", ep, map[bool]string{true: fmt.Sprint(o.probeConcurrency), false: fmt.Sprintf("N × %d", o.probePerInstance)}[o.probeSet]),
+		fmt.Sprintf("probe: InvokeEndpointWithResponseStream %s, %s requests in flight (one SDK client per worker) until the end; each response's CustomAttributes names its instance", ep, map[bool]string{true: fmt.Sprint(o.ProbeConcurrency), false: fmt.Sprintf("N × %d", o.ProbePerInstance)}[o.ProbeSet]),
 		fmt.Sprintf("after the warm-up: UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=N+1 (desired_set)", ep, models.VariantName),
-		fmt.Sprintf("every %s (%s once in_service is near): DescribeEndpoint %s (VariantStatus, InService with N+1 instances); DescribeLogStreams and GetLogEvents for the new stream %s/<instance>", o.poll, min(o.poll, o.finePoll), ep, models.VariantName),
+		fmt.Sprintf("every %s (%s once in_service is near): DescribeEndpoint %s (VariantStatus, InService with N+1 instances); DescribeLogStreams and GetLogEvents for the new stream %s/<instance>", o.Poll, min(o.Poll, o.FinePoll), ep, models.VariantName),
 		fmt.Sprintf("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, put the target back, UpdateEndpointWeightsAndCapacities back to N and wait for InService, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", ep),
 	}
 	for i, a := range acts {
@@ -443,83 +349,10 @@ func (o *ttotalOpts) printPlan(w io.Writer) error {
 	return err
 }
 
-// renderTTotalTable prints the timeline for humans (stdout): each stage's time from the clock start, its
-// duration and share of T_total, its source and flags, then the split and what is missing.
-func renderTTotalTable(w io.Writer, t *capacity.TTotal) error {
-	var b strings.Builder
-	state := "complete"
-	if len(t.MissingStages) > 0 {
-		state = "PARTIAL"
+// Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
+func (o *ttotalOpts) Execute(ctx context.Context) error {
+	if o.dryRun {
+		return o.printPlan(o.Stdout)
 	}
-	fmt.Fprintf(&b, "T_total of %s on %s over %s: %s (%d → %d instances, %s)\n", t.Model, t.InstanceType, t.Transport, formatTTotal(t), t.FromInstances, t.ToInstances, state)
-	var zero time.Time
-	for _, s := range t.Timeline {
-		if s.Stage == t.ClockStart {
-			zero = s.At
-		}
-	}
-	dur := map[string]float64{}
-	for _, d := range t.Durations {
-		dur[d.To] = d.DurationS
-	}
-	fmt.Fprintf(&b, "%-20s %10s %12s %7s  %-9s %s\n", "stage", "at (s)", "duration (s)", "share", "source", "flags")
-	started := false
-	for _, s := range t.Timeline {
-		d, share := "-", "-"
-		if started {
-			d = fmt.Sprintf("%.3f", dur[s.Stage])
-			if t.TTotalS > 0 {
-				share = fmt.Sprintf("%.1f%%", 100*dur[s.Stage]/t.TTotalS)
-			}
-		}
-		if s.Stage == t.ClockStart {
-			started = true
-		}
-		fmt.Fprintf(&b, "%-20s %10.3f %12s %7s  %-9s %s\n", s.Stage, s.At.Sub(zero).Seconds(), d, share, s.Source, strings.Join(s.Flags, "; "))
-	}
-	fmt.Fprintf(&b, "dominant stage: %s; platform %.3f s (%.1f%%, before container_started), container %.3f s (%.1f%%)\n",
-		t.DominantStage, t.PlatformS, 100*t.PlatformShare, t.ContainerS, 100*t.ContainerShare)
-	if p := t.Probe; p != nil {
-		fmt.Fprintf(&b, "probe: %d in flight (%s); p95 TTFAB %.1f ms before the scale-out (peak %.1f ms before in_service, SLO %d ms: %s); recovered at ≤ %.1f ms; last window %.1f ms over %d requests\n",
-			p.Concurrency, p.ConcurrencyBasis, p.P95BeforeScaleOutMs, p.PeakP95BeforeInServiceMs, p.SLOTTFABMs,
-			map[bool]string{true: "past it", false: "NEVER PAST IT: no recovery to measure"}[p.ExceededSLOBeforeInService], p.RecoveryThresholdMs, p.P95LastWindowMs, p.SamplesLastWindow)
-		if p.NewInstance != "" {
-			fmt.Fprintf(&b, "new instance: %s (before the scale-out: %s)\n", p.NewInstance, strings.Join(p.InstancesBeforeScaleOut, ", "))
-		}
-	}
-	if pl := t.Polling; pl != nil && len(pl.Throttled) > 0 {
-		total := 0.0
-		for _, e := range pl.Throttled {
-			total += e.WaitS
-		}
-		fmt.Fprintf(&b, "throttled: %d read(s), %.1f s of back-off in all\n", len(pl.Throttled), total)
-	}
-	if len(t.MissingStages) > 0 {
-		fmt.Fprintf(&b, "missing stages: %s\n", strings.Join(t.MissingStages, ", "))
-	}
-	if t.IncompleteReason != "" {
-		fmt.Fprintf(&b, "why: %s\n", t.IncompleteReason)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// formatTTotal prints T_total with its uncertainty, to the precision the uncertainty allows: "283 s ± 2 s",
-// "14.2 s ± 0.9 s"; without a recorded uncertainty, to a tenth of a second, saying so; ending on a stage no
-// poll delays (a partial run's first_served_by_new_instance or a container line), to the hundredth.
-func formatTTotal(t *capacity.TTotal) string {
-	if t.TTotalUncertaintyS == nil {
-		return fmt.Sprintf("%.1f s (uncertainty not recorded)", t.TTotalS)
-	}
-	u := *t.TTotalUncertaintyS
-	switch {
-	case u == 0:
-		return fmt.Sprintf("%.2f s (it ends on %s, a time no poll delays)", t.TTotalS, t.Timeline[len(t.Timeline)-1].Stage)
-	case u >= 1:
-		return fmt.Sprintf("%.0f s ± %.0f s", t.TTotalS, math.Ceil(u))
-	case u >= 0.1:
-		return fmt.Sprintf("%.1f s ± %.1f s", t.TTotalS, math.Ceil(u*10)/10)
-	default:
-		return fmt.Sprintf("%.2f s ± %.2f s", t.TTotalS, math.Ceil(u*100)/100)
-	}
+	return o.TTotal.Run(ctx)
 }

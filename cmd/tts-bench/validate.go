@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 )
 
@@ -44,7 +45,7 @@ type validateOpts struct {
 	env               awsenv.Settings
 	stdout, stderr    io.Writer
 	// clients makes the clients for the configuration of env (cloud.NewClients when nil).
-	clients clientFactory
+	clients measure.ClientFactory
 
 	model models.Model
 	plan  *capacity.Plan
@@ -119,7 +120,7 @@ func (o *validateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl := clientsFor(o.clients, cfg)
+	cl := measure.ClientsFor(o.clients, cfg)
 	checks, err := cloud.ValidateScaling(ctx, cl.Validate(), spec)
 	if err != nil {
 		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)

@@ -59,7 +59,7 @@ func violations(pkgs []pkg) []string {
 				}
 			}
 		}
-		if p.path == module+"/cmd/tts-bench" {
+		if p.path == module+"/cmd/tts-bench" || p.path == module+"/measure" {
 			for _, i := range p.imports {
 				if strings.HasPrefix(i, "github.com/aws/aws-sdk-go-v2/service/") {
 					out = append(out, p.path+" imports "+i+": reach AWS through cloud (cloud.Clients)")

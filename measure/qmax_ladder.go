@@ -1,12 +1,9 @@
-package main
+package measure
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/speech-infra/speech-infra/capacity"
 )
 
 // DefaultLadder is the staircase of the original proof of value (docs/design.md, "The original"): the
@@ -25,28 +22,9 @@ const (
 	DefaultMeasureWindow = 60 * time.Second
 	// DefaultSettle is how long a step runs before its hold starts, discarded.
 	DefaultSettle = 30 * time.Second
-	// maxStepDuration bounds settle and hold each: a day.
-	maxStepDuration = 24 * time.Hour
 )
 
-// parseLadder reads "1,5,10": distinct positive concurrencies in increasing order.
-func parseLadder(s string) ([]int, error) {
-	var steps []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 1 || n > capacity.MaxConcurrency {
-			return nil, fmt.Errorf("%q is not a concurrency: want whole numbers from 1 to %d separated by commas, e.g. --ladder 1,2,4,8", part, capacity.MaxConcurrency)
-		}
-		if len(steps) > 0 && n <= steps[len(steps)-1] {
-			return nil, fmt.Errorf("%d follows %d: list each concurrency once, in increasing order, e.g. --ladder 1,2,4,8", n, steps[len(steps)-1])
-		}
-		steps = append(steps, n)
-	}
-	return steps, nil
-}
-
-func joinInts(xs []int) string {
+func JoinInts(xs []int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = strconv.Itoa(x)

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"context"
@@ -13,42 +13,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/cloud/cloudtest"
-	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
-// The journal records the command line the application was run with, not the process's os.Args (a
-// test running the command in process must not record the test binary's flags).
-func TestProcessEnvRecordsTheCommandLineRunWasGiven(t *testing.T) {
-	var got runEnv
-	app := &cli.App{Name: "tts-bench", Commands: []*cli.Command{{
-		Name:  "qmax",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "model"}},
-		Action: func(c *cli.Context) error {
-			got = processEnv(c)
-			return nil
-		},
-	}}}
-	if err := cliflags.Run(context.Background(), app, []string{"/somewhere/bin/tts-bench", "qmax", "--model", "espeak-ng"}); err != nil {
-		t.Fatal(err)
-	}
-	if want := "tts-bench qmax --model espeak-ng"; got.commandLine != want {
-		t.Errorf("command line = %q, want %q", got.commandLine, want)
-	}
-	if got.clients == nil || got.notify == nil {
-		t.Error("processEnv left the client factory or the signals unset")
-	}
-}
-
-// notifySignals relays SIGTERM until stopped.
+// NotifySignals relays SIGTERM until stopped.
 func TestNotifySignalsRelaysSIGTERM(t *testing.T) {
 	c := make(chan os.Signal, 1)
-	stop := notifySignals(c)
+	stop := NotifySignals(c)
 	defer stop()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -73,12 +48,12 @@ func TestSessionWorksThroughTheInjectedClients(t *testing.T) {
 			return &sagemaker.ListTagsOutput{Tags: []smtypes.Tag{{Key: aws.String(cloud.MarkerTagKey), Value: aws.String(other.Value())}}}, nil
 		},
 	}
-	env := runEnv{clients: func(cfg aws.Config) cloud.Clients {
+	env := Env{Clients: func(cfg aws.Config) cloud.Clients {
 		gotCfg = cfg
 		return cloud.Clients{SageMaker: sm}
 	}}
 	sess, err := newSession(context.Background(), "qmax", "espeak-ng", "speech-espeak-ng", "AllTraffic", t.TempDir(),
-		awsenv.Settings{Region: "eu-west-1"}, env, io.Discard)
+		awsenv.Settings{Region: "eu-west-1"}.Config, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

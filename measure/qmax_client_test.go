@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestWatchClient(t *testing.T) {
 	if !(busy.CPUCores > 0.05) || !(idle.CPUCores < busy.CPUCores) || busy.LagMaxMs < busy.LagP99Ms || busy.LagMaxMs <= 0 {
 		t.Errorf("busy %+v, idle %+v: want CPU time seen while busy, less idle, and the lag measured (max ≥ p99) (%d)", busy, idle, x)
 	}
-	o := &qmaxOpts{maxClientCPU: 0.8, maxClientLag: 50 * time.Millisecond}
+	o := &QMax{MaxClientCPU: 0.8, MaxClientLag: 50 * time.Millisecond}
 	if why := o.judgeClient(clientUse{CPUCores: 0.9, LagP99Ms: 10}); !strings.Contains(why, "used 0.90 of a core, above --max-client-cpu 0.80") {
 		t.Errorf("0.9 cores: %q", why)
 	}
@@ -52,10 +52,10 @@ func TestQMaxClientBoundStepIsUnusable(t *testing.T) {
 	}))
 	defer srv.Close()
 	var stderr bytes.Buffer
-	o := &qmaxOpts{stderr: &stderr, slo: time.Second, maxClientCPU: 1e-9, maxClientLag: time.Hour}
+	o := &QMax{Stderr: &stderr, SLO: time.Second, MaxClientCPU: 1e-9, MaxClientLag: time.Hour}
 	cfg := bench.DefaultConfig()
 	cfg.Settle, cfg.Hold, cfg.Measure, cfg.RequestTimeout, cfg.Grace = 0, time.Second, time.Second, 2*time.Second, 2*time.Second
-	cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.slo, time.Second, 5
+	cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.SLO, time.Second, 5
 	cfg.Transport, cfg.Corpus, cfg.RunID = bench.NewHTTP(srv.URL), bench.DefaultCorpus(), "client-test"
 	r := &qmaxRun{o: o, cfg: cfg, view: newLineView(&stderr, time.Hour), cwMax: map[int]float64{}, cwOuter: map[int]bool{},
 		remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}}

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"compress/gzip"
@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
@@ -44,9 +45,92 @@ const (
 	metricPoll = 15 * time.Second
 )
 
+// QMax is one measurement of Q_max, as tts-bench qmax's Validate resolved it from the command line: the model,
+// the staircase, the judgement, the transport and where the artifact, records and charts go.
+type QMax struct {
+	MinRequests          int
+	MaxClientCPU         float64
+	MaxClientLag         time.Duration
+	Settle, Hold, Window time.Duration
+	RequestTimeout       time.Duration
+	Transport, URL       string
+	Refine, Force        bool
+	Resume               bool
+	Output               string
+	JournalDir           string
+	RateSettle, RateHold *time.Duration
+	RateWindow           *time.Duration
+	Seed                 uint64
+	Format               string
+	// AWSConfig loads the AWS configuration of --local, --region and --profile (awsenv.Settings.Config);
+	// Emulator says it is the local emulator's (--local).
+	AWSConfig      func(context.Context) (aws.Config, error)
+	Emulator       bool
+	Stdout, Stderr io.Writer
+	// Env is the client factory, the signals and the command line of the process.
+	Env Env
+
+	Model                  models.Model
+	Ladder                 bench.Staircase
+	SLO, StallBudget       time.Duration
+	Corpus                 *bench.Corpus
+	RecordsPath, ChartPath string
+	RateChartPath          string
+	ContainerDigest        string
+	RateFractions          []float64
+}
+
+// Endpoint is the endpoint the run measures (or, with --transport http, the URL).
+func (o *QMax) Endpoint() string {
+	if o.Transport == capacity.TransportHTTP {
+		return o.URL
+	}
+	return o.Model.EndpointName()
+}
+
+// EngineConfig is the bench configuration of the run, without transport and records.
+func (o *QMax) EngineConfig(runID string) bench.Config {
+	cfg := bench.DefaultConfig()
+	cfg.Settle, cfg.Hold, cfg.Measure = o.Settle, o.Hold, o.Window
+	cfg.RequestTimeout, cfg.Grace = o.RequestTimeout, o.RequestTimeout
+	cfg.SLO, cfg.SLOPercentile = o.SLO, o.Model.SLO.Percentile
+	cfg.StallBudget = o.StallBudget
+	cfg.MinRequests = o.MinRequests
+	cfg.Corpus, cfg.RunID, cfg.Seed = o.Corpus, runID, o.Seed
+	return cfg
+}
+
+// qmaxDriftOptions check the endpoint against the measurement configuration qmax needs: no scaling target,
+// policies or alarms that could move the instance count, no suspension or journal left by an earlier run,
+// the endpoint InService.
+func qmaxDriftOptions(o *QMax) cloud.DriftOptions {
+	return cloud.DriftOptions{
+		Model: o.Model.ID, Endpoint: o.Endpoint(), Variant: models.VariantName, JournalDir: o.JournalDir,
+		CatalogInstances: int32(o.Model.InitialInstanceCount),
+		NoPlanReasons:    []string{"qmax measures one pinned instance in the measurement configuration (no scaling)"},
+	}
+}
+
+// DurationBound is the longest the run can take by its plan: every step of the worst-case ladder and of
+// --refine, each measured twice (a doubled window), and every rate step twice with its request timeout. The
+// measurement marker expires cloud.MarkerMargin after it.
+func (o *QMax) DurationBound() time.Duration {
+	cfg := o.EngineConfig("bound")
+	steps := len(o.Ladder.WorstCase())
+	if o.Refine {
+		steps += o.Ladder.MostRefineSteps()
+	}
+	d := time.Duration(steps) * 2 * cfg.StepDuration()
+	if n := len(o.RateFractions); n > 0 {
+		rs, rh, _ := o.RateWindows()
+		d += time.Duration(n) * 2 * (rs + rh + cfg.RequestTimeout)
+	}
+	return d
+}
+
 // qmaxRun is the state of one measurement run.
 type qmaxRun struct {
-	o       *qmaxOpts
+	o       *QMax
 	runID   string
 	started time.Time
 	// instanceType is what the endpoint config deploys ("local" on the emulator and for --transport http).
@@ -78,69 +162,66 @@ type qmaxRun struct {
 	littleWarned map[int]bool
 }
 
-// Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
-func (o *qmaxOpts) Execute(ctx context.Context) error {
-	if o.dryRun {
-		return o.printPlan(o.stdout)
-	}
-	if err := probeWritable(filepath.Dir(o.output)); err != nil {
-		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
+// Run measures Q_max: the staircase, the rate staircase, then records, charts and artifact.
+func (o *QMax) Run(ctx context.Context) error {
+	if err := probeWritable(filepath.Dir(o.Output)); err != nil {
+		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.Output, err))
 	}
 	r := &qmaxRun{o: o, runID: newRunID(), started: time.Now().UTC(), cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}, instanceType: models.LocalInstanceType}
-	r.cfg = o.engineConfig(r.runID)
+	r.cfg = o.EngineConfig(r.runID)
 	var resume *resumeState
-	if o.resume {
+	if o.Resume {
 		st, err := o.loadResume(r.cfg.Judge())
 		if err != nil {
-			return exitcode.Usage(fmt.Errorf("qmax %s: %w", o.model.ID, err))
+			return exitcode.Usage(fmt.Errorf("qmax %s: %w", o.Model.ID, err))
 		}
 		resume = st
 	}
-	tmp, err := atomicfile.Create(o.recordsPath, 0o644)
+	tmp, err := atomicfile.Create(o.RecordsPath, 0o644)
 	if err != nil {
-		return exitcode.Usage(fmt.Errorf("--output %s: create the records file: %w: choose another --output", o.output, err))
+		return exitcode.Usage(fmt.Errorf("--output %s: create the records file: %w: choose another --output", o.Output, err))
 	}
 	r.records, r.recordsHash = tmp, sha256.New()
 	defer r.discardRecords()
 	if resume != nil {
 		if err := r.takeOver(resume, io.MultiWriter(tmp, r.recordsHash)); err != nil {
-			return exitcode.Usage(fmt.Errorf("--output %s: copy the partial run's records: %w", o.output, err))
+			return exitcode.Usage(fmt.Errorf("--output %s: copy the partial run's records: %w", o.Output, err))
 		}
-		fmt.Fprintf(o.stderr, "qmax %s: resuming run %s after %d finished step(s) and %d rate step(s)\n", o.model.ID, r.runID, len(r.steps), len(r.rateSteps))
+		fmt.Fprintf(o.Stderr, "qmax %s: resuming run %s after %d finished step(s) and %d rate step(s)\n", o.Model.ID, r.runID, len(r.steps), len(r.rateSteps))
 	}
 	r.gz = gzip.NewWriter(io.MultiWriter(tmp, r.recordsHash))
 	r.cfg.Records = r.gz
 
-	if o.transport == capacity.TransportHTTP {
-		if err := pingContainer(ctx, o.url); err != nil {
-			return exitcode.CheckFailedf("qmax %s: %w: start the container (speech-container serve) or correct --url; nothing was measured", o.model.ID, err)
+	if o.Transport == capacity.TransportHTTP {
+		if err := pingContainer(ctx, o.URL); err != nil {
+			return exitcode.CheckFailedf("qmax %s: %w: start the container (speech-container serve) or correct --url; nothing was measured", o.Model.ID, err)
 		}
-		r.cfg.Transport = bench.NewHTTP(o.url)
-		fmt.Fprintf(o.stderr, "qmax %s: measuring the container at %s directly (no endpoint, no AWS call)\n", o.model.ID, o.url)
+		r.cfg.Transport = bench.NewHTTP(o.URL)
+		fmt.Fprintf(o.Stderr, "qmax %s: measuring the container at %s directly (no endpoint, no AWS call)\n", o.Model.ID, o.URL)
 		return r.measureAndWrite(ctx)
 	}
 
-	sess, err := newSession(ctx, "qmax", o.model.ID, o.endpoint(), models.VariantName, o.journalDir, o.aws, o.env, o.stderr)
+	sess, err := newSession(ctx, "qmax", o.Model.ID, o.Endpoint(), models.VariantName, o.JournalDir, o.AWSConfig, o.Env, o.Stderr)
 	if err != nil {
 		return err
 	}
 	r.cw = sess.cl.CloudWatch
-	r.cfg.Transport = measuringStreamTransport(sess.cl, o.endpoint())
+	r.cfg.Transport = measuringStreamTransport(sess.cl, o.Endpoint())
 	if err := o.preflight(ctx, sess); err != nil {
 		return err
 	}
-	if st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.endpoint(), models.VariantName); err == nil {
+	if st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.Endpoint(), models.VariantName); err == nil {
 		if spec, _, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output); err == nil && spec.InstanceType != "" {
 			r.instanceType = spec.InstanceType
 		}
 	}
 
-	fmt.Fprintf(o.stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.model.ID, o.endpoint(), models.VariantName)
-	frozen, err := sess.freeze(ctx, r.runID, o.env.commandLine, 1, o.durationBound(), o.force)
+	fmt.Fprintf(o.Stderr, "qmax %s: writing the journal, suspending dynamic scaling and pinning %s/%s to 1 instance\n", o.Model.ID, o.Endpoint(), models.VariantName)
+	frozen, err := sess.freeze(ctx, r.runID, o.Env.CommandLine, 1, o.DurationBound(), o.Force)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.stderr, "qmax %s: frozen (journal %s)\n", o.model.ID, frozen.Path)
+	fmt.Fprintf(o.Stderr, "qmax %s: frozen (journal %s)\n", o.Model.ID, frozen.Path)
 	runErr := r.measureAndWrite(ctx)
 	restoreErr := sess.restore(frozen)
 	return errors.Join(runErr, restoreErr)
@@ -148,44 +229,44 @@ func (o *qmaxOpts) Execute(ctx context.Context) error {
 
 // preflight refuses a measurement that cannot be trusted: drift errors (unless --force), an endpoint that
 // is not InService, a queue bound that would reject part of the ladder.
-func (o *qmaxOpts) preflight(ctx context.Context, sess *session) error {
-	if err := sess.checkDrift(ctx, qmaxDriftOptions(o), o.force, "a measurement now would not measure one pinned, undisturbed instance"); err != nil {
+func (o *QMax) preflight(ctx context.Context, sess *session) error {
+	if err := sess.checkDrift(ctx, qmaxDriftOptions(o), o.Force, "a measurement now would not measure one pinned, undisturbed instance"); err != nil {
 		return err
 	}
-	st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.endpoint(), models.VariantName)
+	st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, o.Endpoint(), models.VariantName)
 	if err != nil {
 		if cloud.IsNotFound(err) {
-			return exitcode.CheckFailedf("qmax %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, o.endpoint(), o.model.ID)
+			return exitcode.CheckFailedf("qmax %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.Model.ID, o.Endpoint(), o.Model.ID)
 		}
-		return fmt.Errorf("qmax %s: describe endpoint %s: %w", o.model.ID, o.endpoint(), err)
+		return fmt.Errorf("qmax %s: describe endpoint %s: %w", o.Model.ID, o.Endpoint(), err)
 	}
 	if !st.InService {
-		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, o.endpoint(), st.Status)
+		return exitcode.CheckFailedf("qmax %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.Model.ID, o.Endpoint(), st.Status)
 	}
 	spec, model, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output)
 	if err != nil {
-		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+		return fmt.Errorf("qmax %s: %w", o.Model.ID, err)
 	}
 	return o.checkQueue(spec.Environment, model)
 }
 
 // checkQueue refuses a container whose queue shield would answer part of the ladder with 503s: the
 // staircase would measure the shield, not the instance.
-func (o *qmaxOpts) checkQueue(env map[string]string, model string) error {
+func (o *QMax) checkQueue(env map[string]string, model string) error {
 	raw, ok := env["QUEUE_MAX_DEPTH"]
 	if !ok {
-		return exitcode.CheckFailedf("qmax %s: the model %s sets no QUEUE_MAX_DEPTH, so its queue bound is unknown: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0: speech-infra deploy %s without a plan)", o.model.ID, model, o.model.ID)
+		return exitcode.CheckFailedf("qmax %s: the model %s sets no QUEUE_MAX_DEPTH, so its queue bound is unknown: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0: speech-infra deploy %s without a plan)", o.Model.ID, model, o.Model.ID)
 	}
 	depth, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || depth < 0 {
-		return exitcode.CheckFailedf("qmax %s: the model %s sets QUEUE_MAX_DEPTH=%q, not a depth: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0)", o.model.ID, model, raw)
+		return exitcode.CheckFailedf("qmax %s: the model %s sets QUEUE_MAX_DEPTH=%q, not a depth: deploy in the measurement configuration (QUEUE_MAX_DEPTH=0)", o.Model.ID, model, raw)
 	}
-	reach := o.lad.WorstCase()
+	reach := o.Ladder.WorstCase()
 	top := reach[len(reach)-1]
 	if depth > 0 && depth < top {
 		return exitcode.CheckFailedf("qmax %s: the container of %s admits at most QUEUE_MAX_DEPTH=%d requests and answers more with 503, but the ladder reaches concurrency %d: "+
 			"the staircase would measure the shield, not the instance: deploy without a plan, in the measurement configuration QUEUE_MAX_DEPTH=0 (move artifacts/%s/plan.json aside and run speech-infra deploy %s), or keep the ladder at or below %d (--ladder, --max-concurrency)",
-			o.model.ID, model, depth, top, o.model.ID, o.model.ID, depth)
+			o.Model.ID, model, depth, top, o.Model.ID, o.Model.ID, depth)
 	}
 	return nil
 }
@@ -194,7 +275,7 @@ func (o *qmaxOpts) checkQueue(env map[string]string, model string) error {
 // artifact. An interrupted or failed run writes no artifact.
 func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
 	o := r.o
-	r.view = newStepView(o.stderr)
+	r.view = newStepView(o.Stderr)
 	err := r.staircase(ctx)
 	if err == nil {
 		err = r.rateStaircase(ctx)
@@ -208,19 +289,19 @@ func (r *qmaxRun) measureAndWrite(ctx context.Context) error {
 			err = ctx.Err()
 		}
 		if len(r.steps) == 0 {
-			return fmt.Errorf("qmax %s: %s before the first step finished: no artifact written: %w", o.model.ID, why, err)
+			return fmt.Errorf("qmax %s: %s before the first step finished: no artifact written: %w", o.Model.ID, why, err)
 		}
 		if werr := r.write(true); werr != nil {
-			return fmt.Errorf("qmax %s: %s after %d step(s) and %d rate step(s): %w; the partial artifact could not be written: %w", o.model.ID, why, len(r.steps), len(r.rateSteps), err, werr)
+			return fmt.Errorf("qmax %s: %s after %d step(s) and %d rate step(s): %w; the partial artifact could not be written: %w", o.Model.ID, why, len(r.steps), len(r.rateSteps), err, werr)
 		}
 		return fmt.Errorf("qmax %s: %s after %d step(s) and %d rate step(s): wrote the partial artifact %s (complete: false; plan refuses it): run the same command with --resume to finish it: %w",
-			o.model.ID, why, len(r.steps), len(r.rateSteps), o.output, err)
+			o.Model.ID, why, len(r.steps), len(r.rateSteps), o.Output, err)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("qmax %s: interrupted after %d step(s) and %d rate step(s): no artifact written: %w", o.model.ID, len(r.steps), len(r.rateSteps), ctx.Err())
+			return fmt.Errorf("qmax %s: interrupted after %d step(s) and %d rate step(s): no artifact written: %w", o.Model.ID, len(r.steps), len(r.rateSteps), ctx.Err())
 		}
-		return fmt.Errorf("qmax %s: %w: no artifact written", o.model.ID, err)
+		return fmt.Errorf("qmax %s: %w: no artifact written", o.Model.ID, err)
 	}
 	r.awaitMetrics(ctx)
 	return r.write(false)
@@ -234,7 +315,7 @@ var errLostConnection = errors.New("lost the connection to the endpoint")
 func (r *qmaxRun) staircase(ctx context.Context) error {
 	var passedInOrder []int
 	for {
-		c, ok := r.o.lad.Next(passedInOrder)
+		c, ok := r.o.Ladder.Next(passedInOrder)
 		if !ok {
 			break
 		}
@@ -250,7 +331,7 @@ func (r *qmaxRun) staircase(ctx context.Context) error {
 		}
 		passedInOrder = append(passedInOrder, c)
 	}
-	if !r.o.refine {
+	if !r.o.Refine {
 		return nil
 	}
 	for {
@@ -368,7 +449,7 @@ func (r *qmaxRun) readConcurrency(ctx context.Context, s bench.StepResult, late 
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.endpoint(), models.VariantName, start, end)
+	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.Endpoint(), models.VariantName, start, end)
 	if err != nil {
 		r.warn(fmt.Sprintf("step at concurrency %d: %v", s.Concurrency, err))
 		return
@@ -406,18 +487,18 @@ func (r *qmaxRun) awaitMetrics(ctx context.Context) {
 				for _, s := range missing {
 					cs = append(cs, s.Concurrency)
 				}
-				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the step(s) at concurrency %s within %s: their CloudWatch ratio is not recorded (the plan then assumes 1)", joinInts(cs), metricWait))
+				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the step(s) at concurrency %s within %s: their CloudWatch ratio is not recorded (the plan then assumes 1)", JoinInts(cs), metricWait))
 			}
 			if len(missingRate) > 0 {
 				var is []int
 				for _, s := range missingRate {
 					is = append(is, s.ID.Index+1)
 				}
-				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the rate step(s) %s within %s: their cloudwatch_max_10s is not recorded", joinInts(is), metricWait))
+				r.warn(fmt.Sprintf("ConcurrentRequestsPerModel had no datapoint for the rate step(s) %s within %s: their cloudwatch_max_10s is not recorded", JoinInts(is), metricWait))
 			}
 			return
 		}
-		fmt.Fprintf(r.o.stderr, "qmax %s: waiting for CloudWatch to publish ConcurrentRequestsPerModel for %d step(s)\n", r.o.model.ID, len(missing)+len(missingRate))
+		fmt.Fprintf(r.o.Stderr, "qmax %s: waiting for CloudWatch to publish ConcurrentRequestsPerModel for %d step(s)\n", r.o.Model.ID, len(missing)+len(missingRate))
 		select {
 		case <-ctx.Done():
 			return
@@ -443,7 +524,7 @@ func ceilTime(t time.Time, d time.Duration) time.Time {
 // warn prints a warning now and keeps it for the summary.
 func (r *qmaxRun) warn(msg string) {
 	r.warnings = append(r.warnings, msg)
-	fmt.Fprintf(r.o.stderr, "qmax %s: warning: %s\n", r.o.model.ID, msg)
+	fmt.Fprintf(r.o.Stderr, "qmax %s: warning: %s\n", r.o.Model.ID, msg)
 }
 
 // artifact folds the steps into the qmax artifact (capacity.NewQMax; records digest and name set by write)
@@ -451,9 +532,9 @@ func (r *qmaxRun) warn(msg string) {
 func (r *qmaxRun) artifact() *capacity.QMax {
 	o := r.o
 	run := capacity.QMaxRun{
-		Model: o.model.ID, Endpoint: o.endpoint(), InstanceType: r.instanceType, Emulator: o.aws.Local, ModelRevision: o.model.Revision(),
-		ContainerDigest: o.containerDigest, Transport: o.transport, RunID: r.runID,
-		SLOTTFABMs: int(o.slo / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile,
+		Model: o.Model.ID, Endpoint: o.Endpoint(), InstanceType: r.instanceType, Emulator: o.Emulator, ModelRevision: o.Model.Revision(),
+		ContainerDigest: o.ContainerDigest, Transport: o.Transport, RunID: r.runID,
+		SLOTTFABMs: int(o.SLO / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile,
 		StartedAt: r.started, EndedAt: time.Now().UTC(), CloudWatchPeriod: cloud.ConcurrencyPeriod,
 	}
 	for _, s := range r.steps {
@@ -493,66 +574,66 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 func (r *qmaxRun) write(partial bool) error {
 	o := r.o
 	if err := r.gz.Close(); err != nil {
-		return fmt.Errorf("qmax %s: compress the records: %w", o.model.ID, err)
+		return fmt.Errorf("qmax %s: compress the records: %w", o.Model.ID, err)
 	}
 	q := r.artifact()
 	complete := !partial
 	q.Complete, q.Settings = &complete, o.settings()
-	q.RecordsFile, q.RecordsSHA256 = baseName(o.recordsPath), "sha256:"+hex.EncodeToString(r.recordsHash.Sum(nil))
+	q.RecordsFile, q.RecordsSHA256 = baseName(o.RecordsPath), "sha256:"+hex.EncodeToString(r.recordsHash.Sum(nil))
 	if err := r.keepRecords(); err != nil {
-		return exitcode.Usage(fmt.Errorf("qmax %s: write the records: %w: choose another --output", o.model.ID, err))
+		return exitcode.Usage(fmt.Errorf("qmax %s: write the records: %w: choose another --output", o.Model.ID, err))
 	}
-	fmt.Fprintf(o.stderr, "qmax %s: wrote %d step(s) of records to %s\n", o.model.ID, len(r.steps), o.recordsPath)
+	fmt.Fprintf(o.Stderr, "qmax %s: wrote %d step(s) of records to %s\n", o.Model.ID, len(r.steps), o.RecordsPath)
 	svg, err := renderChartSVG(chartOf(q, r.steps, r.cfg))
 	if err != nil {
-		return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+		return fmt.Errorf("qmax %s: %w", o.Model.ID, err)
 	}
-	if err := capacity.WriteFileAtomic(o.chartPath, svg); err != nil {
-		return exitcode.Usage(fmt.Errorf("qmax %s: write the chart: %w: choose another --output", o.model.ID, err))
+	if err := capacity.WriteFileAtomic(o.ChartPath, svg); err != nil {
+		return exitcode.Usage(fmt.Errorf("qmax %s: write the chart: %w: choose another --output", o.Model.ID, err))
 	}
-	fmt.Fprintf(o.stderr, "qmax %s: wrote the staircase chart to %s\n", o.model.ID, o.chartPath)
+	fmt.Fprintf(o.Stderr, "qmax %s: wrote the staircase chart to %s\n", o.Model.ID, o.ChartPath)
 	if len(q.RateSteps) > 0 {
 		svg, err := renderRateChartSVG(q)
 		if err != nil {
-			return fmt.Errorf("qmax %s: %w", o.model.ID, err)
+			return fmt.Errorf("qmax %s: %w", o.Model.ID, err)
 		}
-		if err := capacity.WriteFileAtomic(o.rateChartPath, svg); err != nil {
-			return exitcode.Usage(fmt.Errorf("qmax %s: write the rate chart: %w: choose another --output", o.model.ID, err))
+		if err := capacity.WriteFileAtomic(o.RateChartPath, svg); err != nil {
+			return exitcode.Usage(fmt.Errorf("qmax %s: write the rate chart: %w: choose another --output", o.Model.ID, err))
 		}
-		fmt.Fprintf(o.stderr, "qmax %s: wrote the rate staircase chart to %s\n", o.model.ID, o.rateChartPath)
+		fmt.Fprintf(o.Stderr, "qmax %s: wrote the rate staircase chart to %s\n", o.Model.ID, o.RateChartPath)
 	}
 	if partial {
 		if errs := q.VerifyPartial(); len(errs) > 0 {
 			return fmt.Errorf("the partial artifact does not verify: %w", errors.Join(errs...))
 		}
-		if err := capacity.WriteJSON(o.output, q); err != nil {
+		if err := capacity.WriteJSON(o.Output, q); err != nil {
 			return fmt.Errorf("%w: choose another --output", err)
 		}
-		fmt.Fprintf(o.stderr, "qmax %s: wrote the partial artifact %s (%d finished step(s), complete: false)\n", o.model.ID, o.output, len(q.Steps))
+		fmt.Fprintf(o.Stderr, "qmax %s: wrote the partial artifact %s (%d finished step(s), complete: false)\n", o.Model.ID, o.Output, len(q.Steps))
 		return nil
 	}
 	if q.QMax < 1 {
 		return exitcode.CheckFailedf("qmax %s: no step met the SLO (p%d TTFAB ≤ %d ms, p95 stall ≤ %s): no artifact written: lower the first step of the ladder, relax the SLO or choose a larger instance",
-			o.model.ID, q.SLOPercentile, q.SLOTTFABMs, r.cfg.StallBudget+r.cfg.StallJitter)
+			o.Model.ID, q.SLOPercentile, q.SLOTTFABMs, r.cfg.StallBudget+r.cfg.StallJitter)
 	}
 	if errs := q.Verify(); len(errs) > 0 {
-		return fmt.Errorf("qmax %s: the measured artifact does not verify (a bug in tts-bench: report it with the records %s): %w", o.model.ID, o.recordsPath, errors.Join(errs...))
+		return fmt.Errorf("qmax %s: the measured artifact does not verify (a bug in tts-bench: report it with the records %s): %w", o.Model.ID, o.RecordsPath, errors.Join(errs...))
 	}
-	if err := capacity.WriteJSON(o.output, q); err != nil {
-		return exitcode.Usage(fmt.Errorf("qmax %s: %w: choose another --output", o.model.ID, err))
+	if err := capacity.WriteJSON(o.Output, q); err != nil {
+		return exitcode.Usage(fmt.Errorf("qmax %s: %w: choose another --output", o.Model.ID, err))
 	}
-	if o.format == "json" {
+	if o.Format == "json" {
 		var data []byte
 		if data, err = capacity.MarshalArtifact(q); err == nil {
-			_, err = o.stdout.Write(data)
+			_, err = o.Stdout.Write(data)
 		}
 	} else {
-		err = renderQMaxSummary(o.stdout, q)
+		err = RenderQMaxSummary(o.Stdout, q)
 	}
 	if err != nil {
 		return fmt.Errorf("print the summary: %w", err)
 	}
-	fmt.Fprintf(o.stderr, "qmax %s: wrote %s (Q_max %d by TTFAB and stall; by TTFAB alone %s)\n", o.model.ID, o.output, q.QMax, ttfabOnlyQMax(q))
+	fmt.Fprintf(o.Stderr, "qmax %s: wrote %s (Q_max %d by TTFAB and stall; by TTFAB alone %s)\n", o.Model.ID, o.Output, q.QMax, ttfabOnlyQMax(q))
 	return nil
 }
 
@@ -590,8 +671,8 @@ func chartOf(q *capacity.QMax, steps []bench.StepResult, cfg bench.Config) stair
 	return c
 }
 
-// renderQMaxSummary prints the staircase and Q_max for humans (stdout).
-func renderQMaxSummary(w io.Writer, q *capacity.QMax) error {
+// RenderQMaxSummary prints the staircase and Q_max for humans (stdout).
+func RenderQMaxSummary(w io.Writer, q *capacity.QMax) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Q_max of %s on %s over %s: %d by p%d TTFAB and p95 stall, the one the plan uses", q.Model, q.InstanceType, q.Transport, q.QMax, q.SLOPercentile)
 	if q.BracketLowestFail > 0 {

@@ -1,30 +1,13 @@
-package main
+package measure
 
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the view's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestLiveStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -61,7 +44,7 @@ func TestLiveStatus(t *testing.T) {
 const viewHangBound = time.Minute
 
 func TestLineView(t *testing.T) {
-	var out syncBuffer
+	var out measuretest.SyncBuffer
 	v := newLineView(&out, 20*time.Millisecond)
 	v.StartStep(1, 4, time.Second)
 	v.Update(stepStatus{Phase: "hold", Completed: 1, TTFABP95Ms: 120})
@@ -86,7 +69,7 @@ func TestLineView(t *testing.T) {
 }
 
 func TestBarView(t *testing.T) {
-	var out syncBuffer
+	var out measuretest.SyncBuffer
 	v := newBarView(&out, true)
 	v.StartStep(3, 10, 300*time.Millisecond)
 	v.Update(stepStatus{Phase: "measure", Completed: 1, TTFABP95Ms: 250, StallP95Ms: 12})

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"context"
@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
-	"github.com/speech-infra/speech-infra/cloud/awsenv"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 )
 
@@ -34,64 +32,50 @@ type session struct {
 	notify func(chan<- os.Signal) (stop func())
 }
 
-// runEnv is what a measuring command (qmax, ttotal) takes from its process, injected through its options as
+// Env is what a measuring command (qmax, ttotal) takes from its process, injected through its options as
 // cli/cli injects its client factory, so that a test can replace any part of it. The zero value means the
 // process's: cloud.NewClients, SIGINT and SIGTERM, no command line.
-type runEnv struct {
+type Env struct {
 	// clients makes the clients for the AWS configuration of --local, --region, --profile.
-	clients clientFactory
+	Clients ClientFactory
 	// notify relays the signals that interrupt a restore to c until stop is called.
-	notify func(c chan<- os.Signal) (stop func())
+	Notify func(c chan<- os.Signal) (stop func())
 	// commandLine is the command line the journal records, so that tts-bench drift can name the run.
-	commandLine string
+	CommandLine string
 }
 
-// processEnv is the runEnv of the process running c: the SDK's clients, SIGINT and SIGTERM, and the
-// command line the application was run with (its name, then the root context's arguments: the command with
-// its flags and arguments, as cliflags.Run passed them), not the process's os.Args.
-func processEnv(c *cli.Context) runEnv {
-	// The application's context is the outermost with a command (urfave/cli puts a bare one around it).
-	var root *cli.Context
-	for _, l := range c.Lineage() {
-		if l.Command != nil {
-			root = l
-		}
-	}
-	line := strings.Join(append([]string{c.App.Name}, root.Args().Slice()...), " ")
-	return runEnv{clients: cloud.NewClients, notify: notifySignals, commandLine: line}
-}
-
-// notifySignals relays SIGINT and SIGTERM to c until stop.
-func notifySignals(c chan<- os.Signal) (stop func()) {
+// NotifySignals relays SIGINT and SIGTERM to c until stop.
+func NotifySignals(c chan<- os.Signal) (stop func()) {
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
 	return func() { signal.Stop(c) }
 }
 
-// clientFactory makes the clients a command works through for an AWS configuration: cloud.NewClients, or in
+// ClientFactory makes the clients a command works through for an AWS configuration: cloud.NewClients, or in
 // a test one that hands out cloudtest doubles (cli/cli's injected factory, karpenter's fake provider).
-type clientFactory func(aws.Config) cloud.Clients
+type ClientFactory func(aws.Config) cloud.Clients
 
-// clientsFor makes the clients for cfg with factory, or with cloud.NewClients when factory is nil.
-func clientsFor(factory clientFactory, cfg aws.Config) cloud.Clients {
+// ClientsFor makes the clients for cfg with factory, or with cloud.NewClients when factory is nil.
+func ClientsFor(factory ClientFactory, cfg aws.Config) cloud.Clients {
 	if factory == nil {
 		factory = cloud.NewClients
 	}
 	return factory(cfg)
 }
 
-// newSession makes the clients for settings (--local, --region, --profile) with env's factory.
-func newSession(ctx context.Context, command, model, endpoint, variant, journalDir string, settings awsenv.Settings, env runEnv, stderr io.Writer) (*session, error) {
-	cfg, err := settings.Config(ctx)
+// newSession makes the clients for the AWS configuration config loads (--local, --region, --profile) with env's
+// factory.
+func newSession(ctx context.Context, command, model, endpoint, variant, journalDir string, config func(context.Context) (aws.Config, error), env Env, stderr io.Writer) (*session, error) {
+	cfg, err := config(ctx)
 	if err != nil {
 		return nil, err
 	}
-	notify := env.notify
+	notify := env.Notify
 	if notify == nil {
-		notify = notifySignals
+		notify = NotifySignals
 	}
 	return &session{
 		command: command, model: model, endpoint: endpoint, variant: variant, journalDir: journalDir, stderr: stderr,
-		cl: clientsFor(env.clients, cfg), notify: notify,
+		cl: ClientsFor(env.Clients, cfg), notify: notify,
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -21,14 +21,14 @@ import (
 // endpoint, the container digest and the settings match, appending to the records.
 
 // settings is what the run measures with, as the artifact records it.
-func (o *qmaxOpts) settings() *capacity.QMaxSettings {
-	rs, rh, rw := o.rateWindows()
+func (o *QMax) settings() *capacity.QMaxSettings {
+	rs, rh, rw := o.RateWindows()
 	return &capacity.QMaxSettings{
-		Ladder: o.lad.Steps, MaxConcurrency: o.lad.Max, Refine: o.refine,
-		SettleS: o.settle.Seconds(), HoldS: o.hold.Seconds(), MeasureWindowS: o.window.Seconds(), RequestTimeoutS: o.requestTimeout.Seconds(),
-		StallBudgetMs: float64(o.stallBudget.Milliseconds()), MinRequests: o.minRequests,
-		RateFractions: o.rateFractions, RateSettleS: rs.Seconds(), RateHoldS: rh.Seconds(), RateMeasureWindowS: rw.Seconds(),
-		Seed: o.seed, Corpus: capacity.DigestBytes([]byte(strings.Join(o.corpus.Texts(), "\n"))),
+		Ladder: o.Ladder.Steps, MaxConcurrency: o.Ladder.Max, Refine: o.Refine,
+		SettleS: o.Settle.Seconds(), HoldS: o.Hold.Seconds(), MeasureWindowS: o.Window.Seconds(), RequestTimeoutS: o.RequestTimeout.Seconds(),
+		StallBudgetMs: float64(o.StallBudget.Milliseconds()), MinRequests: o.MinRequests,
+		RateFractions: o.RateFractions, RateSettleS: rs.Seconds(), RateHoldS: rh.Seconds(), RateMeasureWindowS: rw.Seconds(),
+		Seed: o.Seed, Corpus: capacity.DigestBytes([]byte(strings.Join(o.Corpus.Texts(), "\n"))),
 	}
 }
 
@@ -63,28 +63,28 @@ type resumeState struct {
 
 // loadResume reads the partial artifact at --output and its records and checks that this run may continue
 // it: the same model, endpoint, transport, container digest and settings. Every mismatch is named (exit 2).
-func (o *qmaxOpts) loadResume(judge bench.Judge) (*resumeState, error) {
-	q, err := capacity.LoadQMax(o.output)
+func (o *QMax) loadResume(judge bench.Judge) (*resumeState, error) {
+	q, err := capacity.LoadQMax(o.Output)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w: --resume continues the partial artifact an interrupted run wrote at --output", err)
 	}
 	if q.IsComplete() {
-		return nil, fmt.Errorf("--resume: %s is a complete artifact (run %s): there is nothing to resume: run without --resume to measure again", o.output, q.RunID)
+		return nil, fmt.Errorf("--resume: %s is a complete artifact (run %s): there is nothing to resume: run without --resume to measure again", o.Output, q.RunID)
 	}
 	if errs := q.VerifyPartial(); len(errs) > 0 {
-		return nil, fmt.Errorf("--resume: %s does not verify: %w", o.output, errors.Join(errs...))
+		return nil, fmt.Errorf("--resume: %s does not verify: %w", o.Output, errors.Join(errs...))
 	}
 	var why []string
 	for _, c := range []struct{ name, was, now string }{
-		{"model", q.Model, o.model.ID}, {"endpoint", q.Endpoint, o.endpoint()}, {"transport", q.Transport, o.transport},
-		{"container_digest", q.ContainerDigest, o.containerDigest},
+		{"model", q.Model, o.Model.ID}, {"endpoint", q.Endpoint, o.Endpoint()}, {"transport", q.Transport, o.Transport},
+		{"container_digest", q.ContainerDigest, o.ContainerDigest},
 	} {
 		if c.was != c.now {
 			why = append(why, fmt.Sprintf("%s: was %s, now %s", c.name, c.was, c.now))
 		}
 	}
-	if q.SLOTTFABMs != int(o.slo.Milliseconds()) || q.SLOPercentile != o.model.SLO.Percentile {
-		why = append(why, fmt.Sprintf("slo: was p%d ≤ %d ms, now p%d ≤ %d ms", q.SLOPercentile, q.SLOTTFABMs, o.model.SLO.Percentile, o.slo.Milliseconds()))
+	if q.SLOTTFABMs != int(o.SLO.Milliseconds()) || q.SLOPercentile != o.Model.SLO.Percentile {
+		why = append(why, fmt.Sprintf("slo: was p%d ≤ %d ms, now p%d ≤ %d ms", q.SLOPercentile, q.SLOTTFABMs, o.Model.SLO.Percentile, o.SLO.Milliseconds()))
 	}
 	if q.Settings == nil {
 		why = append(why, "settings: the partial artifact does not record them")
@@ -93,22 +93,22 @@ func (o *qmaxOpts) loadResume(judge bench.Judge) (*resumeState, error) {
 	}
 	if len(why) > 0 {
 		return nil, fmt.Errorf("--resume: %s was measured otherwise, so its steps and this run's would not be one staircase: %s: run with the first run's flags, or without --resume to start over",
-			o.output, strings.Join(why, "; "))
+			o.Output, strings.Join(why, "; "))
 	}
-	data, err := os.ReadFile(o.recordsPath)
+	data, err := os.ReadFile(o.RecordsPath)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: the records of the partial run: %w", err)
 	}
 	if capacity.DigestBytes(data) != q.RecordsSHA256 {
-		return nil, fmt.Errorf("--resume: %s does not have the digest the partial artifact records (%s): it changed since", o.recordsPath, q.RecordsSHA256)
+		return nil, fmt.Errorf("--resume: %s does not have the digest the partial artifact records (%s): it changed since", o.RecordsPath, q.RecordsSHA256)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("--resume: %s: %w", o.recordsPath, err)
+		return nil, fmt.Errorf("--resume: %s: %w", o.RecordsPath, err)
 	}
 	recs, err := bench.ReadRecords(zr)
 	if err != nil && len(q.Steps) > 0 {
-		return nil, fmt.Errorf("--resume: %s: %w", o.recordsPath, err)
+		return nil, fmt.Errorf("--resume: %s: %w", o.RecordsPath, err)
 	}
 	st := &resumeState{q: q, records: data}
 	// The finished steps, re-reported from their records (the interrupted step's records, if any, are left
@@ -120,7 +120,7 @@ func (o *qmaxOpts) loadResume(judge bench.Judge) (*resumeState, error) {
 	for _, a := range q.Steps {
 		s, ok := byC[a.Concurrency]
 		if !ok {
-			return nil, fmt.Errorf("--resume: %s has no records of the finished step at concurrency %d", o.recordsPath, a.Concurrency)
+			return nil, fmt.Errorf("--resume: %s has no records of the finished step at concurrency %d", o.RecordsPath, a.Concurrency)
 		}
 		st.steps = append(st.steps, s)
 	}
@@ -131,7 +131,7 @@ func (o *qmaxOpts) loadResume(judge bench.Judge) (*resumeState, error) {
 	for _, a := range q.RateSteps {
 		s, ok := byI[a.Fraction]
 		if !ok {
-			return nil, fmt.Errorf("--resume: %s has no records of the finished rate step at %g × the highest throughput", o.recordsPath, a.Fraction)
+			return nil, fmt.Errorf("--resume: %s has no records of the finished rate step at %g × the highest throughput", o.RecordsPath, a.Fraction)
 		}
 		st.rate = append(st.rate, s)
 	}

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 )
 
 // A replay records file is gzip: one member with the records (JSON lines), then an empty member whose
-// header carries the shard's end record (shardEnd, JSON in the header's comment, the name shardEndName).
+// header carries the shard's end record (ShardEnd, JSON in the header's comment, the name shardEndName).
 // The end record is written last, after the records are flushed: a file without it was cut short (the
 // process killed, the disk full) or written by a tts-bench too old to write it. It says whether the shard sent
 // its whole part of the trace or stopped early (SIGINT, SIGTERM, an error), and up to which arrival.
@@ -27,8 +27,8 @@ const shardEndName = "speech-infra-replay-end"
 // maxShardEndComment bounds the end record: Go's gzip reader refuses header strings of 512 bytes or more.
 const maxShardEndComment = 500
 
-// shardEnd is a replay shard's end record.
-type shardEnd struct {
+// ShardEnd is a replay shard's end record.
+type ShardEnd struct {
 	// Complete is true when the shard scheduled every one of its arrivals of the trace and the run ended
 	// without error.
 	Complete bool `json:"complete"`
@@ -44,8 +44,8 @@ type shardEnd struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// writeShardEnd appends the end member to w (the records file, after the records' gzip member is closed).
-func writeShardEnd(w io.Writer, e shardEnd) error {
+// WriteShardEnd appends the end member to w (the records file, after the records' gzip member is closed).
+func WriteShardEnd(w io.Writer, e ShardEnd) error {
 	// The comment is ISO 8859-1 without NUL: keep the reason printable ASCII, and the whole short.
 	e.Reason = strings.Map(func(r rune) rune {
 		if r < 0x20 || r > 0x7e {
@@ -70,9 +70,9 @@ func writeShardEnd(w io.Writer, e shardEnd) error {
 	}
 }
 
-// recordsEnd reads back a records file's records member (gzip) and returns what its end record should say
+// RecordsEnd reads back a records file's records member (gzip) and returns what its end record should say
 // about the arrivals: how many, the last index and its scheduled time.
-func recordsEnd(path string) (n, last int64, lastAt time.Time, err error) {
+func RecordsEnd(path string) (n, last int64, lastAt time.Time, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, -1, time.Time{}, err
@@ -109,7 +109,7 @@ func recordsEnd(path string) (n, last int64, lastAt time.Time, err error) {
 type gzipMembers struct {
 	br   *bufio.Reader
 	zr   *gzip.Reader
-	end  *shardEnd
+	end  *ShardEnd
 	err  error
 	path string
 }
@@ -132,7 +132,7 @@ func (g *gzipMembers) header() error {
 	if g.zr.Name != shardEndName {
 		return nil
 	}
-	var e shardEnd
+	var e ShardEnd
 	dec := json.NewDecoder(strings.NewReader(g.zr.Comment))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
@@ -238,34 +238,4 @@ func sliceList(idx []int, bucket time.Duration) string {
 		parts[i] = at(v)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// writeShardEnd appends the end record to a replay's records file (tmp, its records member closed and
-// synced): complete when the run ended without error, with the arrivals the file holds and the last one.
-func (o *replayOpts) writeShardEnd(tmp *os.File, res bench.OpenLoopResult, runErr error) error {
-	n, last, _, err := recordsEnd(tmp.Name())
-	if err != nil {
-		return err
-	}
-	e := shardEnd{Complete: runErr == nil && n == res.Scheduled, Arrivals: n, LastArrival: last, StoppedAtS: o.trace.Duration.Seconds()}
-	if !e.Complete {
-		// The first of this shard's arrivals after the last one scheduled.
-		for k, off := range bench.ShardArrivals(bench.TraceArrivals(o.segments, o.arrivals, o.seed), o.shard, o.shards) {
-			if k > last {
-				e.StoppedAtS = off.Seconds()
-				break
-			}
-		}
-		e.Reason = "stopped"
-		if runErr != nil {
-			e.Reason = runErr.Error()
-		}
-	}
-	if _, err := tmp.Seek(0, io.SeekEnd); err != nil {
-		return err
-	}
-	if err := writeShardEnd(tmp, e); err != nil {
-		return err
-	}
-	return tmp.Sync()
 }

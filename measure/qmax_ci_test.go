@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -30,10 +30,10 @@ func TestQMaxRemeasuresAnInconclusiveStep(t *testing.T) {
 	defer srv.Close()
 	run := func(slo time.Duration) (*qmaxRun, *bytes.Buffer, *bytes.Buffer, bench.Config) {
 		var stderr, records bytes.Buffer
-		o := &qmaxOpts{stderr: &stderr, slo: slo}
+		o := &QMax{Stderr: &stderr, SLO: slo}
 		cfg := bench.DefaultConfig()
 		cfg.Settle, cfg.Hold, cfg.Measure, cfg.RequestTimeout, cfg.Grace = 0, 3*time.Second, 3*time.Second, 5*time.Second, 5*time.Second
-		cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.slo, time.Second, 10
+		cfg.SLO, cfg.StallBudget, cfg.MinRequests = o.SLO, time.Second, 10
 		cfg.Transport, cfg.Corpus, cfg.RunID, cfg.Records = bench.NewHTTP(srv.URL), bench.DefaultCorpus(), "ci-test", &records
 		return &qmaxRun{o: o, cfg: cfg, view: newLineView(&stderr, time.Hour), cwMax: map[int]float64{}, cwOuter: map[int]bool{},
 			remeasured: map[int]bool{}, inconclusive: map[int]bool{}, client: map[int]clientUse{}, littleWarned: map[int]bool{}}, &stderr, &records, cfg
@@ -75,12 +75,12 @@ func TestQMaxRemeasuresAnInconclusiveStep(t *testing.T) {
 	if !s.TTFABCIOK || st.TTFABCILowMs > st.TTFABP95Ms || st.TTFABCIHighMs < st.TTFABP95Ms {
 		t.Errorf("the artifact's step lacks its interval: %+v", st)
 	}
-	if s.Straddles(o.slo) != r.inconclusive[4] {
-		t.Errorf("inconclusive %v but the second interval [%g, %g] straddles the SLO: %v", r.inconclusive[4], s.TTFABCILowMs, s.TTFABCIHighMs, s.Straddles(o.slo))
+	if s.Straddles(o.SLO) != r.inconclusive[4] {
+		t.Errorf("inconclusive %v but the second interval [%g, %g] straddles the SLO: %v", r.inconclusive[4], s.TTFABCILowMs, s.TTFABCIHighMs, s.Straddles(o.SLO))
 	}
 	var table strings.Builder
 	q := &capacity.QMax{Model: "m", InstanceType: "local", Transport: "http", SLOPercentile: 95, SLOTTFABMs: 92, Steps: []capacity.QMaxStep{st}}
-	if err := renderQMaxSummary(&table, q); err != nil {
+	if err := RenderQMaxSummary(&table, q); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(table.String(), "95% CI ms") || !strings.Contains(table.String(), "["+fmtMs(st.TTFABCILowMs)+", "+fmtMs(st.TTFABCIHighMs)+"]") {

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"fmt"
@@ -90,13 +90,13 @@ func (w *clientWatch) Stop() clientUse {
 }
 
 // judgeClient says why a step is unusable when the client was its bottleneck ("" when it was not).
-func (o *qmaxOpts) judgeClient(u clientUse) string {
+func (o *QMax) judgeClient(u clientUse) string {
 	var why []string
-	if o.maxClientCPU > 0 && u.CPUCores > o.maxClientCPU {
-		why = append(why, fmt.Sprintf("client-bound: the measuring process used %.2f of a core, above --max-client-cpu %.2f: run the client on a less loaded or larger machine", u.CPUCores, o.maxClientCPU))
+	if o.MaxClientCPU > 0 && u.CPUCores > o.MaxClientCPU {
+		why = append(why, fmt.Sprintf("client-bound: the measuring process used %.2f of a core, above --max-client-cpu %.2f: run the client on a less loaded or larger machine", u.CPUCores, o.MaxClientCPU))
 	}
-	if o.maxClientLag > 0 && u.LagP99Ms > float64(o.maxClientLag)/float64(time.Millisecond) {
-		why = append(why, fmt.Sprintf("client-bound: the measuring process's scheduling lag was %.1f ms p99 (%.1f ms max), above --max-client-lag %s: run the client on a less loaded machine", u.LagP99Ms, u.LagMaxMs, o.maxClientLag))
+	if o.MaxClientLag > 0 && u.LagP99Ms > float64(o.MaxClientLag)/float64(time.Millisecond) {
+		why = append(why, fmt.Sprintf("client-bound: the measuring process's scheduling lag was %.1f ms p99 (%.1f ms max), above --max-client-lag %s: run the client on a less loaded machine", u.LagP99Ms, u.LagMaxMs, o.MaxClientLag))
 	}
 	if len(why) == 0 {
 		return ""

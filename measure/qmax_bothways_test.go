@@ -1,8 +1,7 @@
-package main
+package measure
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,13 +11,15 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 	"github.com/speech-infra/speech-infra/models"
 )
 
 // TestQMaxBothWays: a staircase whose step at concurrency 4 meets the TTFAB SLO but not the stall budget has
 // two Q_max: 2 by TTFAB and stall, at least 4 by TTFAB alone (the definition of the original, docs/design.md
 // "The original"; the staircase stops at 4, so no step failed by TTFAB alone and it is a lower bound). The
-// artifact (and its JSON), the table and the plan show both; the plan plans with the stricter one.
+// artifact (and its JSON) and the table show both (tts-bench's TestPlanWithBothQMax: the plan plans with the
+// stricter one).
 func TestQMaxBothWays(t *testing.T) {
 	cat, err := models.Default()
 	if err != nil {
@@ -28,34 +29,8 @@ func TestQMaxBothWays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bench.DefaultConfig()
-	cfg.SLO, cfg.StallBudget, cfg.MinRequests = time.Second, 250*time.Millisecond, 10
-	cfg.SLOPercentile = m.SLO.Percentile
-
-	// Synthetic records, as the engine writes them: each worker back to back, 500-ms responses over a 10-s
-	// window. TTFAB 100 ms everywhere (SLO 1000 ms); p95 stall 0 at 1 and 2, 400 ms at 4 (budget 250 + 50).
-	const runID = "qmax-bothways-test"
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var recs []bench.Record
-	for _, c := range []int{1, 2, 4} {
-		stall := 0.0
-		if c == 4 {
-			stall = 400
-		}
-		ws := t0.Add(time.Duration(c) * time.Minute)
-		we := ws.Add(10 * time.Second)
-		for w := 0; w < c; w++ {
-			for k := 0; k < 20; k++ {
-				sent := ws.Add(time.Duration(k) * 500 * time.Millisecond)
-				recs = append(recs, bench.Record{
-					RunID: runID, Transport: capacity.TransportSageMakerStream, Step: c, Worker: w, Seq: k, Chars: 40,
-					Sent: sent, FirstAudio: sent.Add(100 * time.Millisecond), End: sent.Add(500 * time.Millisecond),
-					WindowStart: ws, WindowEnd: we, Measured: true, TTFABMs: 100, ResponseMs: 500, StallMs: stall,
-					Status: 200, Class: bench.ClassOK,
-				})
-			}
-		}
-	}
+	cfg, recs := measuretest.BothWays(m.SLO.Percentile)
+	runID, t0 := measuretest.BothWaysRunID, measuretest.BothWaysStart
 	steps := bench.Summarize(recs, cfg.Judge())
 	if len(steps) != 3 || !steps[1].MeetsSLO || steps[2].MeetsSLO || !steps[2].MeetsTTFABSLO {
 		t.Fatalf("the steps are not judged as built (want 4 failing the stall only): %+v", steps)
@@ -64,26 +39,16 @@ func TestQMaxBothWays(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "qmax.json")
 	var stderr bytes.Buffer
-	o := &qmaxOpts{stderr: &stderr, model: m, slo: cfg.SLO, stallBudget: cfg.StallBudget, transport: capacity.TransportSageMakerStream,
-		containerDigest: capacity.DigestBytes([]byte("bothways container"))}
+	o := &QMax{Stderr: &stderr, Model: m, SLO: cfg.SLO, StallBudget: cfg.StallBudget, Transport: capacity.TransportSageMakerStream,
+		ContainerDigest: capacity.DigestBytes([]byte("bothways container"))}
 	r := &qmaxRun{o: o, runID: runID, started: t0, cfg: cfg, steps: steps, instanceType: models.LocalInstanceType,
 		cwMax: map[int]float64{}, cwOuter: map[int]bool{}, cwRate: map[int]float64{}, remeasured: map[int]bool{}, inconclusive: map[int]bool{},
 		client: map[int]clientUse{}, littleWarned: map[int]bool{}}
 	q := r.artifact()
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	rw := bench.NewRecordWriter(zw)
-	for _, rec := range recs {
-		if err := rw.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	q.RecordsFile, q.RecordsSHA256 = "qmax.records.jsonl.gz", capacity.DigestBytes(gz.Bytes())
+	gz := measuretest.GzipRecords(t, recs)
+	q.RecordsFile, q.RecordsSHA256 = "qmax.records.jsonl.gz", capacity.DigestBytes(gz)
 	q.EndedAt = t0.Add(time.Hour)
-	if err := os.WriteFile(filepath.Join(dir, q.RecordsFile), gz.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, q.RecordsFile), gz, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if errs := q.Verify(); len(errs) > 0 {
@@ -114,7 +79,7 @@ func TestQMaxBothWays(t *testing.T) {
 
 	// The table.
 	var table strings.Builder
-	if err := renderQMaxSummary(&table, q); err != nil {
+	if err := RenderQMaxSummary(&table, q); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -134,35 +99,5 @@ func TestQMaxBothWays(t *testing.T) {
 	}
 	if f := strings.Fields(row4); len(f) < 3 || f[1] != "no" || f[2] != "yes" {
 		t.Errorf("the row of concurrency 4 should fail (pass no) yet meet TTFAB alone (ttfab yes): %q", row4)
-	}
-
-	// The plan: built with Q_max 2, and shows 4 beside it.
-	tmpl, err := os.ReadFile(filepath.Join("testdata", "qmax-ttotal.json.tmpl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ttotal := filepath.Join(dir, "ttotal.json")
-	if err := os.WriteFile(ttotal, bytes.ReplaceAll(tmpl, []byte("{{QMAX_SHA256}}"), []byte(capacity.DigestBytes(data))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "plan.json")
-	stdout, stderrPlan, code := runCLI(t, "plan", "--model", "espeak-ng", "--qmax", out, "--ttotal", ttotal, "--peak-rps", "1", "--output", plan)
-	if code == 2 {
-		t.Fatalf("plan refused the artifact: exit 2\n%s\n%s", stdout, stderrPlan)
-	}
-	p, err := capacity.LoadPlan(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Inputs.QMax != 2 {
-		t.Errorf("the plan was built with Q_max %d, want the stricter 2 (TTFAB and stall)", p.Inputs.QMax)
-	}
-	if v := p.Inputs.QMaxTTFABOnly; v == nil || *v != 4 || !p.Inputs.QMaxTTFABOnlyLowerBound {
-		t.Errorf("plan.json records Q_max by TTFAB alone %v (lower bound %v), want 4, a lower bound", v, p.Inputs.QMaxTTFABOnlyLowerBound)
-	}
-	for _, want := range []string{"concurrent requests per instance within the SLO, by TTFAB and stall: planned with", "Q_max TTFAB only  ≥ 4"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("plan's table lacks %q:\n%s", want, stdout)
-		}
 	}
 }

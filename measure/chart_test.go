@@ -1,12 +1,10 @@
-package main
+package measure
 
 import (
 	"bytes"
-	"encoding/xml"
 	"image"
 	"image/color"
 	"image/png"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -22,40 +20,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
-
-// svgText returns the text of every <text> element of an SVG document, failing the test when it is not XML.
-func svgText(t *testing.T, doc []byte) string {
-	t.Helper()
-	dec := xml.NewDecoder(bytes.NewReader(doc))
-	var texts []string
-	inText := false
-	sawSVG := false
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("the chart is not well-formed XML: %v", err)
-		}
-		switch v := tok.(type) {
-		case xml.StartElement:
-			sawSVG = sawSVG || v.Name.Local == "svg"
-			inText = v.Name.Local == "text"
-		case xml.EndElement:
-			inText = false
-		case xml.CharData:
-			if inText {
-				texts = append(texts, string(v))
-			}
-		}
-	}
-	if !sawSVG {
-		t.Fatal("the chart has no <svg> element")
-	}
-	return strings.Join(texts, "|")
-}
 
 func TestChartMarksSLOAndQMax(t *testing.T) {
 	doc, err := renderChartSVG(staircaseChart{
@@ -65,7 +31,7 @@ func TestChartMarksSLOAndQMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := svgText(t, doc)
+	text := measuretest.SVGText(t, doc)
 	for _, want := range []string{"espeak-ng on local, sagemaker-stream", "p95 TTFAB", "p95 stall", "SLO p95 TTFAB ≤ 300 ms",
 		"Q_max = 4", "step failed", "stall budget 50 ms", "concurrency (requests in flight, closed loop)"} {
 		if !strings.Contains(text, want) {
@@ -82,14 +48,14 @@ func TestChartWithoutFailureOrPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := svgText(t, doc); !strings.Contains(text, "no step failed: Q_max is a lower bound") {
+	if text := measuretest.SVGText(t, doc); !strings.Contains(text, "no step failed: Q_max is a lower bound") {
 		t.Errorf("an unbracketed run is not labelled as a lower bound: %q", text)
 	}
 	doc, err = renderChartSVG(staircaseChart{Title: "t", Percentile: 95, SLOMs: 10, LowestFail: 1, Steps: []chartStep{{1, 400, 0, false}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := svgText(t, doc); !strings.Contains(text, "no step met the SLO") || strings.Contains(text, "Q_max =") {
+	if text := measuretest.SVGText(t, doc); !strings.Contains(text, "no step met the SLO") || strings.Contains(text, "Q_max =") {
 		t.Errorf("a run where nothing passed must say so and mark no Q_max: %q", text)
 	}
 	if _, err := renderChartSVG(staircaseChart{Title: "t", Percentile: 95, SLOMs: 10}); err == nil {
@@ -250,7 +216,7 @@ func TestStaircaseChartPNG(t *testing.T) {
 			if p.Y.Min != 0 || p.Y.Max < top || p.Y.Max > top*1.1 {
 				t.Errorf("y-axis [%g, %g], want [0, just above %g]", p.Y.Min, p.Y.Max, top)
 			}
-			if got := tickLabels(p.Y)[c.SLOMs]; got != "SLO "+fmtFloat(c.SLOMs) {
+			if got := tickLabels(p.Y)[c.SLOMs]; got != "SLO "+FormatFloat(c.SLOMs) {
 				t.Errorf("y-axis label at the SLO %g = %q, want it marked", c.SLOMs, got)
 			}
 			ticks := p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max)

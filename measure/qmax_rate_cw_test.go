@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func (f *fakeMetrics) GetMetricData(_ context.Context, in *cloudwatch.GetMetricD
 func TestRateStepCloudWatch(t *testing.T) {
 	f := &fakeMetrics{values: []float64{2, 4, 9}}
 	var stderr bytes.Buffer
-	r := &qmaxRun{o: &qmaxOpts{stderr: &stderr}, cw: f, cwRate: map[int]float64{}}
+	r := &qmaxRun{o: &QMax{Stderr: &stderr}, cw: f, cwRate: map[int]float64{}}
 	ws := time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)
 	s := bench.RateStepResult{ID: bench.RateStepID{Index: 2}, WindowStart: ws, WindowEnd: ws.Add(40 * time.Second)}
 	r.readRateConcurrency(context.Background(), s)
@@ -60,7 +60,7 @@ func TestQMaxLostConnectionStopsTheStaircase(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ln.Close()
 	var stderr bytes.Buffer
-	o := &qmaxOpts{stderr: &stderr, slo: time.Second}
+	o := &QMax{Stderr: &stderr, SLO: time.Second}
 	cfg := bench.DefaultConfig()
 	cfg.Settle, cfg.Hold, cfg.Measure, cfg.RequestTimeout, cfg.Grace = 0, 500*time.Millisecond, 500*time.Millisecond, time.Second, time.Second
 	cfg.SLO, cfg.MinRequests = time.Second, 1

@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"errors"
@@ -25,16 +25,16 @@ func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 	var mean, max10, cw, failed plotter.XYs
 	maxY, maxX := 1.0, q.HighestThroughputRPS
 	for _, s := range q.RateSteps {
-		x := finite(s.OfferedRPS)
-		mean = append(mean, plotter.XY{X: x, Y: finite(s.InFlightMean)})
-		max10 = append(max10, plotter.XY{X: x, Y: finite(s.InFlightMax10s)})
+		x := Finite(s.OfferedRPS)
+		mean = append(mean, plotter.XY{X: x, Y: Finite(s.InFlightMean)})
+		max10 = append(max10, plotter.XY{X: x, Y: Finite(s.InFlightMax10s)})
 		if s.CloudWatchMax10s > 0 {
-			cw = append(cw, plotter.XY{X: x, Y: finite(s.CloudWatchMax10s)})
+			cw = append(cw, plotter.XY{X: x, Y: Finite(s.CloudWatchMax10s)})
 		}
 		if !s.MeetsSLO {
-			failed = append(failed, plotter.XY{X: x, Y: finite(s.InFlightMax10s)})
+			failed = append(failed, plotter.XY{X: x, Y: Finite(s.InFlightMax10s)})
 		}
-		maxY = math.Max(maxY, math.Max(finite(s.InFlightMax10s), finite(s.CloudWatchMax10s)))
+		maxY = math.Max(maxY, math.Max(Finite(s.InFlightMax10s), Finite(s.CloudWatchMax10s)))
 		maxX = math.Max(maxX, x)
 	}
 	f := newChartFrame(fmt.Sprintf("Rate staircase of %s on %s (%s, Poisson arrivals)", q.Model, q.InstanceType, q.Transport), chartWidth, chartHeight)
@@ -51,9 +51,9 @@ func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 		color color.Color
 		shape draw.GlyphDrawer
 	}{
-		{"in flight, time-averaged\n(client)", mean, colorTTFAB, draw.CircleGlyph{}},
-		{"in flight, mean of 10-s peaks\n(client)", max10, colorStall, draw.SquareGlyph{}},
-		{"ConcurrentRequestsPerModel,\nmean of 10-s Maximum (CloudWatch)", cw, colorQMax, draw.TriangleGlyph{}},
+		{"in flight, time-averaged\n(client)", mean, ColorTTFAB, draw.CircleGlyph{}},
+		{"in flight, mean of 10-s peaks\n(client)", max10, ColorStall, draw.SquareGlyph{}},
+		{"ConcurrentRequestsPerModel,\nmean of 10-s Maximum (CloudWatch)", cw, ColorQMax, draw.TriangleGlyph{}},
 	} {
 		if len(series.xys) == 0 {
 			continue
@@ -71,7 +71,7 @@ func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 		if err != nil {
 			return nil, fmt.Errorf("draw the rate chart: failing steps: %w", err)
 		}
-		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, colorSLO, vg.Points(5)
+		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, ColorSLO, vg.Points(5)
 		p.Add(cross)
 		f.add("step missed the SLO", cross)
 	}
@@ -80,7 +80,7 @@ func rateFrame(q *capacity.QMax) (*chartFrame, error) {
 		if err != nil {
 			return nil, fmt.Errorf("draw the rate chart: highest throughput: %w", err)
 		}
-		v.Color, v.Width, v.Dashes = colorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
+		v.Color, v.Width, v.Dashes = ColorSLO, vg.Points(1.5), []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(v)
 		f.add(fmt.Sprintf("highest closed-loop throughput\n%.3g rps", q.HighestThroughputRPS), v)
 	}

@@ -1,9 +1,8 @@
-package main
+package measure
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,57 +20,17 @@ import (
 // DefaultRateFractions are the fractions of the highest closed-loop throughput the rate staircase offers.
 var DefaultRateFractions = []float64{0.3, 0.5, 0.7, 0.85, 1.0, 1.1}
 
-// Flag names of the rate staircase.
-const (
-	flagRateFractions = "rate-fractions"
-	flagRateSettle    = "rate-settle"
-	flagRateHold      = "rate-hold"
-	flagRateWindow    = "rate-measure-window"
-)
-
-// parseRateFractions reads "0.3,0.5,1.1": increasing fractions in (0, 10]; "none" or "" is no rate staircase.
-func parseRateFractions(s string) ([]float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, "none") {
-		return nil, nil
+// RateWindows are the windows of a rate step: the --rate-* overrides, or the closed-loop step's.
+func (o *QMax) RateWindows() (settle, hold, window time.Duration) {
+	settle, hold, window = o.Settle, o.Hold, o.Window
+	if o.RateSettle != nil {
+		settle = *o.RateSettle
 	}
-	var fs []float64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		f, err := strconv.ParseFloat(part, 64)
-		if err != nil || !(f > 0 && f <= 10) {
-			return nil, fmt.Errorf("%q is not a fraction: want numbers in (0, 10] separated by commas, e.g. --%s 0.3,0.5,0.7,1.0, or none", part, flagRateFractions)
-		}
-		if len(fs) > 0 && f <= fs[len(fs)-1] {
-			return nil, fmt.Errorf("%g follows %g: list each fraction once, in increasing order", f, fs[len(fs)-1])
-		}
-		fs = append(fs, f)
+	if o.RateHold != nil {
+		hold = *o.RateHold
 	}
-	if len(fs) > capacity.MaxRateSteps {
-		return nil, fmt.Errorf("%d fractions: at most %d", len(fs), capacity.MaxRateSteps)
-	}
-	return fs, nil
-}
-
-func joinFloats(xs []float64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return strings.Join(s, ",")
-}
-
-// rateWindows are the windows of a rate step: the --rate-* overrides, or the closed-loop step's.
-func (o *qmaxOpts) rateWindows() (settle, hold, window time.Duration) {
-	settle, hold, window = o.settle, o.hold, o.window
-	if o.rateSettle != nil {
-		settle = *o.rateSettle
-	}
-	if o.rateHold != nil {
-		hold = *o.rateHold
-	}
-	if o.rateWindow != nil {
-		window = *o.rateWindow
+	if o.RateWindow != nil {
+		window = *o.RateWindow
 	}
 	return settle, hold, window
 }
@@ -96,7 +55,7 @@ func highestThroughput(steps []bench.StepResult) float64 {
 // rateStaircase runs the rate staircase after the closed-loop steps (nothing with --rate-fractions none).
 func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 	o := r.o
-	if len(o.rateFractions) == 0 {
+	if len(o.RateFractions) == 0 {
 		return nil
 	}
 	h := highestThroughput(r.steps)
@@ -105,14 +64,14 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 		return nil
 	}
 	r.highestRPS = h
-	settle, hold, window := o.rateWindows()
-	for i, f := range o.rateFractions {
+	settle, hold, window := o.RateWindows()
+	for i, f := range o.RateFractions {
 		if i < len(r.rateSteps) {
 			continue // a resumed run's finished rate step
 		}
 		id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
 		cfg := bench.RateStepConfig{
-			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.requestTimeout,
+			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.RequestTimeout,
 			Judge: r.cfg.Judge(), Transport: r.cfg.Transport, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
 			RunID: r.runID, Records: r.cfg.Records,
 			Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
@@ -167,7 +126,7 @@ func (r *qmaxRun) readRateConcurrency(ctx context.Context, s bench.RateStepResul
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.endpoint(), models.VariantName, start, end)
+	pts, err := cloud.ReadConcurrency(rctx, r.cw, r.o.Endpoint(), models.VariantName, start, end)
 	if err != nil {
 		r.warn(fmt.Sprintf("rate step %d: %v", s.ID.Index+1, err))
 		return

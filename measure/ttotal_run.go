@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
@@ -43,9 +45,46 @@ func (c clientClock) now() time.Time { return c.wall.Add(time.Since(c.mono)) }
 // at is t (a time.Now reading, with its monotonic clock) on this clock.
 func (c clientClock) at(t time.Time) time.Time { return c.wall.Add(t.Sub(c.mono)) }
 
+// TTotal is one measurement of T_total, as tts-bench ttotal's Validate resolved it from the command line: the
+// model, the qmax artifact its recovery threshold comes from, the probe, the polling and where the artifact
+// and chart go.
+type TTotal struct {
+	QMaxPath             string
+	Transport            string
+	ProbeConcurrency     int
+	ProbeSet             bool
+	Warmup, Poll, Window time.Duration
+	FinePoll             time.Duration
+	RecoveryWindows      int
+	Format               string
+	Tolerance            float64
+	MinSamples           int
+	MaxWait              time.Duration
+	RequestTimeout       time.Duration
+	Force                bool
+	Output               string
+	JournalDir           string
+	// AWSConfig loads the AWS configuration of --local, --region and --profile (awsenv.Settings.Config);
+	// Emulator says it is the local emulator's (--local).
+	AWSConfig      func(context.Context) (aws.Config, error)
+	Emulator       bool
+	Stdout, Stderr io.Writer
+	// Env is the client factory, the signals and the command line of the process.
+	Env Env
+
+	// Set by Validate. probePerInstance and probeBasis are the default probe's concurrency per instance and
+	// where it comes from (without --probe-concurrency).
+	ProbePerInstance int
+	ProbeBasis       string
+	Model            models.Model
+	QMax             *capacity.QMax
+	QMaxSHA256       string
+	ChartPath        string
+}
+
 // ttotalRun is the state of one measurement.
 type ttotalRun struct {
-	o            *ttotalOpts
+	o            *TTotal
 	sess         *session
 	runID        string
 	clock        clientClock
@@ -117,7 +156,7 @@ func (r *ttotalRun) add(stage string, at time.Time, source string) {
 	r.events = append(r.events, capacity.Event{Stage: stage, At: at, Source: source})
 	if !r.seen[stage] {
 		r.seen[stage] = true
-		fmt.Fprintf(r.o.stderr, "ttotal %s: %s (%s)\n", r.o.model.ID, stage, source)
+		fmt.Fprintf(r.o.Stderr, "ttotal %s: %s (%s)\n", r.o.Model.ID, stage, source)
 	}
 }
 
@@ -127,21 +166,18 @@ func (r *ttotalRun) has(stage string) bool {
 	return r.seen[stage]
 }
 
-// Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
-func (o *ttotalOpts) Execute(ctx context.Context) error {
-	if o.dryRun {
-		return o.printPlan(o.stdout)
-	}
-	if err := probeWritable(filepath.Dir(o.output)); err != nil {
-		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.output, err))
+// Run measures T_total: the probe, the scale-out by one instance and its stages, then artifact and chart.
+func (o *TTotal) Run(ctx context.Context) error {
+	if err := probeWritable(filepath.Dir(o.Output)); err != nil {
+		return exitcode.Usage(fmt.Errorf("--output %s: %w: choose another --output (checked before measuring, so no run is lost to it)", o.Output, err))
 	}
 	// The probe's workers (stage lines, recovery windows) and the poller write stderr concurrently: one lock
 	// (the race detector caught them in a clean-clone CI run).
-	if _, ok := o.stderr.(*lockedWriter); !ok {
-		o.stderr = &lockedWriter{w: o.stderr}
+	if _, ok := o.Stderr.(*LockedWriter); !ok {
+		o.Stderr = &LockedWriter{W: o.Stderr}
 	}
-	ep := o.model.EndpointName()
-	sess, err := newSession(ctx, "ttotal", o.model.ID, ep, models.VariantName, o.journalDir, o.aws, o.env, o.stderr)
+	ep := o.Model.EndpointName()
+	sess, err := newSession(ctx, "ttotal", o.Model.ID, ep, models.VariantName, o.JournalDir, o.AWSConfig, o.Env, o.Stderr)
 	if err != nil {
 		return err
 	}
@@ -150,12 +186,12 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: writing the journal, suspending dynamic scaling and pinning %s/%s at %d instance(s)\n", o.model.ID, ep, models.VariantName, r.from)
-	frozen, err := sess.freeze(ctx, r.runID, o.env.commandLine, r.from, o.warmup+o.maxWait, o.force)
+	fmt.Fprintf(o.Stderr, "ttotal %s: writing the journal, suspending dynamic scaling and pinning %s/%s at %d instance(s)\n", o.Model.ID, ep, models.VariantName, r.from)
+	frozen, err := sess.freeze(ctx, r.runID, o.Env.CommandLine, r.from, o.Warmup+o.MaxWait, o.Force)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: frozen (journal %s)\n", o.model.ID, frozen.Path)
+	fmt.Fprintf(o.Stderr, "ttotal %s: frozen (journal %s)\n", o.Model.ID, frozen.Path)
 	runErr := r.measureAndWrite(ctx)
 	restoreErr := sess.restore(frozen)
 	return errors.Join(runErr, restoreErr)
@@ -167,34 +203,34 @@ func (o *ttotalOpts) Execute(ctx context.Context) error {
 func (r *ttotalRun) preflight(ctx context.Context) error {
 	o, sess := r.o, r.sess
 	if err := sess.checkDrift(ctx, cloud.DriftOptions{
-		Model: o.model.ID, Endpoint: sess.endpoint, Variant: models.VariantName, JournalDir: o.journalDir,
-		CatalogInstances: int32(o.model.InitialInstanceCount),
+		Model: o.Model.ID, Endpoint: sess.endpoint, Variant: models.VariantName, JournalDir: o.JournalDir,
+		CatalogInstances: int32(o.Model.InitialInstanceCount),
 		NoPlanReasons:    []string{"ttotal measures one scale-out in the measurement configuration (no scaling)"},
-	}, o.force, "a scale-out measured now could be disturbed"); err != nil {
+	}, o.Force, "a scale-out measured now could be disturbed"); err != nil {
 		return err
 	}
 	st, err := cloud.ReadEndpoint(ctx, sess.cl.SageMaker, sess.endpoint, models.VariantName)
 	if err != nil {
 		if cloud.IsNotFound(err) {
-			return exitcode.CheckFailedf("ttotal %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.model.ID, sess.endpoint, o.model.ID)
+			return exitcode.CheckFailedf("ttotal %s: the endpoint %s does not exist: deploy it first (speech-infra deploy %s)", o.Model.ID, sess.endpoint, o.Model.ID)
 		}
-		return fmt.Errorf("ttotal %s: describe endpoint %s: %w", o.model.ID, sess.endpoint, err)
+		return fmt.Errorf("ttotal %s: describe endpoint %s: %w", o.Model.ID, sess.endpoint, err)
 	}
 	if !st.InService {
-		return exitcode.CheckFailedf("ttotal %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.model.ID, sess.endpoint, st.Status)
+		return exitcode.CheckFailedf("ttotal %s: the endpoint %s is %s, not InService: wait for it (or repair it) and run again", o.Model.ID, sess.endpoint, st.Status)
 	}
 	if !st.HasVariant || !st.HasCount {
-		return fmt.Errorf("ttotal %s: the endpoint %s has no variant %s with an instance count: check the deployment", o.model.ID, sess.endpoint, models.VariantName)
+		return fmt.Errorf("ttotal %s: the endpoint %s has no variant %s with an instance count: check the deployment", o.Model.ID, sess.endpoint, models.VariantName)
 	}
 	r.from = st.Instances
 	if r.from < 1 || int(r.from) >= capacity.MaxInstances {
-		return fmt.Errorf("ttotal %s: the endpoint %s runs %d instances: cannot add one", o.model.ID, sess.endpoint, r.from)
+		return fmt.Errorf("ttotal %s: the endpoint %s runs %d instances: cannot add one", o.Model.ID, sess.endpoint, r.from)
 	}
 	if spec, _, err := cloud.DescribeDeployed(ctx, sess.cl.SageMaker, st.Output); err == nil && spec.InstanceType != "" {
 		r.instanceType = spec.InstanceType
 	}
 	if r.oldStreams, err = r.streams(ctx); err != nil {
-		return fmt.Errorf("ttotal %s: %w", o.model.ID, err)
+		return fmt.Errorf("ttotal %s: %w", o.Model.ID, err)
 	}
 	return r.resolveProbe()
 }
@@ -204,25 +240,25 @@ func (r *ttotalRun) preflight(ctx context.Context) error {
 // curve's p95 at the per-instance concurrency before the scale-out and, on the busiest instance, after it.
 func (r *ttotalRun) resolveProbe() error {
 	o, n := r.o, int(r.from)
-	r.probeC, r.probeBasis = o.probeConcurrency, "--probe-concurrency"
-	if !o.probeSet {
-		r.probeC = o.probePerInstance * n
-		r.probeBasis = fmt.Sprintf("%s, × %d instance(s)", o.probeBasis, n)
+	r.probeC, r.probeBasis = o.ProbeConcurrency, "--probe-concurrency"
+	if !o.ProbeSet {
+		r.probeC = o.ProbePerInstance * n
+		r.probeBasis = fmt.Sprintf("%s, × %d instance(s)", o.ProbeBasis, n)
 	}
 	if r.probeC > capacity.MaxConcurrency {
-		return exitcode.Usagef("ttotal %s: a probe of %d in flight is more than %d: pass a lower --probe-concurrency", o.model.ID, r.probeC, capacity.MaxConcurrency)
+		return exitcode.Usagef("ttotal %s: a probe of %d in flight is more than %d: pass a lower --probe-concurrency", o.Model.ID, r.probeC, capacity.MaxConcurrency)
 	}
 	var ok bool
-	if r.qmaxBefore, ok = qmaxP95AtF(o.qmax, float64(r.probeC)/float64(n)); !ok {
-		lo, hi := qmaxRange(o.qmax)
+	if r.qmaxBefore, ok = QMaxP95AtF(o.QMax, float64(r.probeC)/float64(n)); !ok {
+		lo, hi := QMaxRange(o.QMax)
 		return exitcode.Usagef("ttotal %s: --probe-concurrency %d on the %d instance(s) of %s is %.1f per instance, outside the qmax curve of %s (concurrency %d to %d): choose a probe concurrency inside it",
-			o.model.ID, r.probeC, n, r.sess.endpoint, float64(r.probeC)/float64(n), o.qmaxPath, lo, hi)
+			o.Model.ID, r.probeC, n, r.sess.endpoint, float64(r.probeC)/float64(n), o.QMaxPath, lo, hi)
 	}
 	busiest := (r.probeC + n) / (n + 1) // ⌈c ÷ (n+1)⌉: least-outstanding routing leaves one instance that many
-	r.qmaxAfter, _ = qmaxP95AtF(o.qmax, float64(busiest))
-	if float64(r.probeC)/float64(n) <= float64(o.qmax.QMax) {
+	r.qmaxAfter, _ = QMaxP95AtF(o.QMax, float64(busiest))
+	if float64(r.probeC)/float64(n) <= float64(o.QMax.QMax) {
 		r.warn("the probe's %d in flight on %d instance(s) is %.1f per instance, not past Q_max %d: the fleet may meet the SLO before the scale-out, and then traffic_recovered marks no recovery (the plan's measurement_validity fails such a T_total); leave --probe-concurrency at its default",
-			r.probeC, n, float64(r.probeC)/float64(n), o.qmax.QMax)
+			r.probeC, n, float64(r.probeC)/float64(n), o.QMax.QMax)
 	}
 	return nil
 }
@@ -242,11 +278,11 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	o := r.o
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	r.probe = newRecoveryProbe(r, o.window, o.minSamples)
+	r.probe = newRecoveryProbe(r, o.Window, o.MinSamples)
 	cfg := bench.DefaultConfig()
-	cfg.Settle, cfg.Hold = 0, o.warmup+o.maxWait+logsLinger+time.Minute
-	cfg.Measure, cfg.RequestTimeout, cfg.Grace = cfg.Hold, o.requestTimeout, o.requestTimeout
-	cfg.SLO, cfg.SLOPercentile, cfg.StallBudget = time.Duration(o.qmax.SLOTTFABMs)*time.Millisecond, o.qmax.SLOPercentile, o.model.SLO.StallBudget()
+	cfg.Settle, cfg.Hold = 0, o.Warmup+o.MaxWait+logsLinger+time.Minute
+	cfg.Measure, cfg.RequestTimeout, cfg.Grace = cfg.Hold, o.RequestTimeout, o.RequestTimeout
+	cfg.SLO, cfg.SLOPercentile, cfg.StallBudget = time.Duration(o.QMax.SLOTTFABMs)*time.Millisecond, o.QMax.SLOPercentile, o.Model.SLO.StallBudget()
 	cfg.Corpus, cfg.RunID, cfg.Records = bench.DefaultCorpus(), r.runID, r.probe
 	cfg.Transport = r.sess.streamTransport()
 	if sm, ok := cfg.Transport.(*bench.SageMakerStream); ok {
@@ -269,14 +305,14 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		return err
 	}
 
-	fmt.Fprintf(o.stderr, "ttotal %s: probe load of %d in flight (%s); warming up for %s\n", o.model.ID, r.probeC, r.probeBasis, o.warmup)
+	fmt.Fprintf(o.Stderr, "ttotal %s: probe load of %d in flight (%s); warming up for %s\n", o.Model.ID, r.probeC, r.probeBasis, o.Warmup)
 	select {
 	case <-ctx.Done():
 		stop()
-		return fmt.Errorf("ttotal %s: interrupted during the warm-up: no artifact written: %w", o.model.ID, ctx.Err())
+		return fmt.Errorf("ttotal %s: interrupted during the warm-up: no artifact written: %w", o.Model.ID, ctx.Err())
 	case err := <-probeDone:
-		return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
-	case <-time.After(o.warmup):
+		return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.Model.ID, err)
+	case <-time.After(o.Warmup):
 	}
 	// Two things must be known before the scale-out, and the warm-up goes on until they are, at most
 	// --request-timeout longer (a request sent at the warm-up's end has ended by then; setThreshold warns about
@@ -285,9 +321,9 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	// requests, the load the recovery is judged against.
 	if !r.warmedUp() {
 		named, _ := r.warmUpState()
-		fmt.Fprintf(o.stderr, "ttotal %s: after %s the probe's responses named %d of the %d instance(s) the endpoint runs, or too few requests ended for its p95: warming up until both are known, at most %s more\n",
-			o.model.ID, o.warmup, named, r.from, o.requestTimeout)
-		bound := time.After(o.requestTimeout)
+		fmt.Fprintf(o.Stderr, "ttotal %s: after %s the probe's responses named %d of the %d instance(s) the endpoint runs, or too few requests ended for its p95: warming up until both are known, at most %s more\n",
+			o.Model.ID, o.Warmup, named, r.from, o.RequestTimeout)
+		bound := time.After(o.RequestTimeout)
 		tick := time.NewTicker(50 * time.Millisecond)
 	waitWarm:
 		for !r.warmedUp() {
@@ -295,10 +331,10 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 			case <-ctx.Done():
 				tick.Stop()
 				stop()
-				return fmt.Errorf("ttotal %s: interrupted during the warm-up: no artifact written: %w", o.model.ID, ctx.Err())
+				return fmt.Errorf("ttotal %s: interrupted during the warm-up: no artifact written: %w", o.Model.ID, ctx.Err())
 			case err := <-probeDone:
 				tick.Stop()
-				return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.model.ID, err)
+				return fmt.Errorf("ttotal %s: the probe stopped during the warm-up: %w: no artifact written", o.Model.ID, err)
 			case <-bound:
 				break waitWarm
 			case <-tick.C:
@@ -315,12 +351,12 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	r.add(capacity.StageDesiredSet, r.clock.at(r.desiredMono), capacity.SourceClient)
 	if err := cloud.SetInstanceCount(ctx, r.sess.cl.SageMaker, r.sess.endpoint, models.VariantName, to); err != nil {
 		stop()
-		return fmt.Errorf("ttotal %s: raise the instance count of %s to %d: %w: no artifact written", o.model.ID, r.sess.endpoint, to, err)
+		return fmt.Errorf("ttotal %s: raise the instance count of %s to %d: %w: no artifact written", o.Model.ID, r.sess.endpoint, to, err)
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: desired instance count %d → %d; watching (poll every %s, every %s once in_service is near, at most %s)\n", o.model.ID, r.from, to, o.poll, min(o.poll, o.finePoll), o.maxWait)
+	fmt.Fprintf(o.Stderr, "ttotal %s: desired instance count %d → %d; watching (poll every %s, every %s once in_service is near, at most %s)\n", o.Model.ID, r.from, to, o.Poll, min(o.Poll, o.FinePoll), o.MaxWait)
 	r.lastRead = r.clock.now()
 
-	deadline := time.Now().Add(o.maxWait)
+	deadline := time.Now().Add(o.MaxWait)
 	var lingerUntil, recoverBy time.Time
 	var pollErr error
 	recovered, served := r.probe.recovered, r.served
@@ -345,11 +381,11 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		} else if r.inService && r.has(capacity.StageFirstServedByNewInstance) {
 			// The new instance serves and the endpoint is InService: the recovery gets a bounded number of
 			// windows, then the run ends with what it saw.
-			bound := time.Duration(o.recoveryWindows) * o.window
+			bound := time.Duration(o.RecoveryWindows) * o.Window
 			if recoverBy.IsZero() {
 				recoverBy = time.Now().Add(bound)
-				fmt.Fprintf(o.stderr, "ttotal %s: the new instance serves and the endpoint is InService: waiting at most %s (%d windows of %s) for the probe's p95 TTFAB to reach %.0f ms\n",
-					o.model.ID, bound, o.recoveryWindows, o.window, r.rec.RecoveryThresholdMs)
+				fmt.Fprintf(o.Stderr, "ttotal %s: the new instance serves and the endpoint is InService: waiting at most %s (%d windows of %s) for the probe's p95 TTFAB to reach %.0f ms\n",
+					o.Model.ID, bound, o.RecoveryWindows, o.Window, r.rec.RecoveryThresholdMs)
 			}
 			if time.Now().After(recoverBy) {
 				p95, n := r.probe.judged(r.clock.now())
@@ -357,12 +393,12 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 				r.lastWindow = &probeWindow{p95: p95, n: n}
 				r.mu.Unlock()
 				r.incomplete = fmt.Sprintf("traffic_recovered not observed: %d windows of %s (%s) after the new instance served and the endpoint was InService, the probe's p95 TTFAB over the last window was %s over %d requests, above the recovery threshold %.0f ms (p95 before the scale-out %.0f ms; SLO %d ms): the fleet of %d does not serve %d in flight within the threshold here (a loaded machine, a slow new instance, or a probe past what %d instances serve)",
-					o.recoveryWindows, o.window, bound, fmtP95(p95), n, r.rec.RecoveryThresholdMs, r.rec.P95BeforeScaleOutMs, o.qmax.SLOTTFABMs, to, r.probeC, to)
+					o.RecoveryWindows, o.Window, bound, fmtP95(p95), n, r.rec.RecoveryThresholdMs, r.rec.P95BeforeScaleOutMs, o.QMax.SLOTTFABMs, to, r.probeC, to)
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(o.stderr, "ttotal %s: --max-wait %s passed\n", o.model.ID, o.maxWait)
+			fmt.Fprintf(o.Stderr, "ttotal %s: --max-wait %s passed\n", o.Model.ID, o.MaxWait)
 			r.incomplete = r.maxWaitReason()
 			break
 		}
@@ -376,7 +412,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			stop()
-			return fmt.Errorf("ttotal %s: interrupted while waiting for the new instance: no artifact written: %w", o.model.ID, ctx.Err())
+			return fmt.Errorf("ttotal %s: interrupted while waiting for the new instance: no artifact written: %w", o.Model.ID, ctx.Err())
 		}
 	}
 	if !r.inService {
@@ -384,7 +420,7 @@ func (r *ttotalRun) measureAndWrite(ctx context.Context) error {
 	}
 	probeErr := stop()
 	if pollErr != nil {
-		return fmt.Errorf("ttotal %s: %w: no artifact written", o.model.ID, pollErr)
+		return fmt.Errorf("ttotal %s: %w: no artifact written", o.Model.ID, pollErr)
 	}
 	if probeErr != nil {
 		r.warn("the probe ended with %v", probeErr)
@@ -397,18 +433,18 @@ func (r *ttotalRun) maxWaitReason() string {
 	o := r.o
 	switch {
 	case !r.inService:
-		return fmt.Sprintf("--max-wait %s passed before DescribeEndpoint showed %s InService with the new instance", o.maxWait, r.sess.endpoint)
+		return fmt.Sprintf("--max-wait %s passed before DescribeEndpoint showed %s InService with the new instance", o.MaxWait, r.sess.endpoint)
 	case !r.has(capacity.StageFirstServedByNewInstance):
 		r.mu.Lock()
 		ids, noID := sortedKeys(r.before), r.noID
 		r.mu.Unlock()
-		why := fmt.Sprintf("--max-wait %s passed and no probe response named an instance other than the %d seen before the scale-out (%s)", o.maxWait, len(ids), strings.Join(ids, ", "))
+		why := fmt.Sprintf("--max-wait %s passed and no probe response named an instance other than the %d seen before the scale-out (%s)", o.MaxWait, len(ids), strings.Join(ids, ", "))
 		if noID > 0 {
 			why += fmt.Sprintf("; %d successful response(s) named no instance (no X-Amzn-SageMaker-Custom-Attributes instance-id)", noID)
 		}
 		return why + ": the endpoint routed no probe request to the new instance, so its serving was not seen"
 	default:
-		return fmt.Sprintf("--max-wait %s passed before traffic_recovered", o.maxWait)
+		return fmt.Sprintf("--max-wait %s passed before traffic_recovered", o.MaxWait)
 	}
 }
 
@@ -423,27 +459,27 @@ func (r *ttotalRun) setThreshold() {
 	if n > 0 && !math.IsInf(pre, 0) && r.qmaxBefore > 0 {
 		slowdown = max(1, pre/r.qmaxBefore)
 	}
-	slo := float64(o.qmax.SLOTTFABMs)
-	threshold := min(slo, r.qmaxAfter*slowdown*o.tolerance)
+	slo := float64(o.QMax.SLOTTFABMs)
+	threshold := min(slo, r.qmaxAfter*slowdown*o.Tolerance)
 	r.mu.Lock()
 	r.rec = capacity.TTotalProbe{
-		Concurrency: r.probeC, ConcurrencyBasis: r.probeBasis, SLOTTFABMs: o.qmax.SLOTTFABMs,
+		Concurrency: r.probeC, ConcurrencyBasis: r.probeBasis, SLOTTFABMs: o.QMax.SLOTTFABMs,
 		P95BeforeScaleOutMs: r.finite(pre), SamplesBeforeScaleOut: n,
-		QMaxP95BeforeMs: r.qmaxBefore, QMaxP95AfterMs: r.qmaxAfter, Slowdown: slowdown, Tolerance: o.tolerance,
-		RecoveryThresholdMs: threshold, WindowS: o.window.Seconds(), MinSamples: o.minSamples, RecoveryWindows: o.recoveryWindows,
+		QMaxP95BeforeMs: r.qmaxBefore, QMaxP95AfterMs: r.qmaxAfter, Slowdown: slowdown, Tolerance: o.Tolerance,
+		RecoveryThresholdMs: threshold, WindowS: o.Window.Seconds(), MinSamples: o.MinSamples, RecoveryWindows: o.RecoveryWindows,
 	}
 	ids := sortedKeys(r.before)
 	r.mu.Unlock()
 	r.updatePeak()
 	r.probe.setThreshold(threshold)
 	if n == 0 {
-		r.warn("no probe request ended within the last %s before the scale-out: the p95 before it is unknown (lengthen --warmup)", o.window)
+		r.warn("no probe request ended within the last %s before the scale-out: the p95 before it is unknown (lengthen --warmup)", o.Window)
 	} else {
-		fmt.Fprintf(o.stderr, "ttotal %s: before the scale-out the probe's p95 TTFAB is %s over %d requests (SLO %d ms; the qmax curve %.1f ms at %.1f per instance, so a slowdown of ×%.2f); recovered at ≤ %.1f ms\n",
-			o.model.ID, fmtP95(pre), n, o.qmax.SLOTTFABMs, r.qmaxBefore, float64(r.probeC)/float64(r.from), slowdown, threshold)
+		fmt.Fprintf(o.Stderr, "ttotal %s: before the scale-out the probe's p95 TTFAB is %s over %d requests (SLO %d ms; the qmax curve %.1f ms at %.1f per instance, so a slowdown of ×%.2f); recovered at ≤ %.1f ms\n",
+			o.Model.ID, fmtP95(pre), n, o.QMax.SLOTTFABMs, r.qmaxBefore, float64(r.probeC)/float64(r.from), slowdown, threshold)
 	}
 	if !(pre > slo) {
-		r.warn("the probe does not exceed the SLO before the scale-out (p95 %s ≤ %d ms): unless it does before in_service, traffic_recovered marks no recovery and the plan's measurement_validity fails this T_total: leave --probe-concurrency at its default (from the qmax artifact) or raise it", fmtP95(pre), o.qmax.SLOTTFABMs)
+		r.warn("the probe does not exceed the SLO before the scale-out (p95 %s ≤ %d ms): unless it does before in_service, traffic_recovered marks no recovery and the plan's measurement_validity fails this T_total: leave --probe-concurrency at its default (from the qmax artifact) or raise it", fmtP95(pre), o.QMax.SLOTTFABMs)
 	}
 	if len(ids) < int(r.from) {
 		r.warn("the probe's responses named %d instance(s) before the scale-out (%s), but the endpoint runs %d: an old instance that served no probe request before it would pass for the new one", len(ids), strings.Join(ids, ", "), r.from)
@@ -453,7 +489,7 @@ func (r *ttotalRun) setThreshold() {
 // updatePeak raises the peak p95 before in_service to the current window's, over at least --min-samples.
 func (r *ttotalRun) updatePeak() {
 	p95, n := r.probe.recent(r.clock.now())
-	if n < r.o.minSamples {
+	if n < r.o.MinSamples {
 		return
 	}
 	r.mu.Lock()
@@ -464,7 +500,7 @@ func (r *ttotalRun) updatePeak() {
 // finite is a p95 for the artifact: a failed request counts as infinitely slow in the judgement, as the
 // request timeout here.
 func (r *ttotalRun) finite(p95 float64) float64 {
-	return min(p95, float64(r.o.requestTimeout)/float64(time.Millisecond))
+	return min(p95, float64(r.o.RequestTimeout)/float64(time.Millisecond))
 }
 
 // fmtP95 prints a p95 that may be infinite (more than 5% of the requests failed).
@@ -510,7 +546,7 @@ func (r *ttotalRun) responded(id string, res bench.StreamResult, err error) {
 		at = time.Now()
 	}
 	r.add(capacity.StageFirstServedByNewInstance, r.clock.at(at), capacity.SourceClient)
-	fmt.Fprintf(r.o.stderr, "ttotal %s: the new instance %s served a probe request\n", r.o.model.ID, id)
+	fmt.Fprintf(r.o.Stderr, "ttotal %s: the new instance %s served a probe request\n", r.o.Model.ID, id)
 	r.probe.markServed()
 	close(r.served)
 }
@@ -529,7 +565,7 @@ func (r *ttotalRun) warmUpState() (named, samples int) {
 // requests for the p95 before it.
 func (r *ttotalRun) warmedUp() bool {
 	named, samples := r.warmUpState()
-	return named >= int(r.from) && samples >= r.o.minSamples
+	return named >= int(r.from) && samples >= r.o.MinSamples
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -605,7 +641,7 @@ func (r *ttotalRun) containerComplete() bool {
 }
 
 func (r *ttotalRun) warn(format string, args ...any) {
-	fmt.Fprintf(r.o.stderr, "ttotal %s: warning: %s\n", r.o.model.ID, fmt.Sprintf(format, args...))
+	fmt.Fprintf(r.o.Stderr, "ttotal %s: warning: %s\n", r.o.Model.ID, fmt.Sprintf(format, args...))
 }
 
 // pollOnce reads DescribeEndpoint (VariantStatus transitions, in_service) and the new instance's log stream.
@@ -675,7 +711,7 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 	} else if ctx.Err() == nil {
 		if cloud.IsThrottled(err) {
 			// The log stages carry their own times; a throttled read only delays them. Back off all the same.
-			r.wait = max(r.wait, r.logsOff.Next("CloudWatchLogs", err, r.o.poll, r.clock.now()))
+			r.wait = max(r.wait, r.logsOff.Next("CloudWatchLogs", err, r.o.Poll, r.clock.now()))
 			r.warn("%v: backing off %s", err, r.wait)
 		} else {
 			r.warn("%v (retrying at the next poll)", err)
@@ -689,9 +725,9 @@ func (r *ttotalRun) pollOnce(ctx context.Context, to int32) error {
 // late by at most that.
 func (r *ttotalRun) interval() time.Duration {
 	if r.fineFrom != "" && !r.inService {
-		return min(r.o.poll, r.o.finePoll)
+		return min(r.o.Poll, r.o.FinePoll)
 	}
-	return r.o.poll
+	return r.o.Poll
 }
 
 // nearInService starts the fine polling once in_service is near: the new container printed ready, or the
@@ -708,8 +744,8 @@ func (r *ttotalRun) nearInService(st cloud.EndpointState) {
 	}
 	if from != "" {
 		r.fineFrom = from
-		if r.o.finePoll < r.o.poll {
-			fmt.Fprintf(r.o.stderr, "ttotal %s: %s seen: reading DescribeEndpoint every %s until in_service\n", r.o.model.ID, from, r.o.finePoll)
+		if r.o.FinePoll < r.o.Poll {
+			fmt.Fprintf(r.o.Stderr, "ttotal %s: %s seen: reading DescribeEndpoint every %s until in_service\n", r.o.Model.ID, from, r.o.FinePoll)
 		}
 	}
 }
@@ -739,7 +775,7 @@ func (r *ttotalRun) readLogs(ctx context.Context) error {
 			r.warn("%d new log streams (%s): following %s", len(fresh), strings.Join(fresh, ", "), fresh[0])
 		}
 		r.stream = fresh[0]
-		fmt.Fprintf(r.o.stderr, "ttotal %s: the new instance logs to %s\n", r.o.model.ID, r.stream)
+		fmt.Fprintf(r.o.Stderr, "ttotal %s: the new instance logs to %s\n", r.o.Model.ID, r.stream)
 	}
 	known := map[string]bool{}
 	for _, s := range capacity.ContainerStages {
@@ -792,8 +828,8 @@ func (r *ttotalRun) write(to int32) error {
 	events := append([]capacity.Event(nil), r.events...)
 	r.mu.Unlock()
 	t := &capacity.TTotal{
-		SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType, Emulator: o.aws.Local,
-		Transport: o.transport, QMaxSHA256: o.qmaxSHA256, RunID: r.runID, FromInstances: int(r.from), ToInstances: int(to),
+		SchemaVersion: capacity.SchemaVersion, Model: o.Model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType, Emulator: o.Emulator,
+		Transport: o.Transport, QMaxSHA256: o.QMaxSHA256, RunID: r.runID, FromInstances: int(r.from), ToInstances: int(to),
 		Timeline: capacity.AssembleTimeline(events),
 	}
 	// A client stage observed right after throttled reads says so, with the window it was reached in.
@@ -806,49 +842,49 @@ func (r *ttotalRun) write(to int32) error {
 	r.mu.Unlock()
 	for _, b := range []*cloud.Backoff{&r.backoff, &r.logsOff} {
 		if s := b.Summary(); s != "" {
-			fmt.Fprintf(o.stderr, "ttotal %s: throttled while watching: %s\n", o.model.ID, s)
+			fmt.Fprintf(o.Stderr, "ttotal %s: throttled while watching: %s\n", o.Model.ID, s)
 		}
 	}
 	t.MissingStages = capacity.MissingStages(t.Timeline)
 	if err := t.Reconcile(capacity.StageDesiredSet); err != nil {
-		return fmt.Errorf("ttotal %s: nothing was observed after desired_set within --max-wait %s: no artifact written: %w", o.model.ID, o.maxWait, err)
+		return fmt.Errorf("ttotal %s: nothing was observed after desired_set within --max-wait %s: no artifact written: %w", o.Model.ID, o.MaxWait, err)
 	}
 	r.record(t)
 	if errs := t.Verify(); len(errs) > 0 {
-		return fmt.Errorf("ttotal %s: the measured artifact does not verify (a bug in tts-bench: report it): %w", o.model.ID, errors.Join(errs...))
+		return fmt.Errorf("ttotal %s: the measured artifact does not verify (a bug in tts-bench: report it): %w", o.Model.ID, errors.Join(errs...))
 	}
 	svg, err := renderWaterfallSVG(t)
 	if err != nil {
-		return fmt.Errorf("ttotal %s: %w", o.model.ID, err)
+		return fmt.Errorf("ttotal %s: %w", o.Model.ID, err)
 	}
-	if err := capacity.WriteFileAtomic(o.chartPath, svg); err != nil {
-		return exitcode.Usage(fmt.Errorf("ttotal %s: write the chart: %w: choose another --output", o.model.ID, err))
+	if err := capacity.WriteFileAtomic(o.ChartPath, svg); err != nil {
+		return exitcode.Usage(fmt.Errorf("ttotal %s: write the chart: %w: choose another --output", o.Model.ID, err))
 	}
-	if err := capacity.WriteJSON(o.output, t); err != nil {
-		return exitcode.Usage(fmt.Errorf("ttotal %s: %w: choose another --output", o.model.ID, err))
+	if err := capacity.WriteJSON(o.Output, t); err != nil {
+		return exitcode.Usage(fmt.Errorf("ttotal %s: %w: choose another --output", o.Model.ID, err))
 	}
-	if o.format == "json" {
+	if o.Format == "json" {
 		data, err := capacity.MarshalArtifact(t)
 		if err == nil {
-			_, err = o.stdout.Write(data)
+			_, err = o.Stdout.Write(data)
 		}
 		if err != nil {
 			return fmt.Errorf("print the artifact: %w", err)
 		}
-	} else if err := renderTTotalTable(o.stdout, t); err != nil {
+	} else if err := renderTTotalTable(o.Stdout, t); err != nil {
 		return fmt.Errorf("print the table: %w", err)
 	}
-	fmt.Fprintf(o.stderr, "ttotal %s: wrote %s and the waterfall chart %s (T_total %s)\n", o.model.ID, o.output, o.chartPath, formatTTotal(t))
+	fmt.Fprintf(o.Stderr, "ttotal %s: wrote %s and the waterfall chart %s (T_total %s)\n", o.Model.ID, o.Output, o.ChartPath, formatTTotal(t))
 	if p := t.Probe; p != nil && !p.ExceededSLOBeforeInService {
 		r.warn("the probe never exceeded the SLO before in_service (peak p95 %.1f ms ≤ %d ms): traffic_recovered marks no recovery, and the plan's measurement_validity fails this artifact", p.PeakP95BeforeInServiceMs, p.SLOTTFABMs)
 	}
 	if len(t.MissingStages) > 0 {
 		why := t.IncompleteReason
 		if why == "" {
-			why = "not observed within --max-wait " + o.maxWait.String()
+			why = "not observed within --max-wait " + o.MaxWait.String()
 		}
 		return exitcode.CheckFailedf("ttotal %s: partial: %s missing: %s: the artifact %s names the stages reached and the missing ones; the plan treats it as incomplete",
-			o.model.ID, strings.Join(t.MissingStages, ", "), why, o.output)
+			o.Model.ID, strings.Join(t.MissingStages, ", "), why, o.Output)
 	}
 	return nil
 }
@@ -873,7 +909,7 @@ func (r *ttotalRun) record(t *capacity.TTotal) {
 		p.P95LastWindowMs, p.SamplesLastWindow = r.finite(window.p95), window.n
 	}
 	t.Probe = &p
-	pl := &capacity.TTotalPolling{IntervalS: r.o.poll.Seconds(), FineIntervalS: min(r.o.poll, r.o.finePoll).Seconds(), FineFrom: r.fineFrom,
+	pl := &capacity.TTotalPolling{IntervalS: r.o.Poll.Seconds(), FineIntervalS: min(r.o.Poll, r.o.FinePoll).Seconds(), FineFrom: r.fineFrom,
 		InServiceGapS: gaps[capacity.StageInService], Throttled: []capacity.ThrottleEvent{}}
 	for _, b := range []*cloud.Backoff{&r.backoff, &r.logsOff} {
 		for _, e := range b.Events() {
@@ -1030,7 +1066,7 @@ func (p *recoveryProbe) addLocked(rec bench.Record) {
 	if p95 <= p.thresholdMs {
 		p.done = true
 		p.run.add(capacity.StageTrafficRecovered, now, capacity.SourceClient)
-		fmt.Fprintf(p.run.o.stderr, "ttotal %s: probe p95 TTFAB %.1f ms over %d requests after in_service (≤ %.1f ms)\n", p.run.o.model.ID, p95, n, p.thresholdMs)
+		fmt.Fprintf(p.run.o.Stderr, "ttotal %s: probe p95 TTFAB %.1f ms over %d requests after in_service (≤ %.1f ms)\n", p.run.o.Model.ID, p95, n, p.thresholdMs)
 		close(p.recovered)
 	}
 }

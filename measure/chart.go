@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bytes"
@@ -46,10 +46,10 @@ type chartStep struct {
 const chartWidth, chartHeight = 24 * vg.Centimeter, 12 * vg.Centimeter
 
 var (
-	colorTTFAB = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	colorStall = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
-	colorSLO   = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	colorQMax  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	ColorTTFAB = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	ColorStall = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
+	ColorSLO   = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	ColorQMax  = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
 // chartFrame is a chart laid out so that nothing covers the data and no text leaves the canvas: the title and
@@ -202,8 +202,8 @@ func staircaseFrame(c staircaseChart) (*chartFrame, error) {
 	ladder := make([]float64, len(steps))
 	for i, s := range steps {
 		ladder[i] = float64(max(s.Concurrency, 1))
-		ttfab[i] = plotter.XY{X: ladder[i], Y: finite(s.TTFABMs)}
-		stall[i] = plotter.XY{X: ladder[i], Y: finite(s.StallMs)}
+		ttfab[i] = plotter.XY{X: ladder[i], Y: Finite(s.TTFABMs)}
+		stall[i] = plotter.XY{X: ladder[i], Y: Finite(s.StallMs)}
 		top = math.Max(top, math.Max(ttfab[i].Y, stall[i].Y))
 		if !s.Pass {
 			failed = append(failed, ttfab[i])
@@ -226,7 +226,7 @@ func staircaseFrame(c staircaseChart) (*chartFrame, error) {
 	}
 	p.X.Tick.Marker = ladderTicks{values: ladder, log: hi/lo >= 8}
 	p.Y.Min, p.Y.Max = 0, top*1.08
-	p.Y.Tick.Marker = markedTicks{mark: c.SLOMs, label: "SLO " + fmtFloat(c.SLOMs)}
+	p.Y.Tick.Marker = markedTicks{mark: c.SLOMs, label: "SLO " + FormatFloat(c.SLOMs)}
 	p.Add(plotter.NewGrid())
 
 	for _, series := range []struct {
@@ -235,8 +235,8 @@ func staircaseFrame(c staircaseChart) (*chartFrame, error) {
 		color color.Color
 		shape draw.GlyphDrawer
 	}{
-		{fmt.Sprintf("p%d TTFAB", c.Percentile), ttfab, colorTTFAB, draw.CircleGlyph{}},
-		{fmt.Sprintf("p%d stall", c.Percentile), stall, colorStall, draw.SquareGlyph{}},
+		{fmt.Sprintf("p%d TTFAB", c.Percentile), ttfab, ColorTTFAB, draw.CircleGlyph{}},
+		{fmt.Sprintf("p%d stall", c.Percentile), stall, ColorStall, draw.SquareGlyph{}},
 	} {
 		line, points, err := plotter.NewLinePoints(series.xys)
 		if err != nil {
@@ -252,32 +252,32 @@ func staircaseFrame(c staircaseChart) (*chartFrame, error) {
 		if err != nil {
 			return nil, fmt.Errorf("draw the staircase chart: failing steps: %w", err)
 		}
-		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, colorSLO, vg.Points(5)
+		cross.Shape, cross.Color, cross.Radius = draw.CrossGlyph{}, ColorSLO, vg.Points(5)
 		p.Add(cross)
 		f.add("step failed", cross)
 	}
 
-	slo, err := horizontal(p.X.Min, p.X.Max, c.SLOMs, colorSLO)
+	slo, err := Horizontal(p.X.Min, p.X.Max, c.SLOMs, ColorSLO)
 	if err != nil {
 		return nil, err
 	}
 	p.Add(slo)
-	f.add(fmt.Sprintf("SLO p%d TTFAB ≤ %s ms", c.Percentile, fmtFloat(c.SLOMs)), slo)
+	f.add(fmt.Sprintf("SLO p%d TTFAB ≤ %s ms", c.Percentile, FormatFloat(c.SLOMs)), slo)
 	if c.StallBudgetMs > 0 && c.StallBudgetMs != c.SLOMs {
-		budget, err := horizontal(p.X.Min, p.X.Max, c.StallBudgetMs, colorStall)
+		budget, err := Horizontal(p.X.Min, p.X.Max, c.StallBudgetMs, ColorStall)
 		if err != nil {
 			return nil, err
 		}
 		budget.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(budget)
-		f.add(fmt.Sprintf("stall budget %s ms", fmtFloat(c.StallBudgetMs)), budget)
+		f.add(fmt.Sprintf("stall budget %s ms", FormatFloat(c.StallBudgetMs)), budget)
 	}
 	if c.QMax > 0 {
 		q, err := plotter.NewLine(plotter.XYs{{X: float64(c.QMax), Y: 0}, {X: float64(c.QMax), Y: p.Y.Max}})
 		if err != nil {
 			return nil, fmt.Errorf("draw the staircase chart: Q_max: %w", err)
 		}
-		q.Color, q.Width = colorQMax, vg.Points(1.5)
+		q.Color, q.Width = ColorQMax, vg.Points(1.5)
 		q.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(q)
 		f.add(fmt.Sprintf("Q_max = %d", c.QMax), q)
@@ -384,8 +384,8 @@ func (t markedTicks) Ticks(lo, hi float64) []plot.Tick {
 	return append(out, plot.Tick{Value: t.mark, Label: t.label})
 }
 
-// horizontal is a line at height y from x0 to x1.
-func horizontal(x0, x1, y float64, c color.Color) (*plotter.Line, error) {
+// Horizontal is a line at height y from x0 to x1.
+func Horizontal(x0, x1, y float64, c color.Color) (*plotter.Line, error) {
 	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: y}, {X: x1, Y: y}})
 	if err != nil {
 		return nil, fmt.Errorf("draw the staircase chart: line at %g: %w", y, err)
@@ -394,10 +394,12 @@ func horizontal(x0, x1, y float64, c color.Color) (*plotter.Line, error) {
 	return l, nil
 }
 
-// finite maps what a chart cannot draw (NaN, ±Inf, negative) to 0.
-func finite(x float64) float64 {
+// Finite maps what a chart cannot draw (NaN, ±Inf, negative) to 0.
+func Finite(x float64) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 		return 0
 	}
 	return x
 }
+
+func FormatFloat(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
