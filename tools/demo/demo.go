@@ -368,7 +368,8 @@ func (d *demo) planStep(ctx context.Context) error {
 	peak := fmt.Sprintf("%.0f", 2.5*highest)
 	fmt.Fprintf(d.out, "Peak load %s rps: 2.5x the highest measured per-instance throughput (%.0f rps). The plan reads its thresholds off\n"+
 		"the rate staircase (the instance model), then simulates its own scaling on the envelope: a diurnal day, growth by\n"+
-		"the surge ratio per T_plan up to the peak and back, and load hovering around each scale-in boundary.\n", peak, highest)
+		"the surge ratio per T_plan, a staircase of jumps, a step past the peak it must recover from, and load hovering\n"+
+		"and see-sawing around each scale-in boundary.\n", peak, highest)
 	args := []string{"plan", "--model", model, "--qmax", filepath.Join(d.art, capacity.QMaxFile), "--ttotal", filepath.Join(d.art, capacity.TTotalFile),
 		"--peak-rps", peak, "--output", d.plan}
 	out, code, err := d.run(ctx, []int{0, 1}, "tts-bench", args...)
