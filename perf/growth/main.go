@@ -260,7 +260,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	rw.Goals = append(rw.Goals, g)
 	rw.Goals = append(rw.Goals, linearGoal(simWall, *isSmoke))
-	rw.Fixed = append(rw.Fixed, "cmd/tts-bench/qmax_run.go: the gzipped records stream to a temporary file beside --output (digested while written, renamed into place at the end, removed on error) instead of a memory buffer holding the whole run")
+	rw.Fixed = append(rw.Fixed, "measure/qmax_run.go: the gzipped records stream to a temporary file beside --output (digested while written, renamed into place at the end, removed on error) instead of a memory buffer holding the whole run")
 	if rss1000 > 0 {
 		rw.Notes = append(rw.Notes, fmt.Sprintf("At C=1000 a step of %s kept %d records: peak RSS %s MiB. Exact percentiles keep every record of the step in memory, about %.1f KiB each with the Go heap's headroom; a step's memory is bounded by its length × its request rate, so a long hold at a high rate is what costs memory.",
 			sz.hold, recs1000, harness.MiB(rss1000), float64(rss1000)/1024/float64(recs1000)))

@@ -462,7 +462,7 @@ func build(results []result, engines []Engine, isSmoke bool, started time.Time) 
 			"and the same corpus: texts of five consecutive sentences (bench.ParagraphCorpus(5), 120 texts of 260 to 370 characters), so every request " +
 			"has four continuations for a scheduler to order. Q_max is the highest concurrency whose step met both bounds (closed loop); the serial lock " +
 			"(fifo with one engine worker) is the original proof-of-value. Sizes: " + strings.Join(sizes, "; ") + ".",
-		Fixed: []string{"cmd/tts-bench/qmax_run.go (commit 6b327cd): `qmax --transport http` GETs /ping before the first step. Probing this row with the container not yet started, one 8-s step sent 153,954 requests to a closed port in a tight loop and wrote their records; now a wrong --url or an unhealthy container is refused before anything is sent or written"},
+		Fixed: []string{"measure/qmax_run.go (commit 6b327cd): `qmax --transport http` GETs /ping before the first step. Probing this row with the container not yet started, one 8-s step sent 153,954 requests to a closed port in a tight loop and wrote their records; now a wrong --url or an unhealthy container is refused before anything is sent or written"},
 		Notes: []string{
 			"A shared, noisy machine: other work ran beside these measurements, so absolute figures move between runs; the ratios are measured side by side in one run.",
 			"The calibration engine runs with one worker, so its serial-lock configuration is its fifo configuration: the two rows are two runs of the same thing, and their difference is run-to-run spread.",
