@@ -7,7 +7,6 @@ package emulatortest
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -129,9 +128,18 @@ func Container(t testing.TB) Option {
 // emulator has published and answers its identity, and stops it when the test ends.
 func Start(t testing.TB, opts ...Option) *Emulator {
 	t.Helper()
-	o := emulator.Options{Addr: "127.0.0.1:0", MetricPeriod: time.Second, Log: io.Discard}
+	// The emulator's log goes to stderr under -v; otherwise its tail is kept and printed only when the test
+	// fails, so that a failure in CI shows what the emulator did (scaling decisions, endpoint states) before it.
+	tail := &logTail{}
+	o := emulator.Options{Addr: "127.0.0.1:0", MetricPeriod: time.Second, Log: tail}
 	if testing.Verbose() {
 		o.Log = os.Stderr
+	} else {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the emulator's log, its last %d lines:\n%s", logTailLines, tail.String())
+			}
+		})
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -353,4 +361,33 @@ func WaitInService(ctx context.Context, t testing.TB, sm *sagemaker.Client, name
 		d, _ := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)})
 		t.Fatalf("endpoint %s not InService: %v (%+v)", name, err, d)
 	}
+}
+
+// logTailLines is how many of the emulator's last log lines a failed test prints.
+const logTailLines = 200
+
+// logTail keeps the last logTailLines lines written to it (the emulator logs from several goroutines).
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.part + string(p)
+	parts := strings.Split(s, "\n")
+	l.part = parts[len(parts)-1]
+	l.lines = append(l.lines, parts[:len(parts)-1]...)
+	if over := len(l.lines) - logTailLines; over > 0 {
+		l.lines = append(l.lines[:0], l.lines[over:]...)
+	}
+	return len(p), nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(append(append([]string(nil), l.lines...), l.part), "\n")
 }
