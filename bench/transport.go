@@ -73,25 +73,37 @@ func (s *SageMakerStream) Worker(int) (Sender, error) {
 	if c == nil {
 		return nil, errors.New("sagemaker-stream transport: the client factory returned nil: return a *sagemakerruntime.Client")
 	}
-	return &smSender{endpoint: s.Endpoint, client: c}, nil
+	return &smSender{endpoint: s.Endpoint, client: c, newClient: s.NewClient}, nil
 }
 
 type smSender struct {
-	endpoint string
-	client   StreamInvoker
+	endpoint  string
+	client    StreamInvoker
+	newClient func() StreamInvoker
 }
 
+// Send sends one request over the worker's client. A request that failed may have left its stream's reader
+// running: ReadStream closes a stream it stops reading (the request's deadline, a malformed part), but the
+// SDK's reader goroutine can still be inside the client's shared event-stream decoder when the next request
+// starts one of its own (aws/smithy-go#714, the race the race detector caught in a qmax step past Q_max). So
+// after a failure the worker takes a new client; a stream read to its end has ended its reader.
 func (s *smSender) Send(ctx context.Context, text string) (StreamResult, error) {
 	body, err := requestBody(text)
 	if err != nil {
 		return StreamResult{}, fmt.Errorf("encode the request: %w", err)
 	}
-	return InvokeStream(ctx, s.client, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+	res, err := InvokeStream(ctx, s.client, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String(s.endpoint),
 		ContentType:  aws.String("application/json"),
 		Accept:       aws.String("audio/wav"),
 		Body:         body,
 	}, StreamOptions{Chunks: true})
+	if err != nil && s.newClient != nil {
+		if c := s.newClient(); c != nil {
+			s.client = c
+		}
+	}
+	return res, err
 }
 
 // HTTP posts each request to a container's /invocations and reads the chunked WAV stream as it arrives.

@@ -594,8 +594,13 @@ func (t *instanceTransport) Worker(i int) (bench.Sender, error) {
 	if t.inner.NewClient == nil {
 		return t.inner.Worker(i) // refused there, with the reason
 	}
-	c := &bench.AttributesInvoker{Inner: t.inner.NewClient()}
-	w, err := (&bench.SageMakerStream{Endpoint: t.inner.Endpoint, NewClient: func() bench.StreamInvoker { return c }}).Worker(i)
+	// One wrapper for the worker, whose client is replaced when the sender takes a new one (after a failed
+	// request, see bench.SageMakerStream).
+	c := &bench.AttributesInvoker{}
+	w, err := (&bench.SageMakerStream{Endpoint: t.inner.Endpoint, NewClient: func() bench.StreamInvoker {
+		c.Inner = t.inner.NewClient()
+		return c
+	}}).Worker(i)
 	if err != nil {
 		return nil, err
 	}
