@@ -114,7 +114,8 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
 			ttfab = v
 		}
-		m.Points = append(m.Points, loadmodel.Point{RPS: rate, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, StallMs: s.StallP95Ms, Shed: s.ShedFraction})
+		m.Points = append(m.Points, loadmodel.Point{RPS: rate, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
+			StallMs: s.StallP95Ms, Shed: s.ShedFraction})
 		used++
 	}
 	if used == 0 {

@@ -402,8 +402,8 @@ func derive(in Inputs) Derived {
 	f := FormatNumber
 	model := "the instance model (" + m.Basis + ")"
 	d.Reasoning = []Reason{
-		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets p%d TTFAB ≤ %s ms, p95 stall ≤ %s ms and ≤ %s%% shed%s",
-			model, m.SLO.Percentile, f(m.SLO.TTFABMs), f(m.SLO.StallMs), f(100*m.SLO.AllowedShed()), safeBound(m))},
+		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets the SLO: at most %s%% of requests over %s ms TTFAB or shed, p95 stall ≤ %s ms%s",
+			model, f(100*m.SLO.AllowedShed()), f(m.SLO.TTFABMs), f(m.SLO.StallMs), safeBound(m))},
 		{"scale_out_rps", f(d.ScaleOutRPS), fmt.Sprintf("safe_rps %s ÷ surge %s: load may grow by that factor within T_plan and still meet the SLO", f(d.SafeRPS), exact(s))},
 		{"target_value", f(d.TargetValue), fmt.Sprintf("the metric (10-s Maximum of ConcurrentRequestsPerModel) the instance model gives at scale_out_rps %s rps", f(d.ScaleOutRPS))},
 		{"scale_in_rps", f(d.ScaleInRPS), fmt.Sprintf("scale_out_rps × min/(min+1) = %s × %d/%d, less the %s%% margin: scaling in from n to n−1 raises each survivor's rate by n/(n−1) ≤ (min+1)/min, so for every n from %d to %d the survivors stay below scale_out_rps",

@@ -345,8 +345,9 @@ func TestSurgeSurvival(t *testing.T) {
 		{"growth by s per T_plan survives", func(in *Inputs) {}, StatusPass, "0 violation minute(s)"},
 		{"slow start-up with the same surge per T_plan survives", func(in *Inputs) { in.TTotalS = 900 }, StatusPass, "0 violation minute(s)"},
 		// Without a detection buffer T_plan is T_total alone, but the alarm needs 3 × 10 s of breaching
-		// datapoints first: with T_total 30 s the load grows by s² before the new instance serves.
-		{"detection buffer too short fails", func(in *Inputs) { in.TTotalS = 30; in.DetectionBufferS = 0 }, StatusFail, "0 flap(s); growth: at "},
+		// datapoints first: with T_total 30 s the staircase's jump outgrows the fleet while the new instance
+		// still starts.
+		{"detection buffer too short fails", func(in *Inputs) { in.TTotalS = 30; in.DetectionBufferS = 0 }, StatusFail, "instance(s) still starting"},
 		{"capped fleet fails at its maximum", func(in *Inputs) { in.MaxInstances = 2 }, StatusFail, "the fleet is at its maximum of 2 instance(s)"},
 		// A large fleet growing 25% per T_plan: while instances start the endpoint is Updating and nothing
 		// more is added, and target tracking adds ceil(n × metric ÷ target) − n, one instance when the metric

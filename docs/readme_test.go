@@ -307,7 +307,7 @@ var (
 	mayUse  = map[string][]string{
 		"":          {"capacity", "models", "stacks"},
 		"autoscale": {"loadmodel"},
-		"bench":     {},
+		"bench":     {"loadmodel"},
 		"loadmodel": {},
 		"modelsync": {},
 		"models":    {},

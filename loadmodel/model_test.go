@@ -111,8 +111,8 @@ func TestSafeRPS(t *testing.T) {
 	m = model()
 	m.SLO.TTFABMs = 5000
 	near(t, "safe rps (capacity)", m.SafeRPS(), 12, 16e-6)
-	if m.SLO.Meets(m.At(16/0.95)) != true {
-		t.Errorf("5%% shed at %v rps should still meet the p95 SLO (the cap is the plan's choice, not the SLO's)", 16/0.95)
+	if st := m.At(16 / 0.95); m.SLO.ViolatingShare(st) <= m.SLO.AllowedShed() {
+		t.Errorf("5%% shed at %v rps, with the full queue's p95 TTFAB %v ms under the bound, violates only %v: the shed and the requests over the bound together must pass 5%%", 16/0.95, st.TTFABMs, m.SLO.ViolatingShare(st))
 	}
 	// Only the first point meets the SLO: the safe rate is its rate.
 	m = model()
@@ -141,14 +141,64 @@ func TestRateForMetricInvertsTheMetric(t *testing.T) {
 func TestSLOMeetsAndWhy(t *testing.T) {
 	s := SLO{TTFABMs: 1000, Percentile: 95, StallMs: 50}
 	near(t, "allowed shed", s.AllowedShed(), 0.05, 1e-12)
-	ok := Point{TTFABMs: 1000, StallMs: 50, Shed: 0.05}
-	if !s.Meets(ok) || s.Why(ok) != "" {
-		t.Errorf("a state on every bound must meet: %q", s.Why(ok))
+	for _, ok := range []Point{
+		{TTFABMs: 1000, StallMs: 50},                                     // p95 on the bound: 5% over it
+		{TTFABMs: 200, TTFABP50Ms: 100, TTFABP99Ms: 300, Shed: 0.049},    // 4.9% shed and a tail far below
+		{TTFABMs: 900, TTFABP50Ms: 400, TTFABP99Ms: 1000, StallMs: 50},   // p99 on the bound: 1% over it
+		{TTFABMs: 1000, TTFABP50Ms: 1000, TTFABP99Ms: 1000, StallMs: 50}, // every request at the bound
+	} {
+		if !s.Meets(ok) || s.Why(ok) != "" {
+			t.Errorf("%+v must meet (violating share %v): %q", ok, s.ViolatingShare(ok), s.Why(ok))
+		}
 	}
 	bad := Point{TTFABMs: 1200, StallMs: 80, Shed: 0.1}
 	why := s.Why(bad)
 	if s.Meets(bad) || !strings.Contains(why, "p95 TTFAB 1200 ms > 1000 ms") || !strings.Contains(why, "p95 stall 80 ms > 50 ms") || !strings.Contains(why, "10% shed > 5%") {
 		t.Errorf("Why = %q", why)
+	}
+	// On every bound at once the shed and the requests over the TTFAB bound add up: 5% + 95% × 5%.
+	both := Point{TTFABMs: 1000, StallMs: 50, Shed: 0.05}
+	near(t, "violating share on both bounds", s.ViolatingShare(both), 0.0975, 1e-9)
+	if s.Meets(both) || s.Why(both) != "9.75% of requests over 1000 ms or shed > 5%" {
+		t.Errorf("p95 on the bound with 5%% shed must fail, saying why: meets %v, %q", s.Meets(both), s.Why(both))
+	}
+}
+
+func TestOverShareReadsTheDistribution(t *testing.T) {
+	p := Point{TTFABP50Ms: 100, TTFABMs: 400, TTFABP99Ms: 700}
+	for _, c := range []struct{ bound, want float64 }{
+		{0, 1}, {100, 0.5}, {400, 0.05}, {700, 0.01},
+		// Exponential between knots: halfway from p50 to p95 in time is the geometric mean of their shares.
+		{250, math.Sqrt(0.5 * 0.05)},
+		// Past p99 it keeps the last segment's rate: 300 ms more divides the share by 5 again.
+		{1000, 0.002},
+	} {
+		near(t, fmt.Sprintf("share over %v ms", c.bound), p.OverShare(c.bound, 95), c.want, 1e-12)
+	}
+	// A state known only at its percentile is exponential through it, and an exponential distribution is
+	// reproduced exactly: M/M/1's sojourn quantiles give back the share e^(−(μ−λ)x).
+	mu, lam := 16.3, 12.0
+	q := Point{TTFABMs: sojournQuantileMs(lam, mu, 95), TTFABP50Ms: sojournQuantileMs(lam, mu, 50), TTFABP99Ms: sojournQuantileMs(lam, mu, 99)}
+	only := Point{TTFABMs: q.TTFABMs}
+	for _, x := range []float64{50, 300, 697, 1500} {
+		want := math.Exp(-(mu - lam) * x / 1000)
+		near(t, fmt.Sprintf("M/M/1 share over %v ms", x), q.OverShare(x, 95), want, 1e-12)
+		near(t, fmt.Sprintf("exponential through p95 alone, share over %v ms", x), only.OverShare(x, 95), want, 1e-12)
+	}
+}
+
+// A minute whose seconds each sit just under the bound at their p95, with a few seconds over it, has more
+// than 5% of its requests over the bound: counting each second all or nothing passed it.
+func TestAMinuteJustUnderTheBoundCountsItsTail(t *testing.T) {
+	s := SLO{TTFABMs: 1000, Percentile: 95, StallMs: 50}
+	under := Point{TTFABP50Ms: 400, TTFABMs: 995, TTFABP99Ms: 1400}
+	over := Point{TTFABP50Ms: 600, TTFABMs: 1300, TTFABP99Ms: 1800}
+	violating := 57*s.ViolatingShare(under) + 3*s.ViolatingShare(over)
+	if !s.Meets(under) || s.Meets(over) {
+		t.Fatalf("the seconds are built wrong: under meets %v, over meets %v", s.Meets(under), s.Meets(over))
+	}
+	if share := violating / 60; share <= s.AllowedShed() {
+		t.Errorf("57 s at p95 995 ms and 3 s at p95 1300 ms: %v of the minute's requests over 1000 ms, want more than 5%%", share)
 	}
 }
 

@@ -41,13 +41,9 @@ func oracle(tr Trace, inst loadmodel.Model, safeRPS float64, stop Cancel) (Resul
 		res.MinInstances, res.MaxInstances = min(res.MinInstances, n), max(res.MaxInstances, n)
 		st := inst.At(rate / float64(n))
 		shed := arrivals * st.Shed
-		violating := shed
-		if st.TTFABMs > inst.SLO.TTFABMs || st.StallMs > inst.SLO.StallMs {
-			violating = arrivals
-		}
 		cur.Offered += arrivals
 		cur.Shed += shed
-		cur.Violating += violating
+		cur.Violating += arrivals * inst.SLO.ViolatingShare(st)
 		cur.Serving = n
 		res.Offered += arrivals
 		res.Shed += shed
@@ -57,7 +53,7 @@ func oracle(tr Trace, inst loadmodel.Model, safeRPS float64, stop Cancel) (Resul
 		if end-rowStart >= time.Minute || i == steps-1 {
 			cur.Minute = int(rowStart / time.Minute)
 			cur.OfferedRPS = cur.Offered / (end - rowStart).Seconds()
-			cur.Violates = cur.Offered > 0 && cur.Violating > inst.SLO.AllowedShed()*cur.Offered+1e-9
+			cur.Violates = inst.SLO.RowViolates(cur.Offered, cur.Violating)
 			if cur.Violates {
 				res.ViolationMinutes++
 			}

@@ -13,7 +13,7 @@ import (
 
 // Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
 // to the rules that moves any result changes it.
-const Version = "fleet-sim/4 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, autoscale.Decide, cooldown from completion)"
+const Version = "fleet-sim/5 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion)"
 
 // Tick is the autoscaler's clock: the period of the high-resolution ConcurrentRequestsPerModel metric. Alarms
 // are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps.
@@ -118,8 +118,8 @@ type Minute struct {
 	// Serving and Starting are the instance counts at the end of the row.
 	Serving  int `json:"serving"`
 	Starting int `json:"starting"`
-	// StartingWhileViolating is the most instances starting in a second of the row whose requests violated
-	// (0 when none did): the worst row's reason is told from it, not from the row's end.
+	// StartingWhileViolating is the most instances starting in a second of the row that missed the SLO by
+	// itself, more of its requests violating than the percentile allows (0 when none did): the worst row's reason is told from it, not from the row's end.
 	StartingWhileViolating int `json:"starting_while_violating"`
 	// LoadPerInstanceRPS is the mean offered rate per serving instance.
 	LoadPerInstanceRPS float64 `json:"load_per_instance_rps"`
@@ -134,8 +134,9 @@ type Minute struct {
 	Shed    float64 `json:"shed"`
 	// ShedRPS is Shed per second.
 	ShedRPS float64 `json:"shed_rps"`
-	// Violating counts the requests that did not meet the SLO: shed ones, and all those of a second whose
-	// state missed the TTFAB or stall bound.
+	// Violating counts the requests that did not meet the SLO: in each second, its requests times the share of
+	// its state's that violate (loadmodel.SLO.ViolatingShare: the shed ones and those over the TTFAB bound,
+	// read off the state's TTFAB distribution; all of them when the stall is over its bound).
 	Violating float64 `json:"violating"`
 	// Violates is true when more requests violated than the percentile allows.
 	Violates bool `json:"violates"`
@@ -422,7 +423,7 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 		if cur.Serving > 0 {
 			cur.LoadPerInstanceRPS = cur.OfferedRPS / float64(cur.Serving)
 		}
-		cur.Violates = cur.Offered > 0 && cur.Violating > slo.AllowedShed()*cur.Offered+1e-9
+		cur.Violates = slo.RowViolates(cur.Offered, cur.Violating)
 		if cur.Violates {
 			res.ViolationMinutes++
 		}
@@ -454,14 +455,11 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 		var st loadmodel.Point
 		st, backlog = inst.Advance(backlog, arrivals/substep.Seconds()/n, substep.Seconds())
 		shed := arrivals * st.Shed
-		violating := shed
-		if st.TTFABMs > slo.TTFABMs || st.StallMs > slo.StallMs {
-			violating = arrivals
-		}
+		share := slo.ViolatingShare(st)
 		cur.Offered += arrivals
 		cur.Shed += shed
-		cur.Violating += violating
-		if violating > 0 {
+		cur.Violating += arrivals * share
+		if share > slo.AllowedShed() {
 			cur.StartingWhileViolating = max(cur.StartingWhileViolating, len(starting))
 		}
 		cur.Metric = math.Max(cur.Metric, st.Metric)
@@ -620,6 +618,9 @@ func worst(ms []Minute, f Fleet) *Worst {
 		loadmodel.Format(m.Metric), loadmodel.Format(m.Concurrency), inst.SLO.Percentile, loadmodel.Format(m.TTFABMs), loadmodel.Format(inst.SLO.TTFABMs))
 	if m.Shed > 0 {
 		why += fmt.Sprintf(", %s requests shed with 503", loadmodel.Format(m.Shed))
+	}
+	if m.Offered > 0 {
+		why += fmt.Sprintf(", %s%% of its requests over the SLO or shed (at most %s%% allowed)", loadmodel.Format(100*m.Violating/m.Offered), loadmodel.Format(100*inst.SLO.AllowedShed()))
 	}
 	switch {
 	case !m.Violates:

@@ -53,8 +53,9 @@ with the instance samples beside them (<output without .jsonl.gz>.instances.json
 shard's end record: whether it sent its whole part of the trace, and up to which arrival (a run stopped by
 SIGINT or SIGTERM keeps its records and says it stopped early; tts-bench report refuses it without --force).
 
-Exit codes: 0 when every slice met the SLO, 1 when a slice did not (p95 TTFAB above the SLO, or more than 1%
-of its arrivals shed, dropped or failed), 2 for bad input.
+Exit codes: 0 when every slice met the SLO, 1 when a slice did not (more than 5% of its arrivals over the
+TTFAB bound, shed, dropped or failed: the "over SLO" column counts the successful ones over it), 2 for bad
+input.
 
 Examples:
   tts-bench replay --local --model espeak-ng --trace step --peak-rps 20 --trough-rps 2 --duration 10m --step 10s

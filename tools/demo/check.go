@@ -51,7 +51,7 @@ var (
 )
 
 // replayColumns are the columns of tts-bench replay's per-slice table, in order.
-var replayColumns = []string{"time", "offered rps", "sent", "dropped", "instances", "desired", "p95 TTFAB ms", "shed %", "errors", "SLO"}
+var replayColumns = []string{"time", "offered rps", "sent", "dropped", "instances", "desired", "p95 TTFAB ms", "over SLO", "shed %", "errors", "SLO"}
 
 // replayRow is one printed row of the replay's table: one slice.
 type replayRow struct {
@@ -62,6 +62,7 @@ type replayRow struct {
 	sent, dropped      int
 	instances, desired int // -1 when printed "-"
 	p95Ms              float64
+	over               int // successful requests over the SLO
 	shedPct            float64
 	errors             int
 	verdict            string
@@ -204,7 +205,7 @@ func (e *evidence) readRow(n int, l string) {
 		bad(fmt.Sprintf("%d fields, want the %d columns %q", len(f), len(replayColumns), replayColumns))
 		return
 	}
-	r := replayRow{line: n, clock: f[0], verdict: f[9]}
+	r := replayRow{line: n, clock: f[0], verdict: f[10]}
 	var h, mi, sec int
 	if _, err := fmt.Sscanf(f[0], "%d:%02d:%02d", &h, &mi, &sec); err != nil {
 		bad("the time does not read as h:mm:ss")
@@ -222,15 +223,16 @@ func (e *evidence) readRow(n int, l string) {
 		v, err := strconv.ParseFloat(s, 64)
 		return v, err == nil && v >= 0 && !math.IsInf(v, 0)
 	}
-	var ok [8]bool
+	var ok [9]bool
 	r.offeredRPS, ok[0] = number(f[1])
 	r.sent, ok[1] = count(f[2], false)
 	r.dropped, ok[2] = count(f[3], false)
 	r.instances, ok[3] = count(f[4], true)
 	r.desired, ok[4] = count(f[5], true)
 	r.p95Ms, ok[5] = number(f[6])
-	r.shedPct, ok[6] = number(f[7])
-	r.errors, ok[7] = count(f[8], false)
+	r.over, ok[6] = count(f[7], false)
+	r.shedPct, ok[7] = number(f[8])
+	r.errors, ok[8] = count(f[9], false)
 	for i, good := range ok {
 		if !good {
 			bad(fmt.Sprintf("%s %q is not a number as the table prints it", replayColumns[i+1], f[i+1]))
@@ -441,16 +443,27 @@ func checkReplayTable(t *replayTable, c surgeClaim, tPlanS, sloMs float64) []err
 		if i < len(t.slices)-1 && math.Abs(r.offeredRPS*t.bucket.Seconds()-float64(scheduled)) > 0.005*t.bucket.Seconds()+1e-9 {
 			row(r, "offered %g rps over %s is not its %d sent + %d dropped arrivals", r.offeredRPS, t.bucket, r.sent, r.dropped)
 		}
-		// The p95 prints to 0.1 ms. Where the verdict turns within what the printed numbers round from, either
-		// verdict is true to them.
-		can := bench.SliceViolates(r.p95Ms+0.05, t.sloMs, scheduled, hi+r.errors+r.dropped)
-		must := bench.SliceViolates(r.p95Ms-0.05, t.sloMs, scheduled, lo+r.errors+r.dropped)
+		// The shed count is known to within what its printed share rounds from: where the verdict turns within
+		// that range, either verdict is true to the numbers. The verdict reads the count over the SLO; the p95
+		// beside it must agree with that count (nearest rank: a p95 over the SLO puts more than a twentieth of
+		// the successful requests over it, a p95 within it at most that many), to within its printed 0.1 ms.
+		okMax := r.sent - lo - r.errors
+		switch {
+		case r.over > okMax:
+			row(r, "%d over the SLO, but at most %d of its %d sent succeeded", r.over, okMax, r.sent)
+		case r.p95Ms-0.05 > t.sloMs && r.over == 0:
+			row(r, "p95 TTFAB %g ms is over the SLO %g ms, but none of its requests is counted over it", r.p95Ms, t.sloMs)
+		case r.p95Ms+0.05 <= t.sloMs && r.over > okMax-int(math.Ceil(0.95*float64(okMax))):
+			row(r, "p95 TTFAB %g ms is within the SLO %g ms, but %d of at most %d successful requests are counted over it (more than the twentieth a p95 leaves)", r.p95Ms, t.sloMs, r.over, okMax)
+		}
+		can := bench.SliceViolates(scheduled, r.over, hi+r.errors+r.dropped)
+		must := bench.SliceViolates(scheduled, r.over, lo+r.errors+r.dropped)
 		shed := strconv.Itoa(lo)
 		if hi > lo {
 			shed = fmt.Sprintf("%d to %d", lo, hi)
 		}
-		failed := fmt.Sprintf("p95 TTFAB %g ms against the SLO %g ms; %d dropped + %s shed (%g %% of %d sent) + %d errors of %d arrivals against at most %g %%",
-			r.p95Ms, t.sloMs, r.dropped, shed, r.shedPct, r.sent, r.errors, scheduled, 100*bench.DefaultMaxErrorRate)
+		failed := fmt.Sprintf("%d over the SLO %g ms + %d dropped + %s shed (%g %% of %d sent) + %d errors of %d arrivals against at most %g %%",
+			r.over, t.sloMs, r.dropped, shed, r.shedPct, r.sent, r.errors, scheduled, float64(100-bench.SLOPercentile))
 		switch r.verdict {
 		case "ok":
 			if must {
