@@ -96,16 +96,19 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	isSmoke := fs.Bool("smoke", false, "short traces and a short twin measurement at time scale 50: checks the program still produces its row")
-	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
+	var common harness.Common
+	common.AddCommon(fs, "short traces and a short twin measurement at time scale 50: checks the program still produces its row")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	twinDir := fs.String("twin", "", "analyse the twin's qmax.json and ttotal.json in this directory (an earlier run's .cache/bench/7-cost/twin/artifacts/kokoro-82m-twin) instead of measuring; the row says so")
 	twinScale := fs.Float64("twin-time-scale", 0, "with -twin: the emulator time scale the artifacts' ttotal ran at (default: 1, or 50 with -smoke)")
 	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -twin, -twin-time-scale)"); err != nil {
 		return err
 	}
+	if errs := common.Check(); len(errs) > 0 {
+		return exitcode.Usage(errors.Join(errs...))
+	}
 	sz := full
-	if *isSmoke {
+	if common.Smoke {
 		sz = smoke
 	}
 	if *twinScale != 0 {
@@ -140,10 +143,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *dir, err = filepath.Abs(*dir); err != nil {
+	if common.Out, err = filepath.Abs(common.Out); err != nil {
 		return err
 	}
-	work := filepath.Join(*dir, strconv.Itoa(rowN)+"-"+rowName)
+	work := filepath.Join(common.Out, strconv.Itoa(rowN)+"-"+rowName)
 	if *twinDir == "" { // a re-analysis keeps the measurement's directory and its log
 		if err := os.RemoveAll(work); err != nil {
 			return fmt.Errorf("wipe %s: %w", work, err)
@@ -174,7 +177,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 
-	res, err := analyse(ms, sz, *isSmoke)
+	res, err := analyse(ms, sz, common.Smoke)
 	if err != nil {
 		return err
 	}
@@ -189,9 +192,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}
 	}
-	rw := res.row(sz, *isSmoke)
+	rw := res.row(sz, common.Smoke)
 	rw.Date, rw.Machine = started, row.CurrentMachine()
-	rw.Command = "go run ./perf/cost" + map[bool]string{true: " -smoke", false: ""}[*isSmoke]
+	rw.Command = "go run ./perf/cost" + map[bool]string{true: " -smoke", false: ""}[common.Smoke]
 	if earlier != nil {
 		rw.Command += fmt.Sprintf(" -twin %s -twin-time-scale %g", *twinDir, sz.timeScale)
 		rw.Notes = append(rw.Notes, fmt.Sprintf("The twin was NOT measured in this run: its artifacts are an earlier run's (%s: qmax run %s, ttotal run %s), re-analysed with -twin; measure afresh with the command without -twin.",
@@ -203,13 +206,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if w := toolWarnings(tw.log); len(w) > 0 {
 		rw.Notes = append(rw.Notes, "What tts-bench warned about while measuring the twin: "+strings.Join(w, " · "))
 	}
-	figs, err := res.charts(*dir)
+	figs, err := res.charts(common.Out)
 	if err != nil {
 		return err
 	}
 	rw.Figures = figs
 	rw.Duration = row.Of(time.Since(started))
-	p, err := row.Write(*dir, rw)
+	p, err := row.Write(common.Out, rw)
 	if err != nil {
 		return err
 	}

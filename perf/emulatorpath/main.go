@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,16 +27,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -66,10 +60,7 @@ func main() {
 }
 
 type options struct {
-	out       string
-	smoke     bool
-	duration  time.Duration
-	segmentMs int
+	harness.Common
 	// cpuProfile, when set, is where a CPU profile of the whole run (client and emulator) is written.
 	cpuProfile string
 }
@@ -78,28 +69,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("emulatorpath", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.out, "out", row.DefaultDir, "directory of the row file and its charts")
-	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per path and level, one round): checks the program works")
-	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
-	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
+	o.AddCommon(fs, "smallest size (1 s per path and level, one round): checks the program works")
+	o.AddDuration(fs, 12*time.Second, time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
+	o.AddSegmentMs(fs)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (the client and the in-process emulator) to this file (go tool pprof)")
 	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
 		return o, err
 	}
-	if o.smoke {
-		o.duration = time.Second
-	}
-	var errs []error
-	if o.duration < 500*time.Millisecond || o.duration > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("-duration: is %v: want 500ms to 10m", o.duration))
-	}
-	if o.segmentMs < 0 || o.segmentMs > 1000 {
-		errs = append(errs, fmt.Errorf("-segment-ms: is %d: want 0 to 1000 (a fixed wait small enough that the path shows)", o.segmentMs))
-	}
-	if strings.TrimSpace(o.out) == "" {
-		errs = append(errs, errors.New("-out: is empty: give the directory of the row file, e.g. .cache/bench"))
-	}
-	if len(errs) > 0 {
+	if errs := o.Check(); len(errs) > 0 {
 		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
@@ -148,59 +125,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pe, err := harness.StartEmulator(ctx, bin, "bench-emulatorpath-")
+	maxC := concurrencies[len(concurrencies)-1]
+	workers := 2 * maxC
+	pe, err := harness.DeployCalibration(ctx, bin, "bench-emulatorpath-", endpointName, o.SegmentMs, workers, "emulatorpath", stderr)
 	if err != nil {
 		return err
 	}
 	defer pe.Stop()
-	fail := func(err error) error {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
-		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
-	}
-	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
-	cfg := cloud.LocalConfig(url, creds)
-	// The diagnostic path: the same configuration with a second, independent client of cloud.HTTPClient (its own
-	// connection pool, cloud.IdleConnsPerHost idle connections per host), a control for the client's
-	// connection churn: the two through-the-emulator paths should agree.
-	pooledCfg := cfg
-	pooledCfg.HTTPClient = cloud.HTTPClient()
-	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
-	maxC := concurrencies[len(concurrencies)-1]
-	workers := 2 * maxC
-	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
-		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
-	fmt.Fprintf(stderr, "emulatorpath: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
-		return fail(err)
-	}
+	fail := func(err error) error { return pe.Fail(ctx, err) }
 	urls := pe.InstanceURLs(endpointName)
 	if len(urls) != 1 {
 		return fail(fmt.Errorf("the endpoint has %d serving instance URLs (%v), want 1: both paths must reach the same instance", len(urls), urls))
 	}
 	instanceURL := urls[0]
 	fmt.Fprintf(stderr, "emulatorpath: the instance serves at %s\n", instanceURL)
-
-	paths := []*benchkit.Path{
-		{Name: "through the emulator", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
-			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
-		}}},
+	// The diagnostic path: the same configuration with a second, independent client of cloud.HTTPClient (its own
+	// connection pool, cloud.IdleConnsPerHost idle connections per host), a control for the client's
+	// connection churn: the two through-the-emulator paths should agree.
+	pooledCfg := pe.Config
+	pooledCfg.HTTPClient = cloud.HTTPClient()
+	paths := []*harness.Path{
+		pe.StreamPath("through the emulator", pe.Config),
 		{Name: "direct to the instance", Transport: bench.NewHTTP(instanceURL)},
-		{Name: "through the emulator, pooled SDK client", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
-			return sagemakerruntime.NewFromConfig(pooledCfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
-		}}},
+		pe.StreamPath("through the emulator, pooled SDK client", pooledCfg),
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
 	}
-	rounds := 3
-	if o.smoke {
-		rounds = 1
-	}
+	rounds := o.Rounds()
 	// Interleave warms each path up first, not measured: connections to the emulator, from it to the instance,
 	// and the direct ones.
-	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, nil); errors.Is(err, benchkit.ErrInterrupted) {
+	if err := harness.Interleave(ctx, paths, concurrencies, rounds, o.Duration, text, stderr, nil); errors.Is(err, harness.ErrInterrupted) {
 		return err
 	} else if err != nil {
 		return fail(err)
@@ -208,7 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	emuP, dirP, poolP := paths[0], paths[1], paths[2]
 	var levels []level
 	for li, c := range concurrencies {
-		pct := benchkit.Percentile
+		pct := harness.Percentile
 		l := level{c: c,
 			emuP50: pct(emuP.TTFAB[li], 50), emuP90: pct(emuP.TTFAB[li], 90), emuP99: pct(emuP.TTFAB[li], 99),
 			dirP50: pct(dirP.TTFAB[li], 50), dirP90: pct(dirP.TTFAB[li], 90), dirP99: pct(dirP.TTFAB[li], 99),
@@ -225,22 +180,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		levels = append(levels, l)
 	}
 	r := buildRow(o, started, workers, levels, loadStart)
-	if err := writeCharts(o.out, levels); err != nil {
+	if err := writeCharts(o.Out, levels); err != nil {
 		return err
 	}
 	r.Duration = row.Of(time.Since(started))
-	p, err := row.Write(o.out, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, p)
-	return nil
+	return harness.WriteRow(stdout, o.Out, r)
 }
 
 // sameAnswer sends the text once each way and checks both paths reach an instance that answers it with the
 // same audio (the calibration engine is deterministic), so the comparison is of the path alone.
-func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
-	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+func sameAnswer(ctx context.Context, paths []*harness.Path) error {
+	got, err := harness.FirstAnswers(ctx, paths, text, harness.CallTimeout)
 	if err != nil {
 		return err
 	}
@@ -264,13 +214,10 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
 	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/emulatorpath"
-	if o.smoke {
+	if o.Smoke {
 		cmd += " -smoke"
 	}
-	rounds := 3
-	if o.smoke {
-		rounds = 1
-	}
+	rounds := o.Rounds()
 	added := row.Table{Title: "Added TTFAB, through the emulator minus direct (ms; each a percentile of one path's distribution minus the same percentile of the other's)",
 		Columns: []string{"C", "added p50", "added p99", "emulator p50", "direct p50", "emulator p99", "direct p99", "requests (emulator / direct)", "added p50, pooled SDK client", "added p99, pooled SDK client"}}
 	detail := row.Table{Title: "Each path (ms; rate in requests/s, median of rounds)",
@@ -288,7 +235,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 		figures = append(figures, fmt.Sprintf("C=%d: p50 %+.2f ms, p99 %+.2f ms", l.c, l.addP50, l.addP99))
 	}
 	g := goal(levels, load)
-	return row.Row{Schema: row.SchemaVersion, N: 4, Name: "emulator-path", Title: "The emulator's data path", Smoke: o.smoke, Command: cmd,
+	return row.Row{Schema: row.SchemaVersion, N: 4, Name: "emulator-path", Title: "The emulator's data path", Smoke: o.Smoke, Command: cmd,
 		Machine: row.CurrentMachine(), Date: started,
 		Summary: fmt.Sprintf("One calibration container instance (`ENGINE=calibration CALIBRATION_SEGMENT_MS=%d`, `ENGINE_WORKERS=%d`, `QUEUE_MAX_DEPTH=0`: a fixed wait "+
 			"per segment, no CPU work, nothing queues) deployed on the local emulator through the real SDK. The load engine drives the same instance two ways, "+
@@ -298,7 +245,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			"and event-stream encoding, and the client's event-stream decoding. Added TTFAB: %s. A third, diagnostic path goes through the emulator with an SDK "+
 			"client of its own, a second `cloud.HTTPClient` with its own connection pool, a control for the client's connection churn: tts-bench's client "+
 			"(`cloud.LocalConfig`) keeps `cloud.IdleConnsPerHost` (%d) per host since this row showed the SDK default of %d re-dialing, so the two should agree.",
-			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; "), cloud.IdleConnsPerHost, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost),
+			o.SegmentMs, workers, rounds, o.Duration, strings.Join(figures, "; "), cloud.IdleConnsPerHost, awshttp.DefaultHTTPTransportMaxIdleConnsPerHost),
 		Goals:   []row.Goal{g},
 		Tables:  []row.Table{added, detail},
 		Figures: []row.Figure{{File: "4-emulator-path.svg", Caption: "Added TTFAB p50 and p99 (through the emulator minus direct) against C, with the goal"}, {File: "4-emulator-path-ttfab.svg", Caption: "TTFAB p50 and p99 of each path against C"}},
@@ -311,7 +258,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			"The emulator runs in the measuring process (as `emulator/emulatortest` runs it), so it shares the client's Go runtime and the machine's cores with the client and the container; `speech-infra emulator` runs it in a process of its own.",
 			fmt.Sprintf("The machine's load average (1, 5, 15 min): %s, on %d cores.", load, runtime.NumCPU()),
 			churnNote(levels),
-			fmt.Sprintf("A p99 is judged only with at least %d requests per path at that level; the direct side's TTFAB is the instance's %d ms of waiting plus the loopback round trip.", minP99Samples, o.segmentMs),
+			fmt.Sprintf("A p99 is judged only with at least %d requests per path at that level; the direct side's TTFAB is the instance's %d ms of waiting plus the loopback round trip.", minP99Samples, o.SegmentMs),
 		},
 	}
 }
@@ -356,21 +303,21 @@ func writeCharts(dir string, levels []level) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w: check the path and its permissions", dir, err)
 	}
-	var a50, a99, p50, p99, e50, e99, d50, d99 plotter.XYs
+	var a50, a99, p50, p99, e50, e99, d50, d99 []harness.Point
 	for _, l := range levels {
 		x := float64(l.c)
-		a50, a99 = append(a50, plotter.XY{X: x, Y: l.addP50}), append(a99, plotter.XY{X: x, Y: l.addP99})
-		p50, p99 = append(p50, plotter.XY{X: x, Y: l.poolAddP50}), append(p99, plotter.XY{X: x, Y: l.poolAddP99})
-		e50, e99 = append(e50, plotter.XY{X: x, Y: l.emuP50}), append(e99, plotter.XY{X: x, Y: l.emuP99})
-		d50, d99 = append(d50, plotter.XY{X: x, Y: l.dirP50}), append(d99, plotter.XY{X: x, Y: l.dirP99})
+		a50, a99 = append(a50, harness.Point{X: x, Y: l.addP50}), append(a99, harness.Point{X: x, Y: l.addP99})
+		p50, p99 = append(p50, harness.Point{X: x, Y: l.poolAddP50}), append(p99, harness.Point{X: x, Y: l.poolAddP99})
+		e50, e99 = append(e50, harness.Point{X: x, Y: l.emuP50}), append(e99, harness.Point{X: x, Y: l.emuP99})
+		d50, d99 = append(d50, harness.Point{X: x, Y: l.dirP50}), append(d99, harness.Point{X: x, Y: l.dirP99})
 	}
-	addedChart := benchkit.Chart{Title: "What the emulator adds to TTFAB", X: "requests in flight (C)", Y: "added TTFAB (ms)", LogX: true,
-		Series: []benchkit.Series{{Name: "added p50", XY: a50}, {Name: "added p99", XY: a99}, {Name: "added p50, pooled SDK client", XY: p50}, {Name: "added p99, pooled SDK client", XY: p99}}, HLine: goalMs, HLineName: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs)}
+	addedChart := harness.Chart{Title: "What the emulator adds to TTFAB", XLabel: "requests in flight (C)", YLabel: "added TTFAB (ms)", LogX: true,
+		Series: []harness.Series{{Name: "added p50", Points: a50}, {Name: "added p99", Points: a99}, {Name: "added p50, pooled SDK client", Points: p50}, {Name: "added p99, pooled SDK client", Points: p99}}, Lines: []harness.HLine{{Name: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs), Y: goalMs}}}
 	if err := addedChart.WriteSVG(filepath.Join(dir, "4-emulator-path.svg")); err != nil {
 		return err
 	}
-	pathsChart := benchkit.Chart{Title: "TTFAB through the emulator and direct to the same instance", X: "requests in flight (C)", Y: "TTFAB (ms)", LogX: true, HLine: math.NaN(),
-		Series: []benchkit.Series{{Name: "emulator p50", XY: e50}, {Name: "emulator p99", XY: e99}, {Name: "direct p50", XY: d50}, {Name: "direct p99", XY: d99}}}
+	pathsChart := harness.Chart{Title: "TTFAB through the emulator and direct to the same instance", XLabel: "requests in flight (C)", YLabel: "TTFAB (ms)", LogX: true,
+		Series: []harness.Series{{Name: "emulator p50", Points: e50}, {Name: "emulator p99", Points: e99}, {Name: "direct p50", Points: d50}, {Name: "direct p99", Points: d99}}}
 	return pathsChart.WriteSVG(filepath.Join(dir, "4-emulator-path-ttfab.svg"))
 }
 

@@ -29,15 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
-	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-	"gonum.org/v1/plot/plotter"
-
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -75,37 +68,20 @@ func main() {
 }
 
 type options struct {
-	out       string
-	smoke     bool
-	duration  time.Duration
-	segmentMs int
+	harness.Common
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.out, "out", row.DefaultDir, "directory of the row file and its charts")
-	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per path and level, one round): checks the program works")
-	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
-	fs.IntVar(&o.segmentMs, "segment-ms", 20, "the calibration engine's wait per segment (CALIBRATION_SEGMENT_MS)")
+	o.AddCommon(fs, "smallest size (1 s per path and level, one round): checks the program works")
+	o.AddDuration(fs, 12*time.Second, time.Second, "how long each path is driven at each level in all (split into 3 rounds)")
+	o.AddSegmentMs(fs)
 	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
 		return o, err
 	}
-	if o.smoke {
-		o.duration = time.Second
-	}
-	var errs []error
-	if o.duration < 500*time.Millisecond || o.duration > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("-duration: is %v: want 500ms to 10m", o.duration))
-	}
-	if o.segmentMs < 0 || o.segmentMs > 1000 {
-		errs = append(errs, fmt.Errorf("-segment-ms: is %d: want 0 to 1000", o.segmentMs))
-	}
-	if strings.TrimSpace(o.out) == "" {
-		errs = append(errs, errors.New("-out: is empty: give the directory of the row file, e.g. .cache/bench"))
-	}
-	if len(errs) > 0 {
+	if errs := o.Check(); len(errs) > 0 {
 		return o, exitcode.Usage(errors.Join(errs...))
 	}
 	return o, nil
@@ -252,28 +228,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pe, err := harness.StartEmulator(ctx, bin, "bench-gateway-")
+	maxC := concurrencies[len(concurrencies)-1]
+	workers := 2 * maxC
+	pe, err := harness.DeployCalibration(ctx, bin, "bench-gateway-", endpointName, o.SegmentMs, workers, "gateway bench", stderr)
 	if err != nil {
 		return err
 	}
 	defer pe.Stop()
-	fail := func(err error) error {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %v: nothing written", benchkit.ErrInterrupted, err)
-		}
-		return fmt.Errorf("%w\nthe emulator's log (tail):\n%s", err, harness.Tail(pe.LogPath, 15))
-	}
-	url, creds := pe.URL(), cloud.LocalCredentials(pe.Credentials())
-	cfg := cloud.LocalConfig(url, creds)
-	sm := sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(url) })
-	maxC := concurrencies[len(concurrencies)-1]
-	workers := 2 * maxC
-	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": strconv.Itoa(o.segmentMs),
-		"ENGINE_WORKERS": strconv.Itoa(workers), "QUEUE_MAX_DEPTH": "0", "METRICS_INTERVAL": "60s"}
-	fmt.Fprintf(stderr, "gateway bench: emulator at %s, deploying %s (calibration, %d ms per segment, %d engine workers)\n", url, endpointName, o.segmentMs, workers)
-	if err := harness.Deploy(ctx, sm, harness.Endpoint{Name: endpointName, Env: env}); err != nil {
-		return fail(err)
-	}
+	fail := func(err error) error { return pe.Fail(ctx, err) }
 	gw, err := startGateway(ctx, pe.StateDir)
 	if err != nil {
 		return fail(err)
@@ -281,27 +243,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer gw.stop()
 	fmt.Fprintf(stderr, "gateway bench: the gateway serves %s\n", gw.url)
 
-	paths := []*benchkit.Path{
-		{Name: "direct InvokeEndpointWithResponseStream", Transport: &bench.SageMakerStream{Endpoint: endpointName, NewClient: func() bench.StreamInvoker {
-			return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
-		}}},
+	paths := []*harness.Path{
+		pe.StreamPath("direct InvokeEndpointWithResponseStream", pe.Config),
 		{Name: "through the gateway", Transport: newOpenAISpeech(gw.url)},
 	}
 	if err := sameAnswer(ctx, paths); err != nil {
 		return fail(err)
 	}
-	rounds := 3
-	if o.smoke {
-		rounds = 1
-	}
-	if err := benchkit.Interleave(ctx, paths, concurrencies, rounds, o.duration, text, stderr, gw.log); errors.Is(err, benchkit.ErrInterrupted) {
+	rounds := o.Rounds()
+	if err := harness.Interleave(ctx, paths, concurrencies, rounds, o.Duration, text, stderr, gw.log); errors.Is(err, harness.ErrInterrupted) {
 		return err
 	} else if err != nil {
 		return fail(err)
 	}
 	dir, gwp := paths[0], paths[1]
 	var levels []level
-	pct := benchkit.Percentile
+	pct := harness.Percentile
 	for li, c := range concurrencies {
 		l := level{c: c,
 			dirP50: pct(dir.TTFAB[li], 50), dirP99: pct(dir.TTFAB[li], 99), gwP50: pct(gwp.TTFAB[li], 50), gwP99: pct(gwp.TTFAB[li], 99),
@@ -313,21 +270,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		levels = append(levels, l)
 	}
 	r := buildRow(o, started, workers, levels, loadStart)
-	if err := writeCharts(o.out, levels); err != nil {
+	if err := writeCharts(o.Out, levels); err != nil {
 		return err
 	}
 	r.Duration = row.Of(time.Since(started))
-	p, err := row.Write(o.out, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, p)
-	return nil
+	return harness.WriteRow(stdout, o.Out, r)
 }
 
 // sameAnswer sends the text once each way: both must carry the same number of audio bytes.
-func sameAnswer(ctx context.Context, paths []*benchkit.Path) error {
-	got, err := benchkit.FirstAnswers(ctx, paths, text, harness.CallTimeout)
+func sameAnswer(ctx context.Context, paths []*harness.Path) error {
+	got, err := harness.FirstAnswers(ctx, paths, text, harness.CallTimeout)
 	if err != nil {
 		return err
 	}
@@ -342,10 +294,9 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 func buildRow(o options, started time.Time, workers int, levels []level, loadStart string) row.Row {
 	load := loadStart + " at the start, " + harness.LoadAverage() + " at the end"
 	cmd := "go run ./perf/gateway"
-	rounds := 3
-	if o.smoke {
+	rounds := o.Rounds()
+	if o.Smoke {
 		cmd += " -smoke"
-		rounds = 1
 	}
 	added := row.Table{Title: "Added TTFAB, through the gateway minus direct InvokeEndpointWithResponseStream (ms; a percentile of one path's distribution minus the same percentile of the other's)",
 		Columns: []string{"C", "added p50", "added p99", "gateway p50", "direct p50", "gateway p99", "direct p99", "requests (gateway / direct)"}}
@@ -360,7 +311,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			[]string{c, "through the gateway (POST /v1/audio/speech)", strconv.Itoa(l.gwN), strconv.FormatFloat(l.gwRate, 'f', 0, 64), f3(l.gwP50), f3(l.gwP99), f3(l.gwResp50), f3(l.gwResp99)})
 		figures = append(figures, fmt.Sprintf("C=%d: p50 %+.2f ms, p99 %+.2f ms", l.c, l.addP50, l.addP99))
 	}
-	return row.Row{Schema: row.SchemaVersion, N: rowN, Name: "gateway", Title: "The OpenAI gateway's added TTFAB", Smoke: o.smoke, Command: cmd,
+	return row.Row{Schema: row.SchemaVersion, N: rowN, Name: "gateway", Title: "The OpenAI gateway's added TTFAB", Smoke: o.Smoke, Command: cmd,
 		Machine: row.CurrentMachine(), Date: started,
 		Summary: fmt.Sprintf("One calibration container instance (`ENGINE=calibration CALIBRATION_SEGMENT_MS=%d`, `ENGINE_WORKERS=%d`, `QUEUE_MAX_DEPTH=0`) on the local "+
 			"emulator, and `speech-infra gateway` in a process of its own in front of it. The load engine drives the endpoint two ways, closed loop at C = 1, 10 and 50 "+
@@ -368,7 +319,7 @@ func buildRow(o options, started time.Time, workers int, levels []level, loadSta
 			"and through the gateway's `POST /v1/audio/speech` (OpenAI's request, wav). TTFAB is to the first byte after the WAV header on both. The added TTFAB is "+
 			"a percentile of the gateway path's distribution minus the same percentile of the direct one's: one more HTTP hop, the gateway's own signed "+
 			"InvokeEndpointWithResponseStream and the re-writing of each payload part. Added TTFAB: %s.",
-			o.segmentMs, workers, rounds, o.duration, strings.Join(figures, "; ")),
+			o.SegmentMs, workers, rounds, o.Duration, strings.Join(figures, "; ")),
 		Goals:   []row.Goal{goal(levels, load)},
 		Tables:  []row.Table{added, detail},
 		Figures: []row.Figure{{File: chartFile, Caption: "Added TTFAB p50 and p99 (through the gateway minus direct) against C, with the goal"}},
@@ -408,12 +359,12 @@ func writeCharts(dir string, levels []level) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w: check the path and its permissions", dir, err)
 	}
-	var a50, a99 plotter.XYs
+	var a50, a99 []harness.Point
 	for _, l := range levels {
 		x := float64(l.c)
-		a50, a99 = append(a50, plotter.XY{X: x, Y: l.addP50}), append(a99, plotter.XY{X: x, Y: l.addP99})
+		a50, a99 = append(a50, harness.Point{X: x, Y: l.addP50}), append(a99, harness.Point{X: x, Y: l.addP99})
 	}
-	ch := benchkit.Chart{Title: "What the gateway adds to TTFAB", X: "requests in flight (C)", Y: "added TTFAB (ms)", LogX: true,
-		Series: []benchkit.Series{{Name: "added p50", XY: a50}, {Name: "added p99", XY: a99}}, HLine: goalMs, HLineName: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs)}
+	ch := harness.Chart{Title: "What the gateway adds to TTFAB", XLabel: "requests in flight (C)", YLabel: "added TTFAB (ms)", LogX: true,
+		Series: []harness.Series{{Name: "added p50", Points: a50}, {Name: "added p99", Points: a99}}, Lines: []harness.HLine{{Name: fmt.Sprintf("goal at C=%d: p99 < %g ms", goalC, goalMs), Y: goalMs}}}
 	return ch.WriteSVG(filepath.Join(dir, chartFile))
 }

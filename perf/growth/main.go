@@ -84,14 +84,17 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("growth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	isSmoke := fs.Bool("smoke", false, "the smallest size: checks the program still produces its row")
-	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
+	var common harness.Common
+	common.AddCommon(fs, "the smallest size: checks the program still produces its row")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container)"); err != nil {
 		return err
 	}
+	if errs := common.Check(); len(errs) > 0 {
+		return exitcode.Usage(errors.Join(errs...))
+	}
 	sz := full
-	if *isSmoke {
+	if common.Smoke {
 		sz = smoke
 	}
 	started := time.Now().UTC()
@@ -106,7 +109,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	work, err := filepath.Abs(filepath.Join(*dir, strconv.Itoa(rowN)+"-"+rowName))
+	work, err := filepath.Abs(filepath.Join(common.Out, strconv.Itoa(rowN)+"-"+rowName))
 	if err != nil {
 		return err
 	}
@@ -119,8 +122,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 
-	rw := row.Row{Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "How cost grows", Smoke: *isSmoke, Machine: row.CurrentMachine(), Date: started,
-		Command: "go run ./perf/growth" + map[bool]string{true: " -smoke", false: ""}[*isSmoke],
+	rw := row.Row{Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "How cost grows", Smoke: common.Smoke, Machine: row.CurrentMachine(), Date: started,
+		Command: "go run ./perf/growth" + map[bool]string{true: " -smoke", false: ""}[common.Smoke],
 		Summary: "Wall time and peak resident memory (the kernel's rusage maximum RSS, what `/usr/bin/time -v` prints) of `tts-bench qmax --transport http` " +
 			"against the real container with the zero-compute calibration engine (CALIBRATION_SEGMENT_MS=0), so what grows is the client's own cost: " +
 			"steps of settle 0 s and hold " + sz.hold.String() + "; of `tts-bench plan` against the number of steps of the qmax artifact's throughput curve; " +
@@ -249,7 +252,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		first, last := ladderRSS[0].Y, ladderRSS[len(ladderRSS)-1].Y
 		g.Measured = fmt.Sprintf("peak RSS %.1f MiB at %d step(s), %.1f MiB at %d", first, int(ladderRSS[0].X), last, int(ladderRSS[len(ladderRSS)-1].X))
 		switch {
-		case *isSmoke:
+		case common.Smoke:
 			g.Verdict, g.Why = row.NotMeasured, "smoke run: too small to judge; run `make bench`"
 		case last <= first*1.5+8:
 			g.Verdict = row.Met
@@ -259,7 +262,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	rw.Goals = append(rw.Goals, g)
-	rw.Goals = append(rw.Goals, linearGoal(simWall, *isSmoke))
+	rw.Goals = append(rw.Goals, linearGoal(simWall, common.Smoke))
 	rw.Fixed = append(rw.Fixed, "measure/qmax_run.go: the gzipped records stream to a temporary file beside --output (digested while written, renamed into place at the end, removed on error) instead of a memory buffer holding the whole run")
 	if rss1000 > 0 {
 		rw.Notes = append(rw.Notes, fmt.Sprintf("At C=1000 a step of %s kept %d records: peak RSS %s MiB. Exact percentiles keep every record of the step in memory, about %.1f KiB each with the Go heap's headroom; a step's memory is bounded by its length × its request rate, so a long hold at a high rate is what costs memory.",
@@ -277,13 +280,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	for _, c := range charts {
 		f := strconv.Itoa(rowN) + "-" + rowName + "-" + c.file + ".svg"
-		if err := c.c.WriteSVG(filepath.Join(*dir, f)); err != nil {
+		if err := c.c.WriteSVG(filepath.Join(common.Out, f)); err != nil {
 			return err
 		}
 		rw.Figures = append(rw.Figures, row.Figure{File: f, Caption: c.caption})
 	}
 	rw.Duration = row.Of(time.Since(started))
-	p, err := row.Write(*dir, rw)
+	p, err := row.Write(common.Out, rw)
 	if err != nil {
 		return err
 	}

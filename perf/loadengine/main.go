@@ -26,11 +26,9 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
-	"gonum.org/v1/plot/plotter"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -46,9 +44,7 @@ func main() {
 }
 
 type options struct {
-	out          string
-	smoke        bool
-	duration     time.Duration
+	harness.Common
 	ladder       []int
 	requirePeers bool
 	cpuProfile   string
@@ -59,22 +55,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	o := options{}
 	var ladder string
-	fs.StringVar(&o.out, "out", row.DefaultDir, "directory of the row file and its charts")
-	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (C = 1 and 10, 1 s per tool): checks the program works")
-	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs at each concurrency")
+	o.AddCommon(fs, "smallest size (C = 1 and 10, 1 s per tool): checks the program works")
+	o.AddDuration(fs, 8*time.Second, time.Second, "how long each tool runs at each concurrency")
 	fs.StringVar(&ladder, "ladder", "1,10,100,1000", "concurrencies, comma-separated")
 	fs.BoolVar(&o.requirePeers, "require-peers", false, "fail when wrk or hey is not installed (else the row says not-measured)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the load engine's runs to this file")
 	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
 		return o, err
 	}
-	if o.smoke {
-		o.duration, ladder = time.Second, "1,10"
+	if o.Smoke {
+		ladder = "1,10"
 	}
-	var errs []error
-	if o.duration < 500*time.Millisecond || o.duration > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("-duration: is %v: want 500ms to 10m", o.duration))
-	}
+	errs := o.Check()
 	for _, f := range strings.Split(ladder, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 5000 {
@@ -147,11 +139,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var steps []step
-	rounds := 3
-	if o.smoke {
-		rounds = 1
-	}
-	slice := o.duration / time.Duration(rounds)
+	rounds := o.Rounds()
+	slice := o.Duration / time.Duration(rounds)
 	for i, c := range o.ladder {
 		s := step{c: c, rate: map[string]float64{}}
 		perTool := map[string][]float64{}
@@ -198,25 +187,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		for t, rs := range perTool {
-			s.rate[t] = benchkit.Percentile(rs, 50)
+			s.rate[t] = harness.Percentile(rs, 50)
 		}
 		s.engineRequests, s.engineErrors, s.serverLogs = len(eng.client)+eng.errors, eng.errors, len(eng.server)
-		s.clientP50, s.clientP99 = benchkit.Percentile(eng.client, 50), benchkit.Percentile(eng.client, 99)
-		s.serverP50, s.serverP99 = benchkit.Percentile(eng.server, 50), benchkit.Percentile(eng.server, 99)
+		s.clientP50, s.clientP99 = harness.Percentile(eng.client, 50), harness.Percentile(eng.client, 99)
+		s.serverP50, s.serverP99 = harness.Percentile(eng.server, 50), harness.Percentile(eng.server, 99)
 		s.addedP50, s.addedP99 = s.clientP50-s.serverP50, s.clientP99-s.serverP99
 		fmt.Fprintf(stderr, "C=%d rates %v, engine added p50 %.3f ms p99 %.3f ms\n", c, s.rate, s.addedP50, s.addedP99)
 		steps = append(steps, s)
 	}
 	r := buildRow(o, steps, missing, fdLimit, workers, started)
-	if err := charts(o.out, steps); err != nil {
+	if err := charts(o.Out, steps); err != nil {
 		return err
 	}
-	p, err := row.Write(o.out, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, p)
-	return nil
+	return harness.WriteRow(stdout, o.Out, r)
 }
 
 func contains(list []string, s string) bool {
@@ -397,17 +381,17 @@ func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 func buildRow(o options, steps []step, missing []string, fdLimit uint64, workers int, started time.Time) row.Row {
 	cmd := "go run ./perf/loadengine"
-	if o.smoke {
+	if o.Smoke {
 		cmd += " -smoke"
 	}
 	r := row.Row{
-		Schema: row.SchemaVersion, N: 1, Name: "load-engine", Title: "Load engine vs wrk, hey and vegeta", Smoke: o.smoke, Command: cmd,
+		Schema: row.SchemaVersion, N: 1, Name: "load-engine", Title: "Load engine vs wrk, hey and vegeta", Smoke: o.Smoke, Command: cmd,
 		Machine: row.CurrentMachine(), Date: started, Duration: row.Of(time.Since(started)), Fixed: fixed,
 		Summary: fmt.Sprintf("Each tool drives the calibration container (`ENGINE=calibration CALIBRATION_SEGMENT_MS=0`, zero compute; "+
 			"`QUEUE_MAX_DEPTH=0`, `ENGINE_WORKERS=%d`) over loopback in a closed loop for %v at each concurrency, one tool after the other "+
 			"(in 3 interleaved rounds, order rotated; each rate is the median of its rounds), every request the same one-segment text. The rate is successful requests per second as each tool "+
 			"reports it (vegeta: rate 0 with exactly C workers, its closed-loop mode). Added latency is the engine's full-response time "+
-			"(send to end of stream) minus the container's own `total_ms` (request log), compared percentile by percentile.", workers, o.duration),
+			"(send to end of stream) minus the container's own `total_ms` (request log), compared percentile by percentile.", workers, o.Duration),
 	}
 	r.Machine.FDLimit = fdLimit
 	rates := row.Table{Title: "Achieved request rate (requests/s) and ratio to wrk", Columns: []string{"C", "engine", "wrk", "hey", "vegeta", "engine / wrk"}}
@@ -473,23 +457,23 @@ func charts(dir string, steps []step) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	rc := benchkit.Chart{Title: "Closed-loop request rate, calibration container, loopback", X: "concurrency C", Y: "requests/s", LogX: true, HLine: math.NaN()}
+	rc := harness.Chart{Title: "Closed-loop request rate, calibration container, loopback", XLabel: "concurrency C", YLabel: "requests/s", LogX: true}
 	for _, t := range tools {
-		var xy plotter.XYs
+		var xy []harness.Point
 		for _, s := range steps {
 			if v, ok := s.rate[t]; ok {
-				xy = append(xy, plotter.XY{X: float64(s.c), Y: v})
+				xy = append(xy, harness.Point{X: float64(s.c), Y: v})
 			}
 		}
-		rc.Series = append(rc.Series, benchkit.Series{Name: t, XY: xy})
+		rc.Series = append(rc.Series, harness.Series{Name: t, Points: xy})
 	}
-	ac := benchkit.Chart{Title: "Load engine: client minus container latency", X: "concurrency C", Y: "added latency (ms)", LogX: true, HLine: 1, HLineName: "goal p99 at C=1000 (1 ms)"}
-	var p50, p99 plotter.XYs
+	ac := harness.Chart{Title: "Load engine: client minus container latency", XLabel: "concurrency C", YLabel: "added latency (ms)", LogX: true, Lines: []harness.HLine{{Name: "goal p99 at C=1000 (1 ms)", Y: 1}}}
+	var p50, p99 []harness.Point
 	for _, s := range steps {
-		p50 = append(p50, plotter.XY{X: float64(s.c), Y: s.addedP50})
-		p99 = append(p99, plotter.XY{X: float64(s.c), Y: s.addedP99})
+		p50 = append(p50, harness.Point{X: float64(s.c), Y: s.addedP50})
+		p99 = append(p99, harness.Point{X: float64(s.c), Y: s.addedP99})
 	}
-	ac.Series = []benchkit.Series{{Name: "added p50", XY: p50}, {Name: "added p99", XY: p99}}
+	ac.Series = []harness.Series{{Name: "added p50", Points: p50}, {Name: "added p99", Points: p99}}
 	if err := rc.WriteSVG(filepath.Join(dir, "1-load-engine-rate.svg")); err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -23,11 +22,8 @@ import (
 	"strconv"
 	"time"
 
-	"gonum.org/v1/plot/plotter"
-
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/perf/internal/benchkit"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -40,30 +36,21 @@ func main() {
 }
 
 type options struct {
-	out      string
-	smoke    bool
-	duration time.Duration
-	c        int
+	harness.Common
+	c int
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.out, "out", row.DefaultDir, "directory of the row file and its charts")
-	fs.BoolVar(&o.smoke, "smoke", false, "smallest size (1 s per target): checks the program works")
-	fs.DurationVar(&o.duration, "duration", 12*time.Second, "how long each target is driven in all (split into 3 rounds)")
+	o.AddCommon(fs, "smallest size (1 s per target): checks the program works")
+	o.AddDuration(fs, 12*time.Second, time.Second, "how long each target is driven in all (split into 3 rounds)")
 	fs.IntVar(&o.c, "c", 50, "requests in flight")
 	if err := harness.ParseFlags(fs, args, "every option is a flag"); err != nil {
 		return o, err
 	}
-	if o.smoke {
-		o.duration = time.Second
-	}
-	var errs []error
-	if o.duration < 500*time.Millisecond || o.duration > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("-duration: is %v: want 500ms to 10m", o.duration))
-	}
+	errs := o.Check()
 	if o.c < 1 || o.c > 2000 {
 		errs = append(errs, fmt.Errorf("-c: is %d: want 1 to 2000", o.c))
 	}
@@ -158,17 +145,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{name: "container", transport: func(c int) bench.Transport { return bench.NewHTTP(ctr.URL) }},
 		{name: "bare net/http", transport: func(c int) bench.Transport { return bench.NewHTTP(bareURL) }},
 	}
-	rounds := 3
-	if o.smoke {
-		rounds = 1
-	}
-	slice := o.duration / time.Duration(rounds)
+	rounds := o.Rounds()
+	slice := o.Duration / time.Duration(rounds)
 	for round := 0; round < rounds; round++ {
 		for k := range targets {
 			t := targets[(round+k)%len(targets)]
 			fmt.Fprintf(stderr, "round %d/%d: %s at C=%d for %v\n", round+1, rounds, t.name, o.c, slice)
-			tr := benchkit.NewTimed(t.transport(o.c), o.c)
-			res, err := benchkit.Step(ctx, tr, o.c, slice, text)
+			tr := harness.NewTimed(t.transport(o.c), o.c)
+			res, err := harness.Step(ctx, tr, o.c, slice, text)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
@@ -182,9 +166,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if t.failed > 0 {
 			return fmt.Errorf("%s: %d requests failed: a benchmark of failing requests measures nothing", t.name, t.failed)
 		}
-		t.ttfab50, t.ttfab99 = benchkit.Percentile(t.ttfab, 50), benchkit.Percentile(t.ttfab, 99)
-		t.resp50, t.resp99 = benchkit.Percentile(t.resp, 50), benchkit.Percentile(t.resp, 99)
-		t.rate50 = benchkit.Percentile(t.rates, 50)
+		t.ttfab50, t.ttfab99 = harness.Percentile(t.ttfab, 50), harness.Percentile(t.ttfab, 99)
+		t.resp50, t.resp99 = harness.Percentile(t.resp, 50), harness.Percentile(t.resp, 99)
+		t.rate50 = harness.Percentile(t.rates, 50)
 	}
 	ctrT, bareT := targets[0], targets[1]
 	added := func(a, b float64) string { return strconv.FormatFloat(a-b, 'f', 3, 64) }
@@ -201,35 +185,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		g.Why = fmt.Sprintf("at %d in flight on %d shared cores the container's own work per request (JSON decode, admission, a segment handed to one of %d engine goroutines and back, the request log line) queues behind the other requests'; the bare handler does none of it, so its p99 is only the client's and the kernel's. The container's throughput is %.2fx the bare handler's", o.c, runtime.NumCPU(), workers, ctrT.rate50/bareT.rate50)
 	}
 	cmd := "go run ./perf/overhead"
-	if o.smoke {
+	if o.Smoke {
 		cmd += " -smoke"
 	}
-	r := row.Row{Schema: row.SchemaVersion, N: 3, Name: "container-overhead", Title: "Container overhead", Smoke: o.smoke, Command: cmd,
+	r := row.Row{Schema: row.SchemaVersion, N: 3, Name: "container-overhead", Title: "Container overhead", Smoke: o.Smoke, Command: cmd,
 		Machine: row.CurrentMachine(), Date: started, Duration: row.Of(time.Since(started)),
 		Summary: fmt.Sprintf("The calibration container (`ENGINE=calibration CALIBRATION_SEGMENT_MS=0`, `ENGINE_WORKERS=%d`, `QUEUE_MAX_DEPTH=0`) against a bare "+
 			"`net/http` handler in the measuring process that streams the container's own captured answer (%d bytes, WAV header flushed first) for the same "+
 			"three-segment text. The load engine drives each closed loop at %d in flight in %d interleaved rounds (%v in all each). Added latency is the "+
-			"container's percentile minus the bare handler's.", workers, len(body), o.c, rounds, o.duration),
+			"container's percentile minus the bare handler's.", workers, len(body), o.c, rounds, o.Duration),
 		Goals: []row.Goal{g}, Tables: []row.Table{tbl}, Fixed: []string{},
 		Figures: []row.Figure{{File: "3-container-overhead.svg", Caption: "TTFAB and full-response percentiles, container vs bare handler"}},
 		Notes:   []string{"Both targets run on the same machine as the client; TTFAB is from the request write to the first audio byte, as everywhere in bench."},
 	}
-	ch := benchkit.Chart{Title: fmt.Sprintf("Container vs bare net/http, %d in flight", o.c), X: "percentile", Y: "ms", HLine: math.NaN()}
+	ch := harness.Chart{Title: fmt.Sprintf("Container vs bare net/http, %d in flight", o.c), XLabel: "percentile", YLabel: "ms"}
 	for _, t := range targets {
 		ch.Series = append(ch.Series,
-			benchkit.Series{Name: t.name + " TTFAB", XY: plotter.XYs{{X: 50, Y: t.ttfab50}, {X: 90, Y: benchkit.Percentile(t.ttfab, 90)}, {X: 99, Y: t.ttfab99}}},
-			benchkit.Series{Name: t.name + " response", XY: plotter.XYs{{X: 50, Y: t.resp50}, {X: 90, Y: benchkit.Percentile(t.resp, 90)}, {X: 99, Y: t.resp99}}})
+			harness.Series{Name: t.name + " TTFAB", Points: []harness.Point{{X: 50, Y: t.ttfab50}, {X: 90, Y: harness.Percentile(t.ttfab, 90)}, {X: 99, Y: t.ttfab99}}},
+			harness.Series{Name: t.name + " response", Points: []harness.Point{{X: 50, Y: t.resp50}, {X: 90, Y: harness.Percentile(t.resp, 90)}, {X: 99, Y: t.resp99}}})
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	if err := ch.WriteSVG(filepath.Join(o.out, "3-container-overhead.svg")); err != nil {
+	if err := ch.WriteSVG(filepath.Join(o.Out, "3-container-overhead.svg")); err != nil {
 		return err
 	}
-	p, err := row.Write(o.out, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, p)
-	return nil
+	return harness.WriteRow(stdout, o.Out, r)
 }

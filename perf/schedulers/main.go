@@ -193,14 +193,17 @@ type options struct {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("schedulers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	isSmoke := fs.Bool("smoke", false, "smallest size (ladder 1,2, 3-s steps): checks the program still produces its row")
-	dir := fs.String("out", row.DefaultDir, "where the row, its charts and the runs go")
+	var common harness.Common
+	common.AddCommon(fs, "smallest size (ladder 1,2, 3-s steps): checks the program still produces its row")
 	containerBin := fs.String("container", "", "the inference container binary (default $SPEECH_CONTAINER_BIN, else built into .cache/bench)")
 	ttsBench := fs.String("tts-bench", "", "the tts-bench binary (default: built from ./cmd/tts-bench into <out>/bin)")
 	onlySched := fs.String("schedulers", "", "comma-separated subset of "+schedulerNames()+" (default all)")
 	onlyEngines := fs.String("engines", "", "comma-separated subset of "+engineNames()+" (default all)")
 	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -container, -tts-bench, -schedulers, -engines)"); err != nil {
 		return err
+	}
+	if errs := common.Check(); len(errs) > 0 {
+		return exitcode.Usage(errors.Join(errs...))
 	}
 	scheds, err := chooseSchedulers(*onlySched)
 	if err != nil {
@@ -210,10 +213,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	if err := binaries(ctx, *dir, containerBin, ttsBench); err != nil {
+	if err := binaries(ctx, common.Out, containerBin, ttsBench); err != nil {
 		return err
 	}
-	o := options{smoke: *isSmoke, dir: *dir, container: *containerBin, ttsBin: *ttsBench}
+	o := options{smoke: common.Smoke, dir: common.Out, container: *containerBin, ttsBin: *ttsBench}
 
 	started := time.Now().UTC()
 	var results []result

@@ -10,6 +10,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/internal/containerbin"
+	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -37,14 +39,17 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	isSmoke := fs.Bool("smoke", false, "one run of each: checks the program still produces its row")
-	dir := fs.String("out", row.DefaultDir, "where the row and its chart go")
+	var common harness.Common
+	common.AddCommon(fs, "one run of each: checks the program still produces its row")
 	model := fs.String("model", "kokoro-82m", "the model whose stacks are synthesized")
 	if err := harness.ParseFlags(fs, args, "this program takes flags only (-smoke, -out, -model)"); err != nil {
 		return err
 	}
+	if errs := common.Check(); len(errs) > 0 {
+		return exitcode.Usage(errors.Join(errs...))
+	}
 	runs := 5
-	if *isSmoke {
+	if common.Smoke {
 		runs = 1
 	}
 	root, err := containerbin.RepoRoot()
@@ -61,7 +66,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := json.Unmarshal(data, &cdkJSON); err != nil || cdkJSON.App == "" {
 		return fmt.Errorf("cdk.json: no \"app\" (%v): restore the repository's cdk.json", err)
 	}
-	work, err := filepath.Abs(filepath.Join(*dir, strconv.Itoa(rowN)+"-"+rowName))
+	work, err := filepath.Abs(filepath.Join(common.Out, strconv.Itoa(rowN)+"-"+rowName))
 	if err != nil {
 		return err
 	}
@@ -87,7 +92,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	apps := []struct{ name, app string }{{"cdk.json's app (" + cdkJSON.App + ")", cdkJSON.App}, {"prebuilt binary", bin}}
 	for _, a := range apps { // warm-up, discarded (not in a smoke run: it only checks the program)
-		if *isSmoke {
+		if common.Smoke {
 			break
 		}
 		if _, err := synth(a.app); err != nil {
@@ -106,8 +111,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	med := []float64{harness.Median(walls[0]), harness.Median(walls[1])}
-	rw := row.Row{Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "`cdk synth`, warm", Smoke: *isSmoke, Machine: row.CurrentMachine(), Date: started,
-		Command: "go run ./perf/synth" + map[bool]string{true: " -smoke", false: ""}[*isSmoke],
+	rw := row.Row{Schema: row.SchemaVersion, N: rowN, Name: rowName, Title: "`cdk synth`, warm", Smoke: common.Smoke, Machine: row.CurrentMachine(), Date: started,
+		Command: "go run ./perf/synth" + map[bool]string{true: " -smoke", false: ""}[common.Smoke],
 		Summary: fmt.Sprintf("`npx cdk synth -q -c model=%s` (every stack of one model: the foundation stack and the endpoint stack), warm: after one discarded synth of each, %d interleaved runs of the app as cdk.json has it and of a prebuilt app binary (`go build -o speech-infra-cdk .`, `cdk synth --app <binary>`); median wall time.", *model, runs),
 		Notes: []string{"A shared, noisy machine: other work ran beside these measurements; the runs are interleaved so noise falls on both alike.",
 			"Most of a synth is the CDK toolkit and the jsii runtime (node), not the Go build: the prebuilt binary saves only `go run`'s link and cache check."},
@@ -116,7 +121,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	g := row.Goal{Text: "≤ 5 s for all stacks of one model (warm, with cdk.json's app)", Measured: fmt.Sprintf("%s s median (prebuilt binary %s s)", f2(med[0]), f2(med[1]))}
 	switch {
-	case *isSmoke:
+	case common.Smoke:
 		g.Verdict, g.Why = row.NotMeasured, "smoke run: one run of each is not a median; run `make bench`"
 	case med[0] <= goal.Seconds():
 		g.Verdict = row.Met
@@ -128,12 +133,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	rw.Goals = []row.Goal{g}
 	f := strconv.Itoa(rowN) + "-" + rowName + ".svg"
-	if err := (harness.Bars{Title: "cdk synth, warm (median)", YLabel: "wall (s)", Labels: []string{"cdk.json's app", "prebuilt binary"}, Names: []string{"median"}, Values: [][]float64{med}, Lines: []harness.HLine{{Name: "goal 5 s", Y: goal.Seconds()}}}).WriteSVG(filepath.Join(*dir, f)); err != nil {
+	if err := (harness.Bars{Title: "cdk synth, warm (median)", YLabel: "wall (s)", Labels: []string{"cdk.json's app", "prebuilt binary"}, Names: []string{"median"}, Values: [][]float64{med}, Lines: []harness.HLine{{Name: "goal 5 s", Y: goal.Seconds()}}}).WriteSVG(filepath.Join(common.Out, f)); err != nil {
 		return err
 	}
 	rw.Figures = []row.Figure{{File: f, Caption: "median warm synth time of all stacks of one model, against the 5-s goal"}}
 	rw.Duration = row.Of(time.Since(started))
-	p, err := row.Write(*dir, rw)
+	p, err := row.Write(common.Out, rw)
 	if err != nil {
 		return err
 	}

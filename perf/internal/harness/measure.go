@@ -1,26 +1,18 @@
-// Package benchkit is how the benchmark programs under perf measure a path and draw it: closed-loop steps of the
+// How the benchmark programs measure a path and draw it: closed-loop steps of the
 // load engine (Step) through a transport that keeps each request's times (Timed), exact percentiles and gonum
-// line charts. What they run and stop is in package harness.
-package benchkit
+// line charts.
+package harness
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"sort"
 	"time"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
 	"github.com/speech-infra/speech-infra/bench"
-	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
 // Percentile returns the exact p-th percentile (nearest rank, bench.Percentile) of values (not changed); NaN
@@ -32,82 +24,6 @@ func Percentile(values []float64, p float64) float64 {
 	s := append([]float64(nil), values...)
 	sort.Float64s(s)
 	return bench.Percentile(s, p)
-}
-
-// Series is one line of a chart.
-type Series struct {
-	Name string
-	XY   plotter.XYs
-}
-
-// Chart is a line chart of one or more series.
-type Chart struct {
-	Title, X, Y string
-	// LogX draws the X axis logarithmically (concurrency 1 ... 1000).
-	LogX   bool
-	Series []Series
-	// HLine, when not NaN, is a horizontal goal line named HLineName.
-	HLine     float64
-	HLineName string
-}
-
-var palette = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
-}
-
-// WriteSVG draws c and writes it to path atomically.
-func (c Chart) WriteSVG(path string) error {
-	p := plot.New()
-	p.Title.Text = c.Title
-	p.X.Label.Text = c.X
-	p.Y.Label.Text = c.Y
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	if c.LogX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-	minX, maxX := math.Inf(1), math.Inf(-1)
-	for i, s := range c.Series {
-		if len(s.XY) == 0 {
-			continue
-		}
-		l, pts, err := plotter.NewLinePoints(s.XY)
-		if err != nil {
-			return fmt.Errorf("draw %s: series %s: %w", path, s.Name, err)
-		}
-		col := palette[i%len(palette)]
-		l.Color, pts.Color = col, col
-		pts.Shape = draw.CircleGlyph{}
-		p.Add(l, pts)
-		p.Legend.Add(s.Name, l, pts)
-		for _, xy := range s.XY {
-			minX, maxX = math.Min(minX, xy.X), math.Max(maxX, xy.X)
-		}
-	}
-	if !math.IsNaN(c.HLine) && !math.IsInf(minX, 0) {
-		g, err := plotter.NewLine(plotter.XYs{{X: minX, Y: c.HLine}, {X: maxX, Y: c.HLine}})
-		if err == nil {
-			g.Color = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-			g.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(g)
-			p.Legend.Add(c.HLineName, g)
-		}
-	}
-	wt, err := p.WriterTo(20*vg.Centimeter, 12*vg.Centimeter, "svg")
-	if err != nil {
-		return fmt.Errorf("draw %s: %w", path, err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return fmt.Errorf("draw %s: %w", path, err)
-	}
-	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write chart %s: %w", path, err)
-	}
-	return nil
 }
 
 // ErrInterrupted is returned when a run is interrupted.
@@ -171,7 +87,7 @@ func (t *Timed) Results() (ttfab, resp []float64, failed int) {
 // Step runs one closed-loop step of the load engine at concurrency c for d (no settle; all of it measured)
 // through tr with a corpus of the one text, and returns its result.
 func Step(ctx context.Context, tr bench.Transport, c int, d time.Duration, text string) (bench.StepResult, error) {
-	corpus, err := bench.NewCorpus("benchkit", []string{text})
+	corpus, err := bench.NewCorpus("harness", []string{text})
 	if err != nil {
 		return bench.StepResult{}, err
 	}
@@ -179,7 +95,7 @@ func Step(ctx context.Context, tr bench.Transport, c int, d time.Duration, text 
 	cfg.Settle, cfg.Hold, cfg.Measure = 0, d, d
 	cfg.RequestTimeout, cfg.Grace = 10*time.Second, 10*time.Second
 	cfg.SLO, cfg.MinRequests = time.Second, 1
-	cfg.Transport, cfg.Corpus, cfg.RunID = tr, corpus, "benchkit"
+	cfg.Transport, cfg.Corpus, cfg.RunID = tr, corpus, "harness"
 	return bench.RunStep(ctx, cfg, c)
 }
 
