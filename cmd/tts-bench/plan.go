@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/loadmodel"
@@ -298,7 +299,7 @@ func (o *planOpts) Validate() error {
 	}
 	if o.output != "" {
 		// Before the builds and the search, not after them: a long search must not end unable to write.
-		if err := outputWritable(o.output); err != nil {
+		if err := atomicfile.Writable(o.output); err != nil {
 			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
 		}
 	}

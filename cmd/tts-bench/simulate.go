@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/measure"
@@ -238,7 +237,7 @@ func (o *simulateOpts) Validate() error {
 	errs = append(errs, o.loadTrace()...)
 	if o.output != "" {
 		// Before the simulation, not after it: a long run must not end unable to write its chart.
-		if err := outputWritable(o.output); err != nil {
+		if err := atomicfile.Writable(o.output); err != nil {
 			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
 		}
 	}
@@ -301,7 +300,7 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if out == "" {
 		// The default names the plan's model, known once the plan is read: checked here, before simulating.
 		out = "simulate-" + setup.Plan.Fingerprint.Model + ".svg"
-		if err := outputWritable(out); err != nil {
+		if err := atomicfile.Writable(out); err != nil {
 			return exitcode.Usagef("--output not given: the default %s in the current directory cannot be written: %v: give --output PATH in a directory you can write (checked before simulating)", out, err)
 		}
 	}
@@ -349,39 +348,6 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 // stopped is the error of a simulation stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
 func (o *simulateOpts) stopped(ctx context.Context) error {
 	return interrupted(ctx, fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", context.Cause(ctx)))
-}
-
-// outputWritable says, as an error, why an atomic write of path (a temporary file beside it, renamed over it)
-// would fail: path is a directory, a directory on its way is a file, or no file can be created in the nearest
-// directory that exists (the write creates the missing ones below it). It probes with a temporary file that
-// it removes, and creates no directory.
-func outputWritable(path string) error {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	for {
-		info, err := os.Stat(dir)
-		if err == nil {
-			if !info.IsDir() {
-				return fmt.Errorf("%s is not a directory", dir)
-			}
-			break
-		}
-		// Missing, or below a file: the parent says which.
-		parent := filepath.Dir(dir)
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || parent == dir {
-			return err
-		}
-		dir = parent
-	}
-	f, err := os.CreateTemp(dir, ".tts-bench-probe-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // setup loads the plan (or builds the what-if plan) into a comparison setup. A measured plan must still

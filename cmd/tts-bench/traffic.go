@@ -175,7 +175,7 @@ func (o *trafficImportOpts) Validate() error {
 	}
 	if o.output == "" {
 		bad("--output is required: where to write the request trace, e.g. --output day.csv")
-	} else if err := trafficWritable(o.output); err != nil {
+	} else if err := atomicfile.Writable(o.output); err != nil {
 		bad("--output %s: %v: give a path in a directory you can write", o.output, err)
 	} else if o.input != "" && o.input != "-" && samePath(o.input, o.output) {
 		bad("--output %s is the log itself: write the trace to another file", o.output)
@@ -330,7 +330,7 @@ func (o *trafficDescribeOpts) Validate() error {
 		bad("--t-plan %s: want whole seconds from 10s to 24h (T_total + detection buffer), e.g. --t-plan 80s", o.tPlan)
 	}
 	if o.chart != "" {
-		if err := trafficWritable(o.chart); err != nil {
+		if err := atomicfile.Writable(o.chart); err != nil {
 			bad("--chart %s: %v: give a path in a directory you can write", o.chart, err)
 		}
 	}
@@ -528,7 +528,7 @@ func (o *trafficFetchOpts) Validate() error {
 	o.since = since
 	if o.output == "" {
 		bad("--output is required: where to write the rate trace, e.g. --output history.csv")
-	} else if err := trafficWritable(o.output); err != nil {
+	} else if err := atomicfile.Writable(o.output); err != nil {
 		bad("--output %s: %v: give a path in a directory you can write", o.output, err)
 	}
 	if err := cliflags.CheckFormat(o.format); err != nil {
@@ -620,35 +620,6 @@ func (o *trafficFetchOpts) Execute(ctx context.Context) error {
 	fmt.Fprintf(o.stdout, "  %s: %d rows\n", h.Resolution(), len(h.Periods))
 	fmt.Fprintf(o.stdout, "wrote the rate trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
 	return nil
-}
-
-// trafficWritable says why path cannot be written as a file: it is a directory, or its nearest existing
-// directory is not writable. A directory that does not exist yet is created at the write.
-func trafficWritable(path string) error {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	for {
-		info, err := os.Stat(dir)
-		if err == nil {
-			if !info.IsDir() {
-				return fmt.Errorf("%s is not a directory", dir)
-			}
-			f, err := os.CreateTemp(dir, ".tts-bench-write-check-*")
-			if err != nil {
-				return fmt.Errorf("cannot write in %s", dir)
-			}
-			f.Close()
-			os.Remove(f.Name())
-			return nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return err
-		}
-		dir = parent
-	}
 }
 
 // samePath says whether a and b name the same file (both existing), or the same path.

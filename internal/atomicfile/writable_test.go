@@ -1,0 +1,36 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWritable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path, want string
+	}{
+		{"a new file", filepath.Join(dir, "out.csv"), ""},
+		{"below missing directories", filepath.Join(dir, "a", "b", "out.csv"), ""},
+		{"an existing file", file, ""},
+		{"a directory", dir, dir + " is a directory"},
+		{"a file on its way", filepath.Join(file, "sub", "out.csv"), file + " is not a directory"},
+	} {
+		err := Writable(c.path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	if left := leftovers(t, dir, "file"); len(left) > 0 {
+		t.Errorf("Writable left %v behind, or created directories", left)
+	}
+}
