@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -290,12 +289,7 @@ func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (s
 		if len(shapeFlags) > 0 {
 			return simulate.Trace{}, fmt.Errorf("%s set the parameters of a built-in shape, but --trace %s is a CSV file: drop them", strings.Join(shapeFlags, ", "), arg)
 		}
-		f, err := os.Open(arg)
-		if err != nil {
-			return simulate.Trace{}, fmt.Errorf("--trace: %w", err)
-		}
-		defer f.Close()
-		tr, err := simulate.ParseCSV(arg, io.LimitReader(f, simulate.MaxTraceBytes+1))
+		tr, err := simulate.ReadFile(arg)
 		if err != nil {
 			return simulate.Trace{}, fmt.Errorf("--trace: %w", err)
 		}

@@ -362,7 +362,7 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		if !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
 			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", measure.FormatFloat(opts.PeakRPS), capacity.MaxRPS)
 		}
-		if low := lowestRate(o.tr); low > 0 {
+		if low := o.tr.Lowest(); low > 0 {
 			opts.TroughRPS = low
 		}
 		if o.surge != nil {
@@ -453,15 +453,6 @@ func checkPlanArtifacts(p *capacity.Plan, dir string) (capacity.Measurement, err
 
 // maxScatterRuns bounds --scatter-runs: each run is a whole simulation of the trace.
 const maxScatterRuns = 10000
-
-// lowestRate is the trace's lowest rate.
-func lowestRate(tr simulate.Trace) float64 {
-	low := math.Inf(1)
-	for _, p := range tr.Points {
-		low = math.Min(low, p.RPS)
-	}
-	return low
-}
 
 // clock formats seconds since the start of the trace as [d+]hh:mm.
 func simClock(s float64) string {

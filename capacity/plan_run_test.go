@@ -1,0 +1,107 @@
+package capacity
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The what-if Builder builds what FromWhatIf builds; the table of its plan says it is not measured and ends
+// with the verdict, and its JSON is the artifact's.
+func TestWhatIfBuilderAndRenderPlan(t *testing.T) {
+	m := kokoro(t)
+	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions(m)
+	o.PeakRPS = 100
+	p, err := WhatIfBuilder(m, w)(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	if err := RenderPlan(&text, "text", p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"WHAT-IF (assumed numbers, measured: false)", "\nDERIVED", "\nENVELOPE", "\nFINDINGS", "\nVERDICT  " + string(p.Verdict)} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, text.String())
+		}
+	}
+	if err := RenderPlan(&js, "json", p); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := MarshalArtifact(p); !bytes.Equal(js.Bytes(), data) {
+		t.Error("RenderPlan json is not the artifact's encoding")
+	}
+	if err := CheckPlanSize(p, nil); err != nil {
+		t.Errorf("a plan without user traces: %v", err)
+	}
+}
+
+// The measured Builder refuses an artifact set whose records do not fold to its figures, and a missing one.
+func TestMeasuredBuilder(t *testing.T) {
+	m := kokoro(t)
+	valid := filepath.Join("..", "testdata", "plans", "valid")
+	ms, build, err := MeasuredBuilder(m, filepath.Join(valid, QMaxFile), filepath.Join(valid, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions(m)
+	o.PeakRPS = 80
+	p, err := build(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Measured || p.Inputs.QMaxSHA256 != ms.QMaxSHA256 {
+		t.Errorf("plan measured %v, qmax digest %s: want the measurement's (%s)", p.Measured, p.Inputs.QMaxSHA256, ms.QMaxSHA256)
+	}
+	if _, _, err := MeasuredBuilder(m, filepath.Join(t.TempDir(), QMaxFile), filepath.Join(valid, TTotalFile)); err == nil {
+		t.Error("a missing qmax artifact: no error")
+	}
+}
+
+// A search stopped before it starts is ErrCanceled, and says on progress what it searches.
+func TestSearchCheapestCanceled(t *testing.T) {
+	m := kokoro(t)
+	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions(m)
+	o.PeakRPS = 100
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var progress bytes.Buffer
+	got, err := SearchCheapest(ctx, o, WhatIfBuilder(m, w), &progress)
+	if !errors.Is(err, ErrCanceled) || got != "" {
+		t.Errorf("SearchCheapest = %q, %v: want nothing and ErrCanceled", got, err)
+	}
+	if !strings.Contains(progress.String(), SearchSpace()) {
+		t.Errorf("progress %q does not name the search space", progress.String())
+	}
+}
+
+// TraceDays adds the traces' lengths; Why says why a comparison's row does not hold.
+func TestTraceDaysAndRowWhy(t *testing.T) {
+	if got := TraceDays([]TraceInput{{DurationS: 86400}, {DurationS: 43200}}); got != 1.5 {
+		t.Errorf("TraceDays = %v, want 1.5", got)
+	}
+	for _, c := range []struct {
+		row  TypeRow
+		want string
+	}{
+		{TypeRow{Error: "deploy: no quota", Finding: "x"}, "deploy: no quota"},
+		{TypeRow{Finding: "3 violation minute(s)"}, "3 violation minute(s)"},
+		{TypeRow{Holds: true}, "holds the SLO"},
+		{TypeRow{}, "does not hold the SLO (no finding recorded)"},
+	} {
+		if got := c.row.Why(); got != c.want {
+			t.Errorf("Why() = %q, want %q", got, c.want)
+		}
+	}
+}
