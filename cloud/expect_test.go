@@ -1,4 +1,4 @@
-package main
+package cloud_test
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/capacity/plantest"
+	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/models"
 )
 
 // A file left inside container/ that changes the container digest makes the gate refuse the plan, so drift
-// must say why. A go build output (untracked, not copied by the image build) does not change the digest; an
+// must say why (Expect's reasons). A go build output (untracked, not copied by the image build) does not change the digest; an
 // untracked file the image build copies does, and drift's reasons name it as untracked.
 func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -22,7 +23,7 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	}
 	repo := t.TempDir()
 	dir := filepath.Join(repo, "container")
-	if err := os.CopyFS(dir, os.DirFS(containerDir)); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "container"))); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-q", "-m", "x"}} {
@@ -47,22 +48,22 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp := expect(context.Background(), m, planPath, dir, true); exp.spec == nil {
-		t.Fatalf("the clean tree's plan is refused: %v", exp.reasons)
+	if exp := cloud.Expect(context.Background(), m, planPath, dir, true); exp.Spec == nil {
+		t.Fatalf("the clean tree's plan is refused: %v", exp.Reasons)
 	}
 	// go build -o container/speech-container: the plan still applies.
 	if err := os.WriteFile(filepath.Join(dir, "speech-container"), []byte("\x7fELF"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if exp := expect(context.Background(), m, planPath, dir, true); exp.spec == nil {
-		t.Fatalf("a go build output in container/ made the gate refuse: %v", exp.reasons)
+	if exp := cloud.Expect(context.Background(), m, planPath, dir, true); exp.Spec == nil {
+		t.Fatalf("a go build output in container/ made the gate refuse: %v", exp.Reasons)
 	}
 	// An untracked source file the image build copies: refused, and said so.
-	if err := os.WriteFile(filepath.Join(dir, "scratch.go"), []byte("package main\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "scratch.go"), []byte("package cloud_test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exp := expect(context.Background(), m, planPath, dir, true)
-	if exp.spec != nil || !strings.Contains(strings.Join(exp.reasons, "\n"), "does not track but the image build copies (scratch.go)") {
-		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.spec != nil, exp.reasons)
+	exp := cloud.Expect(context.Background(), m, planPath, dir, true)
+	if exp.Spec != nil || !strings.Contains(strings.Join(exp.Reasons, "\n"), "does not track but the image build copies (scratch.go)") {
+		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.Spec != nil, exp.Reasons)
 	}
 }
