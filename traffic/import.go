@@ -148,6 +148,32 @@ type ImportResult struct {
 	Runs int
 }
 
+// WriteSummary says for people what an import of the log name (its time in column, the rate multiplied by
+// scale and time compressed by timeScale) read and wrote: the requests, the rows read and skipped, the order,
+// the span and each bad row kept.
+func (r ImportResult) WriteSummary(w io.Writer, name, column string, scale, timeScale float64) {
+	fmt.Fprintf(w, "imported %d requests from %s (column %q, time format %s", r.Requests, name, column, r.TimeFormat)
+	if r.TimeFormat == TimeSQL {
+		fmt.Fprint(w, ": a time without a zone is UTC")
+	}
+	fmt.Fprintln(w, ")")
+	order := "already in time order"
+	if !r.Sorted {
+		order = "sorted: the log was out of time order"
+	}
+	fmt.Fprintf(w, "  %d rows read, %d skipped as bad; %s\n", r.Rows, r.Skipped, order)
+	fmt.Fprintf(w, "  first request %s, last %s: the trace lasts %s\n", r.First.Format(time.RFC3339Nano), r.Last.Format(time.RFC3339Nano), r.Duration(timeScale))
+	if scale != 1 || timeScale != 1 {
+		fmt.Fprintf(w, "  scale %s (rate), time scale %s (time compressed)\n", strconv.FormatFloat(scale, 'g', -1, 64), strconv.FormatFloat(timeScale, 'g', -1, 64))
+	}
+	for _, b := range r.Bad {
+		fmt.Fprintf(w, "  skipped %s\n", b)
+	}
+	if int64(len(r.Bad)) < r.Skipped {
+		fmt.Fprintf(w, "  (and %d more skipped)\n", r.Skipped-int64(len(r.Bad)))
+	}
+}
+
 // Duration is how long the trace written lasts: the log's span divided by the time scale, to the end of the
 // last request's second.
 func (r ImportResult) Duration(timeScale float64) time.Duration {

@@ -153,32 +153,15 @@ func (o *compareOpts) Validate() error {
 	o.types = nil
 	// The list is counted, and its repeats found, before any type is looked at: a list of a thousand entries
 	// gets one line, not a line per entry.
-	seen := map[string]int{}
-	var distinct []string
-	entries := 0
-	for _, t := range strings.Split(o.typesFlag, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if seen[t] == 0 {
-			distinct = append(distinct, t)
-		}
-		seen[t]++
-		entries++
-	}
-	var repeated []string
-	for _, t := range distinct {
-		if n := seen[t]; n > 1 {
-			repeated = append(repeated, t+" is given "+timesWord(n))
-		}
-	}
+	list := capacity.ParseInstanceTypeList(o.typesFlag)
+	entries, distinct, repeated := list.Entries, list.Distinct, list.Repeated
 	switch {
 	case entries == 0:
 		bad("--instance-types: none given: name the types to compare, comma-separated, e.g. --instance-types ml.g5.xlarge,ml.g6.xlarge")
 	case entries > maxCompareTypes:
 		what := fmt.Sprintf("%d types", entries)
 		if len(repeated) > 0 {
-			what = fmt.Sprintf("%d entries, %d of them distinct (%s)", entries, len(distinct), firstOf(repeated, 3))
+			what = fmt.Sprintf("%d entries, %d of them distinct (%s)", entries, len(distinct), list.FirstRepeated(3))
 		}
 		bad("--instance-types: %s: compare at most %d types at once, each named once", what, maxCompareTypes)
 	default:
@@ -218,7 +201,7 @@ func (o *compareOpts) Validate() error {
 		}
 	}
 	for t := range overrides {
-		if seen[t] == 0 {
+		if !slices.Contains(distinct, t) {
 			bad("--price-per-hour %s=...: %s is not in --instance-types: drop it or add the type", t, t)
 		}
 	}
@@ -247,22 +230,6 @@ func (o *compareOpts) Validate() error {
 		o.artifacts = capacity.ArtifactDir(m.ID)
 	}
 	return exitcode.Usage(errors.Join(errs...))
-}
-
-// timesWord is "twice" or "N times".
-func timesWord(n int) string {
-	if n == 2 {
-		return "twice"
-	}
-	return strconv.Itoa(n) + " times"
-}
-
-// firstOf joins the first n of items, and says how many more there are.
-func firstOf(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more repeated", strings.Join(items[:n], ", "), len(items)-n)
 }
 
 // loadTrace resolves --trace: a built-in shape at --peak-rps and --trough-rps, or a CSV file (whose own peak

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -182,7 +181,7 @@ func (o *replayOpts) Validate() error {
 	} else {
 		o.Arrivals = p
 	}
-	if n, err := parseShard(o.shardArg); err != nil {
+	if n, err := measure.ParseShard(o.shardArg); err != nil {
 		bad("--shard: %w", err)
 	} else {
 		o.Shard, o.Shards = n[0], n[1]
@@ -190,7 +189,7 @@ func (o *replayOpts) Validate() error {
 	if o.Shards > 1 && o.RunID == "" {
 		bad("--shard %s: give every shard the same --run-id (and --start-at), so that tts-bench report can merge them", o.shardArg)
 	}
-	if o.RunID != "" && !validRunID(o.RunID) {
+	if o.RunID != "" && !measure.ValidRunID(o.RunID) {
 		bad("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-' (it becomes part of a file name)", o.RunID)
 	}
 	if o.startAt != "" {
@@ -303,35 +302,6 @@ func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (s
 		return simulate.Trace{}, fmt.Errorf("--trace %s: %w", arg, err)
 	}
 	return tr, nil
-}
-
-// parseShard reads "i/n" with 0 ≤ i < n.
-func parseShard(s string) ([2]int, error) {
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil {
-		return [2]int{}, fmt.Errorf("%q: want i/n, e.g. 0/4 for the first of four shards", s)
-	}
-	if n < 1 || n > 1000 {
-		return [2]int{}, fmt.Errorf("%q: the shard count %d: want 1 to 1000", s, n)
-	}
-	if i < 0 || i >= n {
-		return [2]int{}, fmt.Errorf("%q: the shard index %d: want 0 to %d (shards count from 0)", s, i, n-1)
-	}
-	return [2]int{i, n}, nil
-}
-
-func validRunID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return s != "." && s != ".."
 }
 
 // Execute runs the replay Validate prepared.

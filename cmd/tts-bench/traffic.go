@@ -221,26 +221,7 @@ func (o *trafficImportOpts) Execute(ctx context.Context) error {
 		return exitcode.Usagef("--output %s: %w", o.output, err)
 	}
 	w := o.stdout
-	fmt.Fprintf(w, "imported %d requests from %s (column %q, time format %s", res.Requests, name, o.column, res.TimeFormat)
-	if res.TimeFormat == traffic.TimeSQL {
-		fmt.Fprint(w, ": a time without a zone is UTC")
-	}
-	fmt.Fprintln(w, ")")
-	order := "already in time order"
-	if !res.Sorted {
-		order = "sorted: the log was out of time order"
-	}
-	fmt.Fprintf(w, "  %d rows read, %d skipped as bad; %s\n", res.Rows, res.Skipped, order)
-	fmt.Fprintf(w, "  first request %s, last %s: the trace lasts %s\n", res.First.Format(time.RFC3339Nano), res.Last.Format(time.RFC3339Nano), res.Duration(o.timeScale))
-	if o.scale != 1 || o.timeScale != 1 {
-		fmt.Fprintf(w, "  scale %s (rate), time scale %s (time compressed)\n", strconv.FormatFloat(o.scale, 'g', -1, 64), strconv.FormatFloat(o.timeScale, 'g', -1, 64))
-	}
-	for _, b := range res.Bad {
-		fmt.Fprintf(w, "  skipped %s\n", b)
-	}
-	if int64(len(res.Bad)) < res.Skipped {
-		fmt.Fprintf(w, "  (and %d more skipped)\n", res.Skipped-int64(len(res.Bad)))
-	}
+	res.WriteSummary(w, name, o.column, o.scale, o.timeScale)
 	fmt.Fprintf(w, "wrote the request trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
 	return nil
 }
