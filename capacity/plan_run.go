@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -92,4 +93,42 @@ func (r TypeRow) Why() string {
 		return "holds the SLO"
 	}
 	return "does not hold the SLO (no finding recorded)"
+}
+
+// Choose is the row of the comparison (read from path) that tts-bench plan --from-compare plans for: the
+// winner, or the row of instanceType when given, which must hold the SLO and name its artifact directory. It
+// returns nil and the error when there is no such row; the row and the error when the row cannot be planned
+// for.
+func (c *TypeComparison) Choose(path, instanceType string) (*TypeRow, error) {
+	pick := c.Winner
+	switch {
+	case instanceType != "":
+		pick = instanceType
+		if c.Row(pick) == nil {
+			var types []string
+			for _, r := range c.Rows {
+				types = append(types, r.InstanceType)
+			}
+			return nil, fmt.Errorf("--instance-type %s: the report %s has no row for it (it compares %s): pick one of those, or leave --instance-type out for the winner", pick, path, strings.Join(types, ", "))
+		}
+	case pick == "":
+		var why []string
+		for _, r := range c.Rows {
+			why = append(why, r.InstanceType+": "+r.Why())
+		}
+		return nil, fmt.Errorf("--from-compare %s: no type holds the SLO (winner is empty): %s: there is no plan to deploy; compare more or larger types, or raise the allowed maximum fleet, and compare again", path, strings.Join(why, "; "))
+	}
+	row := c.Row(pick)
+	var errs []error
+	if !row.Holds {
+		winner := "; the report has no winner"
+		if c.Winner != "" {
+			winner = ", " + c.Winner
+		}
+		errs = append(errs, fmt.Errorf("--instance-type %s: it does not hold the SLO in %s: %s: plan for the winner (leave --instance-type out)%s", pick, path, row.Why(), winner))
+	}
+	if row.ArtifactDir == "" {
+		errs = append(errs, fmt.Errorf("--from-compare %s: the row of %s has no artifact_dir: run tts-bench compare again", path, pick))
+	}
+	return row, errors.Join(errs...)
 }

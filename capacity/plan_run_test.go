@@ -105,3 +105,32 @@ func TestTraceDaysAndRowWhy(t *testing.T) {
 		}
 	}
 }
+
+// Choose picks the winner, or the row asked for, which must hold and name its artifacts.
+func TestTypeComparisonChoose(t *testing.T) {
+	c := &TypeComparison{Winner: "b", Rows: []TypeRow{
+		{InstanceType: "a", Finding: "2 violation minute(s)", ArtifactDir: "art/a"},
+		{InstanceType: "b", Holds: true, ArtifactDir: "art/b"},
+		{InstanceType: "c", Holds: true},
+	}}
+	if r, err := c.Choose("compare.json", ""); err != nil || r.InstanceType != "b" {
+		t.Errorf("the winner: %v, %v", r, err)
+	}
+	for it, want := range map[string]string{
+		"x": "--instance-type x: the report compare.json has no row for it (it compares a, b, c)",
+		"a": "--instance-type a: it does not hold the SLO in compare.json: 2 violation minute(s): plan for the winner (leave --instance-type out), b",
+		"c": "--from-compare compare.json: the row of c has no artifact_dir",
+	} {
+		r, err := c.Choose("compare.json", it)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Choose(%s) = %v, want an error with %q", it, err, want)
+		}
+		if (r == nil) != (it == "x") {
+			t.Errorf("Choose(%s) row %v: want one only when the row exists", it, r)
+		}
+	}
+	c.Winner = ""
+	if r, err := c.Choose("compare.json", ""); r != nil || err == nil || !strings.Contains(err.Error(), "no type holds the SLO (winner is empty): a: 2 violation minute(s); b: holds the SLO; c: holds the SLO") {
+		t.Errorf("no winner: %v, %v", r, err)
+	}
+}

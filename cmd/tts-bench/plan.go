@@ -106,34 +106,10 @@ Examples:
 		f(capacity.StaircaseHoldTPlan), f(capacity.StepRatio), f(capacity.StepHoldTPlan), f(capacity.StepRecoveryTPlan),
 		pct(capacity.DefaultHoverAmplitude), capacity.HoverFastPeriod, f(capacity.HoverSlowPeriodTPlan),
 		pct(capacity.DefaultHoverAmplitude), pct(capacity.DefaultHoverAmplitude), f(capacity.HoverSlowPeriodTPlan),
-		wrapText(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
+		cliflags.WrapHelp(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
 			"Then, unless --no-search, plan searches %s, for the cheapest configuration that passes (fewest instance-hours on the diurnal day) and prints its flags.",
-			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace()), helpWidth),
+			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace())),
 		f(loadmodel.UnmeasuredMaxUtilization))
-}
-
-// helpWidth is the width wrapText fills a help paragraph to.
-const helpWidth = 108
-
-// wrapText breaks a paragraph into lines of at most width runes, between words.
-func wrapText(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(s) {
-		l := len([]rune(w))
-		switch {
-		case n == 0:
-		case n+1+l > width:
-			b.WriteByte('\n')
-			n = 0
-		default:
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += l
-	}
-	return b.String()
 }
 
 func planCommand() *cli.Command {
@@ -333,32 +309,12 @@ func (o *planOpts) fromComparison() error {
 		bad("--model %s: the report %s compares %s: drop --model, or give that model's report", o.modelID, o.fromCompare, c.Model)
 	}
 	o.modelID = c.Model
-	var types []string
-	for _, r := range c.Rows {
-		types = append(types, r.InstanceType)
+	row, err := c.Choose(o.fromCompare, o.instanceType)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	pick := c.Winner
-	switch {
-	case o.instanceType != "":
-		pick = o.instanceType
-		if c.Row(pick) == nil {
-			bad("--instance-type %s: the report %s has no row for it (it compares %s): pick one of those, or leave --instance-type out for the winner", pick, o.fromCompare, strings.Join(types, ", "))
-			return errors.Join(errs...)
-		}
-	case pick == "":
-		var why []string
-		for _, r := range c.Rows {
-			why = append(why, r.InstanceType+": "+r.Why())
-		}
-		bad("--from-compare %s: no type holds the SLO (winner is empty): %s: there is no plan to deploy; compare more or larger types, or raise the allowed maximum fleet, and compare again", o.fromCompare, strings.Join(why, "; "))
+	if row == nil {
 		return errors.Join(errs...)
-	}
-	row := c.Row(pick)
-	if !row.Holds {
-		bad("--instance-type %s: it does not hold the SLO in %s: %s: plan for the winner (leave --instance-type out)%s", pick, o.fromCompare, row.Why(), winnerWords(c.Winner))
-	}
-	if row.ArtifactDir == "" {
-		bad("--from-compare %s: the row of %s has no artifact_dir: run tts-bench compare again", o.fromCompare, pick)
 	}
 	o.compared = row
 	if o.peakRPS == nil && c.PeakRPS > 0 {
@@ -370,13 +326,6 @@ func (o *planOpts) fromComparison() error {
 		o.troughRPS = &v
 	}
 	return errors.Join(errs...)
-}
-
-func winnerWords(winner string) string {
-	if winner == "" {
-		return "; the report has no winner"
-	}
-	return ", " + winner
 }
 
 // writeDeployHint says which type the plan made from a comparison is for, and how to deploy it: the

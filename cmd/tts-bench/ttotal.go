@@ -211,7 +211,9 @@ func (o *ttotalOpts) Validate() error {
 		o.QMaxPath = capacity.DefaultQMaxPath(m.ID)
 	}
 	if modelKnown {
-		errs = append(errs, o.checkQMax()...)
+		var qerrs []error
+		o.baselineP95Ms, qerrs = o.LoadQMax()
+		errs = append(errs, qerrs...)
 	}
 	if o.Output == "" && modelKnown {
 		o.Output = capacity.DefaultTTotalPath(m.ID)
@@ -235,52 +237,6 @@ func (o *ttotalOpts) Validate() error {
 		}
 	}
 	return exitcode.Usage(errors.Join(errs...))
-}
-
-// checkQMax loads and verifies the qmax artifact, refuses one for another model, endpoint or transport, and
-// derives the recovery threshold from its curve at the probe concurrency.
-func (o *ttotalOpts) checkQMax() []error {
-	q, err := capacity.LoadQMax(o.QMaxPath)
-	if err != nil {
-		return []error{fmt.Errorf("--qmax: %w: measure it with tts-bench qmax --model %s", err, o.Model.ID)}
-	}
-	var errs []error
-	if v := q.Verify(); len(v) > 0 {
-		return []error{fmt.Errorf("--qmax %s: not a valid qmax artifact: %w: re-run tts-bench qmax", o.QMaxPath, errors.Join(v...))}
-	}
-	if q.DryRun {
-		errs = append(errs, fmt.Errorf("--qmax %s: is a dry run: measure Q_max first (tts-bench qmax without --dry-run)", o.QMaxPath))
-	}
-	if q.Model != o.Model.ID {
-		errs = append(errs, fmt.Errorf("--qmax %s: is for model %s, not %s: pass the %s artifact or --model %s", o.QMaxPath, q.Model, o.Model.ID, o.Model.ID, q.Model))
-	}
-	if q.Endpoint != o.Model.EndpointName() {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured on %s, not the endpoint %s: measure Q_max on the endpoint ttotal scales (tts-bench qmax --model %s)", o.QMaxPath, q.Endpoint, o.Model.EndpointName(), o.Model.ID))
-	}
-	if q.Transport != o.Transport {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured over %s, but ttotal probes over %s: the recovery threshold must come from the same transport: re-run tts-bench qmax --transport %s", o.QMaxPath, q.Transport, o.Transport, o.Transport))
-	}
-	if !o.ProbeSet {
-		c, basis, ok := measure.DefaultProbe(q)
-		if !ok {
-			errs = append(errs, fmt.Errorf("--qmax %s: no usable step has a p95 TTFAB above the SLO %d ms, so the default probe cannot put the fleet past Q_max: extend the staircase past Q_max (tts-bench qmax --max-concurrency) or pass --probe-concurrency", o.QMaxPath, q.SLOTTFABMs))
-		}
-		o.ProbeConcurrency, o.ProbePerInstance, o.ProbeBasis = c, c, basis
-	}
-	p95, ok := measure.QMaxP95At(q, o.ProbeConcurrency)
-	if !ok && o.ProbeConcurrency > 0 {
-		lo, hi := measure.QMaxRange(q)
-		errs = append(errs, fmt.Errorf("--probe-concurrency %d: the qmax curve of %s covers concurrency %d to %d only: choose a probe concurrency inside it", o.ProbeConcurrency, o.QMaxPath, lo, hi))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	digest, err := capacity.FileDigest(o.QMaxPath)
-	if err != nil {
-		return []error{fmt.Errorf("--qmax: %w", err)}
-	}
-	o.QMax, o.QMaxSHA256, o.baselineP95Ms = q, digest, p95
-	return nil
 }
 
 // resolveOutputs derives the chart path from --output and checks both can be written.
