@@ -45,3 +45,12 @@ func Expect(ctx context.Context, m models.Model, planPath, containerDir string, 
 	e.Reasons = append(e.Reasons, dec.Reasons...)
 	return e
 }
+
+// Bounds are the fleet bounds a thaw of m's endpoint puts back: the plan's when the gate accepted it, else the
+// catalog's.
+func (e Expectation) Bounds(m models.Model) *Bounds {
+	if e.Spec != nil {
+		return &Bounds{Min: int32(e.Spec.MinInstances), Max: int32(e.Spec.MaxInstances), Source: "the plan " + e.PlanPath}
+	}
+	return &Bounds{Min: int32(m.Scaling.MinInstances), Max: int32(m.Scaling.MaxInstances), Source: "the catalog (" + m.ID + ")"}
+}

@@ -67,3 +67,15 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.Spec != nil, exp.Reasons)
 	}
 }
+
+// A thaw puts back the plan's bounds when the gate accepts the plan, the catalog's otherwise.
+func TestExpectationBounds(t *testing.T) {
+	m := models.Model{ID: "espeak-ng", Scaling: models.Scaling{MinInstances: 1, MaxInstances: 4}}
+	if b := (cloud.Expectation{PlanPath: "plan.json"}).Bounds(m); b.Min != 1 || b.Max != 4 || b.Source != "the catalog (espeak-ng)" {
+		t.Errorf("without a plan: %+v", b)
+	}
+	spec := &capacity.ScalingSpec{MinInstances: 2, MaxInstances: 6}
+	if b := (cloud.Expectation{PlanPath: "plan.json", Spec: spec}).Bounds(m); b.Min != 2 || b.Max != 6 || b.Source != "the plan plan.json" {
+		t.Errorf("with the plan: %+v", b)
+	}
+}

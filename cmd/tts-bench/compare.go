@@ -255,18 +255,8 @@ func (o *compareOpts) loadTrace() []error {
 	sp.PeakRPS, sp.TroughRPS = o.peakRPS, o.troughRPS
 	sp.At = sp.Duration / 3
 	var errs []error
-	for _, e := range sp.Validate() {
-		errs = append(errs, fmt.Errorf("--%w", e))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	tr, err := simulate.Generate(sp)
-	if err != nil {
-		return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
-	}
-	o.tr = tr
-	return nil
+	o.tr, errs = shapeTrace(o.trace, sp)
+	return errs
 }
 
 // Execute runs the comparison (measure.Compare): every type (one at a time on --local), then the report, the
@@ -314,7 +304,7 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 // run is the comparison Validate resolved, its qmax and ttotal those of tts-bench qmax and ttotal with
 // --qmax-args and --ttotal-args, pointed where compare points.
 func (o *compareOpts) run() *measure.Compare {
-	common := append([]string{"--journal-dir", o.jdir, "--format", "text"}, o.awsArgs()...)
+	common := append([]string{"--journal-dir", o.jdir, "--format", "text"}, o.aws.Args()...)
 	if o.containerDir != "" {
 		common = append(common, "--container-dir", o.containerDir)
 	}
@@ -348,7 +338,7 @@ func (o *compareOpts) run() *measure.Compare {
 // dry-run estimate), ttotal's warm-up and wait, and the deploy's start-up bound.
 func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, deployD time.Duration, err error) {
 	cat := o.catalog.With(o.model.WithEndpoint(measure.CompareEndpoint(o.model.ID, o.types[0])))
-	common := append([]string{"--model", o.model.ID, "--journal-dir", o.jdir}, o.awsArgs()...)
+	common := append([]string{"--model", o.model.ID, "--journal-dir", o.jdir}, o.aws.Args()...)
 	if o.containerDir != "" {
 		common = append(common, "--container-dir", o.containerDir)
 	}
@@ -377,21 +367,6 @@ func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, dep
 // subArgsError says which sub-command refused its settings: those of flag, or the flags compare passes on.
 func subArgsError(command, flag string, err error) error {
 	return fmt.Errorf("%s refuses its settings (%s, or --container-dir and --journal-dir, which compare passes on): %w", command, flag, err)
-}
-
-// awsArgs are the flags that point a sub-command where compare points.
-func (o *compareOpts) awsArgs() []string {
-	if o.aws.Local {
-		return []string{"--local", "--state-dir", o.aws.StateDir}
-	}
-	var a []string
-	if o.aws.Region != "" {
-		a = append(a, "--region", o.aws.Region)
-	}
-	if o.aws.Profile != "" {
-		a = append(a, "--profile", o.aws.Profile)
-	}
-	return a
 }
 
 // subParse serializes the parsing of sub-commands' flags: urfave/cli keeps settings at package level, and two

@@ -65,9 +65,6 @@ func lookupModel(cat models.Catalog, id string) (models.Model, error) {
 	return m, nil
 }
 
-// checkFormat accepts --format text or json (cliflags.CheckFormat).
-func checkFormat(f string) error { return cliflags.CheckFormat(f) }
-
 // driftOpts is a drift command line.
 type driftOpts struct {
 	args                                  []string
@@ -112,7 +109,7 @@ func (o *driftOpts) Validate() error {
 	if o.model, err = lookupModel(cat, o.modelID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
 	if o.jdir == "" {

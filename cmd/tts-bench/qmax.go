@@ -354,25 +354,39 @@ func (o *qmaxOpts) Validate() error {
 // resolveOutputs derives the records and chart paths from --output and checks that all three can be
 // written: plain file names, a directory that is one (or can be created), no directory in their place.
 func (o *qmaxOpts) resolveOutputs() []error {
-	var errs []error
-	base := filepath.Base(o.Output)
-	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.Output)}
+	paths, errs := artifactOutputs(o.Output, "artifacts/<model>/qmax.json", ".records.jsonl.gz", ".svg", ".rate.svg")
+	if paths == nil {
+		return errs
 	}
-	stem := strings.TrimSuffix(o.Output, ".json")
-	o.RecordsPath, o.ChartPath, o.RateChartPath = stem+".records.jsonl.gz", stem+".svg", stem+".rate.svg"
+	o.RecordsPath, o.ChartPath, o.RateChartPath = paths[0], paths[1], paths[2]
 	if !plainFileName.MatchString(filepath.Base(o.RecordsPath)) {
-		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.Output, filepath.Base(o.RecordsPath)))
+		errs = append([]error{fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.Output, filepath.Base(o.RecordsPath))}, errs...)
 	}
-	for _, p := range []string{o.Output, o.RecordsPath, o.ChartPath, o.RateChartPath} {
+	return errs
+}
+
+// artifactOutputs checks --output, an artifact's .json file (example is its usual path), and derives from it
+// the files written beside it (its stem with each suffix): none of them may exist as anything but a regular
+// file, and the directory must be one. It returns the derived paths, nil when output is not a .json file.
+func artifactOutputs(output, example string, suffixes ...string) ([]string, []error) {
+	base := filepath.Base(output)
+	if !strings.HasSuffix(base, ".json") || base == ".json" {
+		return nil, []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. %s", output, example)}
+	}
+	var paths []string
+	for _, suffix := range suffixes {
+		paths = append(paths, strings.TrimSuffix(output, ".json")+suffix)
+	}
+	var errs []error
+	for _, p := range append([]string{output}, paths...) {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
 		}
 	}
-	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
+	if fi, err := os.Stat(filepath.Dir(output)); err == nil && !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", output, filepath.Dir(output)))
 	}
-	return errs
+	return paths, errs
 }
 
 // plainFileName is what an artifact may record as a file beside it (capacity's artifactNamePattern).

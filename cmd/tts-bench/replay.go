@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/measure"
@@ -259,24 +259,10 @@ func (o *replayOpts) Validate() error {
 		}
 		o.Output = filepath.Join("artifacts", o.Model.ID, name+".jsonl.gz")
 	}
-	if err := replayDirWritable(filepath.Dir(o.Output)); err != nil {
+	if err := atomicfile.MkdirWritable(filepath.Dir(o.Output)); err != nil {
 		return exitcode.Usagef("--output %s: %w", o.Output, err)
 	}
 	return nil
-}
-
-// replayDirWritable creates dir when missing and checks that a file can be created in it, so that a long
-// replay does not end unable to write its records.
-func replayDirWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".replay-probe-*")
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(f.Name())
 }
 
 // loadReplayTrace reads --trace: a CSV file (name ending in .csv) or a built-in shape with its parameters.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -220,7 +219,7 @@ func (o *simulateOpts) Validate() error {
 		}
 	}
 	// The values' form is checked here; which type a bare price stands for is the simulated plan's, known once
-	// the plan is read (priceFor).
+	// the plan is read (models.Model.PriceOf).
 	if _, e := models.ParsePriceOverrides(o.prices, m.InstanceType); e != nil && err == nil {
 		errs = append(errs, e)
 	}
@@ -268,18 +267,8 @@ func (o *simulateOpts) loadTrace() []error {
 		o.shape.At = o.shape.Duration / 3
 	}
 	var errs []error
-	for _, e := range o.shape.Validate() {
-		errs = append(errs, fmt.Errorf("--%w", e))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	tr, err := simulate.Generate(o.shape)
-	if err != nil {
-		return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
-	}
-	o.tr = tr
-	return nil
+	o.tr, errs = shapeTrace(o.trace, o.shape)
+	return errs
 }
 
 // Execute builds the setup (plan, instance model, re-derivation), simulates, prints the report, writes the
@@ -335,6 +324,23 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	return nil
 }
 
+// shapeTrace generates the built-in shape named --trace name with its parameters, or says, per flag, what is
+// wrong with them (simulate and compare).
+func shapeTrace(name string, sp simulate.ShapeParams) (simulate.Trace, []error) {
+	var errs []error
+	for _, e := range sp.Validate() {
+		errs = append(errs, fmt.Errorf("--%w", e))
+	}
+	if len(errs) > 0 {
+		return simulate.Trace{}, errs
+	}
+	tr, err := simulate.Generate(sp)
+	if err != nil {
+		return simulate.Trace{}, []error{fmt.Errorf("--trace %s: %w", name, err)}
+	}
+	return tr, nil
+}
+
 // stopped is the error of a simulation stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
 func (o *simulateOpts) stopped(ctx context.Context) error {
 	return interrupted(ctx, fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", context.Cause(ctx)))
@@ -347,18 +353,7 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 	var s capacity.Setup
 	m := o.model
 	if o.whatIf != nil {
-		opts := capacity.DefaultOptions(m)
-		opts.PeakRPS = o.tr.Peak()
-		if !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
-			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", measure.FormatFloat(opts.PeakRPS), capacity.MaxRPS)
-		}
-		if low := o.tr.Lowest(); low > 0 {
-			opts.TroughRPS = low
-		}
-		if o.surge != nil {
-			opts.SurgeRatio = *o.surge
-		}
-		p, err := capacity.FromWhatIfContext(ctx, m, o.whatIfIn, opts)
+		p, err := capacity.WhatIfOnTrace(ctx, m, o.whatIfIn, o.tr, o.surge)
 		if err != nil {
 			return s, err
 		}
@@ -381,20 +376,11 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		if !p.Feasible() {
 			fmt.Fprintf(o.stderr, "warning: %s is infeasible; simulating it anyway\n", o.planPath)
 		}
-		if p.Measured {
-			ms, err := p.ArtifactsBeside(filepath.Dir(o.planPath))
-			if err != nil {
-				return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
-			}
-			if o.scatter > 0 {
-				sc, err := capacity.PlanScatter(p, ms.QMax)
-				if err != nil || sc == nil {
-					return s, fmt.Errorf("--scatter-runs: the qmax artifact beside %s records no 10th-percentile 10-s peaks to scatter around (%v): re-run tts-bench qmax", o.planPath, err)
-				}
-				s.Scatter, s.ScatterRuns = sc, o.scatter
-			}
-		} else if o.scatter > 0 {
-			return s, fmt.Errorf("--scatter-runs: %s is not measured: the scatter is qmax's measured 10-s peaks", o.planPath)
+		if s.Scatter, err = p.SimulationScatter(o.planPath, o.scatter); err != nil {
+			return s, err
+		}
+		if s.Scatter != nil {
+			s.ScatterRuns = o.scatter
 		}
 		s.Plan = p
 	}
@@ -405,27 +391,12 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		}
 		s.InitialInstances = *o.initial
 	}
-	usd, source, err := o.priceFor(m, s.Plan.Fingerprint.InstanceType)
+	usd, source, err := m.PriceOf(s.Plan.Fingerprint.InstanceType, o.prices)
 	if err != nil {
 		return s, err
 	}
 	s.PricePerHour, s.PriceSource = usd, source
 	return s, nil
-}
-
-// priceFor is the price of one instance-hour of the simulated plan's instance type and its source: a bare
-// --price-per-hour stands for that type (the catalog's own type for a plan measured on the local emulator),
-// TYPE=USD for TYPE, and the catalog's prices for the rest (models.Model.ResolvePrice).
-func (o *simulateOpts) priceFor(m models.Model, instanceType string) (float64, string, error) {
-	bare := instanceType
-	if bare == models.LocalInstanceType {
-		bare = m.InstanceType
-	}
-	overrides, err := models.ParsePriceOverrides(o.prices, bare)
-	if err != nil {
-		return 0, "", err
-	}
-	return m.ResolvePrice(instanceType, overrides)
 }
 
 // maxScatterRuns bounds --scatter-runs: each run is a whole simulation of the trace.

@@ -145,11 +145,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return interrupted(ctx, errors.New("thaw stopped while the gate checked the plan: nothing was changed"))
 		}
-		if exp.Spec != nil {
-			bounds = &cloud.Bounds{Min: int32(exp.Spec.MinInstances), Max: int32(exp.Spec.MaxInstances), Source: "the plan " + o.planPath}
-		} else {
-			bounds = &cloud.Bounds{Min: int32(o.model.Scaling.MinInstances), Max: int32(o.model.Scaling.MaxInstances), Source: "the catalog (" + o.model.ID + ")"}
-		}
+		bounds = exp.Bounds(*o.model)
 	}
 	cfg, err := o.env.Config(ctx)
 	if err != nil {

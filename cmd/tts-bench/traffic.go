@@ -190,39 +190,16 @@ func (o *trafficImportOpts) Validate() error {
 
 // Execute imports the log and writes the trace atomically.
 func (o *trafficImportOpts) Execute(ctx context.Context) error {
-	var in io.Reader = o.stdin
-	name := "stdin"
-	if o.input != "-" {
-		f, err := os.Open(o.input)
-		if err != nil {
-			return exitcode.Usagef("%s: %w", o.input, err)
-		}
-		defer f.Close()
-		in, name = f, o.input
-	}
-	dir := filepath.Dir(o.output)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	out, err := atomicfile.Create(o.output, 0o644)
-	if err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	defer out.Discard()
-	res, err := traffic.Import(ctx, in, out, traffic.ImportOptions{Name: name, Format: o.format, TimeColumn: o.column, TimeFormat: o.timeFormat,
-		SkipBad: o.skipBad, Scale: o.scale, TimeScale: o.timeScale, TempDir: dir})
+	opts := traffic.ImportOptions{Format: o.format, TimeColumn: o.column, TimeFormat: o.timeFormat, SkipBad: o.skipBad, Scale: o.scale, TimeScale: o.timeScale}
+	res, err := traffic.ImportFile(ctx, o.input, o.stdin, o.output, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(ctx, fmt.Errorf("traffic import: stopped, nothing written: %w", err))
 		}
 		return exitcode.Usage(err)
 	}
-	if err := out.Commit(); err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	w := o.stdout
-	res.WriteSummary(w, name, o.column, o.scale, o.timeScale)
-	fmt.Fprintf(w, "wrote the request trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
+	res.WriteSummary(o.stdout, o.column, o.scale, o.timeScale)
+	fmt.Fprintf(o.stdout, "wrote the request trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
 	return nil
 }
 

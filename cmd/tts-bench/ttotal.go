@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -241,19 +238,9 @@ func (o *ttotalOpts) Validate() error {
 
 // resolveOutputs derives the chart path from --output and checks both can be written.
 func (o *ttotalOpts) resolveOutputs() []error {
-	base := filepath.Base(o.Output)
-	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/ttotal.json", o.Output)}
-	}
-	o.ChartPath = strings.TrimSuffix(o.Output, ".json") + ".svg"
-	var errs []error
-	for _, p := range []string{o.Output, o.ChartPath} {
-		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
-		}
-	}
-	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
+	paths, errs := artifactOutputs(o.Output, "artifacts/<model>/ttotal.json", ".svg")
+	if paths != nil {
+		o.ChartPath = paths[0]
 	}
 	return errs
 }

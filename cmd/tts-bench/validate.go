@@ -84,7 +84,7 @@ func (o *validateOpts) Validate() error {
 	if o.model, err = lookupModel(cat, o.modelID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.env.Validate()...)

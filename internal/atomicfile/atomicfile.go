@@ -208,6 +208,20 @@ func Writable(path string) error {
 		}
 		dir = parent
 	}
+	return probe(dir)
+}
+
+// MkdirWritable creates dir (and its parents) when missing and checks that a file can be created in it, with
+// a temporary file it removes: a long run checks so before it starts, so that it does not end unable to write.
+func MkdirWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return probe(dir)
+}
+
+// probe creates a temporary file in dir and removes it.
+func probe(dir string) error {
 	f, err := os.CreateTemp(dir, ".atomicfile-probe-*")
 	if err != nil {
 		return err

@@ -34,3 +34,22 @@ func TestWritable(t *testing.T) {
 		t.Errorf("Writable left %v behind, or created directories", left)
 	}
 }
+
+// MkdirWritable creates the missing directories and leaves no probe behind; a file in the way is an error.
+func TestMkdirWritable(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "a", "b")
+	if err := MkdirWritable(sub); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, sub); len(left) > 0 {
+		t.Errorf("left %v behind", left)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirWritable(filepath.Join(file, "sub")); err == nil {
+		t.Error("a file in the way: no error")
+	}
+}
