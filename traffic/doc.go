@@ -1,6 +1,6 @@
 // Package traffic turns a user's own traffic into traces the simulator reads, and measures them
 // (docs/design.md, "Traffic is an input"). It parses no flags and calls no AWS API: `tts-bench traffic` wires
-// it to files and, for Fetch, to CloudWatch through cloud.InvocationsSumReader.
+// it to files and, for Fetch, to CloudWatch through cloud.ReadInvocations.
 //
 // # Traces
 //

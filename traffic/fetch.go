@@ -34,7 +34,7 @@ type Datapoint struct {
 }
 
 // SumReader reads the Sum of the endpoint's Invocations per period over [start, end), oldest first (a
-// period without data has no datapoint). cloud.InvocationsSumReader is one, through GetMetricData.
+// period without data has no datapoint). cloud.ReadInvocations is one, through GetMetricData.
 type SumReader func(ctx context.Context, start, end time.Time, period time.Duration) ([]Datapoint, error)
 
 // Period is one row of a fetched rate trace.

@@ -313,23 +313,11 @@ func (o *compareOpts) run() *measure.Compare {
 		JournalDir: o.jdir, Stderr: o.stderr,
 		QMax: func(ctx context.Context, m models.Model, output string, w io.Writer) error {
 			args := append(append([]string{"--output", output, "--model", m.ID}, common...), strings.Fields(o.qmaxArgs)...)
-			return runSub(ctx, qmaxCommand(), args, w, func(c *cli.Context) error {
-				q := newQMaxOpts(c, o.catalog.With(m))
-				if err := q.Validate(); err != nil {
-					return err
-				}
-				return q.Execute(c.Context)
-			})
+			return runSub(ctx, qmaxCommand(), args, w, func(c *cli.Context) error { return runWith(c, o.catalog.With(m), newQMaxOpts) })
 		},
 		TTotal: func(ctx context.Context, m models.Model, qmaxPath, output string, w io.Writer) error {
 			args := append(append([]string{"--qmax", qmaxPath, "--output", output, "--model", m.ID}, common...), strings.Fields(o.ttotalArgs)...)
-			return runSub(ctx, ttotalCommand(), args, w, func(c *cli.Context) error {
-				t := newTTotalOpts(c, o.catalog.With(m))
-				if err := t.Validate(); err != nil {
-					return err
-				}
-				return t.Execute(c.Context)
-			})
+			return runSub(ctx, ttotalCommand(), args, w, func(c *cli.Context) error { return runWith(c, o.catalog.With(m), newTTotalOpts) })
 		},
 	}
 }

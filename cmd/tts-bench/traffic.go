@@ -414,7 +414,16 @@ func (o *trafficFetchOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h, err := traffic.Fetch(ctx, cloud.InvocationsSumReader(cloud.NewClients(cfg).CloudWatch, o.endpoint, o.variant), o.now(), o.since)
+	cw := cloud.NewClients(cfg).CloudWatch
+	read := func(ctx context.Context, start, end time.Time, period time.Duration) ([]traffic.Datapoint, error) {
+		points, err := cloud.ReadInvocations(ctx, cw, o.endpoint, o.variant, start, end, period)
+		out := make([]traffic.Datapoint, len(points))
+		for i, p := range points {
+			out[i] = traffic.Datapoint(p)
+		}
+		return out, err
+	}
+	h, err := traffic.Fetch(ctx, read, o.now(), o.since)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(ctx, fmt.Errorf("traffic fetch: stopped, nothing written: %w", err))

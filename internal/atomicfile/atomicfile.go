@@ -220,11 +220,15 @@ func MkdirWritable(dir string) error {
 	return probe(dir)
 }
 
-// probe creates a temporary file in dir and removes it.
+// probe creates a temporary file in dir and removes it. Its error names dir and why, not the probe's name.
 func probe(dir string) error {
 	f, err := os.CreateTemp(dir, ".atomicfile-probe-*")
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
 	}
 	name := f.Name()
 	f.Close()

@@ -53,3 +53,18 @@ func TestMkdirWritable(t *testing.T) {
 		t.Error("a file in the way: no error")
 	}
 }
+
+// A directory no file can be created in is named with the reason, not with the probe's file name.
+func TestWritableNamesTheDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes in a read-only directory")
+	}
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	err := Writable(filepath.Join(dir, "out.csv"))
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot write in "+dir+": ") || strings.Contains(err.Error(), "probe") {
+		t.Errorf("Writable in a read-only directory: %v", err)
+	}
+}
