@@ -13,10 +13,7 @@ import (
 // with the verdict, and its JSON is the artifact's.
 func TestWhatIfBuilderAndRenderPlan(t *testing.T) {
 	m := kokoro(t)
-	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := whatIf50(t)
 	o := DefaultOptions(m)
 	o.PeakRPS = 100
 	p, err := WhatIfBuilder(m, w)(context.Background(), o)
@@ -68,10 +65,7 @@ func TestMeasuredBuilder(t *testing.T) {
 // A search stopped before it starts is ErrCanceled, and says on progress what it searches.
 func TestSearchCheapestCanceled(t *testing.T) {
 	m := kokoro(t)
-	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := whatIf50(t)
 	o := DefaultOptions(m)
 	o.PeakRPS = 100
 	ctx, cancel := context.WithCancel(context.Background())
@@ -133,4 +127,14 @@ func TestTypeComparisonChoose(t *testing.T) {
 	if r, err := c.Choose("compare.json", ""); r != nil || err == nil || !strings.Contains(err.Error(), "no type holds the SLO (winner is empty): a: 2 violation minute(s); b: holds the SLO; c: holds the SLO") {
 		t.Errorf("no winner: %v, %v", r, err)
 	}
+}
+
+// whatIf50 is the what-if numbers these tests plan with: Q_max 50, T_total 240 s, 37.5 rps.
+func whatIf50(t *testing.T) WhatIf {
+	t.Helper()
+	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

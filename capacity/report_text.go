@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -28,12 +27,7 @@ func simUSD(v float64) string { return fmt.Sprintf("$%.2f", v) }
 // per-minute table, the totals, the scaling events and the comparison with the other configurations.
 func RenderReport(w io.Writer, format string, rep Report) error {
 	if format == "json" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
+		return writeIndentedJSON(w, rep)
 	}
 	b := &strings.Builder{}
 	r := rep.Plan

@@ -12,10 +12,7 @@ import (
 // A what-if plan for a trace is planned for the trace's peak and lowest rate; a trace without load is refused.
 func TestWhatIfOnTrace(t *testing.T) {
 	m := kokoro(t)
-	w, err := ParseWhatIf("q_max=50,t_total_s=240,throughput_rps=37.5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := whatIf50(t)
 	sp := simulate.DefaultShapeParams(simulate.ShapeDiurnal)
 	sp.PeakRPS, sp.TroughRPS = 60, 6
 	tr, err := simulate.Generate(sp)

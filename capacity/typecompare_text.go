@@ -14,12 +14,7 @@ import (
 // side by side").
 func RenderTypeComparison(w io.Writer, format string, rep *TypeComparison, path string) error {
 	if format == "json" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(data, '\n'))
-		return err
+		return writeIndentedJSON(w, rep)
 	}
 	var b strings.Builder
 	where := "AWS"
@@ -82,3 +77,13 @@ func FormatUSD(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // formatUSD4 formats a small amount of US dollars (a cost per 1,000 requests) with four decimals.
 func formatUSD4(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// writeIndentedJSON writes v as indented JSON and a newline: what --format json prints.
+func writeIndentedJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
