@@ -218,3 +218,17 @@ func emptyFields(fields []field) []error {
 	}
 	return errs
 }
+
+// ArtifactsBeside loads the artifacts a measured plan names from dir (the plan's directory) and requires the
+// digests the plan records.
+func (p *Plan) ArtifactsBeside(dir string) (Measurement, error) {
+	in := p.Inputs
+	ms, err := LoadMeasurement(filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile))
+	if err != nil {
+		return ms, err
+	}
+	if ms.QMaxSHA256 != in.QMaxSHA256 || ms.TTotalSHA256 != in.TTotalSHA256 {
+		return ms, fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
+	}
+	return ms, nil
+}

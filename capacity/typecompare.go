@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
@@ -182,4 +184,47 @@ func WriteTypeComparison(path string, c *TypeComparison) error {
 		return err
 	}
 	return atomicfile.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// InstanceTypeList is a comma-separated list of instance types as given (tts-bench compare
+// --instance-types): how many entries it has (blank ones dropped), the distinct types in their order, and the
+// types given more than once.
+type InstanceTypeList struct {
+	Entries  int
+	Distinct []string
+	// Repeated says of each type given more than once how often: "ml.g5.xlarge is given twice".
+	Repeated []string
+}
+
+// ParseInstanceTypeList counts the list's entries and finds its repeats; it does not check the types.
+func ParseInstanceTypeList(s string) InstanceTypeList {
+	var l InstanceTypeList
+	seen := map[string]int{}
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if seen[t] == 0 {
+			l.Distinct = append(l.Distinct, t)
+		}
+		seen[t]++
+		l.Entries++
+	}
+	for _, t := range l.Distinct {
+		switch n := seen[t]; {
+		case n == 2:
+			l.Repeated = append(l.Repeated, t+" is given twice")
+		case n > 2:
+			l.Repeated = append(l.Repeated, t+" is given "+strconv.Itoa(n)+" times")
+		}
+	}
+	return l
+}
+
+// FirstRepeated joins the first n of Repeated, and says how many more there are.
+func (l InstanceTypeList) FirstRepeated(n int) string {
+	if len(l.Repeated) <= n {
+		return strings.Join(l.Repeated, ", ")
+	}
+	return fmt.Sprintf("%s and %d more repeated", strings.Join(l.Repeated[:n], ", "), len(l.Repeated)-n)
 }

@@ -46,6 +46,14 @@ func NewDeployClients(cfg aws.Config) DeployClients {
 	return DeployClients{SageMaker: sagemaker.NewFromConfig(cfg), AutoScaling: applicationautoscaling.NewFromConfig(cfg), CloudWatch: cloudwatch.NewFromConfig(cfg)}
 }
 
+// The image and execution role a model deployed on the local emulator records (speech-infra deploy --local,
+// tts-bench compare --local): the emulator runs its own container binary whatever the image says, and has no
+// IAM.
+const (
+	LocalImage = "speech-infra/speech-container:local"
+	LocalRole  = "arn:aws:iam::000000000000:role/speech-infra-local"
+)
+
 // DeployOptions say what DeployModel deploys. Validate reports every problem at once.
 type DeployOptions struct {
 	// Model is the catalog entry to deploy.

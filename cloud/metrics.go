@@ -37,23 +37,30 @@ type Datapoint struct {
 // oldest first. No datapoint in the window is an empty slice, not an error: the caller decides what a window
 // without data means (qmax warns that the ratio could not be measured).
 func ReadConcurrency(ctx context.Context, api MetricReadAPI, endpoint, variant string, start, end time.Time) ([]Datapoint, error) {
+	return readVariantMetric(ctx, api, capacity.ConcurrencyMetric, cwtypes.StatisticMaximum, ConcurrencyPeriod, endpoint, variant, start, end)
+}
+
+// readVariantMetric reads one statistic of one AWS/SageMaker metric of the endpoint's variant (dimensions
+// EndpointName and VariantName) per period over [start, end), through every page of GetMetricData (its
+// paginator), oldest first. A period without data has no datapoint; an empty window is an error.
+func readVariantMetric(ctx context.Context, api MetricReadAPI, metric string, stat cwtypes.Statistic, period time.Duration, endpoint, variant string, start, end time.Time) ([]Datapoint, error) {
 	if !end.After(start) {
-		return nil, fmt.Errorf("read %s of %s: the window %s to %s is empty: give an end after the start", capacity.ConcurrencyMetric, endpoint, start.Format(time.RFC3339), end.Format(time.RFC3339))
+		return nil, fmt.Errorf("read %s of %s: the window %s to %s is empty: give an end after the start", metric, endpoint, start.Format(time.RFC3339), end.Format(time.RFC3339))
 	}
-	const id = "concurrency"
+	const id = "m"
 	in := &cloudwatch.GetMetricDataInput{
 		StartTime: aws.Time(start.UTC()), EndTime: aws.Time(end.UTC()), ScanBy: cwtypes.ScanByTimestampAscending,
 		MetricDataQueries: []cwtypes.MetricDataQuery{{
 			Id: aws.String(id),
 			MetricStat: &cwtypes.MetricStat{
 				Metric: &cwtypes.Metric{
-					Namespace: aws.String(capacity.MetricNamespace), MetricName: aws.String(capacity.ConcurrencyMetric),
+					Namespace: aws.String(capacity.MetricNamespace), MetricName: aws.String(metric),
 					Dimensions: []cwtypes.Dimension{
 						{Name: aws.String("EndpointName"), Value: aws.String(endpoint)},
 						{Name: aws.String("VariantName"), Value: aws.String(variant)},
 					},
 				},
-				Period: aws.Int32(int32(ConcurrencyPeriod / time.Second)), Stat: aws.String(string(cwtypes.StatisticMaximum)),
+				Period: aws.Int32(int32(period / time.Second)), Stat: aws.String(string(stat)),
 			},
 		}},
 	}
@@ -62,17 +69,17 @@ func ReadConcurrency(ctx context.Context, api MetricReadAPI, endpoint, variant s
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("read %s of %s/%s: %w", capacity.ConcurrencyMetric, endpoint, variant, err)
+			return nil, fmt.Errorf("read %s of %s/%s: %w", metric, endpoint, variant, err)
 		}
 		for _, r := range out.MetricDataResults {
 			if aws.ToString(r.Id) != id {
 				continue
 			}
 			if r.StatusCode == cwtypes.StatusCodeForbidden || r.StatusCode == cwtypes.StatusCodeInternalError {
-				return nil, fmt.Errorf("read %s of %s/%s: CloudWatch answered %s: check the cloudwatch:GetMetricData permission", capacity.ConcurrencyMetric, endpoint, variant, r.StatusCode)
+				return nil, fmt.Errorf("read %s of %s/%s: CloudWatch answered %s: check the cloudwatch:GetMetricData permission", metric, endpoint, variant, r.StatusCode)
 			}
 			if len(r.Timestamps) != len(r.Values) {
-				return nil, errors.New("read " + capacity.ConcurrencyMetric + ": CloudWatch answered different numbers of timestamps and values")
+				return nil, errors.New("read " + metric + ": CloudWatch answered different numbers of timestamps and values")
 			}
 			for i := range r.Values {
 				points = append(points, Datapoint{Time: r.Timestamps[i].UTC(), Value: r.Values[i]})

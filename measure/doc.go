@@ -7,7 +7,10 @@
 //     rate charts and the qmax artifact.
 //   - TTotal measures T_total: one more instance under a closed-loop probe, its stages and their recovery
 //     (docs/design.md, "T_total"), and writes the ttotal artifact and its waterfall chart.
-//   - Both work through a session that checks drift, writes the journal, marks the endpoint, freezes and pins it,
+//   - Compare compares instance types (docs/design.md, "Instance types side by side"): per type a measurement
+//     endpoint of its own, drift, qmax and ttotal (the command's own code), a plan for the trace's peak and
+//     trough simulated on the trace, and the endpoint destroyed on every path; then the report and its chart.
+//   - Both measurements work through a session that checks drift, writes the journal, marks the endpoint, freezes and pins it,
 //     and restores it at the end, on an error, on SIGINT and on SIGTERM (docs/design.md, "Freeze, pin, restore").
 //   - Replay drives a traffic trace (one shard of it) as open-loop load against the endpoint, records every
 //     request and the instance counts, and reports per minute; the replay report merges the records files of a

@@ -13,6 +13,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,4 +282,35 @@ func NewReplayRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "replay-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// ParseShard reads a replay's shard "i/n", 0 ≤ i < n ≤ 1000: the i-th of n machines replaying one trace.
+func ParseShard(s string) ([2]int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil {
+		return [2]int{}, fmt.Errorf("%q: want i/n, e.g. 0/4 for the first of four shards", s)
+	}
+	if n < 1 || n > 1000 {
+		return [2]int{}, fmt.Errorf("%q: the shard count %d: want 1 to 1000", s, n)
+	}
+	if i < 0 || i >= n {
+		return [2]int{}, fmt.Errorf("%q: the shard index %d: want 0 to %d (shards count from 0)", s, i, n-1)
+	}
+	return [2]int{i, n}, nil
+}
+
+// ValidRunID says whether s can name a replay run: 1 to 64 letters, digits, '.', '_' or '-', not "." or
+// "..", since it becomes part of a file name.
+func ValidRunID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return s != "." && s != ".."
 }

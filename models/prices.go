@@ -133,6 +133,21 @@ func ParsePriceOverrides(values []string, defaultType string) (map[string]float6
 	return out, nil
 }
 
+// PriceOf is the price of one instance-hour of instanceType and its source, given the values of
+// --price-per-hour: a bare USD stands for instanceType (for a run on the local emulator, LocalInstanceType, the
+// catalog's own type), TYPE=USD for TYPE, and the catalog's prices for the rest (ResolvePrice).
+func (m Model) PriceOf(instanceType string, values []string) (usd float64, source string, err error) {
+	bare := instanceType
+	if bare == LocalInstanceType {
+		bare = m.InstanceType
+	}
+	overrides, err := ParsePriceOverrides(values, bare)
+	if err != nil {
+		return 0, "", err
+	}
+	return m.ResolvePrice(instanceType, overrides)
+}
+
 // ResolvePrice is the price of one instance-hour of instanceType and where it comes from: the override of
 // --price-per-hour first, then the catalog's entry ("catalog models/<id>.json, <source>, <date>"). A run on the
 // local emulator (LocalInstanceType) stands for the catalog's own instance type and is priced as that type, the

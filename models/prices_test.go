@@ -238,3 +238,29 @@ func TestResolvePrice(t *testing.T) {
 		})
 	}
 }
+
+// A bare --price-per-hour stands for the priced type, or for the catalog's type on the emulator; TYPE=USD for
+// TYPE; the catalog prices the rest.
+func TestPriceOf(t *testing.T) {
+	cat, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Get("kokoro-82m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usd, _, err := m.PriceOf("ml.g6.xlarge", []string{"2.5"}); err != nil || usd != 2.5 {
+		t.Errorf("a bare price for ml.g6.xlarge: %v, %v", usd, err)
+	}
+	if usd, _, err := m.PriceOf(LocalInstanceType, []string{"3"}); err != nil || usd != 3 {
+		t.Errorf("a bare price on the emulator: %v, %v", usd, err)
+	}
+	want, _ := m.PriceFor(m.InstanceType)
+	if usd, src, err := m.PriceOf(m.InstanceType, []string{"ml.g6.xlarge=9"}); err != nil || usd != want.USDPerHour || !strings.HasPrefix(src, "catalog ") {
+		t.Errorf("another type's price: %v, %q, %v; want the catalog's %v", usd, src, err, want.USDPerHour)
+	}
+	if _, _, err := m.PriceOf(m.InstanceType, []string{"x"}); err == nil {
+		t.Error("a price that is not one: no error")
+	}
+}

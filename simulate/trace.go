@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,15 @@ func (t Trace) Peak() float64 {
 	return peak
 }
 
+// Lowest is the lowest rate of the trace (+Inf for a trace without points).
+func (t Trace) Lowest() float64 {
+	low := math.Inf(1)
+	for _, p := range t.Points {
+		low = math.Min(low, p.RPS)
+	}
+	return low
+}
+
 // Validate checks the trace's invariants (what ParseCSV and Generate guarantee), every problem at once.
 func (t Trace) Validate() error {
 	var errs []error
@@ -136,6 +146,16 @@ func (t Trace) Validate() error {
 
 func finiteRate(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= MaxTraceRPS
+}
+
+// ReadFile reads the CSV trace (or request trace) at path with ParseCSV, through the limit of MaxTraceBytes.
+func ReadFile(path string) (Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Trace{}, err
+	}
+	defer f.Close()
+	return ParseCSV(path, io.LimitReader(f, MaxTraceBytes+1))
 }
 
 // ParseCSV reads a trace from CSV rows "timestamp,rps" (an optional header line "timestamp,rps"; blank lines

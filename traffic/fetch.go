@@ -2,11 +2,17 @@ package traffic
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // CloudWatch's periods and retention for an endpoint's history.
@@ -138,4 +144,56 @@ func (h History) WriteCSV(w io.Writer, about string) error {
 		fmt.Fprintf(bw, "%s,%s\n", p.Start.Format(time.RFC3339), strconv.FormatFloat(p.RPS(), 'g', -1, 64))
 	}
 	return bw.Flush()
+}
+
+// Encode is the history as a rate trace (WriteCSV), checked to read back as one with the parser simulate uses;
+// name names the trace in that parser's errors.
+func (h History) Encode(name, about string) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := h.WriteCSV(&buf, about); err != nil {
+		return nil, err
+	}
+	if _, err := simulate.ParseCSV(name, bytes.NewReader(buf.Bytes())); err != nil {
+		return nil, fmt.Errorf("the trace does not read back: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// FetchSummary says what a fetched history holds and where it was written: what tts-bench traffic fetch
+// --format json prints.
+type FetchSummary struct {
+	Endpoint string `json:"endpoint"`
+	Variant  string `json:"variant"`
+	// Where is what was read: "AWS (us-east-1)" or "the local emulator at http://...".
+	Where string `json:"where"`
+	Start string `json:"start"`
+	End   string `json:"end"`
+	// HighResFrom is where the 10-s periods start, "" when the trace is at 1-minute periods throughout.
+	HighResFrom string  `json:"high_res_from,omitempty"`
+	Resolution  string  `json:"resolution"`
+	Periods     int     `json:"periods"`
+	Requests    float64 `json:"requests"`
+	Output      string  `json:"output"`
+}
+
+// Summary is the history's FetchSummary: the endpoint's variant read where says, written to output.
+func (h History) Summary(endpoint, variant, where, output string) FetchSummary {
+	sum := FetchSummary{Endpoint: endpoint, Variant: variant, Where: where, Start: h.Start.Format(time.RFC3339),
+		End: h.End.Format(time.RFC3339Nano), Resolution: h.Resolution(), Periods: len(h.Periods), Requests: h.Requests, Output: output}
+	if !h.HighResFrom.IsZero() {
+		sum.HighResFrom = h.HighResFrom.Format(time.RFC3339)
+	}
+	return sum
+}
+
+// ParseSince reads a duration that may be in days (14d, 1.5d) or anything time.ParseDuration reads.
+func ParseSince(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
+		v, err := strconv.ParseFloat(days, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1000 {
+			return 0, errors.New("not a number of days")
+		}
+		return time.Duration(v * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(s)
 }

@@ -11,11 +11,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -133,6 +135,8 @@ func quoteAll(ss []string) []string {
 
 // ImportResult is what an import read and wrote.
 type ImportResult struct {
+	// Name is the log's name in messages and in the trace's comments (ImportOptions.Name).
+	Name string
 	// Rows are the data rows read, Skipped those skipped as bad (SkipBad), Bad the first of them.
 	Rows, Skipped int64
 	Bad           []BadRow
@@ -146,6 +150,65 @@ type ImportResult struct {
 	Sorted bool
 	// Runs is how many sorted runs were spilled to TempDir (0: the log was sorted in memory).
 	Runs int
+}
+
+// ImportFile imports the log at input ("-": stdin) into a request trace written atomically at output (its
+// directory created when missing, the sorted runs kept there), nothing written on an error. The options'
+// Name is the input's ("stdin" for -) and its TempDir the output's directory.
+func ImportFile(ctx context.Context, input string, stdin io.Reader, output string, o ImportOptions) (ImportResult, error) {
+	var in io.Reader = stdin
+	o.Name = "stdin"
+	if input != "-" {
+		f, err := os.Open(input)
+		if err != nil {
+			return ImportResult{}, fmt.Errorf("%s: %w", input, err)
+		}
+		defer f.Close()
+		in, o.Name = f, input
+	}
+	o.TempDir = filepath.Dir(output)
+	if err := os.MkdirAll(o.TempDir, 0o755); err != nil {
+		return ImportResult{}, fmt.Errorf("--output %s: %w", output, err)
+	}
+	out, err := atomicfile.Create(output, 0o644)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("--output %s: %w", output, err)
+	}
+	defer out.Discard()
+	res, err := Import(ctx, in, out, o)
+	if err != nil {
+		return res, err
+	}
+	if err := out.Commit(); err != nil {
+		return res, fmt.Errorf("--output %s: %w", output, err)
+	}
+	return res, nil
+}
+
+// WriteSummary says for people what an import of the log (its time in column, the rate multiplied by scale
+// and time compressed by timeScale) read and wrote: the requests, the rows read and skipped, the order, the
+// span and each bad row kept.
+func (r ImportResult) WriteSummary(w io.Writer, column string, scale, timeScale float64) {
+	fmt.Fprintf(w, "imported %d requests from %s (column %q, time format %s", r.Requests, r.Name, column, r.TimeFormat)
+	if r.TimeFormat == TimeSQL {
+		fmt.Fprint(w, ": a time without a zone is UTC")
+	}
+	fmt.Fprintln(w, ")")
+	order := "already in time order"
+	if !r.Sorted {
+		order = "sorted: the log was out of time order"
+	}
+	fmt.Fprintf(w, "  %d rows read, %d skipped as bad; %s\n", r.Rows, r.Skipped, order)
+	fmt.Fprintf(w, "  first request %s, last %s: the trace lasts %s\n", r.First.Format(time.RFC3339Nano), r.Last.Format(time.RFC3339Nano), r.Duration(timeScale))
+	if scale != 1 || timeScale != 1 {
+		fmt.Fprintf(w, "  scale %s (rate), time scale %s (time compressed)\n", strconv.FormatFloat(scale, 'g', -1, 64), strconv.FormatFloat(timeScale, 'g', -1, 64))
+	}
+	for _, b := range r.Bad {
+		fmt.Fprintf(w, "  skipped %s\n", b)
+	}
+	if int64(len(r.Bad)) < r.Skipped {
+		fmt.Fprintf(w, "  (and %d more skipped)\n", r.Skipped-int64(len(r.Bad)))
+	}
 }
 
 // Duration is how long the trace written lasts: the log's span divided by the time scale, to the end of the
@@ -320,7 +383,7 @@ func appendSeconds(b []byte, ns int64) []byte {
 
 // readLog reads the rows of the log, handing each request's time to add, and returns the counts.
 func readLog(ctx context.Context, r io.Reader, o ImportOptions, add func(int64) error) (ImportResult, error) {
-	res := ImportResult{TimeFormat: o.TimeFormat}
+	res := ImportResult{Name: o.Name, TimeFormat: o.TimeFormat}
 	var bad []BadRow
 	stopped := false
 	// take handles one row's time text, or its problem when the row has no time to read (problem != ""); it

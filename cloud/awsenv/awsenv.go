@@ -73,6 +73,22 @@ func (s Settings) Validate() []error {
 	return errs
 }
 
+// Args are the flags that point another command where the settings point (tts-bench compare passes them to
+// the qmax and ttotal it runs).
+func (s Settings) Args() []string {
+	if s.Local {
+		return []string{"--" + LocalFlag, "--" + StateDirFlag, s.StateDir}
+	}
+	var a []string
+	if s.Region != "" {
+		a = append(a, "--"+RegionFlag, s.Region)
+	}
+	if s.Profile != "" {
+		a = append(a, "--"+ProfileFlag, s.Profile)
+	}
+	return a
+}
+
 // Where names what the settings point at, for diagnostics: "the local emulator at http://127.0.0.1:4599" or
 // "AWS (us-east-1)".
 func Where(s Settings, cfg aws.Config) string {

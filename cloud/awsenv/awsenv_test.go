@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,23 @@ func TestConfigRefusals(t *testing.T) {
 		_, err := tc.s.Config(ctx)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Code(err) != tc.code {
 			t.Errorf("%s: Config = %v (exit %d), want %q (exit %d)", tc.name, err, exitcode.Code(err), tc.want, tc.code)
+		}
+	}
+}
+
+// Args point another command where the settings point: the emulator of the state directory, or the region and
+// profile given.
+func TestSettingsArgs(t *testing.T) {
+	for _, c := range []struct {
+		s    awsenv.Settings
+		want []string
+	}{
+		{awsenv.Settings{Local: true, StateDir: ".state", Region: "us-east-1"}, []string{"--local", "--state-dir", ".state"}},
+		{awsenv.Settings{Region: "eu-west-1", Profile: "p"}, []string{"--region", "eu-west-1", "--profile", "p"}},
+		{awsenv.Settings{StateDir: ".state"}, nil},
+	} {
+		if got := c.s.Args(); !slices.Equal(got, c.want) {
+			t.Errorf("%+v: Args() = %q, want %q", c.s, got, c.want)
 		}
 	}
 }

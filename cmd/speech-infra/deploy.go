@@ -23,12 +23,6 @@ import (
 	"github.com/speech-infra/speech-infra/models"
 )
 
-// localImage is the image name the local model records; the emulator runs the container binary instead.
-const localImage = "speech-infra/speech-container:local"
-
-// localRole is the execution role the local model records; the emulator has no IAM.
-const localRole = "arn:aws:iam::000000000000:role/speech-infra-local"
-
 func deployCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "deploy",
@@ -208,7 +202,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	res, deployErr := cloud.DeployModel(ctx, o.clients(emu.config()), cloud.DeployOptions{
-		Model: o.model, InstanceType: o.deployedType(), Emulator: true, Image: localImage, RoleARN: localRole,
+		Model: o.model, InstanceType: o.deployedType(), Emulator: true, Image: cloud.LocalImage, RoleARN: cloud.LocalRole,
 		ContainerDigest: digest, ContainerNote: files.UntrackedNote(), PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
 	})
 	refused := errors.Is(deployErr, cloud.ErrAutoscalingRefused)

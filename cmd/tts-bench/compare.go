@@ -1,20 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/capacity"
@@ -66,25 +63,9 @@ Examples:
   tts-bench compare --model kokoro-82m --instance-types ml.g5.xlarge,ml.g6.xlarge,ml.g4dn.xlarge \
       --trace day.csv --image <ECR image URI> --role <execution role ARN> --dry-run`
 
-// Bounds of compare's flags.
-const (
-	// maxCompareTypes is how many types one comparison measures at most (as many as SageMaker Inference
-	// Recommender load-tests).
-	maxCompareTypes = 10
-	// compareDestroyTimeout bounds the destroy of one measurement endpoint, on a context of its own.
-	compareDestroyTimeout = 3 * time.Minute
-	// maxEndpointName is SageMaker's limit on an endpoint name's length.
-	maxEndpointName = 63
-	// compareChartFile is the chart written beside the report.
-	compareChartFile = "compare.png"
-)
-
-// The local emulator's image and role, as speech-infra deploy --local records them (the emulator runs its own
-// container binary whatever the image says).
-const (
-	localImage = "speech-infra/speech-container:local"
-	localRole  = "arn:aws:iam::000000000000:role/speech-infra-local"
-)
+// maxCompareTypes is how many types one comparison measures at most (as many as SageMaker Inference
+// Recommender load-tests).
+const maxCompareTypes = 10
 
 func compareCommand() *cli.Command {
 	d := simulate.DefaultShapeParams(simulate.ShapeDiurnal)
@@ -138,16 +119,8 @@ type compareOpts struct {
 	// Set by Validate.
 	model models.Model
 	types []string
-	// destroyFailed counts the measurement endpoints that could not be destroyed.
-	destroyFailed atomic.Int32
-	price         map[string]typePrice
-	tr            simulate.Trace
-}
-
-// typePrice is one type's price and where it comes from.
-type typePrice struct {
-	usd    float64
-	source string
+	price map[string]measure.TypePrice
+	tr    simulate.Trace
 }
 
 func newCompareOpts(c *cli.Context, cat models.Catalog) *compareOpts {
@@ -180,32 +153,15 @@ func (o *compareOpts) Validate() error {
 	o.types = nil
 	// The list is counted, and its repeats found, before any type is looked at: a list of a thousand entries
 	// gets one line, not a line per entry.
-	seen := map[string]int{}
-	var distinct []string
-	entries := 0
-	for _, t := range strings.Split(o.typesFlag, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if seen[t] == 0 {
-			distinct = append(distinct, t)
-		}
-		seen[t]++
-		entries++
-	}
-	var repeated []string
-	for _, t := range distinct {
-		if n := seen[t]; n > 1 {
-			repeated = append(repeated, t+" is given "+timesWord(n))
-		}
-	}
+	list := capacity.ParseInstanceTypeList(o.typesFlag)
+	entries, distinct, repeated := list.Entries, list.Distinct, list.Repeated
 	switch {
 	case entries == 0:
 		bad("--instance-types: none given: name the types to compare, comma-separated, e.g. --instance-types ml.g5.xlarge,ml.g6.xlarge")
 	case entries > maxCompareTypes:
 		what := fmt.Sprintf("%d types", entries)
 		if len(repeated) > 0 {
-			what = fmt.Sprintf("%d entries, %d of them distinct (%s)", entries, len(distinct), firstOf(repeated, 3))
+			what = fmt.Sprintf("%d entries, %d of them distinct (%s)", entries, len(distinct), list.FirstRepeated(3))
 		}
 		bad("--instance-types: %s: compare at most %d types at once, each named once", what, maxCompareTypes)
 	default:
@@ -216,8 +172,8 @@ func (o *compareOpts) Validate() error {
 			switch {
 			case capacity.ValidInstanceType(t) != nil:
 				bad("--instance-types: %v: name real-time endpoint types such as ml.g5.xlarge or ml.c5.large", capacity.ValidInstanceType(t))
-			case modelKnown && len(compareEndpoint(m.ID, t)) > maxEndpointName:
-				bad("--instance-types: %s: the measurement endpoint's name %s is longer than SageMaker's %d characters", t, compareEndpoint(m.ID, t), maxEndpointName)
+			case modelKnown && len(measure.CompareEndpoint(m.ID, t)) > measure.MaxEndpointName:
+				bad("--instance-types: %s: the measurement endpoint's name %s is longer than SageMaker's %d characters", t, measure.CompareEndpoint(m.ID, t), measure.MaxEndpointName)
 			}
 		}
 		o.types = distinct
@@ -230,7 +186,7 @@ func (o *compareOpts) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	o.price = map[string]typePrice{}
+	o.price = map[string]measure.TypePrice{}
 	if modelKnown {
 		for _, t := range o.types {
 			usd, source, err := m.ResolvePrice(t, overrides)
@@ -238,14 +194,14 @@ func (o *compareOpts) Validate() error {
 				errs = append(errs, err)
 				continue
 			}
-			o.price[t] = typePrice{usd: usd, source: source}
+			o.price[t] = measure.TypePrice{USD: usd, Source: source}
 		}
 		if m.Source != nil && o.modelDir == "" && !o.dryRun {
 			bad("--model-dir: %s needs its weights: pass the directory with the files of %s at %s", m.ID, m.Source.Repo, m.Source.Revision)
 		}
 	}
 	for t := range overrides {
-		if seen[t] == 0 {
+		if !slices.Contains(distinct, t) {
 			bad("--price-per-hour %s=...: %s is not in --instance-types: drop it or add the type", t, t)
 		}
 	}
@@ -276,22 +232,6 @@ func (o *compareOpts) Validate() error {
 	return exitcode.Usage(errors.Join(errs...))
 }
 
-// timesWord is "twice" or "N times".
-func timesWord(n int) string {
-	if n == 2 {
-		return "twice"
-	}
-	return strconv.Itoa(n) + " times"
-}
-
-// firstOf joins the first n of items, and says how many more there are.
-func firstOf(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more repeated", strings.Join(items[:n], ", "), len(items)-n)
-}
-
 // loadTrace resolves --trace: a built-in shape at --peak-rps and --trough-rps, or a CSV file (whose own peak
 // and lowest rate are then the plan's).
 func (o *compareOpts) loadTrace() []error {
@@ -302,11 +242,11 @@ func (o *compareOpts) loadTrace() []error {
 		if o.peakSet || o.troughSet {
 			return []error{fmt.Errorf("--peak-rps and --trough-rps shape a built-in trace; --trace %s is a CSV file whose peak and trough are its own: drop them", o.trace)}
 		}
-		tr, err := readTraceFile(o.trace)
+		tr, err := simulate.ReadFile(o.trace)
 		if err != nil {
 			return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
 		}
-		o.tr, o.peakRPS, o.troughRPS = tr, tr.Peak(), lowestRate(tr)
+		o.tr, o.peakRPS, o.troughRPS = tr, tr.Peak(), tr.Lowest()
 		return nil
 	case !slices.Contains(simulate.Shapes, o.trace):
 		return []error{fmt.Errorf("--trace %s: not a shape (%s) nor a .csv file", o.trace, strings.Join(simulate.Shapes, ", "))}
@@ -315,27 +255,12 @@ func (o *compareOpts) loadTrace() []error {
 	sp.PeakRPS, sp.TroughRPS = o.peakRPS, o.troughRPS
 	sp.At = sp.Duration / 3
 	var errs []error
-	for _, e := range sp.Validate() {
-		errs = append(errs, fmt.Errorf("--%w", e))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	tr, err := simulate.Generate(sp)
-	if err != nil {
-		return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
-	}
-	o.tr = tr
-	return nil
+	o.tr, errs = shapeTrace(o.trace, sp)
+	return errs
 }
 
-// compareEndpoint is the measurement endpoint of one type: speech-<model>-<type with dots as dashes>.
-func compareEndpoint(modelID, instanceType string) string {
-	return "speech-" + modelID + "-" + strings.ReplaceAll(instanceType, ".", "-")
-}
-
-// Execute runs the comparison: every type (one at a time on --local), then the report, the chart and the
-// verdict.
+// Execute runs the comparison (measure.Compare): every type (one at a time on --local), then the report, the
+// chart and the verdict.
 func (o *compareOpts) Execute(ctx context.Context) error {
 	// qmax's and ttotal's own checks of --qmax-args and --ttotal-args, before anything is deployed: a bad value
 	// is a usage error now, not the same error in every type's row after a deploy.
@@ -347,62 +272,18 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	run := o.run()
 	if o.dryRun {
-		return o.printDryRun(ctx, cfg, qd, td, dd)
+		return run.DryRun(ctx, cfg, o.stdout, qd, td, dd)
 	}
-	rep := &capacity.TypeComparison{SchemaVersion: capacity.SchemaVersion, Model: o.model.ID, Trace: o.tr.Name,
-		PeakRPS: o.peakRPS, TroughRPS: o.troughRPS, Local: o.aws.Local, Rows: make([]capacity.TypeRow, len(o.types))}
-	parallel := o.parallel
-	if o.aws.Local {
-		if parallel > 1 {
-			fmt.Fprintf(o.stderr, "compare %s: --parallel %d ignored on --local: the emulated instances share this host's cores, so the types run one at a time\n", o.model.ID, parallel)
-		}
-		parallel = 1
-	} else if parallel > 1 {
-		parallel = o.quotaParallel(ctx, cfg, parallel)
-	}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, it := range o.types {
-		if ctx.Err() != nil {
-			rep.Rows[i] = capacity.TypeRow{InstanceType: it, ArtifactDir: o.typeDir(it), Error: "not measured: the comparison was interrupted"}
-			continue
-		}
-		sem <- struct{}{}
-		if ctx.Err() != nil { // interrupted while the previous type ran: deploy nothing more
-			<-sem
-			rep.Rows[i] = capacity.TypeRow{InstanceType: it, ArtifactDir: o.typeDir(it), Error: "not measured: the comparison was interrupted"}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			rep.Rows[i] = o.runType(ctx, cfg, it)
-		}()
-	}
-	wg.Wait()
+	rep, out, err := run.Run(ctx, cfg)
 	if ctx.Err() != nil {
-		cause := context.Cause(ctx)
-		left := "every measurement endpoint was destroyed"
-		if n := o.destroyFailed.Load(); n > 0 {
-			left = fmt.Sprintf("%d measurement endpoint(s) could NOT be destroyed (see DESTROY FAILED above): delete them by hand", n)
-		}
-		return interrupted(ctx, fmt.Errorf("compare %s: interrupted (%v): %s; the finished types' artifacts stay in %s; no report written", o.model.ID, cause, left, o.artifacts))
+		return interrupted(ctx, err)
 	}
-	o.decide(rep)
-	out := filepath.Join(o.artifacts, capacity.CompareFile)
-	if err := capacity.WriteTypeComparison(out, rep); err != nil {
-		return fmt.Errorf("compare %s: write the report: %w", o.model.ID, err)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(o.stderr, "compare %s: wrote the report to %s\n", o.model.ID, out)
-	if png, err := measure.RenderCompareChart(rep); err != nil {
-		fmt.Fprintf(o.stderr, "compare %s: no chart: %v\n", o.model.ID, err)
-	} else if err := capacity.WriteFileAtomic(filepath.Join(o.artifacts, compareChartFile), png); err != nil {
-		return fmt.Errorf("compare %s: write the chart: %w", o.model.ID, err)
-	} else {
-		fmt.Fprintf(o.stderr, "compare %s: wrote the chart to %s\n", o.model.ID, filepath.Join(o.artifacts, compareChartFile))
-	}
-	if err := renderCompare(o.stdout, o.format, rep, out); err != nil {
+	if err := capacity.RenderTypeComparison(o.stdout, o.format, rep, out); err != nil {
 		return fmt.Errorf("print the report: %w", err)
 	}
 	if rep.Winner != "" {
@@ -420,238 +301,60 @@ func (o *compareOpts) Execute(ctx context.Context) error {
 	return exitcode.CheckFailedf("compare %s: no type holds the SLO on the trace %s (each row names its finding)", o.model.ID, rep.Trace)
 }
 
-// typeDir is the artifact set of one type: capacity.TypeArtifactDir (artifacts/<model>/<type>/), or <type>/
-// inside --artifacts.
-func (o *compareOpts) typeDir(it string) string {
-	if o.artifacts == capacity.ArtifactDir(o.model.ID) {
-		return capacity.TypeArtifactDir(o.model.ID, it)
-	}
-	return filepath.Join(o.artifacts, it)
-}
-
-// decide names the winner, the cheapest per day among the types that hold, and adds the comparison's notes.
-func (o *compareOpts) decide(rep *capacity.TypeComparison) {
-	for _, r := range rep.Rows {
-		if r.Holds && (rep.Winner == "" || r.CostPerDayUSD < rep.Row(rep.Winner).CostPerDayUSD) {
-			rep.Winner = r.InstanceType
-		}
-	}
-	if rep.Local {
-		rep.Notes = append(rep.Notes, "measured on the local emulator: the types differ only by the emulator's instance-type profiles (start-up phases, the twin's service time), not by real hardware")
-	}
-	cpu := false
-	for _, r := range rep.Rows {
-		cpu = cpu || r.CPUPercent != nil || r.MemoryMB != nil
-	}
-	if !cpu {
-		rep.Notes = append(rep.Notes, "no CPU or memory figure: the container's EMF lines carry only its queue metrics (QueueDepth, QueueDepthPeak, QueueRejections), and no CPUUtilization datapoint of /aws/sagemaker/Endpoints was found for the qmax run (the emulator publishes none); SageMaker's MemoryUtilization is a percentage of the instance's memory and is not read as megabytes")
-	}
-}
-
-// phase prints one progress line of a type on stderr.
-func (o *compareOpts) phase(it, format string, args ...any) {
-	fmt.Fprintf(o.stderr, "compare %s %s: %s\n", o.model.ID, it, fmt.Sprintf(format, args...))
-}
-
-// runType measures, plans and simulates one type and always destroys its endpoint. Its errors go into the row.
-func (o *compareOpts) runType(ctx context.Context, cfg aws.Config, it string) (row capacity.TypeRow) {
-	dir := o.typeDir(it)
-	row = capacity.TypeRow{InstanceType: it, ArtifactDir: dir, PricePerHourUSD: o.price[it].usd, PriceSource: o.price[it].source}
-	ep := compareEndpoint(o.model.ID, it)
-	m := o.model.WithEndpoint(ep)
-	dcl := cloud.NewDeployClients(cfg)
-	sm := dcl.SageMaker
-	deployed := false
-	defer func() {
-		if !deployed {
-			return
-		}
-		// A fresh context: the run's may be canceled (SIGINT), and the endpoint must go all the same.
-		dctx, cancel := context.WithTimeout(context.Background(), compareDestroyTimeout)
-		defer cancel()
-		o.phase(it, "destroy the endpoint %s (its endpoint config and model too)", ep)
-		if _, err := cloud.DestroyEndpoint(dctx, sm, ep); err != nil {
-			err = cloud.Diagnose(err)
-			o.phase(it, "DESTROY FAILED: %v: the endpoint %s may still exist (and cost money while it runs): check it (aws sagemaker describe-endpoint --endpoint-name %s) and delete it, its endpoint config and its model by hand", err, ep, ep)
-			o.destroyFailed.Add(1)
-			row.Error = strings.TrimPrefix(row.Error+"; destroy: "+err.Error(), "; ")
-			row.Holds = false
-		}
-	}()
-	fail := func(phase string, err error) capacity.TypeRow {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("interrupted (%w)", context.Cause(ctx))
-		}
-		err = cloud.Diagnose(err) // an AWS error as the preflight's one line with the fix
-		o.phase(it, "%s failed: %v", phase, err)
-		row.Error = phase + ": " + err.Error()
-		return row
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail("artifacts", err)
-	}
-
-	o.phase(it, "deploy the measurement endpoint %s (no autoscaling, unbounded queue)", ep)
-	deployed = true
-	off := false
-	image, role := o.image, o.role
-	if o.aws.Local {
-		image, role = localImage, localRole
-	}
-	if _, err := cloud.DeployModel(ctx, dcl,
-		cloud.DeployOptions{Model: m, InstanceType: it, Image: image, RoleARN: role, PlanPath: filepath.Join(dir, capacity.PlanFile),
-			ModelDir: o.modelDir, AutoscalingOverride: &off}); err != nil {
-		return fail("deploy", err)
-	}
-
-	o.phase(it, "drift: nothing may disturb the measurement")
-	cl := cloud.NewClients(cfg)
-	drift, err := cloud.Drift(ctx, cl.Drift(), cloud.DriftOptions{Model: m.ID, Endpoint: ep, Variant: models.VariantName, JournalDir: o.jdir,
-		CatalogInstances: int32(m.InitialInstanceCount), NoPlanReasons: []string{"compare measures in the measurement configuration (no scaling)"}})
-	if err != nil {
-		return fail("drift", err)
-	}
-	if !drift.Clean() {
-		var lines []string
-		for _, f := range drift.Findings {
-			if f.Severity == cloud.SeverityError {
-				lines = append(lines, f.Code+" "+f.Subject+": "+f.Detail)
-			}
-		}
-		return fail("drift", fmt.Errorf("%d error(s): %s", drift.Errors(), strings.Join(lines, "; ")))
-	}
-
-	qmaxPath, ttotalPath := filepath.Join(dir, capacity.QMaxFile), filepath.Join(dir, capacity.TTotalFile)
-	cat := o.catalog.With(m)
-	common := append([]string{"--model", m.ID, "--journal-dir", o.jdir, "--format", "text"}, o.awsArgs()...)
+// run is the comparison Validate resolved, its qmax and ttotal those of tts-bench qmax and ttotal with
+// --qmax-args and --ttotal-args, pointed where compare points.
+func (o *compareOpts) run() *measure.Compare {
+	common := append([]string{"--journal-dir", o.jdir, "--format", "text"}, o.aws.Args()...)
 	if o.containerDir != "" {
 		common = append(common, "--container-dir", o.containerDir)
 	}
-	sub := &prefixWriter{w: o.stderr, prefix: "  [" + it + "] "}
-	o.phase(it, "qmax: the highest concurrency per instance within the SLO, then the rate staircase")
-	qargs := append(append([]string{"--output", qmaxPath}, common...), strings.Fields(o.qmaxArgs)...)
-	if err := runSub(ctx, qmaxCommand(), qargs, sub, func(c *cli.Context) error {
+	return &measure.Compare{Model: o.model, Types: o.types, Price: o.price, Trace: o.tr, PeakRPS: o.peakRPS, TroughRPS: o.troughRPS,
+		Local: o.aws.Local, Parallel: o.parallel, Image: o.image, RoleARN: o.role, ModelDir: o.modelDir, Artifacts: o.artifacts,
+		JournalDir: o.jdir, Stderr: o.stderr,
+		QMax: func(ctx context.Context, m models.Model, output string, w io.Writer) error {
+			args := append(append([]string{"--output", output, "--model", m.ID}, common...), strings.Fields(o.qmaxArgs)...)
+			return runSub(ctx, qmaxCommand(), args, w, func(c *cli.Context) error { return runWith(c, o.catalog.With(m), newQMaxOpts) })
+		},
+		TTotal: func(ctx context.Context, m models.Model, qmaxPath, output string, w io.Writer) error {
+			args := append(append([]string{"--qmax", qmaxPath, "--output", output, "--model", m.ID}, common...), strings.Fields(o.ttotalArgs)...)
+			return runSub(ctx, ttotalCommand(), args, w, func(c *cli.Context) error { return runWith(c, o.catalog.With(m), newTTotalOpts) })
+		},
+	}
+}
+
+// measurementBound is the longest one type's measurement takes by the settings: qmax's bound (its own
+// dry-run estimate), ttotal's warm-up and wait, and the deploy's start-up bound.
+func (o *compareOpts) measurementBound(ctx context.Context) (qmaxD, ttotalD, deployD time.Duration, err error) {
+	cat := o.catalog.With(o.model.WithEndpoint(measure.CompareEndpoint(o.model.ID, o.types[0])))
+	common := append([]string{"--model", o.model.ID, "--journal-dir", o.jdir}, o.aws.Args()...)
+	if o.containerDir != "" {
+		common = append(common, "--container-dir", o.containerDir)
+	}
+	var out bytes.Buffer
+	if err := runSub(ctx, qmaxCommand(), append(common, strings.Fields(o.qmaxArgs)...), &out, func(c *cli.Context) error {
 		q := newQMaxOpts(c, cat)
+		q.Output = "" // the estimate writes nothing
 		if err := q.Validate(); err != nil {
 			return err
 		}
-		return q.Execute(c.Context)
+		qmaxD = q.DurationBound()
+		return nil
 	}); err != nil {
-		return fail("qmax", err)
+		return 0, 0, 0, subArgsError("qmax", "--qmax-args", err)
 	}
-	o.phase(it, "ttotal: how long one more instance takes to serve")
-	targs := append(append([]string{"--qmax", qmaxPath, "--output", ttotalPath}, common...), strings.Fields(o.ttotalArgs)...)
-	if err := runSub(ctx, ttotalCommand(), targs, sub, func(c *cli.Context) error {
-		t := newTTotalOpts(c, cat)
-		if err := t.Validate(); err != nil {
-			return err
-		}
-		return t.Execute(c.Context)
+	if err := runSub(ctx, ttotalCommand(), append(common, strings.Fields(o.ttotalArgs)...), &out, func(c *cli.Context) error {
+		ttotalD = c.Duration("warmup") + c.Duration("max-wait")
+		return nil
 	}); err != nil {
-		return fail("ttotal", err)
+		return 0, 0, 0, subArgsError("ttotal", "--ttotal-args", err)
 	}
-	o.fillMeasured(ctx, cloud.NewClients(cfg).CloudWatch, &row, qmaxPath, ttotalPath)
-
-	o.phase(it, "plan for peak %s rps, trough %s rps; simulate it on the trace %s", measure.FormatFloat(o.peakRPS), capacity.FormatNumber(o.troughRPS), o.tr.Name)
-	if err := o.planAndSimulate(ctx, m, &row, qmaxPath, ttotalPath); err != nil {
-		return fail("plan", err)
-	}
-	verdict := "holds"
-	if !row.Holds {
-		verdict = "does not hold: " + row.Finding
-	}
-	o.phase(it, "%s; %s USD a day", verdict, capacity.FormatNumber(row.CostPerDayUSD))
-	return row
+	deployD = time.Duration(o.model.Container.StartupHealthCheckTimeoutS)*time.Second + cloud.DeployWaitSlack
+	return qmaxD, ttotalD, deployD, nil
 }
 
-// fillMeasured copies the measurements into the row, and the container's CPU and memory during qmax where
-// CloudWatch has them.
-func (o *compareOpts) fillMeasured(ctx context.Context, cw cloud.MetricReadAPI, row *capacity.TypeRow, qmaxPath, ttotalPath string) {
-	q, err := capacity.LoadQMax(qmaxPath)
-	if err != nil {
-		return
-	}
-	row.QMaxStall = q.QMax
-	row.QMaxTTFAB = q.QMax
-	if q.QMaxTTFABOnly != nil {
-		row.QMaxTTFAB = *q.QMaxTTFABOnly
-	}
-	if t, err := capacity.LoadTTotal(ttotalPath); err == nil {
-		row.TTotalS = t.TTotalS
-	}
-	// SageMaker's MemoryUtilization is a percentage of the instance's memory, not megabytes: MemoryMB stays nil
-	// rather than a figure converted with a memory size this code does not know.
-	row.CPUPercent = cloud.InstanceMetricMax(ctx, cw, q.Endpoint, models.VariantName, "CPUUtilization", q.StartedAt, q.EndedAt)
-}
-
-// planAndSimulate plans for the trace's peak and trough from the type's artifacts (tts-bench plan's code),
-// writes the plan beside them, and simulates it on the trace (tts-bench simulate's code). It stops, writing no
-// plan, when ctx is done.
-func (o *compareOpts) planAndSimulate(ctx context.Context, m models.Model, row *capacity.TypeRow, qmaxPath, ttotalPath string) error {
-	ms, err := capacity.LoadMeasurement(qmaxPath, ttotalPath)
-	if err != nil {
-		return err
-	}
-	if errs := ms.QMax.CheckRecords(filepath.Dir(qmaxPath)); len(errs) > 0 {
-		return errors.New(capacity.RecordsRefusal(qmaxPath, errs))
-	}
-	opts := capacity.DefaultOptions(m)
-	opts.PeakRPS, opts.TroughRPS = o.peakRPS, o.troughRPS
-	p, err := capacity.FromArtifactsContext(ctx, m, ms, opts)
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := capacity.WriteJSON(filepath.Join(row.ArtifactDir, capacity.PlanFile), p); err != nil {
-		return err
-	}
-	row.SafeRPS = p.Derived.SafeRPS
-	row.MinInstances, row.MaxInstances = p.Derived.MinInstances, p.Derived.MaxInstances
-	row.Feasible = p.Feasible()
-	sim, err := capacity.CompareContext(ctx, o.tr, capacity.Setup{Plan: p, PricePerHour: row.PricePerHourUSD, AllowedMaxInstances: m.Scaling.MaxInstances})
-	if err != nil {
-		return fmt.Errorf("simulate: %w", err)
-	}
-	r := sim.Plan
-	row.ViolationMinutes, row.InstanceHours, row.Requests = r.ViolationMinutes, r.InstanceHours, r.Offered
-	if d := o.tr.Duration.Hours(); d > 0 {
-		row.CostPerDayUSD = r.InstanceHours * row.PricePerHourUSD * 24 / d
-	}
-	if r.Offered > 0 {
-		row.CostPer1000USD = r.InstanceHours * row.PricePerHourUSD / r.Offered * 1000
-	}
-	row.Holds = row.Feasible && r.Holds()
-	switch {
-	case !row.Feasible:
-		var failed []string
-		for _, f := range p.Failed() {
-			failed = append(failed, f.Name+": "+f.Detail)
-		}
-		row.Finding = "the plan is infeasible: " + strings.Join(failed, "; ")
-	case !r.Holds():
-		row.Finding = fmt.Sprintf("%d violation minute(s) and %d flap(s) on %s", r.ViolationMinutes, len(r.Flaps), o.tr.Name)
-		if r.Worst != nil {
-			row.Finding += fmt.Sprintf("; worst minute %d: %s", r.Worst.Minute, r.Worst.Why)
-		}
-	}
-	return nil
-}
-
-// awsArgs are the flags that point a sub-command where compare points.
-func (o *compareOpts) awsArgs() []string {
-	if o.aws.Local {
-		return []string{"--local", "--state-dir", o.aws.StateDir}
-	}
-	var a []string
-	if o.aws.Region != "" {
-		a = append(a, "--region", o.aws.Region)
-	}
-	if o.aws.Profile != "" {
-		a = append(a, "--profile", o.aws.Profile)
-	}
-	return a
+// subArgsError says which sub-command refused its settings: those of flag, or the flags compare passes on.
+func subArgsError(command, flag string, err error) error {
+	return fmt.Errorf("%s refuses its settings (%s, or --container-dir and --journal-dir, which compare passes on): %w", command, flag, err)
 }
 
 // subParse serializes the parsing of sub-commands' flags: urfave/cli keeps settings at package level, and two
@@ -672,32 +375,4 @@ func runSub(ctx context.Context, cmd *cli.Command, args []string, w io.Writer, a
 	app := &cli.App{Name: "tts-bench", Writer: w, ErrWriter: w, HideHelpCommand: true, Commands: []*cli.Command{cmd},
 		ExitErrHandler: func(*cli.Context, error) {}}
 	return app.RunContext(ctx, append([]string{"tts-bench", cmd.Name}, args...))
-}
-
-// prefixWriter writes every line with a prefix, so that a sub-command's output reads as the type's.
-type prefixWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	prefix string
-	mid    bool
-}
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []byte
-	for _, c := range b {
-		if !p.mid {
-			out = append(out, p.prefix...)
-			p.mid = true
-		}
-		out = append(out, c)
-		if c == '\n' {
-			p.mid = false
-		}
-	}
-	if _, err := p.w.Write(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

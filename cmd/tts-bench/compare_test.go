@@ -141,7 +141,7 @@ func TestCompareEndToEnd(t *testing.T) {
 		if q.InstanceType != r.InstanceType || tt.InstanceType != r.InstanceType || p.Fingerprint.InstanceType != r.InstanceType {
 			t.Errorf("%s: the artifacts record %s (qmax), %s (ttotal), %s (plan): want the endpoint's real instance type", r.InstanceType, q.InstanceType, tt.InstanceType, p.Fingerprint.InstanceType)
 		}
-		if want := compareEndpoint(compareModel, r.InstanceType); q.Endpoint != want {
+		if want := measure.CompareEndpoint(compareModel, r.InstanceType); q.Endpoint != want {
 			t.Errorf("%s: measured on %s, want %s", r.InstanceType, q.Endpoint, want)
 		}
 	}
@@ -152,12 +152,12 @@ func TestCompareEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	checkPNG(t, filepath.Join(art, compareChartFile))
+	checkPNG(t, filepath.Join(art, measure.CompareChartFile))
 	noEndpointLeft(t, e)
 
 	// The text report of the same comparison names the winner and the price sources.
 	var text bytes.Buffer
-	if err := renderCompare(&text, "text", rep, filepath.Join(art, capacity.CompareFile)); err != nil {
+	if err := capacity.RenderTypeComparison(&text, "text", rep, filepath.Join(art, capacity.CompareFile)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "WINNER  "+rep.Winner+": the cheapest type that holds the SLO") || !strings.Contains(text.String(), "(--price-per-hour)") {

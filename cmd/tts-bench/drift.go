@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -55,41 +53,6 @@ func modelFlags() []cli.Flag {
 	}, awsenv.Flags()...)
 }
 
-// expectation is what should be deployed for a model: the plan's scaling when the gate accepts it, or the
-// measurement configuration with the gate's reasons.
-type expectation struct {
-	model    models.Model
-	planPath string
-	spec     *capacity.ScalingSpec
-	reasons  []string
-	// container is the environment that should run: the plan's shield, or the measurement configuration's 0.
-	container cloud.ContainerExpectation
-}
-
-// expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
-// or the catalog's). The gate re-runs the plan's simulations: ctx stops it, and then the caller stops too.
-func expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool) expectation {
-	e := expectation{model: m, planPath: planPath, container: cloud.ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
-	digest, files, err := capacity.SourceDigestFiles(containerDir)
-	if err != nil {
-		digest = ""
-		e.reasons = append(e.reasons, fmt.Sprintf("the container source digest is unavailable (%v): no plan can match it; give --container-dir", err))
-	}
-	it := m.InstanceType
-	if local {
-		it = models.LocalInstanceType
-	}
-	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
-	if dec.Enabled {
-		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
-		e.spec = &s
-		e.container.QueueMaxDepth = dec.QueueMaxDepth()
-		return e
-	}
-	e.reasons = append(e.reasons, dec.Reasons...)
-	return e
-}
-
 // lookupModel resolves --model against the catalog, as a usage error naming the ids when unknown.
 func lookupModel(cat models.Catalog, id string) (models.Model, error) {
 	if id == "" {
@@ -101,9 +64,6 @@ func lookupModel(cat models.Catalog, id string) (models.Model, error) {
 	}
 	return m, nil
 }
-
-// checkFormat accepts --format text or json (cliflags.CheckFormat).
-func checkFormat(f string) error { return cliflags.CheckFormat(f) }
 
 // driftOpts is a drift command line.
 type driftOpts struct {
@@ -149,7 +109,7 @@ func (o *driftOpts) Validate() error {
 	if o.model, err = lookupModel(cat, o.modelID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
 	if o.jdir == "" {
@@ -164,7 +124,7 @@ func (o *driftOpts) Validate() error {
 
 // Execute reads the deployment, renders the findings on stdout and fails the check on an error-level finding.
 func (o *driftOpts) Execute(ctx context.Context) error {
-	exp := expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local)
+	exp := cloud.Expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local)
 	if ctx.Err() != nil {
 		return interrupted(ctx, errors.New("drift stopped while the gate checked the plan: nothing was read"))
 	}
@@ -174,55 +134,18 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 	}
 	rep, err := cloud.Drift(ctx, measure.ClientsFor(o.clients, cfg).Drift(), cloud.DriftOptions{
 		Model: o.model.ID, Endpoint: o.model.EndpointName(), Variant: models.VariantName, JournalDir: o.jdir,
-		Spec: exp.spec, PlanSource: exp.planPath, NoPlanReasons: exp.reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
-		Container: &exp.container, TempDirs: []string{filepath.Dir(o.planPath)},
+		Spec: exp.Spec, PlanSource: exp.PlanPath, NoPlanReasons: exp.Reasons, CatalogInstances: int32(o.model.InitialInstanceCount),
+		Container: &exp.Container, TempDirs: []string{filepath.Dir(o.planPath)},
 		TempFix: fmt.Sprintf("tts-bench thaw --model %s --plan %s --journal-dir %s", o.model.ID, o.planPath, o.jdir),
 	})
 	if err != nil {
 		return fmt.Errorf("drift %s on %s: %w", o.model.EndpointName(), awsenv.Where(o.env, cfg), err)
 	}
-	if o.format == "json" {
-		err = renderDriftJSON(o.stdout, rep)
-	} else {
-		err = renderDriftTable(o.stdout, rep)
-	}
-	if err != nil {
+	if err := cloud.RenderDrift(o.stdout, o.format, rep); err != nil {
 		return fmt.Errorf("write the findings: %w", err)
 	}
 	if n := rep.Errors(); n > 0 {
 		return exitcode.CheckFailedf("drift: %d error-level finding(s) on %s: follow the remediations above", n, rep.Endpoint)
 	}
 	return nil
-}
-
-// renderDriftJSON writes the report as one JSON document.
-func renderDriftJSON(w io.Writer, rep cloud.DriftReport) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		cloud.DriftReport
-		Clean bool `json:"clean"`
-	}{rep, rep.Clean()})
-}
-
-// renderDriftTable writes one block per finding (severity, code, subject, detail, then the remediation) and
-// a summary line.
-func renderDriftTable(w io.Writer, rep cloud.DriftReport) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "drift of %s/%s against %s\n", rep.Endpoint, rep.Variant, rep.Expected)
-	counts := map[cloud.Severity]int{}
-	for _, f := range rep.Findings {
-		counts[f.Severity]++
-		fmt.Fprintf(&b, "%-5s  %s  %s\n       %s\n", f.Severity, f.Code, f.Subject, f.Detail)
-		if f.Remediation != "" {
-			fmt.Fprintf(&b, "       fix: %s\n", f.Remediation)
-		}
-	}
-	verdict := "clean"
-	if !rep.Clean() {
-		verdict = "drifted"
-	}
-	fmt.Fprintf(&b, "%s: %d error, %d warn, %d info\n", verdict, counts[cloud.SeverityError], counts[cloud.SeverityWarn], counts[cloud.SeverityInfo])
-	_, err := io.WriteString(w, b.String())
-	return err
 }

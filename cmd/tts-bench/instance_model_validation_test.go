@@ -175,7 +175,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	if err := os.WriteFile(csv, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := readTraceFile(csv)
+	tr, err := simulate.ReadFile(csv)
 	if err != nil {
 		t.Fatal(err)
 	}

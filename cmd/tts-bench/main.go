@@ -75,12 +75,17 @@ func catalogAction[O command](build func(*cli.Context, models.Catalog) O) cli.Ac
 		if err != nil {
 			return err
 		}
-		o := build(c, cat)
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		return o.Execute(c.Context)
+		return runWith(c, cat, build)
 	}
+}
+
+// runWith builds the command's options from c and cat, validates them and executes them.
+func runWith[O command](c *cli.Context, cat models.Catalog, build func(*cli.Context, models.Catalog) O) error {
+	o := build(c, cat)
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Execute(c.Context)
 }
 
 // newApp builds the application, writing data to stdout and diagnostics to stderr.

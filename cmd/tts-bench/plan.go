@@ -8,11 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/loadmodel"
@@ -107,34 +106,10 @@ Examples:
 		f(capacity.StaircaseHoldTPlan), f(capacity.StepRatio), f(capacity.StepHoldTPlan), f(capacity.StepRecoveryTPlan),
 		pct(capacity.DefaultHoverAmplitude), capacity.HoverFastPeriod, f(capacity.HoverSlowPeriodTPlan),
 		pct(capacity.DefaultHoverAmplitude), pct(capacity.DefaultHoverAmplitude), f(capacity.HoverSlowPeriodTPlan),
-		wrapText(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
+		cliflags.WrapHelp(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
 			"Then, unless --no-search, plan searches %s, for the cheapest configuration that passes (fewest instance-hours on the diurnal day) and prints its flags.",
-			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace()), helpWidth),
+			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace())),
 		f(loadmodel.UnmeasuredMaxUtilization))
-}
-
-// helpWidth is the width wrapText fills a help paragraph to.
-const helpWidth = 108
-
-// wrapText breaks a paragraph into lines of at most width runes, between words.
-func wrapText(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for _, w := range strings.Fields(s) {
-		l := len([]rune(w))
-		switch {
-		case n == 0:
-		case n+1+l > width:
-			b.WriteByte('\n')
-			n = 0
-		default:
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += l
-	}
-	return b.String()
 }
 
 func planCommand() *cli.Command {
@@ -298,7 +273,7 @@ func (o *planOpts) Validate() error {
 	}
 	if o.output != "" {
 		// Before the builds and the search, not after them: a long search must not end unable to write.
-		if err := outputWritable(o.output); err != nil {
+		if err := atomicfile.Writable(o.output); err != nil {
 			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
 		}
 	}
@@ -334,32 +309,12 @@ func (o *planOpts) fromComparison() error {
 		bad("--model %s: the report %s compares %s: drop --model, or give that model's report", o.modelID, o.fromCompare, c.Model)
 	}
 	o.modelID = c.Model
-	var types []string
-	for _, r := range c.Rows {
-		types = append(types, r.InstanceType)
+	row, err := c.Choose(o.fromCompare, o.instanceType)
+	if err != nil {
+		errs = append(errs, err)
 	}
-	pick := c.Winner
-	switch {
-	case o.instanceType != "":
-		pick = o.instanceType
-		if c.Row(pick) == nil {
-			bad("--instance-type %s: the report %s has no row for it (it compares %s): pick one of those, or leave --instance-type out for the winner", pick, o.fromCompare, strings.Join(types, ", "))
-			return errors.Join(errs...)
-		}
-	case pick == "":
-		var why []string
-		for _, r := range c.Rows {
-			why = append(why, r.InstanceType+": "+rowFinding(r))
-		}
-		bad("--from-compare %s: no type holds the SLO (winner is empty): %s: there is no plan to deploy; compare more or larger types, or raise the allowed maximum fleet, and compare again", o.fromCompare, strings.Join(why, "; "))
+	if row == nil {
 		return errors.Join(errs...)
-	}
-	row := c.Row(pick)
-	if !row.Holds {
-		bad("--instance-type %s: it does not hold the SLO in %s: %s: plan for the winner (leave --instance-type out)%s", pick, o.fromCompare, rowFinding(*row), winnerWords(c.Winner))
-	}
-	if row.ArtifactDir == "" {
-		bad("--from-compare %s: the row of %s has no artifact_dir: run tts-bench compare again", o.fromCompare, pick)
 	}
 	o.compared = row
 	if o.peakRPS == nil && c.PeakRPS > 0 {
@@ -371,26 +326,6 @@ func (o *planOpts) fromComparison() error {
 		o.troughRPS = &v
 	}
 	return errors.Join(errs...)
-}
-
-// rowFinding is why a row of a comparison does not hold: its error, or its finding.
-func rowFinding(r capacity.TypeRow) string {
-	switch {
-	case r.Error != "":
-		return r.Error
-	case r.Finding != "":
-		return r.Finding
-	case r.Holds:
-		return "holds the SLO"
-	}
-	return "does not hold the SLO (no finding recorded)"
-}
-
-func winnerWords(winner string) string {
-	if winner == "" {
-		return "; the report has no winner"
-	}
-	return ", " + winner
 }
 
 // writeDeployHint says which type the plan made from a comparison is for, and how to deploy it: the
@@ -474,7 +409,7 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 		bad("--trace is given %d times: at most %d", len(o.traces), capacity.MaxUserTraces)
 	} else {
 		for _, path := range o.traces {
-			tr, err := readTraceFile(path)
+			tr, err := simulate.ReadFile(path)
 			if err != nil {
 				bad("--trace %s: %w", path, err)
 				continue
@@ -502,13 +437,9 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 // or SIGTERM (ctx, main's signal context) stops them within a simulated minute's work, exit 130 or 143, and
 // nothing is written then (the plan is written last, atomically, once the search is over).
 func (o *planOpts) Execute(ctx context.Context) error {
-	var build func(context.Context, capacity.Options) (*capacity.Plan, error)
-	if o.whatIf != nil {
-		build = func(ctx context.Context, opts capacity.Options) (*capacity.Plan, error) {
-			return capacity.FromWhatIfContext(ctx, o.model, o.whatIfIn, opts)
-		}
-	} else {
-		ms, err := capacity.LoadMeasurement(o.qmaxPath, o.ttotalPath)
+	build := capacity.WhatIfBuilder(o.model, o.whatIfIn)
+	if o.whatIf == nil {
+		ms, b, err := capacity.MeasuredBuilder(o.model, o.qmaxPath, o.ttotalPath)
 		if err != nil {
 			return exitcode.Usage(err)
 		}
@@ -516,18 +447,14 @@ func (o *planOpts) Execute(ctx context.Context) error {
 			return exitcode.Usagef("--from-compare %s: the row of %s names %s, whose qmax artifact was measured on %s: the artifact directory holds another type's measurement; run tts-bench compare again",
 				o.fromCompare, r.InstanceType, o.qmaxPath, ms.QMax.InstanceType)
 		}
-		// The qmax artifact's figures, folded again from the raw records beside it, as the gate does.
-		if errs := ms.QMax.CheckRecords(filepath.Dir(o.qmaxPath)); len(errs) > 0 {
-			return exitcode.Usage(errors.New(capacity.RecordsRefusal(o.qmaxPath, errs)))
-		}
-		build = func(ctx context.Context, opts capacity.Options) (*capacity.Plan, error) {
-			return capacity.FromArtifactsContext(ctx, o.model, ms, opts)
-		}
+		build = b
 	}
 	if ctx.Err() != nil {
 		return o.stopped(ctx)
 	}
-	if d := userTraceDays(o.capOpts.Traces); d >= longEnvelopeDays {
+	// From 10 simulated days of user traces (a 31-day trace is about a second of simulation per configuration),
+	// each configuration takes a while.
+	if d := capacity.TraceDays(o.capOpts.Traces); d >= 10 {
 		fmt.Fprintf(o.stderr, "plan: simulating the envelope with %d user trace(s), %.0f simulated days: each configuration takes a while; Ctrl-C stops it and writes nothing\n",
 			len(o.capOpts.Traces), d)
 	}
@@ -538,24 +465,23 @@ func (o *planOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	if err := o.checkSize(p); err != nil {
-		return err
+	if o.output != "" {
+		// Before the search: a plan the gate, simulate and validate would refuse to read is not written.
+		var big *capacity.PlanSizeError
+		if err := capacity.CheckPlanSize(p, o.capOpts.Traces); errors.As(err, &big) {
+			return exitcode.Usagef("--trace: %w", err)
+		} else if err != nil {
+			return err
+		}
 	}
-	if err := renderPlan(o.stdout, o.format, p); err != nil {
+	if err := capacity.RenderPlan(o.stdout, o.format, p); err != nil {
 		return fmt.Errorf("print plan: %w", err)
 	}
 	// The search's result, printed after the plan is written (and after the deployment hint).
 	cheapest := ""
 	if !p.Feasible() && !o.noSearch {
-		fmt.Fprintf(o.stderr, "searching surge ratio, fleet bounds and scale-in margin (%s) for the cheapest configuration that passes the envelope (Ctrl-C stops it and writes nothing)…\n", capacity.SearchSpace())
-		c, tried, ok, err := capacity.Search(ctx, o.capOpts, build)
-		switch {
-		case err != nil || ctx.Err() != nil:
+		if cheapest, err = capacity.SearchCheapest(ctx, o.capOpts, build, o.stderr); err != nil || ctx.Err() != nil {
 			return o.stopped(ctx)
-		case ok:
-			cheapest = c.Recommendation(tried)
-		default:
-			cheapest = fmt.Sprintf("\n"+capacity.CheapestPassingHeading+"none of %d configurations (%s) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried, capacity.SearchSpace())
 		}
 	}
 	// The last point at which a signal stops the run: past it the plan is written whole, and the run ends as
@@ -589,41 +515,6 @@ func (o *planOpts) Execute(ctx context.Context) error {
 	return nil
 }
 
-// checkSize refuses, before the search, a plan to be written that the gate, simulate and validate would
-// refuse to read: larger than capacity.MaxPlanBytes, which only the user's traces (recorded point by point)
-// can make it.
-func (o *planOpts) checkSize(p *capacity.Plan) error {
-	if o.output == "" {
-		return nil
-	}
-	data, err := capacity.MarshalArtifact(p)
-	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
-	}
-	if len(data) <= capacity.MaxPlanBytes {
-		return nil
-	}
-	points := 0
-	for _, t := range o.capOpts.Traces {
-		points += len(t.Points)
-	}
-	return exitcode.Usagef("--trace: the plan would be %d bytes with the %d points of its %d trace(s), above the %d a plan file may be (the gate, simulate and validate refuse a larger one): resample the traces to a coarser step, or give fewer",
-		len(data), points, len(o.capOpts.Traces), capacity.MaxPlanBytes)
-}
-
-// longEnvelopeDays is the length of the user's traces, in simulated days, from which plan says that each
-// configuration takes a while (a 31-day trace is about a second of simulation per configuration).
-const longEnvelopeDays = 10
-
-// userTraceDays is the user's traces' total length in days.
-func userTraceDays(traces []capacity.TraceInput) float64 {
-	s := 0.0
-	for _, t := range traces {
-		s += t.DurationS
-	}
-	return s / 86400
-}
-
 // stopped is the error of a plan stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
 func (o *planOpts) stopped(ctx context.Context) error {
 	left := "nothing written"
@@ -631,19 +522,6 @@ func (o *planOpts) stopped(ctx context.Context) error {
 		left += " to " + o.output
 	}
 	return interrupted(ctx, fmt.Errorf("plan: stopped (%v) before it finished: %s", context.Cause(ctx), left))
-}
-
-// renderPlan prints p in format: the artifact's JSON, or the table for humans.
-func renderPlan(w io.Writer, format string, p *capacity.Plan) error {
-	if format == "json" {
-		data, err := capacity.MarshalArtifact(p)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	}
-	return writePlanTable(w, p)
 }
 
 // artifactExists says, as an error, that the artifact flag names at path is missing or cannot be looked at;
@@ -657,125 +535,4 @@ func artifactExists(flag, path, producer string) error {
 		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
-}
-
-// writePlanTable prints the plan for humans: inputs, derived values, findings and the verdict.
-func writePlanTable(w io.Writer, p *capacity.Plan) error {
-	in, d, fp := p.Inputs, p.Derived, p.Fingerprint
-	kind := "measured"
-	if !p.Measured {
-		kind = "WHAT-IF (assumed numbers, measured: false)"
-	}
-	b := &strings.Builder{}
-	fmt.Fprintf(b, "Plan for %s on %s: %s, transport %s, SLO p%d TTFAB ≤ %d ms\n", fp.Model, fp.InstanceType, kind, fp.Transport, fp.SLOPercentile, fp.SLOTTFABMs)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	row := func(name, value, note string) { fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, value, note) }
-	fmt.Fprintln(tw, "\nINPUTS\t\t")
-	if p.Measured {
-		live := "live"
-		if in.DryRun {
-			live = "DRY RUN"
-		}
-		row("qmax artifact", in.QMaxFile, shortDigest(in.QMaxSHA256)+", "+live)
-		row("ttotal artifact", in.TTotalFile, shortDigest(in.TTotalSHA256))
-		row("container", shortDigest(fp.ContainerDigest), "revision "+fp.ModelRevision)
-	}
-	row("Q_max", strconv.Itoa(in.QMax), "concurrent requests per instance within the SLO, by TTFAB and stall: planned with")
-	if p.Measured {
-		v, note := "not recorded", "by TTFAB alone, the original's definition: the qmax artifact predates it"
-		if in.QMaxTTFABOnly != nil {
-			v, note = strconv.Itoa(*in.QMaxTTFABOnly), "by TTFAB alone, the original's definition (stall not judged): for comparison only, not planned with"
-			if in.QMaxTTFABOnlyLowerBound {
-				v = "≥ " + v
-			}
-		}
-		row("Q_max TTFAB only", v, note)
-	}
-	row("T_total", capacity.FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
-	row("surge ratio s", measure.FormatFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
-	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
-	row("load", fmt.Sprintf("peak %s rps", measure.FormatFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", capacity.FormatNumber(in.TroughRPS)))
-	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
-	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")
-	row("cloudwatch ratio", capacity.FormatNumber(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var curve []string
-	for _, pt := range in.Throughput {
-		curve = append(curve, fmt.Sprintf("%s@%s", capacity.FormatNumber(pt.RPS), capacity.FormatNumber(pt.Concurrency)))
-	}
-	fmt.Fprintf(b, "  throughput curve (rps@concurrency, closed loop, per instance): %s\n", strings.Join(curve, " "))
-	fmt.Fprintf(b, "  instance model: %s\n", in.Instance.Basis)
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nDERIVED (each value and the reasoning behind it)\t\t")
-	for _, r := range d.Reasoning {
-		row(r.Field, r.Value+unitOf(r.Field), r.Why)
-	}
-	row("fleet", fmt.Sprintf("%d to %d instances", d.MinInstances, d.MaxInstances), "the scalable target's bounds")
-	row("original thresholds", fmt.Sprintf("%s / %s", capacity.FormatNumber(d.CScaleMax), capacity.FormatNumber(d.CScaleMin)),
-		"(1 − h)·Q_max / (1 − 2h)·Q_max concurrency, for comparison only: not deployed (see the README on why they flap)")
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(b, "\nENVELOPE (%s)\n", p.Envelope.SimulatorVersion)
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  trace\tviolation min\tflaps\tscale-outs\tscale-ins\tpeak instances\tinstance-hours\tholds\t")
-	for _, t := range p.Envelope.Traces {
-		holds := "yes"
-		if !t.Holds {
-			holds = "NO: " + t.Worst
-		}
-		fmt.Fprintf(tw, "  %s: %s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Kind, t.Name, t.ViolationMinutes, t.Flaps, t.ScaleOuts, t.ScaleIns, t.PeakInstances, capacity.FormatNumber(t.InstanceHours), holds)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(b, "\nFINDINGS")
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, f := range p.Findings {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Name, f.Detail)
-		if f.Recommendation != "" {
-			fmt.Fprintf(tw, "  \t\t→ %s\n", f.Recommendation)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(b, "\nVERDICT  %s\n", p.Verdict)
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// unitOf is the unit a derived field prints with.
-func unitOf(field string) string {
-	switch {
-	case strings.HasSuffix(field, "_rps"):
-		return " rps"
-	case strings.HasSuffix(field, "_s"):
-		return " s"
-	case field == "target_value" || field == "scale_in_threshold":
-		return " (metric: requests in flight, 10-s Maximum)"
-	}
-	return ""
-}
-
-func shortDigest(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12] + "…"
-	}
-	if d == "" {
-		return "(none)"
-	}
-	return d
-}
-
-// readTraceFile reads a CSV trace (timestamp,rps), bounded by simulate.MaxTraceBytes.
-func readTraceFile(path string) (simulate.Trace, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return simulate.Trace{}, err
-	}
-	defer f.Close()
-	return simulate.ParseCSV(path, io.LimitReader(f, simulate.MaxTraceBytes+1))
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +95,7 @@ const (
 
 // Flag names of the rate staircase.
 const (
-	flagRateFractions = "rate-fractions"
+	flagRateFractions = measure.RateFractionsFlag
 	flagRateSettle    = "rate-settle"
 	flagRateHold      = "rate-hold"
 	flagRateWindow    = "rate-measure-window"
@@ -132,7 +130,7 @@ func qmaxCommand() *cli.Command {
 			cliflags.Force("measure even when drift reports errors, or over another run's EXPIRED measurement marker (never a live one)"),
 			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
 			cliflags.DryRun("make no AWS call: print the ladder, the estimated duration and every control-plane action"),
-			&cli.StringFlag{Name: flagRateFractions, Value: joinFloats(measure.DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
+			&cli.StringFlag{Name: flagRateFractions, Value: measure.JoinFloats(measure.DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
 			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
 			&cli.DurationFlag{Name: flagRateHold, Usage: "per rate step: hold this long after settling (default: --hold)"},
 			&cli.DurationFlag{Name: flagRateWindow, Usage: "per rate step: judge the requests sent in the last part of the hold this long (default: --measure-window)"},
@@ -225,7 +223,7 @@ func (o *qmaxOpts) Validate() error {
 	}
 	steps := measure.DefaultLadder
 	if o.ladderSet {
-		if steps, err = parseLadder(o.ladder); err != nil {
+		if steps, err = measure.ParseLadder(o.ladder); err != nil {
 			bad("--ladder: %w", err)
 		}
 	}
@@ -263,7 +261,7 @@ func (o *qmaxOpts) Validate() error {
 	}
 
 	// The rate staircase.
-	if o.RateFractions, err = parseRateFractions(o.rateFractionsFlag); err != nil {
+	if o.RateFractions, err = measure.ParseRateFractions(o.rateFractionsFlag); err != nil {
 		bad("--%s: %w", flagRateFractions, err)
 	}
 	for _, d := range []struct {
@@ -356,25 +354,39 @@ func (o *qmaxOpts) Validate() error {
 // resolveOutputs derives the records and chart paths from --output and checks that all three can be
 // written: plain file names, a directory that is one (or can be created), no directory in their place.
 func (o *qmaxOpts) resolveOutputs() []error {
-	var errs []error
-	base := filepath.Base(o.Output)
-	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/qmax.json", o.Output)}
+	paths, errs := artifactOutputs(o.Output, "artifacts/<model>/qmax.json", ".records.jsonl.gz", ".svg", ".rate.svg")
+	if paths == nil {
+		return errs
 	}
-	stem := strings.TrimSuffix(o.Output, ".json")
-	o.RecordsPath, o.ChartPath, o.RateChartPath = stem+".records.jsonl.gz", stem+".svg", stem+".rate.svg"
+	o.RecordsPath, o.ChartPath, o.RateChartPath = paths[0], paths[1], paths[2]
 	if !plainFileName.MatchString(filepath.Base(o.RecordsPath)) {
-		errs = append(errs, fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.Output, filepath.Base(o.RecordsPath)))
+		errs = append([]error{fmt.Errorf("--output %s: the records file name %q is not a plain file name (letters, digits, '.', '_', '-'): rename the output", o.Output, filepath.Base(o.RecordsPath))}, errs...)
 	}
-	for _, p := range []string{o.Output, o.RecordsPath, o.ChartPath, o.RateChartPath} {
+	return errs
+}
+
+// artifactOutputs checks --output, an artifact's .json file (example is its usual path), and derives from it
+// the files written beside it (its stem with each suffix): none of them may exist as anything but a regular
+// file, and the directory must be one. It returns the derived paths, nil when output is not a .json file.
+func artifactOutputs(output, example string, suffixes ...string) ([]string, []error) {
+	base := filepath.Base(output)
+	if !strings.HasSuffix(base, ".json") || base == ".json" {
+		return nil, []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. %s", output, example)}
+	}
+	var paths []string
+	for _, suffix := range suffixes {
+		paths = append(paths, strings.TrimSuffix(output, ".json")+suffix)
+	}
+	var errs []error
+	for _, p := range append([]string{output}, paths...) {
 		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
 		}
 	}
-	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
+	if fi, err := os.Stat(filepath.Dir(output)); err == nil && !fi.IsDir() {
+		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", output, filepath.Dir(output)))
 	}
-	return errs
+	return paths, errs
 }
 
 // plainFileName is what an artifact may record as a file beside it (capacity's artifactNamePattern).
@@ -395,26 +407,9 @@ func checkContainerURL(s string) error {
 // Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
 func (o *qmaxOpts) Execute(ctx context.Context) error {
 	if o.dryRun {
-		return o.printPlan(o.Stdout)
-	}
-	return o.QMax.Run(ctx)
-}
-
-// printPlan prints what a run would do, without doing any of it: the ladder, the estimated duration and
-// every control-plane action (--dry-run).
-func (o *qmaxOpts) printPlan(w io.Writer) error {
-	var b strings.Builder
-	cfg := o.EngineConfig("dry-run")
-	ep := o.Endpoint()
-	fmt.Fprintf(&b, "qmax %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.Model.ID)
-	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "  %-15s %s\n", k, fmt.Sprintf(format, args...)) }
-	if o.Transport == capacity.TransportHTTP {
-		row("target", "the container at %s (transport http: no endpoint, no AWS call)", o.URL)
-	} else {
 		where := "AWS (standard credential chain"
 		if o.aws.Local {
-			where = "the local emulator of " + o.aws.StateDir + " ("
-			where += "--local"
+			where = "the local emulator of " + o.aws.StateDir + " (--local"
 		}
 		if o.aws.Region != "" {
 			where += ", region " + o.aws.Region
@@ -422,118 +417,7 @@ func (o *qmaxOpts) printPlan(w io.Writer) error {
 		if o.aws.Profile != "" {
 			where += ", profile " + o.aws.Profile
 		}
-		row("target", "endpoint %s, variant %s, transport %s, on %s)", ep, models.VariantName, o.Transport, where)
+		return o.DryRun(o.Stdout, where+")")
 	}
-	row("SLO", "p%d TTFAB ≤ %s and p95 stall ≤ %s + %s jitter, at most %.0f%% failed requests", cfg.SLOPercentile, cfg.SLO, cfg.StallBudget, cfg.StallJitter, 100*cfg.MaxErrorRate)
-	row("ladder", "%s (closed loop), stopping at the first failing step; while every step passes, +%d up to %d", measure.JoinInts(o.Ladder.Steps), o.Ladder.Extension, o.Ladder.Max)
-	row("per step", "settle %s, hold %s (judged on the last %s), then up to %s for requests in flight", cfg.Settle, cfg.Hold, cfg.Measure, cfg.Grace)
-	bound := func(on bool, format string, args ...any) string {
-		if !on {
-			return "no bound"
-		}
-		return fmt.Sprintf(format, args...)
-	}
-	row("trusted when", "at least %d requests in the window (a 95%% interval of the p%d from order statistics; an interval holding the SLO is measured once more with a doubled window); the client's CPU %s, its p99 scheduling lag %s; one attempt per request (no retry)",
-		cfg.MinRequests, cfg.SLOPercentile, bound(o.MaxClientCPU > 0, "≤ %.2f of a core", o.MaxClientCPU), bound(o.MaxClientLag > 0, "≤ %s", o.MaxClientLag))
-	per := cfg.Settle + cfg.Hold
-	n, worst := len(o.Ladder.Steps), len(o.Ladder.WorstCase())
-	row("estimate", "%s for the %d ladder steps (%s each, up to %s with requests in flight)", time.Duration(n)*per, n, per, cfg.StepDuration())
-	if worst > n {
-		row("", "up to %s if every step passes up to %d (%d steps)", time.Duration(worst)*per, o.Ladder.Max, worst)
-	}
-	if o.Refine {
-		most := o.Ladder.MostRefineSteps()
-		row("", "--refine: up to %d more steps bisecting the bracket (%s)", most, time.Duration(most)*per)
-	}
-	if n := len(o.RateFractions); n > 0 {
-		rs, rh, rw := o.RateWindows()
-		rper := rs + rh
-		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.Seed, joinFloats(o.RateFractions))
-		row("", "settle %s, hold %s (judged on the last %s) each, then up to %s for requests in flight: %s, up to %s", rs, rh, rw, cfg.RequestTimeout,
-			time.Duration(n)*rper, time.Duration(n)*(rper+cfg.RequestTimeout))
-	} else {
-		row("rate steps", "none (--%s none): the artifact has no rate staircase", flagRateFractions)
-	}
-	if len(o.RateFractions) > 0 {
-		row("outputs", "%s, %s, %s, %s (each atomically)", o.Output, o.RecordsPath, o.ChartPath, o.RateChartPath)
-	} else {
-		row("outputs", "%s, %s, %s (each atomically)", o.Output, o.RecordsPath, o.ChartPath)
-	}
-	b.WriteString("\nControl-plane actions, in order:\n")
-	var acts []string
-	act := func(format string, args ...any) { acts = append(acts, fmt.Sprintf(format, args...)) }
-	if o.Transport == capacity.TransportHTTP {
-		act("none: every request is a POST to %s/invocations; no journal, no freeze, no CloudWatch read", strings.TrimSuffix(o.URL, "/"))
-	} else {
-		rid := capacity.ResourceID(ep, models.VariantName)
-		journal, _ := cloud.JournalPath(o.JournalDir, ep)
-		act("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.JournalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.Force])
-		act("DescribeEndpoint %s: refuse unless InService", ep)
-		act("DescribeEndpointConfig and DescribeModel of %s: refuse when QUEUE_MAX_DEPTH is set and below %d, the highest concurrency the ladder can reach", ep, o.Ladder.WorstCase()[worst-1])
-		act("ListTags on the endpoint's ARN: refuse another run's %s marker (an expired one only%s), and refuse dynamic scaling already suspended without this run's marker", cloud.MarkerTagKey, map[bool]string{true: " is overridden: --force", false: " with --force"}[o.Force])
-		act("DescribeEndpoint and DescribeScalableTargets %s, then write the journal %s (desired instance count, min/max capacity, SuspendedState) before any change", rid, journal)
-		act("AddTags %s=run=<run id> owner=<user@host> pid=<pid> start=<now> expires=<now + %s> on the endpoint, then ListTags to check it is this run's", cloud.MarkerTagKey, o.DurationBound()+cloud.MarkerMargin)
-		act("RegisterScalableTarget %s with MinCapacity=MaxCapacity=1 and dynamic scale-in, scale-out and scheduled scaling suspended (only when a target is registered)", rid)
-		act("UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=1 (only when it is not 1), then wait for InService (SDK waiter)", ep, models.VariantName)
-		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
-		act("per step: GetMetricData %s %s Maximum, period %s, EndpointName=%s VariantName=%s, over the measure window", capacity.MetricNamespace, capacity.ConcurrencyMetric, cloud.ConcurrencyPeriod, ep, models.VariantName)
-		if len(o.RateFractions) > 0 {
-			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker), then GetMetricData as above", ep)
-		}
-		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then DeleteTags %s when the marker is this run's, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", cloud.MarkerTagKey, ep)
-	}
-	for i, a := range acts {
-		fmt.Fprintf(&b, "  %d. %s\n", i+1, a)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// parseLadder reads "1,5,10": distinct positive concurrencies in increasing order.
-func parseLadder(s string) ([]int, error) {
-	var steps []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 1 || n > capacity.MaxConcurrency {
-			return nil, fmt.Errorf("%q is not a concurrency: want whole numbers from 1 to %d separated by commas, e.g. --ladder 1,2,4,8", part, capacity.MaxConcurrency)
-		}
-		if len(steps) > 0 && n <= steps[len(steps)-1] {
-			return nil, fmt.Errorf("%d follows %d: list each concurrency once, in increasing order, e.g. --ladder 1,2,4,8", n, steps[len(steps)-1])
-		}
-		steps = append(steps, n)
-	}
-	return steps, nil
-}
-
-// parseRateFractions reads "0.3,0.5,1.1": increasing fractions in (0, 10]; "none" or "" is no rate staircase.
-func parseRateFractions(s string) ([]float64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, "none") {
-		return nil, nil
-	}
-	var fs []float64
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		f, err := strconv.ParseFloat(part, 64)
-		if err != nil || !(f > 0 && f <= 10) {
-			return nil, fmt.Errorf("%q is not a fraction: want numbers in (0, 10] separated by commas, e.g. --%s 0.3,0.5,0.7,1.0, or none", part, flagRateFractions)
-		}
-		if len(fs) > 0 && f <= fs[len(fs)-1] {
-			return nil, fmt.Errorf("%g follows %g: list each fraction once, in increasing order", f, fs[len(fs)-1])
-		}
-		fs = append(fs, f)
-	}
-	if len(fs) > capacity.MaxRateSteps {
-		return nil, fmt.Errorf("%d fractions: at most %d", len(fs), capacity.MaxRateSteps)
-	}
-	return fs, nil
-}
-
-func joinFloats(xs []float64) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return strings.Join(s, ",")
+	return o.QMax.Run(ctx)
 }

@@ -135,22 +135,9 @@ func TestQMaxRateStaircase(t *testing.T) {
 	}
 }
 
-// --rate-fractions is checked with the rest of the command line; none skips the rate staircase (the dry run
-// says so), and the dry run's estimate counts the rate steps.
+// --rate-fractions is checked with the rest of the command line (measure.ParseRateFractions); none skips the
+// rate staircase (the dry run says so), and the dry run's estimate counts the rate steps.
 func TestQMaxRateFlags(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want []float64
-		err  string
-	}{
-		{"0.3,0.5,1.1", []float64{0.3, 0.5, 1.1}, ""}, {"none", nil, ""}, {"", nil, ""}, {" 1 ", []float64{1}, ""},
-		{"0.5,0.3", nil, "0.3 follows 0.5"}, {"0,1", nil, `"0" is not a fraction`}, {"x", nil, `"x" is not a fraction`}, {"11", nil, "is not a fraction"},
-	} {
-		got, err := parseRateFractions(tt.in)
-		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseRateFractions(%q) = %v, %v; want %v, %q", tt.in, got, err, tt.want, tt.err)
-		}
-	}
 	dir := t.TempDir()
 	_, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--rate-fractions", "1,0.5", "--rate-hold", "2s", "--rate-measure-window", "3s",
 		"--format", "yaml", "--output", filepath.Join(dir, "q.json"), "--dry-run")

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/measure"
@@ -184,7 +182,7 @@ func (o *replayOpts) Validate() error {
 	} else {
 		o.Arrivals = p
 	}
-	if n, err := parseShard(o.shardArg); err != nil {
+	if n, err := measure.ParseShard(o.shardArg); err != nil {
 		bad("--shard: %w", err)
 	} else {
 		o.Shard, o.Shards = n[0], n[1]
@@ -192,7 +190,7 @@ func (o *replayOpts) Validate() error {
 	if o.Shards > 1 && o.RunID == "" {
 		bad("--shard %s: give every shard the same --run-id (and --start-at), so that tts-bench report can merge them", o.shardArg)
 	}
-	if o.RunID != "" && !validRunID(o.RunID) {
+	if o.RunID != "" && !measure.ValidRunID(o.RunID) {
 		bad("--run-id %q: want 1 to 64 letters, digits, '.', '_' or '-' (it becomes part of a file name)", o.RunID)
 	}
 	if o.startAt != "" {
@@ -262,24 +260,10 @@ func (o *replayOpts) Validate() error {
 		}
 		o.Output = filepath.Join("artifacts", o.Model.ID, name+".jsonl.gz")
 	}
-	if err := replayDirWritable(filepath.Dir(o.Output)); err != nil {
+	if err := atomicfile.MkdirWritable(filepath.Dir(o.Output)); err != nil {
 		return exitcode.Usagef("--output %s: %w", o.Output, err)
 	}
 	return nil
-}
-
-// replayDirWritable creates dir when missing and checks that a file can be created in it, so that a long
-// replay does not end unable to write its records.
-func replayDirWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".replay-probe-*")
-	if err != nil {
-		return err
-	}
-	f.Close()
-	return os.Remove(f.Name())
 }
 
 // loadReplayTrace reads --trace: a CSV file (name ending in .csv) or a built-in shape with its parameters.
@@ -291,12 +275,7 @@ func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (s
 		if len(shapeFlags) > 0 {
 			return simulate.Trace{}, fmt.Errorf("%s set the parameters of a built-in shape, but --trace %s is a CSV file: drop them", strings.Join(shapeFlags, ", "), arg)
 		}
-		f, err := os.Open(arg)
-		if err != nil {
-			return simulate.Trace{}, fmt.Errorf("--trace: %w", err)
-		}
-		defer f.Close()
-		tr, err := simulate.ParseCSV(arg, io.LimitReader(f, simulate.MaxTraceBytes+1))
+		tr, err := simulate.ReadFile(arg)
 		if err != nil {
 			return simulate.Trace{}, fmt.Errorf("--trace: %w", err)
 		}
@@ -310,35 +289,6 @@ func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (s
 		return simulate.Trace{}, fmt.Errorf("--trace %s: %w", arg, err)
 	}
 	return tr, nil
-}
-
-// parseShard reads "i/n" with 0 ≤ i < n.
-func parseShard(s string) ([2]int, error) {
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil {
-		return [2]int{}, fmt.Errorf("%q: want i/n, e.g. 0/4 for the first of four shards", s)
-	}
-	if n < 1 || n > 1000 {
-		return [2]int{}, fmt.Errorf("%q: the shard count %d: want 1 to 1000", s, n)
-	}
-	if i < 0 || i >= n {
-		return [2]int{}, fmt.Errorf("%q: the shard index %d: want 0 to %d (shards count from 0)", s, i, n-1)
-	}
-	return [2]int{i, n}, nil
-}
-
-func validRunID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return s != "." && s != ".."
 }
 
 // Execute runs the replay Validate prepared.

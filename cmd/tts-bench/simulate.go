@@ -2,22 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/speech-infra/speech-infra/capacity"
+	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/measure"
@@ -223,7 +219,7 @@ func (o *simulateOpts) Validate() error {
 		}
 	}
 	// The values' form is checked here; which type a bare price stands for is the simulated plan's, known once
-	// the plan is read (priceFor).
+	// the plan is read (models.Model.PriceOf).
 	if _, e := models.ParsePriceOverrides(o.prices, m.InstanceType); e != nil && err == nil {
 		errs = append(errs, e)
 	}
@@ -238,7 +234,7 @@ func (o *simulateOpts) Validate() error {
 	errs = append(errs, o.loadTrace()...)
 	if o.output != "" {
 		// Before the simulation, not after it: a long run must not end unable to write its chart.
-		if err := outputWritable(o.output); err != nil {
+		if err := atomicfile.Writable(o.output); err != nil {
 			bad("--output %s: %v: give --output a path in a directory you can write", o.output, err)
 		}
 	}
@@ -271,18 +267,8 @@ func (o *simulateOpts) loadTrace() []error {
 		o.shape.At = o.shape.Duration / 3
 	}
 	var errs []error
-	for _, e := range o.shape.Validate() {
-		errs = append(errs, fmt.Errorf("--%w", e))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	tr, err := simulate.Generate(o.shape)
-	if err != nil {
-		return []error{fmt.Errorf("--trace %s: %w", o.trace, err)}
-	}
-	o.tr = tr
-	return nil
+	o.tr, errs = shapeTrace(o.trace, o.shape)
+	return errs
 }
 
 // Execute builds the setup (plan, instance model, re-derivation), simulates, prints the report, writes the
@@ -301,7 +287,7 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if out == "" {
 		// The default names the plan's model, known once the plan is read: checked here, before simulating.
 		out = "simulate-" + setup.Plan.Fingerprint.Model + ".svg"
-		if err := outputWritable(out); err != nil {
+		if err := atomicfile.Writable(out); err != nil {
 			return exitcode.Usagef("--output not given: the default %s in the current directory cannot be written: %v: give --output PATH in a directory you can write (checked before simulating)", out, err)
 		}
 	}
@@ -317,15 +303,7 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	if o.format == "json" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return fmt.Errorf("print the simulation: %w", err)
-		}
-		if _, err := o.stdout.Write(append(data, '\n')); err != nil {
-			return fmt.Errorf("print the simulation: %w", err)
-		}
-	} else if err := writeSimulateTable(o.stdout, rep); err != nil {
+	if err := capacity.RenderReport(o.stdout, o.format, rep); err != nil {
 		return fmt.Errorf("print the simulation: %w", err)
 	}
 	svg, err := measure.RenderSimulateSVG(rep)
@@ -346,42 +324,26 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	return nil
 }
 
+// shapeTrace generates the built-in shape named --trace name with its parameters, or says, per flag, what is
+// wrong with them (simulate and compare).
+func shapeTrace(name string, sp simulate.ShapeParams) (simulate.Trace, []error) {
+	var errs []error
+	for _, e := range sp.Validate() {
+		errs = append(errs, fmt.Errorf("--%w", e))
+	}
+	if len(errs) > 0 {
+		return simulate.Trace{}, errs
+	}
+	tr, err := simulate.Generate(sp)
+	if err != nil {
+		return simulate.Trace{}, []error{fmt.Errorf("--trace %s: %w", name, err)}
+	}
+	return tr, nil
+}
+
 // stopped is the error of a simulation stopped by SIGINT or SIGTERM: exit 130 or 143, nothing written.
 func (o *simulateOpts) stopped(ctx context.Context) error {
 	return interrupted(ctx, fmt.Errorf("simulate: stopped (%v) before it finished: nothing written", context.Cause(ctx)))
-}
-
-// outputWritable says, as an error, why an atomic write of path (a temporary file beside it, renamed over it)
-// would fail: path is a directory, a directory on its way is a file, or no file can be created in the nearest
-// directory that exists (the write creates the missing ones below it). It probes with a temporary file that
-// it removes, and creates no directory.
-func outputWritable(path string) error {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	for {
-		info, err := os.Stat(dir)
-		if err == nil {
-			if !info.IsDir() {
-				return fmt.Errorf("%s is not a directory", dir)
-			}
-			break
-		}
-		// Missing, or below a file: the parent says which.
-		parent := filepath.Dir(dir)
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || parent == dir {
-			return err
-		}
-		dir = parent
-	}
-	f, err := os.CreateTemp(dir, ".tts-bench-probe-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
 }
 
 // setup loads the plan (or builds the what-if plan) into a comparison setup. A measured plan must still
@@ -391,18 +353,7 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 	var s capacity.Setup
 	m := o.model
 	if o.whatIf != nil {
-		opts := capacity.DefaultOptions(m)
-		opts.PeakRPS = o.tr.Peak()
-		if !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
-			return s, fmt.Errorf("--trace: the peak rate %s rps must be in (0, %g] to plan for", measure.FormatFloat(opts.PeakRPS), capacity.MaxRPS)
-		}
-		if low := lowestRate(o.tr); low > 0 {
-			opts.TroughRPS = low
-		}
-		if o.surge != nil {
-			opts.SurgeRatio = *o.surge
-		}
-		p, err := capacity.FromWhatIfContext(ctx, m, o.whatIfIn, opts)
+		p, err := capacity.WhatIfOnTrace(ctx, m, o.whatIfIn, o.tr, o.surge)
 		if err != nil {
 			return s, err
 		}
@@ -425,20 +376,11 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		if !p.Feasible() {
 			fmt.Fprintf(o.stderr, "warning: %s is infeasible; simulating it anyway\n", o.planPath)
 		}
-		if p.Measured {
-			ms, err := checkPlanArtifacts(p, filepath.Dir(o.planPath))
-			if err != nil {
-				return s, fmt.Errorf("--plan %s: %w", o.planPath, err)
-			}
-			if o.scatter > 0 {
-				sc, err := capacity.PlanScatter(p, ms.QMax)
-				if err != nil || sc == nil {
-					return s, fmt.Errorf("--scatter-runs: the qmax artifact beside %s records no 10th-percentile 10-s peaks to scatter around (%v): re-run tts-bench qmax", o.planPath, err)
-				}
-				s.Scatter, s.ScatterRuns = sc, o.scatter
-			}
-		} else if o.scatter > 0 {
-			return s, fmt.Errorf("--scatter-runs: %s is not measured: the scatter is qmax's measured 10-s peaks", o.planPath)
+		if s.Scatter, err = p.SimulationScatter(o.planPath, o.scatter); err != nil {
+			return s, err
+		}
+		if s.Scatter != nil {
+			s.ScatterRuns = o.scatter
 		}
 		s.Plan = p
 	}
@@ -449,7 +391,7 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 		}
 		s.InitialInstances = *o.initial
 	}
-	usd, source, err := o.priceFor(m, s.Plan.Fingerprint.InstanceType)
+	usd, source, err := m.PriceOf(s.Plan.Fingerprint.InstanceType, o.prices)
 	if err != nil {
 		return s, err
 	}
@@ -457,157 +399,5 @@ func (o *simulateOpts) setup(ctx context.Context) (capacity.Setup, error) {
 	return s, nil
 }
 
-// priceFor is the price of one instance-hour of the simulated plan's instance type and its source: a bare
-// --price-per-hour stands for that type (the catalog's own type for a plan measured on the local emulator),
-// TYPE=USD for TYPE, and the catalog's prices for the rest (models.Model.ResolvePrice).
-func (o *simulateOpts) priceFor(m models.Model, instanceType string) (float64, string, error) {
-	bare := instanceType
-	if bare == models.LocalInstanceType {
-		bare = m.InstanceType
-	}
-	overrides, err := models.ParsePriceOverrides(o.prices, bare)
-	if err != nil {
-		return 0, "", err
-	}
-	return m.ResolvePrice(instanceType, overrides)
-}
-
-// checkPlanArtifacts requires the artifacts a measured plan names beside it, with the digests it records.
-func checkPlanArtifacts(p *capacity.Plan, dir string) (capacity.Measurement, error) {
-	in := p.Inputs
-	ms, err := capacity.LoadMeasurement(filepath.Join(dir, in.QMaxFile), filepath.Join(dir, in.TTotalFile))
-	if err != nil {
-		return ms, err
-	}
-	if ms.QMaxSHA256 != in.QMaxSHA256 || ms.TTotalSHA256 != in.TTotalSHA256 {
-		return ms, fmt.Errorf("the artifacts beside the plan are not the ones it was derived from (digests differ): run tts-bench plan again")
-	}
-	return ms, nil
-}
-
 // maxScatterRuns bounds --scatter-runs: each run is a whole simulation of the trace.
 const maxScatterRuns = 10000
-
-// lowestRate is the trace's lowest rate.
-func lowestRate(tr simulate.Trace) float64 {
-	low := math.Inf(1)
-	for _, p := range tr.Points {
-		low = math.Min(low, p.RPS)
-	}
-	return low
-}
-
-// clock formats seconds since the start of the trace as [d+]hh:mm.
-func simClock(s float64) string {
-	d := time.Duration(s) * time.Second
-	days, h, m := int(d/(24*time.Hour)), int(d/time.Hour)%24, int(d/time.Minute)%60
-	if days > 0 {
-		return fmt.Sprintf("%d+%02d:%02d", days, h, m)
-	}
-	return fmt.Sprintf("%02d:%02d", h, m)
-}
-
-func simUSD(v float64) string { return fmt.Sprintf("$%.2f", v) }
-
-// writeSimulateTable prints the report for humans: the per-minute table, the totals, the scaling events and
-// the comparison.
-func writeSimulateTable(w io.Writer, rep capacity.Report) error {
-	b := &strings.Builder{}
-	r := rep.Plan
-	kind := "measured"
-	if !rep.Measured {
-		kind = "NOT MEASURED (what-if assumptions)"
-	}
-	fmt.Fprintf(b, "Simulation of %s on %s (%s), SLO p%d TTFAB ≤ %d ms, %s per instance-hour\n", rep.Model, rep.InstanceType, kind, rep.SLOPercentile, rep.SLOMs, simUSD(rep.PricePerHour))
-	fmt.Fprintf(b, "trace: %s (peak %s rps)\n", rep.Trace, capacity.FormatNumber(rep.PeakRPS))
-	if rep.PriceSource != "" {
-		fmt.Fprintf(b, "price: %s per instance-hour from %s\n", simUSD(rep.PricePerHour), rep.PriceSource)
-	}
-	fmt.Fprintf(b, "fleet: %s, %d to %d instances\n", r.Name, r.MinInstances, r.MaxInstances)
-	for _, n := range rep.Notes {
-		fmt.Fprintf(b, "note: %s\n", n)
-	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(b, "instance: %s\n", rep.Instance)
-	fmt.Fprintf(tw, "\ntime\tserving\tstarting\toffered rps\trps/instance\tmetric (10-s max)\tin flight\tp%d TTFAB ms\tshed rps\tSLO\t\n", rep.SLOPercentile)
-	for _, m := range r.Minutes {
-		mark := "ok"
-		if m.Violates {
-			mark = "VIOLATED"
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
-			simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Metric), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(b, "\nSCALING")
-	if len(r.Events) == 0 {
-		fmt.Fprintln(b, "  none")
-	}
-	for _, e := range r.Events {
-		line := fmt.Sprintf("  %s  %d → %d  %s", simClock(e.AtS), e.From, e.To, e.Reason)
-		if e.ServingAtS > 0 {
-			line += fmt.Sprintf("; serving at %s", simClock(e.ServingAtS))
-		}
-		fmt.Fprintln(b, line)
-	}
-	if sp := rep.Spread; sp != nil {
-		fmt.Fprintf(b, "\nSCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the verdict is the run above)\n", sp.Runs)
-		first := "no run scaled out"
-		if q := sp.FirstScaleOutS; q != nil {
-			first = fmt.Sprintf("%.0f / %.0f / %.0f s after the start (p2.5 / median / p97.5)", q[0], q[1], q[2])
-			if at := simulate.FirstScaleOut(r); at >= 0 {
-				first += fmt.Sprintf("; the run above at %.0f s", at)
-			}
-			if sp.WithoutScaleOut > 0 {
-				first += fmt.Sprintf("; %d run(s) never scaled out", sp.WithoutScaleOut)
-			}
-		}
-		fmt.Fprintf(b, "  first scale-out        %s\n", first)
-		fmt.Fprintf(b, "  peak instances         %d to %d\n", sp.PeakInstancesMin, sp.PeakInstancesMax)
-		fmt.Fprintf(b, "  runs with a violation  %d of %d\n", sp.ViolationRuns, sp.Runs)
-	}
-	fmt.Fprintln(b, "\nTOTALS")
-	fmt.Fprintf(b, "  SLO-violation minutes  %d of %d\n", r.ViolationMinutes, len(r.Minutes))
-	fmt.Fprintf(b, "  flaps                  %d (a scale-in followed by a scale-out within T_plan)\n", len(r.Flaps))
-	fmt.Fprintf(b, "  requests shed (503)    %.0f of %.0f (%s%%)\n", r.Shed, r.Offered, simRound(100*r.Shed/math.Max(r.Offered, 1)))
-	fmt.Fprintf(b, "  instance-hours         %s (peak %d instances)\n", simRound(r.InstanceHours), r.PeakInstances)
-	fmt.Fprintf(b, "  cost                   %s\n", simUSD(r.Cost))
-	if r.Worst != nil {
-		fmt.Fprintf(b, "  worst minute           %s: %s\n", simClock(float64(r.Worst.Minute*60)), r.Worst.Why)
-	}
-	fmt.Fprintln(b, "\nCOMPARISON (same trace)")
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  configuration\tfleet\tviolation min\tflaps\tshed\tinstance-hours\tcost\tholds\thow sized")
-	for i, c := range rep.Comparison {
-		meets := "no"
-		if c.MeetsSLO {
-			meets = "yes"
-		}
-		if i == rep.Cheapest {
-			meets += " (cheapest)"
-		}
-		fmt.Fprintf(tw, "  %s\t%d-%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\n", c.Name, c.MinInstances, c.MaxInstances, c.ViolationMinutes, c.Flaps, c.Shed,
-			simRound(c.InstanceHours), simUSD(c.Cost), meets, c.Note)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if rep.OracleRatio > 0 && r.Holds() {
-		fmt.Fprintf(b, "\noracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)\n", simRound(rep.OracleRatio))
-	}
-	if rep.Cheapest >= 0 {
-		c := rep.Comparison[rep.Cheapest]
-		fmt.Fprintf(b, "\nRESULT  the cheapest configuration that meets the SLO on this trace: %s, %s\n", c.Name, simUSD(c.Cost))
-	} else {
-		fmt.Fprintln(b, "\nRESULT  no configuration compared meets the SLO on this trace: raise the fleet maximum, measure a faster instance, or lower the load")
-	}
-	if !rep.Measured {
-		fmt.Fprintln(b, "These numbers are NOT MEASURED: they come from --what-if assumptions.")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func simRound(v float64) string { return capacity.FormatNumber(math.Round(v*100) / 100) }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -143,15 +141,11 @@ func (o *thawOpts) Validate(errs ...error) error {
 func (o *thawOpts) Execute(ctx context.Context) error {
 	var bounds *cloud.Bounds
 	if o.model != nil {
-		exp := expect(ctx, *o.model, o.planPath, o.containerDir, o.env.Local)
+		exp := cloud.Expect(ctx, *o.model, o.planPath, o.containerDir, o.env.Local)
 		if ctx.Err() != nil {
 			return interrupted(ctx, errors.New("thaw stopped while the gate checked the plan: nothing was changed"))
 		}
-		if exp.spec != nil {
-			bounds = &cloud.Bounds{Min: int32(exp.spec.MinInstances), Max: int32(exp.spec.MaxInstances), Source: "the plan " + o.planPath}
-		} else {
-			bounds = &cloud.Bounds{Min: int32(o.model.Scaling.MinInstances), Max: int32(o.model.Scaling.MaxInstances), Source: "the catalog (" + o.model.ID + ")"}
-		}
+		bounds = exp.Bounds(*o.model)
 	}
 	cfg, err := o.env.Config(ctx)
 	if err != nil {
@@ -160,11 +154,7 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 	res, err := cloud.Thaw(ctx, measure.ClientsFor(o.clients, cfg).Freeze(), cloud.ThawOptions{
 		JournalDir: o.jdir, Endpoint: o.endpoint, Variant: models.VariantName, Bounds: bounds, Desired: o.desired, Force: o.force,
 	})
-	render := renderThaw
-	if o.format == cliflags.FormatJSON {
-		render = renderThawJSON
-	}
-	if rerr := render(o.stdout, o.endpoint, res, err); rerr != nil && err == nil {
+	if rerr := cloud.RenderThaw(o.stdout, o.format, o.endpoint, res, err); rerr != nil && err == nil {
 		err = fmt.Errorf("write the result: %w", rerr)
 	}
 	if errors.Is(err, cloud.ErrJournalInvalid) {
@@ -182,57 +172,4 @@ func (o *thawOpts) Execute(ctx context.Context) error {
 		fmt.Fprintf(o.stdout, "  removed the temporary file %s (%d bytes) a killed run left\n", f.Path, f.Size)
 	}
 	return err
-}
-
-// renderThaw says where the state came from, each change, each note, and "nothing changed" when nothing did.
-// A thaw that stopped on an error (failed) changed nothing it knows of, but it cannot say the endpoint is as it
-// should be: it says so instead, and the error follows on stderr.
-func renderThaw(w io.Writer, endpoint string, res cloud.ThawResult, failed error) error {
-	var b strings.Builder
-	if res.Journal != nil {
-		fmt.Fprintf(&b, "thaw %s: restoring from the journal %s (run %s, pid %d)\n", endpoint, res.JournalPath, res.Journal.RunID, res.Journal.PID)
-	} else {
-		fmt.Fprintf(&b, "thaw %s: no journal at %s\n", endpoint, res.JournalPath)
-	}
-	for _, c := range res.Changes {
-		fmt.Fprintf(&b, "  changed: %s\n", c)
-	}
-	for _, n := range res.Notes {
-		fmt.Fprintf(&b, "  note: %s\n", n)
-	}
-	if res.JournalRemoved {
-		fmt.Fprintf(&b, "  removed the journal %s\n", res.JournalPath)
-	}
-	switch {
-	case len(res.Changes) == 0 && failed != nil:
-		fmt.Fprintf(&b, "nothing changed on %s before the thaw stopped on an error (below): its state is unknown\n", endpoint)
-	case len(res.Changes) == 0:
-		fmt.Fprintf(&b, "nothing changed: %s already is as it should be\n", endpoint)
-	case failed != nil:
-		fmt.Fprintf(&b, "the thaw stopped on an error (below) after the changes above: run tts-bench thaw again\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// renderThawJSON is renderThaw for machines: one JSON object with the endpoint, the journal restored from (null
-// when there was none), each change and note, whether the journal was removed, and the error that stopped the
-// thaw ("" when none; the error also goes to stderr and sets the exit code).
-func renderThawJSON(w io.Writer, endpoint string, res cloud.ThawResult, failed error) error {
-	out := struct {
-		Endpoint       string         `json:"endpoint"`
-		JournalPath    string         `json:"journal_path"`
-		Journal        *cloud.Journal `json:"journal"`
-		Changes        []string       `json:"changes"`
-		Notes          []string       `json:"notes"`
-		JournalRemoved bool           `json:"journal_removed"`
-		Error          string         `json:"error"`
-	}{Endpoint: endpoint, JournalPath: res.JournalPath, Journal: res.Journal, Changes: append([]string{}, res.Changes...),
-		Notes: append([]string{}, res.Notes...), JournalRemoved: res.JournalRemoved}
-	if failed != nil {
-		out.Error = failed.Error()
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }

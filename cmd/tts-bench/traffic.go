@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -24,7 +23,6 @@ import (
 	"github.com/speech-infra/speech-infra/internal/cliflags"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
 	"github.com/speech-infra/speech-infra/models"
-	"github.com/speech-infra/speech-infra/simulate"
 	"github.com/speech-infra/speech-infra/traffic"
 )
 
@@ -175,7 +173,7 @@ func (o *trafficImportOpts) Validate() error {
 	}
 	if o.output == "" {
 		bad("--output is required: where to write the request trace, e.g. --output day.csv")
-	} else if err := trafficWritable(o.output); err != nil {
+	} else if err := atomicfile.Writable(o.output); err != nil {
 		bad("--output %s: %v: give a path in a directory you can write", o.output, err)
 	} else if o.input != "" && o.input != "-" && samePath(o.input, o.output) {
 		bad("--output %s is the log itself: write the trace to another file", o.output)
@@ -192,58 +190,16 @@ func (o *trafficImportOpts) Validate() error {
 
 // Execute imports the log and writes the trace atomically.
 func (o *trafficImportOpts) Execute(ctx context.Context) error {
-	var in io.Reader = o.stdin
-	name := "stdin"
-	if o.input != "-" {
-		f, err := os.Open(o.input)
-		if err != nil {
-			return exitcode.Usagef("%s: %w", o.input, err)
-		}
-		defer f.Close()
-		in, name = f, o.input
-	}
-	dir := filepath.Dir(o.output)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	out, err := atomicfile.Create(o.output, 0o644)
-	if err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	defer out.Discard()
-	res, err := traffic.Import(ctx, in, out, traffic.ImportOptions{Name: name, Format: o.format, TimeColumn: o.column, TimeFormat: o.timeFormat,
-		SkipBad: o.skipBad, Scale: o.scale, TimeScale: o.timeScale, TempDir: dir})
+	opts := traffic.ImportOptions{Format: o.format, TimeColumn: o.column, TimeFormat: o.timeFormat, SkipBad: o.skipBad, Scale: o.scale, TimeScale: o.timeScale}
+	res, err := traffic.ImportFile(ctx, o.input, o.stdin, o.output, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(ctx, fmt.Errorf("traffic import: stopped, nothing written: %w", err))
 		}
 		return exitcode.Usage(err)
 	}
-	if err := out.Commit(); err != nil {
-		return exitcode.Usagef("--output %s: %w", o.output, err)
-	}
-	w := o.stdout
-	fmt.Fprintf(w, "imported %d requests from %s (column %q, time format %s", res.Requests, name, o.column, res.TimeFormat)
-	if res.TimeFormat == traffic.TimeSQL {
-		fmt.Fprint(w, ": a time without a zone is UTC")
-	}
-	fmt.Fprintln(w, ")")
-	order := "already in time order"
-	if !res.Sorted {
-		order = "sorted: the log was out of time order"
-	}
-	fmt.Fprintf(w, "  %d rows read, %d skipped as bad; %s\n", res.Rows, res.Skipped, order)
-	fmt.Fprintf(w, "  first request %s, last %s: the trace lasts %s\n", res.First.Format(time.RFC3339Nano), res.Last.Format(time.RFC3339Nano), res.Duration(o.timeScale))
-	if o.scale != 1 || o.timeScale != 1 {
-		fmt.Fprintf(w, "  scale %s (rate), time scale %s (time compressed)\n", strconv.FormatFloat(o.scale, 'g', -1, 64), strconv.FormatFloat(o.timeScale, 'g', -1, 64))
-	}
-	for _, b := range res.Bad {
-		fmt.Fprintf(w, "  skipped %s\n", b)
-	}
-	if int64(len(res.Bad)) < res.Skipped {
-		fmt.Fprintf(w, "  (and %d more skipped)\n", res.Skipped-int64(len(res.Bad)))
-	}
-	fmt.Fprintf(w, "wrote the request trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
+	res.WriteSummary(o.stdout, o.column, o.scale, o.timeScale)
+	fmt.Fprintf(o.stdout, "wrote the request trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
 	return nil
 }
 
@@ -330,7 +286,7 @@ func (o *trafficDescribeOpts) Validate() error {
 		bad("--t-plan %s: want whole seconds from 10s to 24h (T_total + detection buffer), e.g. --t-plan 80s", o.tPlan)
 	}
 	if o.chart != "" {
-		if err := trafficWritable(o.chart); err != nil {
+		if err := atomicfile.Writable(o.chart); err != nil {
 			bad("--chart %s: %v: give a path in a directory you can write", o.chart, err)
 		}
 	}
@@ -361,92 +317,7 @@ func (o *trafficDescribeOpts) Execute(ctx context.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(d)
 	}
-	return writeTrafficDescription(o.stdout, d)
-}
-
-// writeTrafficDescription prints a description for people.
-func writeTrafficDescription(out io.Writer, d traffic.Description) error {
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	num := func(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
-	at := func(sec int) string {
-		s := (time.Duration(sec) * time.Second).String()
-		if d.Start != "" {
-			if t, err := time.Parse(time.RFC3339Nano, d.Start); err == nil {
-				s += " (" + t.Add(time.Duration(sec)*time.Second).Format(time.RFC3339) + ")"
-			}
-		}
-		return s
-	}
-	kind := "request trace (every request's time)"
-	if d.Kind == traffic.KindRate {
-		kind = fmt.Sprintf("rate trace, step %s", time.Duration(d.StepS*float64(time.Second)))
-	}
-	fmt.Fprintf(w, "trace\t%s: %s\n", d.Name, kind)
-	start := "not given (seconds since the start)"
-	if d.Start != "" {
-		start = d.Start
-	}
-	fmt.Fprintf(w, "start\t%s\n", start)
-	fmt.Fprintf(w, "duration\t%s, %s requests\n", time.Duration(d.DurationS*float64(time.Second)), num(d.Requests))
-	fmt.Fprintf(w, "mean rate\t%s rps\n", num(d.MeanRPS))
-	for _, p := range []struct {
-		name string
-		p    *traffic.Peak
-	}{{"peak at 1 s", d.Peak1s}, {"peak at 10 s", d.Peak10s}, {"peak at 1 min", d.Peak1m}} {
-		if p.p == nil {
-			fmt.Fprintf(w, "%s\tthe trace is shorter than the window\n", p.name)
-			continue
-		}
-		fmt.Fprintf(w, "%s\t%s rps from %s\n", p.name, num(p.p.RPS), at(p.p.AtS))
-	}
-	if s := d.Surge; s != nil {
-		var qs []string
-		for _, q := range traffic.SurgeQuantiles {
-			name := fmt.Sprintf("p%g", math.Round(q*1000)/10)
-			qs = append(qs, name+" "+num(s.Quantiles[name]))
-		}
-		fmt.Fprintf(w, "surge ratio at T_plan %s\t%s; max %s (start minute %s)\n", time.Duration(s.TPlanS*float64(time.Second)), strings.Join(qs, ", "), num(s.Max), at(s.MaxAtS))
-		fmt.Fprintf(w, "\tover %d start minutes", s.StartMinutes)
-		if s.LeftOut > 0 {
-			fmt.Fprintf(w, "; %d left out (the minute before had no request)", s.LeftOut)
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintf(w, "surge ratio\tnone: %s\n", d.SurgeTooShort)
-	}
-	if b := d.Burst; b != nil {
-		fmt.Fprintf(w, "burst factor\t%s (10-s peak %s rps ÷ %s rps, the mean of the 5 minutes from %s)\n", num(b.Factor), num(b.Peak10sRPS), num(b.MeanRPS), at(b.WindowAtS))
-	} else {
-		fmt.Fprintf(w, "burst factor\tnone: %s\n", d.BurstNone)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if d.Daily.MeanRPS == nil {
-		fmt.Fprintf(out, "daily profile: too short: %s\n", d.Daily.TooShort)
-	} else {
-		fmt.Fprintln(out, "daily profile (mean rps per hour of day, UTC):")
-		for h := 0; h < 24; h += 6 {
-			var cells []string
-			for k := h; k < h+6; k++ {
-				cells = append(cells, fmt.Sprintf("%02d:00 %8s", k, num(d.Daily.MeanRPS[k])))
-			}
-			fmt.Fprintf(out, "  %s\n", strings.Join(cells, "   "))
-		}
-	}
-	if d.Weekly.MeanRPS == nil {
-		fmt.Fprintf(out, "weekly profile: too short: %s\n", d.Weekly.TooShort)
-	} else {
-		var cells []string
-		for i, name := range []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"} {
-			cells = append(cells, name+" "+num(d.Weekly.MeanRPS[i]))
-		}
-		fmt.Fprintf(out, "weekly profile (mean rps per weekday, UTC): %s\n", strings.Join(cells, ", "))
-	}
-	for _, n := range d.Notes {
-		fmt.Fprintf(out, "note: %s\n", n)
-	}
-	return nil
+	return d.WriteText(o.stdout)
 }
 
 const trafficFetchDescription = `fetch reads an endpoint's request history from CloudWatch and writes it as a rate trace ("timestamp,rps",
@@ -519,7 +390,7 @@ func (o *trafficFetchOpts) Validate() error {
 	if o.variant == "" {
 		bad("--variant is empty: give the production variant (default %s)", models.VariantName)
 	}
-	since, err := parseSince(o.sinceText)
+	since, err := traffic.ParseSince(o.sinceText)
 	if err != nil {
 		bad("--since %q: %v: give a duration such as 14d, 36h or 90m", o.sinceText, err)
 	} else if since < traffic.MinutePeriod || since > traffic.MaxHistory {
@@ -528,7 +399,7 @@ func (o *trafficFetchOpts) Validate() error {
 	o.since = since
 	if o.output == "" {
 		bad("--output is required: where to write the rate trace, e.g. --output history.csv")
-	} else if err := trafficWritable(o.output); err != nil {
+	} else if err := atomicfile.Writable(o.output); err != nil {
 		bad("--output %s: %v: give a path in a directory you can write", o.output, err)
 	}
 	if err := cliflags.CheckFormat(o.format); err != nil {
@@ -536,34 +407,6 @@ func (o *trafficFetchOpts) Validate() error {
 	}
 	errs = append(errs, o.env.Validate()...)
 	return exitcode.Usage(errors.Join(errs...))
-}
-
-// fetchSummary is what traffic fetch --format json prints.
-type fetchSummary struct {
-	Endpoint string `json:"endpoint"`
-	Variant  string `json:"variant"`
-	// Where is what was read: "AWS (us-east-1)" or "the local emulator at http://...".
-	Where string `json:"where"`
-	Start string `json:"start"`
-	End   string `json:"end"`
-	// HighResFrom is where the 10-s periods start, "" when the trace is at 1-minute periods throughout.
-	HighResFrom string  `json:"high_res_from,omitempty"`
-	Resolution  string  `json:"resolution"`
-	Periods     int     `json:"periods"`
-	Requests    float64 `json:"requests"`
-	Output      string  `json:"output"`
-}
-
-// parseSince reads a duration that may be in days (14d, 1.5d) or anything time.ParseDuration reads.
-func parseSince(s string) (time.Duration, error) {
-	if days, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
-		v, err := strconv.ParseFloat(days, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1000 {
-			return 0, errors.New("not a number of days")
-		}
-		return time.Duration(v * float64(24*time.Hour)), nil
-	}
-	return time.ParseDuration(s)
 }
 
 func (o *trafficFetchOpts) Execute(ctx context.Context) error {
@@ -574,14 +417,11 @@ func (o *trafficFetchOpts) Execute(ctx context.Context) error {
 	cw := cloud.NewClients(cfg).CloudWatch
 	read := func(ctx context.Context, start, end time.Time, period time.Duration) ([]traffic.Datapoint, error) {
 		points, err := cloud.ReadInvocations(ctx, cw, o.endpoint, o.variant, start, end, period)
-		if err != nil {
-			return nil, err
-		}
 		out := make([]traffic.Datapoint, len(points))
 		for i, p := range points {
-			out[i] = traffic.Datapoint{Time: p.Time, Value: p.Value}
+			out[i] = traffic.Datapoint(p)
 		}
-		return out, nil
+		return out, err
 	}
 	h, err := traffic.Fetch(ctx, read, o.now(), o.since)
 	if err != nil {
@@ -595,60 +435,22 @@ func (o *trafficFetchOpts) Execute(ctx context.Context) error {
 			o.endpoint, o.variant, awsenv.Where(o.env, cfg), h.Start.Format(time.RFC3339), h.End.Format(time.RFC3339))
 	}
 	about := fmt.Sprintf("rate trace from CloudWatch: %s %s Sum, EndpointName=%s, VariantName=%s, on %s", capacity.MetricNamespace, cloud.InvocationsMetric, o.endpoint, o.variant, awsenv.Where(o.env, cfg))
-	var buf strings.Builder
-	if err := h.WriteCSV(&buf, about); err != nil {
-		return err
+	data, err := h.Encode(o.output, about)
+	if err != nil {
+		return fmt.Errorf("traffic fetch: %w", err)
 	}
-	// The trace must read back as one: the same parser simulate uses.
-	if _, err := simulate.ParseCSV(o.output, strings.NewReader(buf.String())); err != nil {
-		return fmt.Errorf("traffic fetch: the trace does not read back: %w", err)
-	}
-	if err := capacity.WriteFileAtomic(o.output, []byte(buf.String())); err != nil {
+	if err := capacity.WriteFileAtomic(o.output, data); err != nil {
 		return exitcode.Usagef("--output %s: %w", o.output, err)
 	}
 	if o.format == cliflags.FormatJSON {
-		sum := fetchSummary{Endpoint: o.endpoint, Variant: o.variant, Where: awsenv.Where(o.env, cfg), Start: h.Start.Format(time.RFC3339),
-			End: h.End.Format(time.RFC3339Nano), Resolution: h.Resolution(), Periods: len(h.Periods), Requests: h.Requests, Output: o.output}
-		if !h.HighResFrom.IsZero() {
-			sum.HighResFrom = h.HighResFrom.Format(time.RFC3339)
-		}
 		enc := json.NewEncoder(o.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+		return enc.Encode(h.Summary(o.endpoint, o.variant, awsenv.Where(o.env, cfg), o.output))
 	}
 	fmt.Fprintf(o.stdout, "fetched %s requests to %s/%s from %s\n", strconv.FormatFloat(h.Requests, 'f', -1, 64), o.endpoint, o.variant, awsenv.Where(o.env, cfg))
 	fmt.Fprintf(o.stdout, "  %s: %d rows\n", h.Resolution(), len(h.Periods))
 	fmt.Fprintf(o.stdout, "wrote the rate trace to %s: describe it with tts-bench traffic describe %s\n", o.output, o.output)
 	return nil
-}
-
-// trafficWritable says why path cannot be written as a file: it is a directory, or its nearest existing
-// directory is not writable. A directory that does not exist yet is created at the write.
-func trafficWritable(path string) error {
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return fmt.Errorf("%s is a directory", path)
-	}
-	dir := filepath.Dir(path)
-	for {
-		info, err := os.Stat(dir)
-		if err == nil {
-			if !info.IsDir() {
-				return fmt.Errorf("%s is not a directory", dir)
-			}
-			f, err := os.CreateTemp(dir, ".tts-bench-write-check-*")
-			if err != nil {
-				return fmt.Errorf("cannot write in %s", dir)
-			}
-			f.Close()
-			os.Remove(f.Name())
-			return nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return err
-		}
-		dir = parent
-	}
 }
 
 // samePath says whether a and b name the same file (both existing), or the same path.

@@ -267,7 +267,7 @@ func TestTrafficFetchLocal(t *testing.T) {
 		}
 	}
 	stdout, stderr, code = runCLI(t, "traffic", "fetch", "--local", "--state-dir", e.StateDir, "--endpoint", name, "--since", "10m", "--output", out, "--format", "json")
-	var sum fetchSummary
+	var sum traffic.FetchSummary
 	if code != 0 || json.Unmarshal([]byte(stdout), &sum) != nil || sum.Requests != sent || sum.HighResFrom != "" || sum.Periods < 10 || sum.Output != out {
 		t.Errorf("fetch --format json: exit %d, %+v\n%s%s", code, sum, stdout, stderr)
 	}

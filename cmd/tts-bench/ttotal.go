@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -212,7 +208,9 @@ func (o *ttotalOpts) Validate() error {
 		o.QMaxPath = capacity.DefaultQMaxPath(m.ID)
 	}
 	if modelKnown {
-		errs = append(errs, o.checkQMax()...)
+		var qerrs []error
+		o.baselineP95Ms, qerrs = o.LoadQMax()
+		errs = append(errs, qerrs...)
 	}
 	if o.Output == "" && modelKnown {
 		o.Output = capacity.DefaultTTotalPath(m.ID)
@@ -238,121 +236,23 @@ func (o *ttotalOpts) Validate() error {
 	return exitcode.Usage(errors.Join(errs...))
 }
 
-// checkQMax loads and verifies the qmax artifact, refuses one for another model, endpoint or transport, and
-// derives the recovery threshold from its curve at the probe concurrency.
-func (o *ttotalOpts) checkQMax() []error {
-	q, err := capacity.LoadQMax(o.QMaxPath)
-	if err != nil {
-		return []error{fmt.Errorf("--qmax: %w: measure it with tts-bench qmax --model %s", err, o.Model.ID)}
-	}
-	var errs []error
-	if v := q.Verify(); len(v) > 0 {
-		return []error{fmt.Errorf("--qmax %s: not a valid qmax artifact: %w: re-run tts-bench qmax", o.QMaxPath, errors.Join(v...))}
-	}
-	if q.DryRun {
-		errs = append(errs, fmt.Errorf("--qmax %s: is a dry run: measure Q_max first (tts-bench qmax without --dry-run)", o.QMaxPath))
-	}
-	if q.Model != o.Model.ID {
-		errs = append(errs, fmt.Errorf("--qmax %s: is for model %s, not %s: pass the %s artifact or --model %s", o.QMaxPath, q.Model, o.Model.ID, o.Model.ID, q.Model))
-	}
-	if q.Endpoint != o.Model.EndpointName() {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured on %s, not the endpoint %s: measure Q_max on the endpoint ttotal scales (tts-bench qmax --model %s)", o.QMaxPath, q.Endpoint, o.Model.EndpointName(), o.Model.ID))
-	}
-	if q.Transport != o.Transport {
-		errs = append(errs, fmt.Errorf("--qmax %s: was measured over %s, but ttotal probes over %s: the recovery threshold must come from the same transport: re-run tts-bench qmax --transport %s", o.QMaxPath, q.Transport, o.Transport, o.Transport))
-	}
-	if !o.ProbeSet {
-		c, basis, ok := measure.DefaultProbe(q)
-		if !ok {
-			errs = append(errs, fmt.Errorf("--qmax %s: no usable step has a p95 TTFAB above the SLO %d ms, so the default probe cannot put the fleet past Q_max: extend the staircase past Q_max (tts-bench qmax --max-concurrency) or pass --probe-concurrency", o.QMaxPath, q.SLOTTFABMs))
-		}
-		o.ProbeConcurrency, o.ProbePerInstance, o.ProbeBasis = c, c, basis
-	}
-	p95, ok := measure.QMaxP95At(q, o.ProbeConcurrency)
-	if !ok && o.ProbeConcurrency > 0 {
-		lo, hi := measure.QMaxRange(q)
-		errs = append(errs, fmt.Errorf("--probe-concurrency %d: the qmax curve of %s covers concurrency %d to %d only: choose a probe concurrency inside it", o.ProbeConcurrency, o.QMaxPath, lo, hi))
-	}
-	if len(errs) > 0 {
-		return errs
-	}
-	digest, err := capacity.FileDigest(o.QMaxPath)
-	if err != nil {
-		return []error{fmt.Errorf("--qmax: %w", err)}
-	}
-	o.QMax, o.QMaxSHA256, o.baselineP95Ms = q, digest, p95
-	return nil
-}
-
 // resolveOutputs derives the chart path from --output and checks both can be written.
 func (o *ttotalOpts) resolveOutputs() []error {
-	base := filepath.Base(o.Output)
-	if !strings.HasSuffix(base, ".json") || base == ".json" {
-		return []error{fmt.Errorf("--output %s: want a file name ending in .json, e.g. artifacts/<model>/ttotal.json", o.Output)}
-	}
-	o.ChartPath = strings.TrimSuffix(o.Output, ".json") + ".svg"
-	var errs []error
-	for _, p := range []string{o.Output, o.ChartPath} {
-		if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-			errs = append(errs, fmt.Errorf("--output: %s exists and is not a regular file: remove it or choose another --output", p))
-		}
-	}
-	if fi, err := os.Stat(filepath.Dir(o.Output)); err == nil && !fi.IsDir() {
-		errs = append(errs, fmt.Errorf("--output %s: %s is not a directory: choose another --output", o.Output, filepath.Dir(o.Output)))
+	paths, errs := artifactOutputs(o.Output, "artifacts/<model>/ttotal.json", ".svg")
+	if paths != nil {
+		o.ChartPath = paths[0]
 	}
 	return errs
-}
-
-// printPlan prints what a run would do, without doing any of it (--dry-run).
-func (o *ttotalOpts) printPlan(w io.Writer) error {
-	var b strings.Builder
-	ep := o.Model.EndpointName()
-	fmt.Fprintf(&b, "ttotal %s, DRY RUN: no AWS call is made and nothing is written.\n\n", o.Model.ID)
-	row := func(k, format string, args ...any) { fmt.Fprintf(&b, "  %-15s %s\n", k, fmt.Sprintf(format, args...)) }
-	where := "AWS (standard credential chain)"
-	if o.aws.Local {
-		where = "the local emulator of " + o.aws.StateDir + " (--local)"
-	}
-	row("target", "endpoint %s, variant %s, transport %s, on %s", ep, models.VariantName, o.Transport, where)
-	row("qmax", "%s (%s): p95 TTFAB %.1f ms at concurrency %d; SLO %d ms", o.QMaxPath, o.QMaxSHA256, o.baselineP95Ms, o.ProbeConcurrency, o.QMax.SLOTTFABMs)
-	if o.ProbeSet {
-		row("probe", "%d requests in flight (closed loop, --probe-concurrency), warm-up %s", o.ProbeConcurrency, o.Warmup)
-	} else {
-		row("probe", "N × %d requests in flight (closed loop; N the instances the endpoint runs, read at the start; %d with one), warm-up %s", o.ProbePerInstance, o.ProbePerInstance, o.Warmup)
-		row("", "%s", o.ProbeBasis)
-	}
-	after, _ := measure.QMaxP95AtF(o.QMax, float64((o.ProbeConcurrency+1)/2))
-	row("recovered", "once the new instance has served: p95 TTFAB of the requests sent after in_service over the last %s (at least %d) ≤ min(SLO %d ms, the qmax curve's p95 on the busiest instance after the scale-out × this run's slowdown before it × %g); with one instance before it and no slowdown %.1f ms",
-		o.Window, o.MinSamples, o.QMax.SLOTTFABMs, o.Tolerance, min(float64(o.QMax.SLOTTFABMs), after*o.Tolerance))
-	row("", "at most %d windows (%s) after the new instance served and the endpoint was InService, then the artifact is written with the stages reached (exit 1)", o.RecoveryWindows, time.Duration(o.RecoveryWindows)*o.Window)
-	row("polling", "every %s; every %s once in_service is near (ready or ActivatingTraffic); ThrottlingException backs off, recorded", o.Poll, min(o.Poll, o.FinePoll))
-	row("estimate", "%s warm-up + T_total (minutes on AWS: about 260 s for Kokoro on ml.g5.xlarge; seconds on the emulator without a timing profile), at most %s (--max-wait), then the restore removes the instance again", o.Warmup, o.MaxWait)
-	row("", "at most %s before the restore", o.Warmup+o.MaxWait)
-	row("outputs", "%s, %s (each atomically), the stage table on stdout", o.Output, o.ChartPath)
-	b.WriteString("\nControl-plane actions, in order:\n")
-	rid := capacity.ResourceID(ep, models.VariantName)
-	journal, _ := cloud.JournalPath(o.JournalDir, ep)
-	acts := []string{
-		fmt.Sprintf("drift (read only): DescribeEndpoint %s; DescribeScalableTargets and DescribeScalingPolicies %s; DescribeAlarms; journals in %s: refuse on an error-level finding%s", ep, rid, o.JournalDir, map[bool]string{true: " (--force: warn only)", false: " unless --force"}[o.Force]),
-		fmt.Sprintf("DescribeEndpoint %s: refuse unless InService; read the desired instance count N", ep),
-		fmt.Sprintf("DescribeLogStreams /aws/sagemaker/Endpoints/%s prefix %s/: the instances' streams before the scale-out", ep, models.VariantName),
-		fmt.Sprintf("write the journal %s (N, min/max capacity, SuspendedState), then RegisterScalableTarget %s with MinCapacity=MaxCapacity=N and all scaling suspended (only when a target is registered)", journal, rid),
-		fmt.Sprintf("probe: InvokeEndpointWithResponseStream %s, %s requests in flight (one SDK client per worker) until the end; each response's CustomAttributes names its instance", ep, map[bool]string{true: fmt.Sprint(o.ProbeConcurrency), false: fmt.Sprintf("N × %d", o.ProbePerInstance)}[o.ProbeSet]),
-		fmt.Sprintf("after the warm-up: UpdateEndpointWeightsAndCapacities %s %s DesiredInstanceCount=N+1 (desired_set)", ep, models.VariantName),
-		fmt.Sprintf("every %s (%s once in_service is near): DescribeEndpoint %s (VariantStatus, InService with N+1 instances); DescribeLogStreams and GetLogEvents for the new stream %s/<instance>", o.Poll, min(o.Poll, o.FinePoll), ep, models.VariantName),
-		fmt.Sprintf("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, put the target back, UpdateEndpointWeightsAndCapacities back to N and wait for InService, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", ep),
-	}
-	for i, a := range acts {
-		fmt.Fprintf(&b, "  %d. %s\n", i+1, a)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // Execute runs the measurement Validate prepared (or prints its plan with --dry-run).
 func (o *ttotalOpts) Execute(ctx context.Context) error {
 	if o.dryRun {
-		return o.printPlan(o.Stdout)
+		where := "AWS (standard credential chain)"
+		if o.aws.Local {
+			where = "the local emulator of " + o.aws.StateDir + " (--local)"
+		}
+		return o.DryRun(o.Stdout, where, o.baselineP95Ms)
 	}
 	return o.TTotal.Run(ctx)
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
@@ -86,7 +84,7 @@ func (o *validateOpts) Validate() error {
 	if o.model, err = lookupModel(cat, o.modelID); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkFormat(o.format); err != nil {
+	if err := cliflags.CheckFormat(o.format); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, o.env.Validate()...)
@@ -134,46 +132,11 @@ func (o *validateOpts) Execute(ctx context.Context) error {
 		return fmt.Errorf("validate %s on %s: %w", spec.Endpoint, awsenv.Where(o.env, cfg), err)
 	}
 	checks = append(env, checks...)
-	if o.format == "json" {
-		err = renderValidateJSON(o.stdout, spec.Endpoint, o.planPath, checks)
-	} else {
-		err = renderValidateTable(o.stdout, spec.Endpoint, o.planPath, checks)
-	}
-	if err != nil {
+	if err := cloud.RenderValidation(o.stdout, o.format, spec.Endpoint, o.planPath, checks); err != nil {
 		return fmt.Errorf("write the checks: %w", err)
 	}
 	if n := cloud.Failed(checks); n > 0 {
 		return exitcode.CheckFailedf("validate: %d of %d checks failed on %s: deploy the plan again (speech-infra deploy %s) or plan again", n, len(checks), spec.Endpoint, o.model.ID)
 	}
 	return nil
-}
-
-func renderValidateJSON(w io.Writer, endpoint, plan string, checks []cloud.Check) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Endpoint string        `json:"endpoint"`
-		Plan     string        `json:"plan"`
-		Pass     bool          `json:"pass"`
-		Failed   int           `json:"failed"`
-		Checks   []cloud.Check `json:"checks"`
-	}{endpoint, plan, cloud.Failed(checks) == 0, cloud.Failed(checks), checks})
-}
-
-func renderValidateTable(w io.Writer, endpoint, plan string, checks []cloud.Check) error {
-	fmt.Fprintf(w, "validate %s against %s\n", endpoint, plan)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESULT\tRESOURCE\tCHECK\tPLANNED\tDEPLOYED")
-	for _, c := range checks {
-		r := "pass"
-		if !c.Pass {
-			r = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r, c.Subject, c.Name, c.Planned, c.Deployed)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%d of %d checks passed\n", len(checks)-cloud.Failed(checks), len(checks))
-	return err
 }

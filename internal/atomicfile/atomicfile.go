@@ -182,3 +182,55 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// Writable says, as an error, why an atomic write of path (a temporary file beside it, renamed over it) would
+// fail: path is a directory, a directory on its way is a file, or no file can be created in the nearest
+// directory that exists (the write creates the missing ones below it). It probes with a temporary file that
+// it removes, and creates no directory. Commands call it before long work, so that the work does not end
+// unable to write its result.
+func Writable(path string) error {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	for {
+		info, err := os.Stat(dir)
+		if err == nil {
+			if !info.IsDir() {
+				return fmt.Errorf("%s is not a directory", dir)
+			}
+			break
+		}
+		// Missing, or below a file: the parent says which.
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || parent == dir {
+			return err
+		}
+		dir = parent
+	}
+	return probe(dir)
+}
+
+// MkdirWritable creates dir (and its parents) when missing and checks that a file can be created in it, with
+// a temporary file it removes: a long run checks so before it starts, so that it does not end unable to write.
+func MkdirWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return probe(dir)
+}
+
+// probe creates a temporary file in dir and removes it. Its error names dir and why, not the probe's name.
+func probe(dir string) error {
+	f, err := os.CreateTemp(dir, ".atomicfile-probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write in %s: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}

@@ -263,3 +263,27 @@ func usageError(appName string, path []string, flags []cli.Flag, err error) erro
 	}
 	return exitcode.Usagef("%w: see %s", err, help)
 }
+
+// HelpWidth is the width WrapHelp fills a help paragraph to.
+const HelpWidth = 108
+
+// WrapHelp breaks a paragraph of a command's help into lines of at most HelpWidth runes, between words.
+func WrapHelp(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		l := len([]rune(w))
+		switch {
+		case n == 0:
+		case n+1+l > HelpWidth:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += l
+	}
+	return b.String()
+}

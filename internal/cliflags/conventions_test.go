@@ -144,3 +144,16 @@ func TestConventionsHelpCommand(t *testing.T) {
 		}
 	}
 }
+
+// WrapHelp fills lines up to HelpWidth runes between words, counting runes, not bytes.
+func TestWrapHelp(t *testing.T) {
+	word := strings.Repeat("é", 50)
+	got := WrapHelp(word + " " + word + " " + word + "  x")
+	want := word + " " + word + "\n" + word + " x"
+	if got != want {
+		t.Errorf("WrapHelp = %q, want %q", got, want)
+	}
+	if WrapHelp("") != "" {
+		t.Error("an empty paragraph is not empty")
+	}
+}
