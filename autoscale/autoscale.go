@@ -461,7 +461,14 @@ func propose(in Input, i int, p Policy, a Alarm) (proposal, bool) {
 			want = applyAdjustment(base, adj, st)
 		}
 		pr.want = want
-		pr.reason = fmt.Sprintf("the metric %s breaches the threshold %s by %s: step adjustment %s %d gives %d", num(m), num(a.Threshold), num(m-a.Threshold), st.AdjustmentType, adj, want)
+		side := "at"
+		switch {
+		case m > a.Threshold:
+			side = "above"
+		case m < a.Threshold:
+			side = "below"
+		}
+		pr.reason = fmt.Sprintf("the metric %s is %s the threshold %s: step adjustment %s %d gives %d", num(m), side, num(a.Threshold), st.AdjustmentType, adj, want)
 		if pr.out {
 			return outOutcome(pr, cur, outCool, st.Cooldown)
 		}

@@ -5,7 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/speech-infra/speech-infra/internal/textwidth"
 )
 
 // RenderPlan prints p in format: the artifact's JSON ("json"), or the table for humans (docs/design.md,
@@ -22,18 +23,25 @@ func RenderPlan(w io.Writer, format string, p *Plan) error {
 	return writePlanTable(w, p)
 }
 
-// writePlanTable prints the plan for humans: inputs, derived values, findings and the verdict.
+// writePlanTable prints the plan for humans: inputs, derived values, findings and the verdict, every line
+// within textwidth.Width(w) (free text wraps under its column).
 func writePlanTable(w io.Writer, p *Plan) error {
+	width := textwidth.Width(w)
 	in, d, fp := p.Inputs, p.Derived, p.Fingerprint
 	kind := "measured"
 	if !p.Measured {
 		kind = "WHAT-IF (assumed numbers, measured: false)"
 	}
 	b := &strings.Builder{}
-	fmt.Fprintf(b, "Plan for %s on %s: %s, transport %s, SLO p%d TTFAB ≤ %d ms\n", fp.Model, fp.InstanceType, kind, fp.Transport, fp.SLOPercentile, fp.SLOTTFABMs)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	row := func(name, value, note string) { fmt.Fprintf(tw, "  %s\t%s\t%s\n", name, value, note) }
-	fmt.Fprintln(tw, "\nINPUTS\t\t")
+	b.WriteString(textwidth.Wrap(fmt.Sprintf("Plan for %s on %s: %s, transport %s, SLO p%d TTFAB ≤ %d ms", fp.Model, fp.InstanceType, kind, fp.Transport, fp.SLOPercentile, fp.SLOTTFABMs), width, "", "  "))
+	var rows [][]string
+	row := func(name, value, note string) { rows = append(rows, []string{name, value, note}) }
+	table := func(title string) error {
+		fmt.Fprintf(b, "\n%s\n", title)
+		err := textwidth.Table(b, width, "  ", rows)
+		rows = nil
+		return err
+	}
 	if p.Measured {
 		live := "live"
 		if in.DryRun {
@@ -61,48 +69,54 @@ func writePlanTable(w io.Writer, p *Plan) error {
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")
 	row("cloudwatch ratio", FormatNumber(in.CloudWatchRatio), "CloudWatch ÷ client concurrency")
-	if err := tw.Flush(); err != nil {
+	if err := table("INPUTS"); err != nil {
 		return err
 	}
 	var curve []string
 	for _, pt := range in.Throughput {
 		curve = append(curve, fmt.Sprintf("%s@%s", FormatNumber(pt.RPS), FormatNumber(pt.Concurrency)))
 	}
-	fmt.Fprintf(b, "  throughput curve (rps@concurrency, closed loop, per instance): %s\n", strings.Join(curve, " "))
-	fmt.Fprintf(b, "  instance model: %s\n", in.Instance.Basis)
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nDERIVED (each value and the reasoning behind it)\t\t")
+	b.WriteString(textwidth.Wrap("throughput curve (rps@concurrency, closed loop, per instance): "+strings.Join(curve, " "), width, "  ", "    "))
+	b.WriteString(textwidth.Wrap("instance model: "+in.Instance.Basis, width, "  ", "    "))
 	for _, r := range d.Reasoning {
 		row(r.Field, r.Value+unitOf(r.Field), r.Why)
 	}
 	row("fleet", fmt.Sprintf("%d to %d instances", d.MinInstances, d.MaxInstances), "the scalable target's bounds")
 	row("original thresholds", fmt.Sprintf("%s / %s", FormatNumber(d.CScaleMax), FormatNumber(d.CScaleMin)),
 		"(1 − h)·Q_max / (1 − 2h)·Q_max concurrency, for comparison only: not deployed (see the README on why they flap)")
-	if err := tw.Flush(); err != nil {
+	if err := table("DERIVED (each value and the reasoning behind it)"); err != nil {
 		return err
 	}
-	fmt.Fprintf(b, "\nENVELOPE (%s)\n", p.Envelope.SimulatorVersion)
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  trace\tviolation min\tflaps\tscale-outs\tscale-ins\tpeak instances\tinstance-hours\tholds\t")
-	for _, t := range p.Envelope.Traces {
+	// The traces' names and failures are prose: the table holds the numbers, each trace's number leads its
+	// description below it.
+	rows = append(rows, []string{"#", "trace", "violation min", "flaps", "scale-outs", "scale-ins", "peak instances", "instance-hours", "holds"})
+	for i, t := range p.Envelope.Traces {
 		holds := "yes"
 		if !t.Holds {
-			holds = "NO: " + t.Worst
+			holds = "NO"
 		}
-		fmt.Fprintf(tw, "  %s: %s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", t.Kind, t.Name, t.ViolationMinutes, t.Flaps, t.ScaleOuts, t.ScaleIns, t.PeakInstances, FormatNumber(t.InstanceHours), holds)
+		rows = append(rows, []string{strconv.Itoa(i + 1), t.Kind, strconv.Itoa(t.ViolationMinutes), strconv.Itoa(t.Flaps), strconv.Itoa(t.ScaleOuts), strconv.Itoa(t.ScaleIns),
+			strconv.Itoa(t.PeakInstances), FormatNumber(t.InstanceHours), holds})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := table("ENVELOPE"); err != nil {
 		return err
 	}
-	fmt.Fprintln(b, "\nFINDINGS")
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	b.WriteString(textwidth.Wrap("simulator "+p.Envelope.SimulatorVersion, width, "  ", "    "))
+	for i, t := range p.Envelope.Traces {
+		text := t.Name
+		if !t.Holds {
+			text += ". NO: " + t.Worst
+		}
+		num := fmt.Sprintf("  %-3d ", i+1)
+		b.WriteString(textwidth.Wrap(text, width, num, strings.Repeat(" ", len(num))))
+	}
 	for _, f := range p.Findings {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Status, f.Name, f.Detail)
+		row(string(f.Status), f.Name, f.Detail)
 		if f.Recommendation != "" {
-			fmt.Fprintf(tw, "  \t\t→ %s\n", f.Recommendation)
+			row("", "", "→ "+f.Recommendation)
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := table("FINDINGS"); err != nil {
 		return err
 	}
 	fmt.Fprintf(b, "\nVERDICT  %s\n", p.Verdict)

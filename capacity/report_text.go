@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/speech-infra/speech-infra/internal/textwidth"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -23,54 +25,98 @@ func simClock(s float64) string {
 
 func simUSD(v float64) string { return fmt.Sprintf("$%.2f", v) }
 
-// RenderReport prints a simulation's report in format: its JSON ("json"), or the table for humans: the
-// per-minute table, the totals, the scaling events and the comparison with the other configurations.
-func RenderReport(w io.Writer, format string, rep Report) error {
+// RenderReport prints a simulation's report in format: its JSON ("json"), or the text for humans, every line
+// within textwidth.Width(w): the minutes that violated (every minute when minutes is true), the scaling
+// events, the totals and the comparison with the other configurations.
+func RenderReport(w io.Writer, format string, rep Report, minutes bool) error {
 	if format == "json" {
 		return writeIndentedJSON(w, rep)
 	}
+	width := textwidth.Width(w)
+	wrap := func(s string) string { return textwidth.Wrap(s, width, "", "  ") }
 	b := &strings.Builder{}
 	r := rep.Plan
 	kind := "measured"
 	if !rep.Measured {
 		kind = "NOT MEASURED (what-if assumptions)"
 	}
-	fmt.Fprintf(b, "Simulation of %s on %s (%s), SLO p%d TTFAB ≤ %d ms, %s per instance-hour\n", rep.Model, rep.InstanceType, kind, rep.SLOPercentile, rep.SLOMs, simUSD(rep.PricePerHour))
-	fmt.Fprintf(b, "trace: %s (peak %s rps)\n", rep.Trace, FormatNumber(rep.PeakRPS))
+	b.WriteString(wrap(fmt.Sprintf("Simulation of %s on %s (%s), SLO p%d TTFAB ≤ %d ms, %s per instance-hour", rep.Model, rep.InstanceType, kind, rep.SLOPercentile, rep.SLOMs, simUSD(rep.PricePerHour))))
+	b.WriteString(wrap(fmt.Sprintf("trace: %s (peak %s rps)", rep.Trace, FormatNumber(rep.PeakRPS))))
 	if rep.PriceSource != "" {
-		fmt.Fprintf(b, "price: %s per instance-hour from %s\n", simUSD(rep.PricePerHour), rep.PriceSource)
-	}
-	fmt.Fprintf(b, "fleet: %s, %d to %d instances\n", r.Name, r.MinInstances, r.MaxInstances)
-	for _, n := range rep.Notes {
-		fmt.Fprintf(b, "note: %s\n", n)
-	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(b, "instance: %s\n", rep.Instance)
-	fmt.Fprintf(tw, "\ntime\tserving\tstarting\toffered rps\trps/instance\tmetric (10-s max)\tin flight\tp%d TTFAB ms\tshed rps\tSLO\t\n", rep.SLOPercentile)
-	for _, m := range r.Minutes {
-		mark := "ok"
-		if m.Violates {
-			mark = "VIOLATED"
+		// The source's provenance (where the catalog's price came from) is in the JSON; its first clause names it.
+		// The catalog's provenance of the price (where it was entered from) is in the JSON; the text names the
+		// source and keeps a closing parenthesis (how a local run was priced).
+		src, rest, more := strings.Cut(rep.PriceSource, ", ")
+		if more {
+			src += " (its provenance: --format json)"
+			if i := strings.LastIndex(rest, " ("); i >= 0 && strings.HasSuffix(rest, ")") {
+				src += rest[i:]
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
-			simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Metric), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
+		b.WriteString(wrap(fmt.Sprintf("price: %s per instance-hour from %s", simUSD(rep.PricePerHour), src)))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	b.WriteString(wrap(fmt.Sprintf("fleet: %s, %d to %d instances", r.Name, r.MinInstances, r.MaxInstances)))
+	for _, n := range rep.Notes {
+		b.WriteString(wrap("note: " + n))
+	}
+	b.WriteString(wrap("instance: " + rep.Instance))
+	shown, violated := r.Minutes, 0
+	if !minutes {
+		shown = nil
+		for _, m := range r.Minutes {
+			if m.Violates {
+				violated++
+				if len(shown) < maxViolatedRows {
+					shown = append(shown, m)
+				}
+			}
+		}
+	}
+	if len(shown) > 0 {
+		b.WriteByte('\n')
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "time\tserving\tstarting\trps\trps/inst\tmetric\tin flight\tp%d TTFAB ms\tshed/s\tSLO\t\n", rep.SLOPercentile)
+		for _, m := range shown {
+			mark := "ok"
+			if m.Violates {
+				mark = "VIOLATED"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", simClock(float64(m.Minute*60)), m.Serving, m.Starting,
+				simRound(m.OfferedRPS), simRound(m.LoadPerInstanceRPS), simRound(m.Metric), simRound(m.Concurrency), fmt.Sprintf("%.0f", m.TTFABMs), simRound(m.ShedRPS), mark)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if !minutes {
+		note := fmt.Sprintf("%d of %d minutes violated", violated, len(r.Minutes))
+		if violated > len(shown) {
+			note += fmt.Sprintf(" (the first %d shown)", len(shown))
+		}
+		b.WriteString("\n" + wrap(note+"; --minutes prints every minute"))
 	}
 	fmt.Fprintln(b, "\nSCALING")
 	if len(r.Events) == 0 {
 		fmt.Fprintln(b, "  none")
 	}
-	for _, e := range r.Events {
-		line := fmt.Sprintf("  %s  %d → %d  %s", simClock(e.AtS), e.From, e.To, e.Reason)
+	for i, e := range r.Events {
+		if !minutes && i == maxEventRows {
+			b.WriteString(wrap(fmt.Sprintf("  and %d more: --minutes prints them all", len(r.Events)-i)))
+			break
+		}
+		// The reason's first clause (what the alarm saw); the arithmetic after it is in --minutes and the JSON.
+		reason := e.Reason
+		if short, _, cut := strings.Cut(reason, ": "); cut && !minutes {
+			reason = short
+		}
+		line := fmt.Sprintf("%s  %d → %d  %s", simClock(e.AtS), e.From, e.To, reason)
 		if e.ServingAtS > 0 {
 			line += fmt.Sprintf("; serving at %s", simClock(e.ServingAtS))
 		}
-		fmt.Fprintln(b, line)
+		b.WriteString(textwidth.Wrap(line, width, "  ", "      "))
 	}
 	if sp := rep.Spread; sp != nil {
-		fmt.Fprintf(b, "\nSCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the verdict is the run above)\n", sp.Runs)
+		b.WriteString("\n" + wrap(fmt.Sprintf("SCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the verdict is the run above)", sp.Runs)))
 		first := "no run scaled out"
 		if q := sp.FirstScaleOutS; q != nil {
 			first = fmt.Sprintf("%.0f / %.0f / %.0f s after the start (p2.5 / median / p97.5)", q[0], q[1], q[2])
@@ -81,22 +127,30 @@ func RenderReport(w io.Writer, format string, rep Report) error {
 				first += fmt.Sprintf("; %d run(s) never scaled out", sp.WithoutScaleOut)
 			}
 		}
-		fmt.Fprintf(b, "  first scale-out        %s\n", first)
-		fmt.Fprintf(b, "  peak instances         %d to %d\n", sp.PeakInstancesMin, sp.PeakInstancesMax)
-		fmt.Fprintf(b, "  runs with a violation  %d of %d\n", sp.ViolationRuns, sp.Runs)
+		if err := textwidth.Table(b, width, "  ", [][]string{
+			{"first scale-out", first},
+			{"peak instances", fmt.Sprintf("%d to %d", sp.PeakInstancesMin, sp.PeakInstancesMax)},
+			{"runs with a violation", fmt.Sprintf("%d of %d", sp.ViolationRuns, sp.Runs)},
+		}); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(b, "\nTOTALS")
-	fmt.Fprintf(b, "  SLO-violation minutes  %d of %d\n", r.ViolationMinutes, len(r.Minutes))
-	fmt.Fprintf(b, "  flaps                  %d (a scale-in followed by a scale-out within T_plan)\n", len(r.Flaps))
-	fmt.Fprintf(b, "  requests shed (503)    %.0f of %.0f (%s%%)\n", r.Shed, r.Offered, simRound(100*r.Shed/math.Max(r.Offered, 1)))
-	fmt.Fprintf(b, "  instance-hours         %s (peak %d instances)\n", simRound(r.InstanceHours), r.PeakInstances)
-	fmt.Fprintf(b, "  cost                   %s\n", simUSD(r.Cost))
-	if r.Worst != nil {
-		fmt.Fprintf(b, "  worst minute           %s: %s\n", simClock(float64(r.Worst.Minute*60)), r.Worst.Why)
+	totals := [][]string{
+		{"SLO-violation minutes", fmt.Sprintf("%d of %d", r.ViolationMinutes, len(r.Minutes))},
+		{"flaps", fmt.Sprintf("%d (a scale-in followed by a scale-out within T_plan)", len(r.Flaps))},
+		{"requests shed (503)", fmt.Sprintf("%.0f of %.0f (%s%%)", r.Shed, r.Offered, simRound(100*r.Shed/math.Max(r.Offered, 1)))},
+		{"instance-hours", fmt.Sprintf("%s (peak %d instances)", simRound(r.InstanceHours), r.PeakInstances)},
+		{"cost", simUSD(r.Cost)},
 	}
-	fmt.Fprintln(b, "\nCOMPARISON (same trace)")
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  configuration\tfleet\tviolation min\tflaps\tshed\tinstance-hours\tcost\tholds\thow sized")
+	if r.Worst != nil {
+		totals = append(totals, []string{"worst minute", fmt.Sprintf("%s: %s", simClock(float64(r.Worst.Minute*60)), r.Worst.Why)})
+	}
+	if err := textwidth.Table(b, width, "  ", totals); err != nil {
+		return err
+	}
+	fmt.Fprintln(b, "\nCOMPARISON (same trace; each configuration and how it is sized below)")
+	rows := [][]string{{"#", "fleet", "violation min", "flaps", "shed", "instance-hours", "cost", "holds"}}
 	for i, c := range rep.Comparison {
 		meets := "no"
 		if c.MeetsSLO {
@@ -105,20 +159,24 @@ func RenderReport(w io.Writer, format string, rep Report) error {
 		if i == rep.Cheapest {
 			meets += " (cheapest)"
 		}
-		fmt.Fprintf(tw, "  %s\t%d-%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\n", c.Name, c.MinInstances, c.MaxInstances, c.ViolationMinutes, c.Flaps, c.Shed,
-			simRound(c.InstanceHours), simUSD(c.Cost), meets, c.Note)
+		rows = append(rows, []string{strconv.Itoa(i + 1), fmt.Sprintf("%d-%d", c.MinInstances, c.MaxInstances), strconv.Itoa(c.ViolationMinutes), strconv.Itoa(c.Flaps),
+			fmt.Sprintf("%.0f", c.Shed), simRound(c.InstanceHours), simUSD(c.Cost), meets})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := textwidth.Table(b, width, "  ", rows); err != nil {
 		return err
 	}
+	for i, c := range rep.Comparison {
+		num := fmt.Sprintf("  %-3d ", i+1)
+		b.WriteString(textwidth.Wrap(c.Name+": "+c.Note, width, num, strings.Repeat(" ", len(num))))
+	}
 	if rep.OracleRatio > 0 && r.Holds() {
-		fmt.Fprintf(b, "\noracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)\n", simRound(rep.OracleRatio))
+		b.WriteString("\n" + wrap(fmt.Sprintf("oracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)", simRound(rep.OracleRatio))))
 	}
 	if rep.Cheapest >= 0 {
 		c := rep.Comparison[rep.Cheapest]
-		fmt.Fprintf(b, "\nRESULT  the cheapest configuration that meets the SLO on this trace: %s, %s\n", c.Name, simUSD(c.Cost))
+		b.WriteString("\n" + wrap(fmt.Sprintf("RESULT  the cheapest configuration that meets the SLO on this trace: %s, %s", c.Name, simUSD(c.Cost))))
 	} else {
-		fmt.Fprintln(b, "\nRESULT  no configuration compared meets the SLO on this trace: raise the fleet maximum, measure a faster instance, or lower the load")
+		b.WriteString("\n" + wrap("RESULT  no configuration compared meets the SLO on this trace: raise the fleet maximum, measure a faster instance, or lower the load"))
 	}
 	if !rep.Measured {
 		fmt.Fprintln(b, "These numbers are NOT MEASURED: they come from --what-if assumptions.")
@@ -126,5 +184,12 @@ func RenderReport(w io.Writer, format string, rep Report) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxViolatedRows and maxEventRows bound the violating minutes and the scaling decisions simulate prints
+// without --minutes.
+const (
+	maxViolatedRows = 10
+	maxEventRows    = 16
+)
 
 func simRound(v float64) string { return FormatNumber(math.Round(v*100) / 100) }

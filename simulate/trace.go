@@ -417,4 +417,6 @@ func (p ShapeParams) rate(start, mid time.Duration) float64 {
 	}
 }
 
-func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// num formats a trace parameter for its name: six significant digits, so that a rate computed in floating
+// point (4.694400000000001) reads as the number it stands for (4.6944).
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

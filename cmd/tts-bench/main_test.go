@@ -136,7 +136,10 @@ func TestPlanUserTraceJoinsTheEnvelope(t *testing.T) {
 	if code != exitcode.CodeCheckFailed || !strings.Contains(stderr, "envelope failed") {
 		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, stdout)
 	}
-	if !regexp.MustCompile(`user: .*flapping\.csv\s+\d+\s+[1-9]\d*\s`).MatchString(stdout) {
+	// The envelope's table row of the user trace (its number, kind, violation minutes, flaps) shows a flap,
+	// and the same number leads the trace's name below the table.
+	m := regexp.MustCompile(`(?m)^\s+(\d+)\s+user\s+\d+\s+[1-9]\d*\s`).FindStringSubmatch(stdout)
+	if m == nil || !regexp.MustCompile(`(?m)^\s+`+m[1]+`\s+.*flapping\.csv`).MatchString(stdout) {
 		t.Errorf("the envelope table does not show the user trace's flap:\n%s", stdout)
 	}
 	p, err := capacity.LoadPlan(out)

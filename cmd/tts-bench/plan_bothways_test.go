@@ -84,7 +84,7 @@ func TestPlanWithBothQMax(t *testing.T) {
 		t.Errorf("plan.json records Q_max by TTFAB alone %v (lower bound %v), want 4, a lower bound", v, p.Inputs.QMaxTTFABOnlyLowerBound)
 	}
 	for _, want := range []string{"concurrent requests per instance within the SLO, by TTFAB and stall: planned with", "Q_max TTFAB only  ≥ 4"} {
-		if !strings.Contains(stdout, want) {
+		if !strings.Contains(flat(stdout), flat(want)) {
 			t.Errorf("plan's table lacks %q:\n%s", want, stdout)
 		}
 	}

@@ -63,7 +63,7 @@ func TestPlanFromCompareWinner(t *testing.T) {
 		"speech-infra deploy kokoro-82m --instance-type ml.g6.xlarge --plan " + planPath,
 		"-c model=kokoro-82m -c instance_type=ml.g6.xlarge -c plan=" + planPath,
 	} {
-		if !strings.Contains(stdout, w) {
+		if !strings.Contains(flat(stdout), flat(w)) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}
 	}

@@ -43,8 +43,8 @@ Each datapoint is evaluated %s after its period closes (the late end of CloudWat
 evaluation phase); the fleet advances second by second. A minute violates the SLO when more than
 (100 − percentile)%% of its requests miss the SLO's TTFAB or stall bound or are shed.
 
-Output: one row per simulated minute (instances serving and starting, load per instance, the metric, p95
-TTFAB, shed), the scaling decisions, the totals (SLO-violation minutes, flaps, requests shed, instance-hours
+Output: the minutes that violated (with --minutes, one row per simulated minute: instances serving and
+starting, load per instance, the metric, p95 TTFAB, shed), the scaling decisions, the totals (SLO-violation minutes, flaps, requests shed, instance-hours
 and cost, the worst minute and why), and the comparison on the same trace and instance model:
   oracle                     ceil(rate ÷ safe_rps) instances at every second, zero start-up: the limit of any
                              reactive fleet
@@ -106,6 +106,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "at", Usage: "step, spike: when the rate changes (default: a third into the trace)"},
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
+			&cli.BoolFlag{Name: "minutes", Usage: "print a row for every simulated minute (default: only the minutes that violated)"},
 			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them, the trace starting at a random phase of the 10-s period grid and the alarm evaluated at a random lag (seeded), and print where the first scale-out falls (p2.5, median, p97.5) and how large the fleet grows: one real run lands anywhere in that spread, the verdict stays the deterministic run's (measured plans only; 0 to %d)", maxScatterRuns)},
 			cliflags.PricePerHour(),
 			cliflags.Format("what to print: text or json"),
@@ -130,6 +131,7 @@ type simulateOpts struct {
 	prices    []string
 	initial   *int
 	scatter   int
+	minutes   bool
 	format    string
 	output    string
 	catalog   models.Catalog
@@ -170,6 +172,7 @@ func newSimulateOpts(c *cli.Context, cat models.Catalog) *simulateOpts {
 	}
 	o.prices = c.StringSlice(cliflags.PricePerHourName)
 	o.scatter = c.Int("scatter-runs")
+	o.minutes = c.Bool("minutes")
 	if c.IsSet("initial-instances") {
 		v := c.Int("initial-instances")
 		o.initial = &v
@@ -303,7 +306,7 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if err != nil {
 		return exitcode.Usage(err)
 	}
-	if err := capacity.RenderReport(o.stdout, o.format, rep); err != nil {
+	if err := capacity.RenderReport(o.stdout, o.format, rep, o.minutes); err != nil {
 		return fmt.Errorf("print the simulation: %w", err)
 	}
 	svg, err := measure.RenderSimulateSVG(rep)

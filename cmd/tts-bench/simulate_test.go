@@ -47,7 +47,7 @@ func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
 		// tracking on invocations and a fixed fleet of ceil(560 / 129.6) = 5 (the safe rate: the highest rate step
 		// that met the SLO), which alone holds (the cheapest that meets the SLO).
 		"oracle", "original thresholds 12/8", "target tracking on InvocationsPerInstance", "fixed fleet of 5", "yes (cheapest)"} {
-		if !strings.Contains(stdout, want) {
+		if !strings.Contains(flat(stdout), flat(want)) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
@@ -65,7 +65,7 @@ func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
 func TestSimulateDiurnalDefaultsWriteChartInCurrentDirectory(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	stdout, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "200", "--trough-rps", "20")
+	stdout, stderr, code := runCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "200", "--trough-rps", "20", "--minutes")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
@@ -91,7 +91,7 @@ func TestSimulateWhatIfProofOfValueViolates(t *testing.T) {
 	// minutes.
 	for _, want := range []string{"NOT MEASURED", "fleet: plan (s 1.25), 1 to 9 instances", "SLO-violation minutes  1292 of 1440",
 		"instance-hours", "cost", "the fleet is at its maximum of 9", "These numbers are NOT MEASURED"} {
-		if !strings.Contains(stdout, want) {
+		if !strings.Contains(flat(stdout), flat(want)) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
@@ -187,7 +187,7 @@ func TestSimulatePricePerHour(t *testing.T) {
 		want  []string
 	}{
 		"catalog price of the local run's type": {espeakPlan, nil, 1, []string{"$0.12 per instance-hour",
-			"price: $0.12 per instance-hour from catalog models/espeak-ng.json, ", "(the local emulator run priced as the catalog's instance type ml.c5.large)"}},
+			"price: $0.12 per instance-hour from catalog models/espeak-ng.json (its provenance: --format json)", "(the local emulator run priced as the catalog's instance type ml.c5.large)"}},
 		"bare USD": {espeakPlan, []string{"1.2"}, 1, []string{"$1.20 per instance-hour",
 			"price: $1.20 per instance-hour from --price-per-hour (the local emulator run priced as the catalog's instance type ml.c5.large)"}},
 		"TYPE=USD":                     {espeakPlan, []string{"ml.c5.large=1.2", "ml.g6.xlarge=2"}, 1, []string{"$1.20 per instance-hour", "from --price-per-hour"}},
@@ -206,7 +206,7 @@ func TestSimulatePricePerHour(t *testing.T) {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(stdout+stderr, w) {
+				if !strings.Contains(flat(stdout+stderr), flat(w)) {
 					t.Errorf("output lacks %q:\n%s%s", w, stdout, stderr)
 				}
 			}
