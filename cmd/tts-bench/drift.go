@@ -67,8 +67,8 @@ type expectation struct {
 }
 
 // expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
-// or the catalog's). The gate re-runs the plan's simulations: ctx stops it, and then the caller stops too.
-func expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool) expectation {
+// or the catalog's), on a platform with the CloudWatch compression given (1 on AWS). The gate re-runs the plan's simulations: ctx stops it, and then the caller stops too.
+func expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool, compression int) expectation {
 	e := expectation{model: m, planPath: planPath, container: cloud.ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
 	digest, files, err := capacity.SourceDigestFiles(containerDir)
 	if err != nil {
@@ -79,7 +79,7 @@ func expect(ctx context.Context, m models.Model, planPath, containerDir string, 
 	if local {
 		it = models.LocalInstanceType
 	}
-	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
+	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, CloudWatchCompression: compression, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.spec = &s
@@ -164,7 +164,7 @@ func (o *driftOpts) Validate() error {
 
 // Execute reads the deployment, renders the findings on stdout and fails the check on an error-level finding.
 func (o *driftOpts) Execute(ctx context.Context) error {
-	exp := expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local)
+	exp := expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local, compressionOf(ctx, o.env))
 	if ctx.Err() != nil {
 		return interrupted(ctx, errors.New("drift stopped while the gate checked the plan: nothing was read"))
 	}
@@ -225,4 +225,14 @@ func renderDriftTable(w io.Writer, rep cloud.DriftReport) error {
 	fmt.Fprintf(&b, "%s: %d error, %d warn, %d info\n", verdict, counts[cloud.SeverityError], counts[cloud.SeverityWarn], counts[cloud.SeverityInfo])
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// compressionOf is the CloudWatch compression of the platform env points at (awsenv.Settings.Compression); 1
+// when it cannot be read (no emulator runs: the command reports that itself).
+func compressionOf(ctx context.Context, env awsenv.Settings) int {
+	f, err := env.Compression(ctx)
+	if err != nil {
+		return 1
+	}
+	return f
 }

@@ -47,21 +47,21 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp := expect(context.Background(), m, planPath, dir, true); exp.spec == nil {
+	if exp := expect(context.Background(), m, planPath, dir, true, 1); exp.spec == nil {
 		t.Fatalf("the clean tree's plan is refused: %v", exp.reasons)
 	}
 	// go build -o container/speech-container: the plan still applies.
 	if err := os.WriteFile(filepath.Join(dir, "speech-container"), []byte("\x7fELF"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if exp := expect(context.Background(), m, planPath, dir, true); exp.spec == nil {
+	if exp := expect(context.Background(), m, planPath, dir, true, 1); exp.spec == nil {
 		t.Fatalf("a go build output in container/ made the gate refuse: %v", exp.reasons)
 	}
 	// An untracked source file the image build copies: refused, and said so.
 	if err := os.WriteFile(filepath.Join(dir, "scratch.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exp := expect(context.Background(), m, planPath, dir, true)
+	exp := expect(context.Background(), m, planPath, dir, true, 1)
 	if exp.spec != nil || !strings.Contains(strings.Join(exp.reasons, "\n"), "does not track but the image build copies (scratch.go)") {
 		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.spec != nil, exp.reasons)
 	}

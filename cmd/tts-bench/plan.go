@@ -693,7 +693,11 @@ func writePlanTable(w io.Writer, p *capacity.Plan) error {
 	}
 	row("T_total", capacity.FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
 	row("surge ratio s", measure.FormatFloat(in.SurgeRatio), "load may grow ×s within one T_plan")
-	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
+	buffer := fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS)
+	if f := in.Compression(); f > 1 {
+		buffer = fmt.Sprintf("AWS's seconds, ÷ CloudWatch compression %d in T_plan (the emulator measured)", f)
+	}
+	row("detection buffer", capacity.FormatNumber(in.DetectionBufferS)+" s", buffer)
 	row("load", fmt.Sprintf("peak %s rps", measure.FormatFloat(in.PeakRPS)), fmt.Sprintf("trough %s rps", capacity.FormatNumber(in.TroughRPS)))
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")

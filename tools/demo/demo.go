@@ -453,7 +453,7 @@ func (d *demo) redeploy(ctx context.Context) error {
 	// created now would see three breaching datapoints and scale out before the surge begins (a run went from
 	// 1 to 4 instances the second its surge started). Wait until those datapoints have left the alarm's window:
 	// the period the load ended in, the three datapoints, and the evaluation tick.
-	quiet := capacity.ScaleOutAlarmMemory
+	quiet := d.p.ScaleOutAlarmMemory()
 	if wait := time.Until(d.loadEnded.Add(quiet)); !d.loadEnded.IsZero() && wait > 0 {
 		fmt.Fprintf(d.out, "Waiting %s for ttotal's probe load to leave the scale-out alarm's window (%s after it ended)...\n", wait.Round(time.Second), quiet)
 		select {
