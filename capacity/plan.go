@@ -48,9 +48,9 @@ func (in Inputs) Compression() int {
 func (in Inputs) awsS(s float64) float64 { return autoscale.CompressS(s, in.Compression()) }
 
 // ScaleOutAlarmMemory is how long after a load ends the scale-out alarm's datapoints may still hold it: the
-// period the load ended in, the DefaultEvaluationPeriods datapoints, and the evaluation tick (one period, as
-// simulate.Fleet.EvaluationLag). A replay that must start from a quiet alarm, as the simulation does, waits
-// this long after the load before it.
+// period the load ended in, the DefaultEvaluationPeriods datapoints, and the evaluation tick (one period, the
+// simulator's evaluation lag: simulate.EvaluationLag on AWS's periods). A replay that must start from a quiet
+// alarm, as the simulation does, waits this long after the load before it.
 func (p *Plan) ScaleOutAlarmMemory() time.Duration {
 	period := time.Duration(p.Inputs.MetricPeriodS) * time.Second
 	return time.Duration(DefaultEvaluationPeriods+2) * period
