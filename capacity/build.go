@@ -125,6 +125,10 @@ func (p *Plan) recordQMax(q *QMax) error {
 	fp, in := &p.Fingerprint, &p.Inputs
 	fp.ModelRevision, fp.InstanceType, fp.ContainerDigest, fp.Transport = q.ModelRevision, q.InstanceType, q.ContainerDigest, q.Transport
 	fp.Emulator = q.Emulator
+	// The plan runs on the clock of the emulator measured: its metric period, and with it every AWS duration
+	// of the derivation, is divided by that emulator's compression (Inputs.Compression).
+	fp.CloudWatchCompression = q.CloudWatchCompression
+	in.MetricPeriodS = DefaultMetricPeriodS / fp.Compression()
 	in.QMax = q.QMax
 	in.QMaxTTFABOnly, in.QMaxTTFABOnlyLowerBound = nil, false
 	if q.QMaxTTFABOnly != nil && q.BracketTTFABOnlyLowestFail != nil {
@@ -178,6 +182,11 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 		worst(StatusFail)
 		details = append(details, fmt.Sprintf("qmax was measured on the emulator %v but ttotal on the emulator %v", q.Emulator, t.Emulator))
 		recs = append(recs, "measure both on AWS, or both on the local emulator")
+	}
+	if max(1, q.CloudWatchCompression) != max(1, t.CloudWatchCompression) {
+		worst(StatusFail)
+		details = append(details, fmt.Sprintf("qmax was measured on an emulator with CloudWatch compression %d but ttotal with %d", max(1, q.CloudWatchCompression), max(1, t.CloudWatchCompression)))
+		recs = append(recs, "measure both on one emulator at one SPEECH_EMULATOR_TIME_SCALE")
 	}
 	var unusable []string
 	for _, s := range q.Steps {

@@ -190,21 +190,24 @@ func CompareContext(ctx context.Context, tr simulate.Trace, s Setup) (Report, er
 	}
 	add(KindOracle, fmt.Sprintf("ceil(rate ÷ safe %s rps) at every second, zero start-up: the limit of any reactive fleet", FormatNumber(d.SafeRPS)), oracle)
 
+	// The comparison runs on the plan's clock too: its AWS durations divided by the plan's compression.
+	origPeriodS, invCooldownS := int(in.awsS(AlarmPeriodS)), int(in.awsS(InvocationsCooldownS))
 	cMax, cMin := thresholds(in.SurgeRatio, in.QMax)
 	orig := simulate.Fleet{Name: fmt.Sprintf("original thresholds %s/%s", FormatNumber(cMax), FormatNumber(cMin)), Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
-		Scaling: &simulate.Scaling{MinInstances: 1, MaxInstances: allowed, Metric: simulate.MetricConcurrency, TargetValue: cMax * in.CloudWatchRatio,
-			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: AlarmPeriodS, EvaluationPeriods: OriginalScaleInEvaluationPeriods,
+		Scaling: &simulate.Scaling{MinInstances: 1, MaxInstances: allowed, Metric: simulate.MetricConcurrency, TargetValue: cMax * in.CloudWatchRatio, PeriodS: in.MetricPeriodS,
+			ScaleOutCooldownS: d.ScaleOutCooldownS, StepScaleIn: &simulate.StepScaleIn{Threshold: cMin * in.CloudWatchRatio, PeriodS: origPeriodS, EvaluationPeriods: OriginalScaleInEvaluationPeriods,
 				CooldownS: d.ScaleInCooldownS, Adjustment: -1}}, InitialInstances: s.InitialInstances}
 	if cMax > 0 {
-		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over %d × %d s, fleet 1 to %d", OriginalScaleInEvaluationPeriods, AlarmPeriodS, allowed), run(tr, orig))
+		add(KindOriginal, fmt.Sprintf("(1 − h)·Q_max and (1 − 2h)·Q_max concurrency, scale-in over %d × %d s, fleet 1 to %d", OriginalScaleInEvaluationPeriods, origPeriodS, allowed), run(tr, orig))
 	}
 
-	target := InvocationsTargetShare * inst.CapacityRPS * 60
+	// Invocations per instance per (compressed) minute: the Sum over the standard period, six metric periods.
+	target := InvocationsTargetShare * inst.CapacityRPS * in.awsS(60)
 	inv := simulate.Fleet{Name: "target tracking on InvocationsPerInstance", Instance: inst, TTotalS: in.TTotalS, FlapWindowS: d.TPlanS,
-		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target,
-			ScaleOutCooldownS: InvocationsCooldownS, ScaleInCooldownS: InvocationsCooldownS, TargetScaleIn: true}, InitialInstances: s.InitialInstances}
-	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute (%s%% of the measured maximum %s rps), cooldowns %d s", FormatNumber(target),
-		FormatNumber(100*InvocationsTargetShare), FormatNumber(inst.CapacityRPS), InvocationsCooldownS), run(tr, inv))
+		Scaling: &simulate.Scaling{MinInstances: d.MinInstances, MaxInstances: allowed, Metric: simulate.MetricInvocations, TargetValue: target, PeriodS: in.MetricPeriodS,
+			ScaleOutCooldownS: invCooldownS, ScaleInCooldownS: invCooldownS, TargetScaleIn: true}, InitialInstances: s.InitialInstances}
+	add(KindInvocations, fmt.Sprintf("target %s invocations per instance per minute%s (%s%% of the measured maximum %s rps), cooldowns %d s", FormatNumber(target), compressedNote(in, 60),
+		FormatNumber(100*InvocationsTargetShare), FormatNumber(inst.CapacityRPS), invCooldownS), run(tr, inv))
 
 	n := min(MaxInstances, instancesFor(tr.Peak(), d.SafeRPS))
 	add(KindFixed, fmt.Sprintf("ceil(peak %s rps ÷ safe %s rps), no autoscaling", FormatNumber(tr.Peak()), FormatNumber(d.SafeRPS)),

@@ -268,7 +268,7 @@ func recovery(r simulate.Result, at time.Duration) (recoveryS float64, ok bool, 
 // SimulatedScaling is the scaling a plan deploys (ScalingSpecFor) as the simulator runs it.
 func (s ScalingSpec) SimulatedScaling() simulate.Scaling {
 	sc := simulate.Scaling{MinInstances: s.MinInstances, MaxInstances: s.MaxInstances, Metric: simulate.MetricConcurrency,
-		TargetValue: s.ScaleOut.TargetValue, ScaleOutCooldownS: s.ScaleOut.ScaleOutCooldownS}
+		TargetValue: s.ScaleOut.TargetValue, ScaleOutCooldownS: s.ScaleOut.ScaleOutCooldownS, PeriodS: s.MetricPeriodS}
 	for _, a := range s.Alarms {
 		if a.TriggersScaleIn {
 			sc.StepScaleIn = &simulate.StepScaleIn{Threshold: a.Threshold, PeriodS: a.PeriodS, EvaluationPeriods: a.EvaluationPeriods,

@@ -125,8 +125,8 @@ func surgeSurvival(in Inputs, d Derived, e Envelope) Finding {
 		f.Detail = "the envelope has no growth or staircase trace"
 		return f
 	}
-	f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps (growth: smoothly, and back; staircase: an instant jump each T_plan), scale-out at metric %s (3 × 10-s datapoints), cooldown %d s from each scale-out's end, new instances serving T_total %s s after the decision: %s",
-		exact(in.SurgeRatio), FormatNumber(d.TPlanS), FormatNumber(in.TroughRPS), FormatNumber(in.PeakRPS), FormatNumber(d.TargetValue), d.ScaleOutCooldownS,
+	f.Detail = fmt.Sprintf("load growing ×%s per T_plan %s s from %s to %s rps (growth: smoothly, and back; staircase: an instant jump each T_plan), scale-out at metric %s (3 × %d-s datapoints), cooldown %d s from each scale-out's end, new instances serving T_total %s s after the decision: %s",
+		exact(in.SurgeRatio), FormatNumber(d.TPlanS), FormatNumber(in.TroughRPS), FormatNumber(in.PeakRPS), FormatNumber(d.TargetValue), in.MetricPeriodS, d.ScaleOutCooldownS,
 		FormatNumber(in.TTotalS), strings.Join(parts, "; "))
 	if failed == nil {
 		f.Status = StatusPass

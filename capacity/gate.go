@@ -24,6 +24,10 @@ type Deployment struct {
 	// Emulator is true when the deployment is on the local emulator (whatever its instance type): only then is a
 	// plan measured on the emulator accepted.
 	Emulator bool
+	// CloudWatchCompression is the CloudWatch compression of the deployment's platform: the emulator's
+	// published factor (emulator.Info), 1 on AWS; 0 counts as 1. A plan deploys only where it matches its
+	// fingerprint's (docs/design.md, "Compressed CloudWatch time").
+	CloudWatchCompression int
 	// ContainerDigest is the SourceDigest of the container being deployed.
 	ContainerDigest string
 	// ContainerNote, when set, is added to a container-digest mismatch: which files the digest covers that
@@ -249,6 +253,7 @@ func checkArtifacts(ctx context.Context, p *Plan, m models.Model, planPath strin
 		{"fingerprint.model_revision", "qmax", qa.path, p.Fingerprint.ModelRevision, want.Fingerprint.ModelRevision},
 		{"fingerprint.instance_type", "qmax", qa.path, p.Fingerprint.InstanceType, want.Fingerprint.InstanceType},
 		{"fingerprint.emulator", "qmax", qa.path, fmt.Sprint(p.Fingerprint.Emulator), fmt.Sprint(want.Fingerprint.Emulator)},
+		{"fingerprint.cloudwatch_compression", "qmax", qa.path, fmt.Sprint(p.Fingerprint.Compression()), fmt.Sprint(want.Fingerprint.Compression())},
 		{"fingerprint.container_digest", "qmax", qa.path, p.Fingerprint.ContainerDigest, want.Fingerprint.ContainerDigest},
 		{"fingerprint.transport", "qmax", qa.path, p.Fingerprint.Transport, want.Fingerprint.Transport},
 		{"inputs.q_max", "qmax", qa.path, fmt.Sprint(p.Inputs.QMax), fmt.Sprint(want.Inputs.QMax)},
@@ -386,6 +391,9 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 		reasons = append(reasons, fmt.Sprintf("plan at %s was measured on the local emulator's profile of %s, not on AWS: an AWS deployment needs a plan measured on AWS (tts-bench compare, or qmax, ttotal and plan, without --local); the emulator's plan deploys with speech-infra deploy --local --instance-type %s",
 			planPath, fp.InstanceType, fp.InstanceType))
 	}
+	if planned, deployed := fp.Compression(), max(1, d.CloudWatchCompression); planned != deployed {
+		reasons = append(reasons, compressionMismatch(planned, deployed, d.Emulator, planPath))
+	}
 	if fp.ContainerDigest != d.ContainerDigest {
 		mismatch("container digest", fp.ContainerDigest, d.ContainerDigest)
 		if d.ContainerNote != "" {
@@ -399,6 +407,28 @@ func checkFingerprint(fp Fingerprint, d Deployment, planPath string) []string {
 		mismatch("transport", fp.Transport, d.Transport)
 	}
 	return reasons
+}
+
+// compressionMismatch says that the plan runs on another CloudWatch clock than the deployment's: its metric
+// period, detection buffer and cooldowns are AWS's divided by its fingerprint.cloudwatch_compression
+// (docs/design.md, "Compressed CloudWatch time"), and the fix.
+func compressionMismatch(planned, deployed int, emulator bool, planPath string) string {
+	what := fmt.Sprintf("plan at %s has fingerprint.cloudwatch_compression %d (its metric period, detection buffer and cooldowns are AWS's ÷ %d) but the deployment runs CloudWatch at compression %d",
+		planPath, planned, planned, deployed)
+	if !emulator {
+		return what + " (AWS): a plan measured on an emulator that compresses CloudWatch time never deploys to AWS; measure and plan on AWS (tts-bench qmax, ttotal, plan without --local)"
+	}
+	return what + fmt.Sprintf(" (this emulator): run the emulator at the time scale the plan was measured at (%s; compression %d needs a time scale from %d up%s), or measure and plan again on this emulator",
+		"SPEECH_EMULATOR_TIME_SCALE", planned, planned, nextCompressionNote(planned))
+}
+
+// nextCompressionNote bounds the time scales of compression f from above (" to below N"), "" for 10.
+func nextCompressionNote(f int) string {
+	next := map[int]int{1: 2, 2: 5, 5: 10}[f]
+	if next == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" to below %d", next)
 }
 
 // instanceTypeMismatch says that the plan was measured on another instance type than the one deployed, and

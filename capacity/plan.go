@@ -8,9 +8,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
-	"github.com/speech-infra/speech-infra/simulate"
 )
 
 // Verdicts of a plan.
@@ -23,17 +23,38 @@ const (
 
 // Planning defaults that the catalog does not hold.
 const (
-	// DefaultMetricPeriodS is the period of the high-resolution ConcurrentRequestsPerModel metric.
-	DefaultMetricPeriodS = 10
+	// DefaultMetricPeriodS is the period of the high-resolution ConcurrentRequestsPerModel metric on AWS; a
+	// plan measured on a compressed emulator divides it by the compression (Inputs.MetricPeriodS).
+	DefaultMetricPeriodS = int(autoscale.MetricPeriod / time.Second)
 	// DefaultEvaluationPeriods is how many breaching datapoints the target-tracking alarm waits for.
 	DefaultEvaluationPeriods = 3
 )
 
+// Compression is the CloudWatch compression factor the plan was measured at (docs/design.md, "Compressed
+// CloudWatch time"): 1 on AWS and in a what-if plan.
+func (fp Fingerprint) Compression() int { return max(1, fp.CloudWatchCompression) }
+
+// Compression is the CloudWatch compression factor of the inputs: AWS's metric period over theirs (1, 2, 5 or
+// 10; verifyInputs refuses any other period).
+func (in Inputs) Compression() int {
+	if in.MetricPeriodS < 1 || DefaultMetricPeriodS%in.MetricPeriodS != 0 {
+		return 1
+	}
+	return DefaultMetricPeriodS / in.MetricPeriodS
+}
+
+// awsS is an AWS duration of s seconds as the plan's clock runs it: divided by the inputs' compression. Every
+// AWS-facing constant of the derivation goes through it.
+func (in Inputs) awsS(s float64) float64 { return autoscale.CompressS(s, in.Compression()) }
+
 // ScaleOutAlarmMemory is how long after a load ends the scale-out alarm's datapoints may still hold it: the
-// period the load ended in, the DefaultEvaluationPeriods datapoints, and the evaluation tick
-// (simulate.EvaluationLag). A replay that must start from a quiet alarm, as the simulation does, waits this
-// long after the load before it.
-const ScaleOutAlarmMemory = time.Duration(DefaultEvaluationPeriods+1)*DefaultMetricPeriodS*time.Second + simulate.EvaluationLag
+// period the load ended in, the DefaultEvaluationPeriods datapoints, and the evaluation tick (one period, the
+// simulator's evaluation lag: simulate.EvaluationLag on AWS's periods). A replay that must start from a quiet
+// alarm, as the simulation does, waits this long after the load before it.
+func (p *Plan) ScaleOutAlarmMemory() time.Duration {
+	period := time.Duration(p.Inputs.MetricPeriodS) * time.Second
+	return time.Duration(DefaultEvaluationPeriods+2) * period
+}
 
 // Plan is the artifact of tts-bench plan: thresholds, cooldowns and fleet bounds derived from measurement,
 // the findings that judge them and the verdict. The endpoint stack reads Derived (and Fingerprint.SLO*)
@@ -69,6 +90,10 @@ type Fingerprint struct {
 	// Emulator is true when the plan was measured on the local emulator (QMax.Emulator): the gate accepts it
 	// for a deployment on the emulator only.
 	Emulator bool `json:"emulator,omitempty"`
+	// CloudWatchCompression is the CloudWatch compression of the emulator measured (QMax.CloudWatchCompression;
+	// absent: 1, as on AWS): the plan's AWS-derived timings are divided by it, and the gate accepts the plan
+	// only for a deployment with the same factor (docs/design.md, "Compressed CloudWatch time").
+	CloudWatchCompression int `json:"cloudwatch_compression,omitempty"`
 	// ContainerDigest is the SourceDigest of the container measured; empty only in what-if plans.
 	ContainerDigest string `json:"container_digest"`
 	// SLOTTFABMs is the TTFAB bound of the SLO in milliseconds.
@@ -118,9 +143,11 @@ type Inputs struct {
 	Traces []TraceInput `json:"traces,omitempty"`
 	// SurgeRatio is s: load may grow by this factor within one T_plan.
 	SurgeRatio float64 `json:"surge_ratio"`
-	// DetectionBufferS is the time from a surge until a scale-out is asked for, in seconds.
+	// DetectionBufferS is the time from a surge until a scale-out is asked for, in AWS's seconds: T_plan adds it
+	// divided by the compression (Compression).
 	DetectionBufferS float64 `json:"detection_buffer_s"`
-	// MetricPeriodS is the scaling metric's period, in seconds.
+	// MetricPeriodS is the scaling metric's period, in seconds: AWS's 10 s divided by the compression of the
+	// emulator measured (1 s on an emulator at time scale 10 or more).
 	MetricPeriodS int `json:"metric_period_s"`
 	// EvaluationPeriods is the number of breaching datapoints before a scale-out.
 	EvaluationPeriods int `json:"evaluation_periods"`
@@ -290,8 +317,8 @@ func verifyInputs(in Inputs) []error {
 	if !inRange(in.DetectionBufferS, 0, MaxDetectionBufferS) {
 		add("detection_buffer_s: is %g: want 0 to %d seconds", in.DetectionBufferS, MaxDetectionBufferS)
 	}
-	if in.MetricPeriodS < 1 || in.MetricPeriodS > 3600 {
-		add("metric_period_s: is %d: want 1 to 3600 seconds", in.MetricPeriodS)
+	if in.MetricPeriodS < 1 || DefaultMetricPeriodS%in.MetricPeriodS != 0 || !autoscale.ValidCompression(DefaultMetricPeriodS/in.MetricPeriodS) {
+		add("metric_period_s: is %d: want %d s divided by a CloudWatch compression of 1, 2, 5 or 10", in.MetricPeriodS, DefaultMetricPeriodS)
 	}
 	if in.EvaluationPeriods < 1 || in.EvaluationPeriods > 100 {
 		add("evaluation_periods: is %d: want 1 to 100", in.EvaluationPeriods)
@@ -382,10 +409,13 @@ const DefaultScaleInMargin = 0.2
 func derive(in Inputs) Derived {
 	m := in.Instance
 	s := in.SurgeRatio
-	d := Derived{Headroom: s - 1, TPlanS: in.TTotalS + in.DetectionBufferS}
+	// The AWS-facing durations (the detection buffer, the cooldowns' bounds, the metric period) run on the
+	// plan's clock: divided by its compression (docs/design.md, "Compressed CloudWatch time").
+	buffer, outMin, outMax, inMin := in.awsS(in.DetectionBufferS), in.awsS(ScaleOutCooldownMinS), in.awsS(ScaleOutCooldownMaxS), in.awsS(ScaleInCooldownMinS)
+	d := Derived{Headroom: s - 1, TPlanS: in.TTotalS + buffer}
 	d.CScaleMax, d.CScaleMin = thresholds(s, in.QMax)
-	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, ScaleOutCooldownMinS), ScaleOutCooldownMaxS))
-	d.ScaleInCooldownS = ceilSeconds(math.Max(ScaleInCooldownMinS, ScaleInCooldownTPlan*d.TPlanS))
+	d.ScaleOutCooldownS = ceilSeconds(math.Min(math.Max(d.TPlanS/2, outMin), outMax))
+	d.ScaleInCooldownS = ceilSeconds(math.Max(inMin, ScaleInCooldownTPlan*d.TPlanS))
 	d.SafeRPS = m.SafeRPS()
 	d.ScaleOutRPS = d.SafeRPS / s
 	minN := float64(in.MinInstances)
@@ -396,7 +426,7 @@ func derive(in Inputs) Derived {
 	d.MaxInstances = min(in.MaxInstances, max(in.MinInstances, need))
 	d.TargetValue = m.At(d.ScaleOutRPS).Metric
 	d.ScaleInThreshold = m.At(d.ScaleInRPS).Metric
-	d.ScaleInPeriodS = DefaultMetricPeriodS
+	d.ScaleInPeriodS = in.MetricPeriodS
 	d.ScaleInEvaluationPeriods = max(MinScaleInEvaluationPeriods, ceilSeconds(d.TPlanS/float64(d.ScaleInPeriodS)))
 	d.QueueMaxDepth = in.QueueMaxDepth
 	f := FormatNumber
@@ -411,12 +441,25 @@ func derive(in Inputs) Derived {
 		{"scale_in_threshold", f(d.ScaleInThreshold), fmt.Sprintf("the metric the instance model gives at scale_in_rps %s rps", f(d.ScaleInRPS))},
 		{"scale_in_evaluation_periods", fmt.Sprint(d.ScaleInEvaluationPeriods), fmt.Sprintf("%d × %d s ≥ T_plan %s s (at least 3): the scale-in alarm cannot fire inside a surge's scale-out", d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, f(d.TPlanS))},
 		{"max_instances", fmt.Sprint(d.MaxInstances), fmt.Sprintf("ceil(peak %s rps ÷ scale_out_rps %s) = %d, at least min %d, at most the allowed %d", f(in.PeakRPS), f(d.ScaleOutRPS), need, in.MinInstances, in.MaxInstances)},
-		{"t_plan_s", f(d.TPlanS), fmt.Sprintf("T_total %s s + detection buffer %s s", f(in.TTotalS), f(in.DetectionBufferS))},
-		{"scale_out_cooldown_s", fmt.Sprint(d.ScaleOutCooldownS), "T_plan ÷ 2 within [10, 30] s, counted from the end of the previous scale-out"},
-		{"scale_in_cooldown_s", fmt.Sprint(d.ScaleInCooldownS), "max(300 s, 3 × T_plan): one instance at a time on the way down"},
+		{"t_plan_s", f(d.TPlanS), fmt.Sprintf("T_total %s s + detection buffer %s s%s", f(in.TTotalS), f(buffer), compressedNote(in, in.DetectionBufferS))},
+		{"scale_out_cooldown_s", fmt.Sprint(d.ScaleOutCooldownS), fmt.Sprintf("T_plan ÷ 2 within [%s, %s] s%s, counted from the end of the previous scale-out", f(outMin), f(outMax), compressedNote(in, 0))},
+		{"scale_in_cooldown_s", fmt.Sprint(d.ScaleInCooldownS), fmt.Sprintf("max(%s s%s, 3 × T_plan): one instance at a time on the way down", f(inMin), compressedNote(in, ScaleInCooldownMinS))},
 		{"queue_max_depth", fmt.Sprint(d.QueueMaxDepth), "the catalog's queue shield"},
 	}
 	return d
+}
+
+// compressedNote says, in a line of reasoning, that an AWS duration (awsS seconds of AWS's, 0 for a range) was
+// divided by the plan's compression; "" at compression 1.
+func compressedNote(in Inputs, awsS float64) string {
+	f := in.Compression()
+	if f == 1 {
+		return ""
+	}
+	if awsS == 0 {
+		return fmt.Sprintf(" (AWS's ÷ CloudWatch compression %d)", f)
+	}
+	return fmt.Sprintf(" (AWS's %s s ÷ CloudWatch compression %d)", FormatNumber(awsS), f)
 }
 
 // thresholds are the original's scale-out and scale-in concurrencies for surge ratio s: with headroom

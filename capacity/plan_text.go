@@ -64,7 +64,11 @@ func writePlanTable(w io.Writer, p *Plan) error {
 	}
 	row("T_total", FormatNumber(in.TTotalS)+" s", "one more instance, asked for until serving")
 	row("surge ratio s", exact(in.SurgeRatio), "load may grow ×s within one T_plan")
-	row("detection buffer", FormatNumber(in.DetectionBufferS)+" s", fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS))
+	buffer := fmt.Sprintf("metric %d × %d s datapoints + cooldown", in.EvaluationPeriods, in.MetricPeriodS)
+	if f := in.Compression(); f > 1 {
+		buffer = fmt.Sprintf("AWS's seconds, ÷ CloudWatch compression %d in T_plan (the emulator measured)", f)
+	}
+	row("detection buffer", FormatNumber(in.DetectionBufferS)+" s", buffer)
 	row("load", fmt.Sprintf("peak %s rps", exact(in.PeakRPS)), fmt.Sprintf("trough %s rps", FormatNumber(in.TroughRPS)))
 	row("fleet bounds", fmt.Sprintf("%d to %d", in.MinInstances, in.MaxInstances), "instances allowed")
 	row("queue_max_depth", strconv.Itoa(in.QueueMaxDepth), "catalog shield depth per instance")

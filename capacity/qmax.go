@@ -23,6 +23,9 @@ type QMax struct {
 	// Emulator is true when the endpoint measured ran on the local emulator (tts-bench --local): its instance
 	// type is then a profile of assumptions, not that type (docs/design.md, "The gate"). Absent on AWS.
 	Emulator bool `json:"emulator,omitempty"`
+	// CloudWatchCompression is the CloudWatch compression of the emulator measured, as it published it
+	// (emulator.Info; docs/design.md, "Compressed CloudWatch time"). Absent on AWS and at 1.
+	CloudWatchCompression int `json:"cloudwatch_compression,omitempty"`
 	// ModelRevision is the pinned weights revision ("none" for engines without weights).
 	ModelRevision string `json:"model_revision"`
 	// ContainerDigest is the SourceDigest of the container that served the measurement.
@@ -259,6 +262,9 @@ func (q *QMax) verify(partial bool) []error {
 	}
 	if !knownTransport(q.Transport) {
 		add("transport: unknown transport %q: want one of %v", q.Transport, Transports)
+	}
+	if err := verifyCompression(q.CloudWatchCompression, q.Emulator); err != nil {
+		errs = append(errs, err)
 	}
 	if q.SLOTTFABMs <= 0 {
 		add("slo_ttfab_ms: is %d: must be positive", q.SLOTTFABMs)
@@ -567,6 +573,8 @@ type QMaxRun struct {
 	Model, Endpoint, InstanceType, ModelRevision, ContainerDigest, Transport, RunID string
 	// Emulator is true when the endpoint ran on the local emulator (QMax.Emulator).
 	Emulator bool
+	// CloudWatchCompression is the emulator's CloudWatch compression (QMax.CloudWatchCompression).
+	CloudWatchCompression int
 	// SLOTTFABMs and SLOPercentile are the SLO the steps were judged against.
 	SLOTTFABMs, SLOPercentile int
 	// StartedAt and EndedAt bound the run (UTC).
@@ -627,7 +635,7 @@ const (
 // what the checks found, in step order.
 func NewQMax(run QMaxRun) (*QMax, []QMaxNote) {
 	q := &QMax{
-		SchemaVersion: SchemaVersion, Model: run.Model, Endpoint: run.Endpoint, InstanceType: run.InstanceType, Emulator: run.Emulator,
+		SchemaVersion: SchemaVersion, Model: run.Model, Endpoint: run.Endpoint, InstanceType: run.InstanceType, Emulator: run.Emulator, CloudWatchCompression: run.CloudWatchCompression,
 		ModelRevision: run.ModelRevision, ContainerDigest: run.ContainerDigest, Transport: run.Transport,
 		SLOTTFABMs: run.SLOTTFABMs, SLOPercentile: run.SLOPercentile, RunID: run.RunID,
 		StartedAt: run.StartedAt, EndedAt: run.EndedAt, RetryPolicy: RetryPolicyNone,

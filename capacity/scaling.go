@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"math"
+
+	"github.com/speech-infra/speech-infra/autoscale"
 )
 
 // The names and units shared by everything that deploys scaling from a plan: the endpoint stack renders a
@@ -18,7 +20,8 @@ const (
 	ConcurrencyMetric = "ConcurrentRequestsPerModel"
 	// TargetTrackingMetric is the predefined high-resolution metric the scale-out policy tracks.
 	TargetTrackingMetric = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
-	// AlarmPeriodS is the period of the scale-in and fleet alarms, in seconds.
+	// AlarmPeriodS is the period of the operator alarms on AWS, in seconds (divided by a plan's CloudWatch
+	// compression, as every AWS duration of a plan).
 	AlarmPeriodS = 60
 	// LatencyEvaluationPeriods is how many periods latency must exceed the SLO before the latency alarm fires.
 	LatencyEvaluationPeriods = 3
@@ -44,6 +47,10 @@ type ScalingSpec struct {
 	SLOMs, SLOPercentile int
 	// TPlanS is the plan's T_plan.
 	TPlanS float64
+	// MetricPeriodS is the period of the high-resolution metric the target tracking alarms evaluate: 10 s on
+	// AWS, 10 s ÷ the CloudWatch compression on an emulator (Inputs.MetricPeriodS). Nothing deploys it: the
+	// platform sets it; the simulator runs its alarms on it.
+	MetricPeriodS int
 }
 
 // TargetTrackingSpec is the scale-out policy: target tracking with scale-in disabled. Scale-in by target
@@ -121,7 +128,15 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 	// SageMaker publishes no instance-count metric. A fleet that can still grow brings concurrency back under
 	// the target within T_plan plus one scale-out cooldown; concurrency above the target for longer than that
 	// means the fleet is stuck at its maximum (or scaling is suspended).
-	stuck := int(math.Ceil((d.TPlanS+float64(d.ScaleOutCooldownS))/AlarmPeriodS)) + 1
+	f := fp.Compression()
+	alarmPeriod := int(autoscale.CompressS(AlarmPeriodS, f))
+	stuck := int(math.Ceil((d.TPlanS+float64(d.ScaleOutCooldownS))/float64(alarmPeriod))) + 1
+	periods := func(n int) string {
+		if f == 1 {
+			return fmt.Sprintf("%d minutes", n)
+		}
+		return fmt.Sprintf("%d x %d s (%d minutes ÷ CloudWatch compression %d)", n, alarmPeriod, n, f)
+	}
 	return ScalingSpec{
 		Endpoint: endpoint, Variant: variant,
 		MinInstances: d.MinInstances, MaxInstances: d.MaxInstances,
@@ -131,11 +146,11 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 		},
 		ScaleIn:       StepScaleInSpec{PolicyName: scaleInPolicyName(endpoint), CooldownS: d.ScaleInCooldownS, Adjustment: -1},
 		QueueMaxDepth: d.QueueMaxDepth,
-		SLOMs:         slo, SLOPercentile: pct, TPlanS: d.TPlanS,
+		SLOMs:         slo, SLOPercentile: pct, TPlanS: d.TPlanS, MetricPeriodS: d.ScaleInPeriodS,
 		Alarms: []AlarmSpec{
 			{
 				ID: "ScaleInAlarm", Name: names[0], TriggersScaleIn: true,
-				Description: fmt.Sprintf("Per-instance concurrency (10-s Maximum) below %g, the metric at the plan's scale-in rate %g rps, for %d x %d s (at least T_plan %gs): remove one instance", scaleIn, round3(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, d.TPlanS),
+				Description: fmt.Sprintf("Per-instance concurrency (%d-s Maximum) below %g, the metric at the plan's scale-in rate %g rps, for %d x %d s (at least T_plan %gs): remove one instance", d.ScaleInPeriodS, scaleIn, round3(d.ScaleInRPS), d.ScaleInEvaluationPeriods, d.ScaleInPeriodS, d.TPlanS),
 				Metric:      ConcurrencyMetric, Statistic: "Maximum", PeriodS: d.ScaleInPeriodS,
 				EvaluationPeriods: d.ScaleInEvaluationPeriods, DatapointsToAlarm: d.ScaleInEvaluationPeriods,
 				Threshold: scaleIn, Comparison: "LessThanThreshold", TreatMissingData: "missing",
@@ -143,21 +158,21 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 			{
 				ID: "QueueSaturationAlarm", Name: names[1],
 				Description: fmt.Sprintf("The container's queue shield (depth %d) is rejecting requests with 503: the fleet is not keeping up", d.QueueMaxDepth),
-				Metric:      "Invocation5XXErrors", Statistic: "Sum", PeriodS: AlarmPeriodS, EvaluationPeriods: 1, DatapointsToAlarm: 1,
+				Metric:      "Invocation5XXErrors", Statistic: "Sum", PeriodS: alarmPeriod, EvaluationPeriods: 1, DatapointsToAlarm: 1,
 				Threshold: 0, Comparison: "GreaterThanThreshold", TreatMissingData: "notBreaching",
 			},
 			{
 				// ModelLatency is reported in microseconds.
 				ID: "LatencyAlarm", Name: names[2],
-				Description: fmt.Sprintf("p%d model latency above the %d ms SLO for %d minutes", pct, slo, LatencyEvaluationPeriods),
-				Metric:      "ModelLatency", ExtendedStatistic: fmt.Sprintf("p%d", pct), PeriodS: AlarmPeriodS,
+				Description: fmt.Sprintf("p%d model latency above the %d ms SLO for %s", pct, slo, periods(LatencyEvaluationPeriods)),
+				Metric:      "ModelLatency", ExtendedStatistic: fmt.Sprintf("p%d", pct), PeriodS: alarmPeriod,
 				EvaluationPeriods: LatencyEvaluationPeriods, DatapointsToAlarm: LatencyEvaluationPeriods,
 				Threshold: float64(slo) * 1000, Comparison: "GreaterThanThreshold", TreatMissingData: "notBreaching",
 			},
 			{
 				ID: "FleetAtMaximumAlarm", Name: names[3],
-				Description: fmt.Sprintf("Concurrency above the scale-out target (%g) for %d minutes, longer than a scale-out takes (T_plan %gs): the fleet is at its maximum of %d or scaling is suspended", target, stuck, d.TPlanS, d.MaxInstances),
-				Metric:      ConcurrencyMetric, Statistic: "Average", PeriodS: AlarmPeriodS, EvaluationPeriods: stuck, DatapointsToAlarm: stuck,
+				Description: fmt.Sprintf("Concurrency above the scale-out target (%g) for %s, longer than a scale-out takes (T_plan %gs): the fleet is at its maximum of %d or scaling is suspended", target, periods(stuck), d.TPlanS, d.MaxInstances),
+				Metric:      ConcurrencyMetric, Statistic: "Average", PeriodS: alarmPeriod, EvaluationPeriods: stuck, DatapointsToAlarm: stuck,
 				Threshold: target, Comparison: "GreaterThanThreshold", TreatMissingData: "notBreaching",
 			},
 		},

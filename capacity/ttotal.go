@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/speech-infra/speech-infra/autoscale"
 )
 
 // TTotalSumTolerance is how far the stage durations may sum from t_total_s, in seconds.
@@ -25,6 +27,8 @@ type TTotal struct {
 	InstanceType string `json:"instance_type"`
 	// Emulator is true when the endpoint measured ran on the local emulator (as QMax.Emulator).
 	Emulator bool `json:"emulator,omitempty"`
+	// CloudWatchCompression is the emulator's CloudWatch compression (as QMax.CloudWatchCompression).
+	CloudWatchCompression int `json:"cloudwatch_compression,omitempty"`
 	// Transport is how the first successful response was observed; it must equal the qmax artifact's.
 	Transport string `json:"transport"`
 	// QMaxSHA256 is the digest of the qmax artifact this measurement was made against.
@@ -186,6 +190,9 @@ func (t *TTotal) Verify() []error {
 	})...)
 	if !knownTransport(t.Transport) {
 		add("transport: unknown transport %q: want one of %v", t.Transport, Transports)
+	}
+	if err := verifyCompression(t.CloudWatchCompression, t.Emulator); err != nil {
+		errs = append(errs, err)
 	}
 	if !ValidDigest(t.QMaxSHA256) {
 		add("qmax_sha256: %q is not a digest: want sha256:<64 hex digits>", t.QMaxSHA256)
@@ -432,4 +439,16 @@ func (t *TTotal) ProbeValidity(sloMs int) (Status, string, string) {
 			"re-run tts-bench ttotal without --probe-concurrency (the default comes from the qmax artifact) or with a probe concurrency past Q_max"
 	}
 	return StatusPass, "", ""
+}
+
+// verifyCompression checks an artifact's cloudwatch_compression: absent, or one of autoscale.Compression's
+// factors, and above 1 only on the emulator (AWS runs CloudWatch at its own speed).
+func verifyCompression(f int, emulator bool) error {
+	switch {
+	case f != 0 && !autoscale.ValidCompression(f):
+		return fmt.Errorf("cloudwatch_compression: is %d: want 1, 2, 5 or 10 (the emulator's published factor), or leave it out", f)
+	case f > 1 && !emulator:
+		return fmt.Errorf("cloudwatch_compression: is %d on AWS: only the local emulator compresses CloudWatch time (emulator: true)", f)
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ type DeployOptions struct {
 	// Emulator is true when the clients point at the local emulator: the gate then accepts a plan measured
 	// there (capacity.Deployment.Emulator).
 	Emulator bool
+	// CloudWatchCompression is the emulator's published CloudWatch compression (emulator.Info); 0 or 1 on AWS
+	// (capacity.Deployment.CloudWatchCompression).
+	CloudWatchCompression int
 	// Image is the container image the SageMaker model records.
 	Image string
 	// RoleARN is the execution role the SageMaker model records.
@@ -189,7 +192,7 @@ func DeployModel(ctx context.Context, cl DeployClients, o DeployOptions) (Deploy
 	m := o.Model
 	res := DeployModelResult{Endpoint: m.EndpointName(), Variant: models.VariantName, PlanPath: o.PlanPath}
 	res.Gate = capacity.GateContext(ctx, capacity.Deployment{
-		Model: m, InstanceType: o.InstanceType, Emulator: o.Emulator, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
+		Model: m, InstanceType: o.InstanceType, Emulator: o.Emulator, CloudWatchCompression: o.CloudWatchCompression, ContainerDigest: o.ContainerDigest, ContainerNote: o.ContainerNote, AutoscalingOverride: o.AutoscalingOverride,
 	}, o.PlanPath)
 	if err := ctx.Err(); err != nil {
 		// Stopped while the gate re-ran the plan's simulations: nothing was deployed, not even without scaling.

@@ -24,7 +24,7 @@ type Expectation struct {
 
 // Expect runs the deploy's gate for m on the instance type of where it is deployed (the emulator's "local"
 // or the catalog's). The gate re-runs the plan's simulations: ctx stops it, and then the caller stops too.
-func Expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool) Expectation {
+func Expect(ctx context.Context, m models.Model, planPath, containerDir string, local bool, compression int) Expectation {
 	e := Expectation{PlanPath: planPath, Container: ContainerExpectation{FirstAudioTargetMs: m.SLO.FirstAudioTargetMs()}}
 	digest, files, err := capacity.SourceDigestFiles(containerDir)
 	if err != nil {
@@ -35,7 +35,7 @@ func Expect(ctx context.Context, m models.Model, planPath, containerDir string, 
 	if local {
 		it = models.LocalInstanceType
 	}
-	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
+	dec := capacity.GateContext(ctx, capacity.Deployment{Model: m, InstanceType: it, Emulator: local, CloudWatchCompression: compression, ContainerDigest: digest, ContainerNote: files.UntrackedNote()}, planPath)
 	if dec.Enabled {
 		s := capacity.ScalingSpecFor(m.EndpointName(), models.VariantName, dec.Plan)
 		e.Spec = &s

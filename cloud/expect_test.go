@@ -48,21 +48,21 @@ func TestDriftNamesAnUntrackedFileBehindADigestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exp := cloud.Expect(context.Background(), m, planPath, dir, true); exp.Spec == nil {
+	if exp := cloud.Expect(context.Background(), m, planPath, dir, true, 1); exp.Spec == nil {
 		t.Fatalf("the clean tree's plan is refused: %v", exp.Reasons)
 	}
 	// go build -o container/speech-container: the plan still applies.
 	if err := os.WriteFile(filepath.Join(dir, "speech-container"), []byte("\x7fELF"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if exp := cloud.Expect(context.Background(), m, planPath, dir, true); exp.Spec == nil {
+	if exp := cloud.Expect(context.Background(), m, planPath, dir, true, 1); exp.Spec == nil {
 		t.Fatalf("a go build output in container/ made the gate refuse: %v", exp.Reasons)
 	}
 	// An untracked source file the image build copies: refused, and said so.
 	if err := os.WriteFile(filepath.Join(dir, "scratch.go"), []byte("package cloud_test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exp := cloud.Expect(context.Background(), m, planPath, dir, true)
+	exp := cloud.Expect(context.Background(), m, planPath, dir, true, 1)
 	if exp.Spec != nil || !strings.Contains(strings.Join(exp.Reasons, "\n"), "does not track but the image build copies (scratch.go)") {
 		t.Fatalf("an untracked copied file: spec %v, reasons %q", exp.Spec != nil, exp.Reasons)
 	}

@@ -19,7 +19,6 @@ import (
 const (
 	namespaceSM       = "sagemaker"
 	dimensionVariant  = "sagemaker:variant:DesiredInstanceCount"
-	defaultCooldownS  = 300
 	predefinedHighRes = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 )
 
@@ -943,7 +942,7 @@ func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time
 	}
 	invoked := false
 	for _, p := range recs {
-		pol := policyInput(p)
+		pol := policyInput(p, e.defaultCooldownS())
 		for _, n := range alarmNames {
 			a := e.st.Alarms[n]
 			if a.State != alarmAlarm || !a.ActionsEnabled || !contains(a.AlarmActions, p.Arn) {
@@ -975,9 +974,16 @@ func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time
 	return true
 }
 
-// policyInput is a policy record as autoscale.Decide takes it, with Application Auto Scaling's default
-// cooldown of 300 s for SageMaker endpoint variants where the policy gives none.
-func policyInput(p *policyRec) autoscale.Policy {
+// defaultCooldownS is the cooldown, in seconds, of a policy that gives none: Application Auto Scaling's 300 s
+// for SageMaker endpoint variants (autoscale.DefaultCooldown), divided by the emulator's CloudWatch compression
+// (docs/design.md, "Compressed CloudWatch time").
+func (e *Emulator) defaultCooldownS() int {
+	return int(autoscale.Compress(autoscale.DefaultCooldown, e.compression()) / time.Second)
+}
+
+// policyInput is a policy record as autoscale.Decide takes it, with defaultCooldownS (Emulator.defaultCooldownS)
+// where the policy gives no cooldown.
+func policyInput(p *policyRec, defaultCooldownS int) autoscale.Policy {
 	pol := autoscale.Policy{Name: p.Name, State: p.policyState()}
 	switch {
 	case p.TargetTracking != nil:

@@ -823,6 +823,9 @@ func (e *Emulator) evaluateAlarmLocked(a *alarmRec, now time.Time) bool {
 	end := now.Truncate(period)
 	start := end.Add(-time.Duration(a.EvaluationPeriods) * period)
 	points := e.metrics.query(a.Namespace, a.MetricName, a.Dimensions, start, start, end, period)
+	if f := e.compression(); f > 1 {
+		points = e.trailingPoints(a, start, end, period, period*time.Duration(f))
+	}
 	need := a.DatapointsToAlarm
 	if need <= 0 {
 		need = a.EvaluationPeriods
@@ -866,6 +869,32 @@ func (e *Emulator) evaluateAlarmLocked(a *alarmRec, now time.Time) bool {
 	}
 	a.State, a.StateReason, a.StateUpdated = next, reason, now.UTC()
 	return true
+}
+
+// trailingPoints are an alarm's datapoints on an emulator that compresses CloudWatch time (docs/design.md,
+// "Compressed CloudWatch time"): each period's datapoint stands for the AWS period it compresses, so it is the
+// statistic over the wall-clock window of that AWS period's length (window) ending where the period ends. The
+// data plane runs at real speed: a 1-s datapoint of ConcurrentRequestsPerModel would be the peak of one wall
+// second, lower than the 10-s peak the plan's instance model gives and AWS's alarm sees, and a scale-in alarm
+// on it would fire during a surge. This is the emulator's extension; GetMetricData and GetMetricStatistics
+// answer the datapoints as published. e.mu must be held.
+func (e *Emulator) trailingPoints(a *alarmRec, start, end time.Time, period, window time.Duration) []agg {
+	raw := e.metrics.query(a.Namespace, a.MetricName, a.Dimensions, start.Add(period-window), start.Add(period-window), end, period)
+	var out []agg
+	for pe := start.Add(period); !pe.After(end); pe = pe.Add(period) {
+		merged := agg{t: pe.Add(-period)}
+		for _, p := range raw {
+			if !p.t.Before(pe.Add(-window)) && p.t.Before(pe) {
+				for _, v := range p.samples {
+					merged.add(v)
+				}
+			}
+		}
+		if merged.count > 0 {
+			out = append(out, merged)
+		}
+	}
+	return out
 }
 
 // thresholdCrossed is the StateReason of a transition to ALARM (breached) or OK, in CloudWatch's wording, e.g.

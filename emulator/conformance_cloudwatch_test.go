@@ -485,3 +485,37 @@ func TestConformanceCloudWatchStateReason(t *testing.T) {
 		})
 	}
 }
+
+// An emulator that compresses CloudWatch time (time scale 50: 1-s periods standing for AWS's 10 s) evaluates
+// each alarm datapoint over the wall-clock window of the AWS period it stands for: one datapoint of 42 published
+// 4 s ago is in the trailing 10 s of each of the last three 1-s periods, so a 3-of-3 alarm above 30 goes to
+// ALARM naming three datapoints of 42, though the last three 1-s periods published nothing themselves
+// (docs/design.md, "Compressed CloudWatch time"; our extension, not AWS behaviour).
+func TestCompressedAlarmSeesTheAWSPeriod(t *testing.T) {
+	r := emulatortest.Start(t, emulatortest.TimeScale(50))
+	if info := r.Info(); info.CloudWatchCompression != 10 || info.MetricPeriodS != 1 {
+		t.Fatalf("time scale 50: compression %d, metric period %g s; want 10 and 1 s", info.CloudWatchCompression, info.MetricPeriodS)
+	}
+	c := r.CloudWatch
+	ctx := ctxFor(t, time.Minute)
+	const ns, metric, name = "Conformance/Compressed", "ConcurrentRequestsPerModel", "compressed"
+	dims := []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String("conf")}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}}
+	if _, err := c.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String(name), Namespace: aws.String(ns), MetricName: aws.String(metric),
+		Dimensions: dims, Statistic: cwtypes.StatisticMaximum, Period: aws.Int32(1), EvaluationPeriods: aws.Int32(3), DatapointsToAlarm: aws.Int32(3),
+		Threshold: aws.Float64(30), ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold}); err != nil {
+		t.Fatalf("PutMetricAlarm: %v", err)
+	}
+	r.AddMetric(ns, metric, "conf", "AllTraffic", time.Now().Add(-4*time.Second), 42)
+	var reason string
+	eventually(t, hangBound, "the alarm to reach ALARM", func() bool {
+		out, err := c.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: []string{name}})
+		if err != nil || len(out.MetricAlarms) != 1 {
+			t.Fatalf("DescribeAlarms: %+v, %v", out, err)
+		}
+		reason = aws.ToString(out.MetricAlarms[0].StateReason)
+		return out.MetricAlarms[0].StateValue == cwtypes.StateValueAlarm
+	})
+	if !regexp.MustCompile(`^Threshold Crossed: 3 out of the last 3 datapoints \[42\.0 [^,]*, 42\.0 [^,]*, 42\.0 [^,]*\] were greater than`).MatchString(reason) {
+		t.Errorf("StateReason %q, want three datapoints of 42", reason)
+	}
+}

@@ -43,6 +43,14 @@ type Info struct {
 	Instance string `json:"instance"`
 	// StateDir is the state directory the emulator serves, absolute with symbolic links resolved.
 	StateDir string `json:"state_dir"`
+	// TimeScale is how many times faster than AWS the start-up profile runs (Options.TimeScale).
+	TimeScale float64 `json:"time_scale,omitempty"`
+	// CloudWatchCompression is how many times faster than AWS CloudWatch's and Application Auto Scaling's own
+	// durations run (1, 2, 5 or 10; absent from an emulator that predates it: 1). A measurement records it,
+	// and a plan made from that measurement deploys only to an emulator with the same factor.
+	CloudWatchCompression int `json:"cloudwatch_compression,omitempty"`
+	// MetricPeriodS is the emulator's metric period in seconds (Options.MetricPeriod).
+	MetricPeriodS float64 `json:"metric_period_s,omitempty"`
 }
 
 // canonicalDir is dir absolute with symbolic links resolved, the form Info.StateDir holds.

@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 )
 
@@ -36,8 +37,9 @@ import (
 const DefaultPort = 4599
 
 // DefaultMetricPeriod is the resolution of the published metrics and the evaluation period of the autoscaler:
-// SageMaker's high-resolution metrics are 10-second datapoints.
-const DefaultMetricPeriod = 10 * time.Second
+// SageMaker's high-resolution metrics are 10-second datapoints. An emulator with a time scale of 2 or more
+// divides it by its CloudWatch compression (Options.TimeScale).
+const DefaultMetricPeriod = autoscale.MetricPeriod
 
 // ErrLocked says another emulator already serves the state directory.
 var ErrLocked = errors.New("another emulator is already running on this state directory")
@@ -51,8 +53,9 @@ type Options struct {
 	// ContainerBin is the inference container binary each instance runs (`<bin> serve`). Required to run
 	// instances; control-plane operations work without it.
 	ContainerBin string
-	// MetricPeriod is the datapoint resolution and the autoscaler's evaluation period (DefaultMetricPeriod when
-	// zero). Tests shorten it so scaling happens in seconds.
+	// MetricPeriod is the datapoint resolution and the autoscaler's evaluation period (when zero,
+	// DefaultMetricPeriod ÷ the CloudWatch compression of TimeScale). Tests shorten it so scaling happens in
+	// seconds.
 	MetricPeriod time.Duration
 	// Log receives the emulator's own diagnostics; io.Discard when nil.
 	Log io.Writer
@@ -71,7 +74,10 @@ type Options struct {
 	// process allows. When nil, $SPEECH_EMULATOR_PROFILE may name one (ParseProfile).
 	Profile *Profile
 	// TimeScale divides the profile's durations: 100 runs it a hundred times faster. When zero,
-	// $SPEECH_EMULATOR_TIME_SCALE gives it, else 1. It scales nothing but the profile.
+	// $SPEECH_EMULATOR_TIME_SCALE gives it, else 1. CloudWatch's and Application Auto Scaling's own durations
+	// (the default metric period, the default cooldown) are divided by autoscale.Compression(TimeScale), at
+	// most 10: this emulator's extension (docs/design.md, "Compressed CloudWatch time"). Requests are served
+	// at real speed.
 	TimeScale float64
 	// Throttle sets the per-operation token buckets of the control plane (throttle.go). When nil,
 	// $SPEECH_EMULATOR_THROTTLE gives it (ParseThrottle), else DefaultRates: throttling is on by default.
@@ -135,9 +141,6 @@ func Open(opts Options) (*Emulator, error) {
 	if opts.Addr == "" {
 		opts.Addr = fmt.Sprintf("127.0.0.1:%d", DefaultPort)
 	}
-	if opts.MetricPeriod <= 0 {
-		opts.MetricPeriod = DefaultMetricPeriod
-	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -146,6 +149,9 @@ func Open(opts Options) (*Emulator, error) {
 	}
 	if err := profileFromEnv(&opts); err != nil {
 		return nil, err
+	}
+	if opts.MetricPeriod <= 0 {
+		opts.MetricPeriod = autoscale.Compress(DefaultMetricPeriod, autoscale.Compression(opts.TimeScale))
 	}
 	if err := throttleFromEnv(&opts); err != nil {
 		return nil, err
@@ -198,7 +204,8 @@ func Open(opts Options) (*Emulator, error) {
 		done:     make(chan struct{}),
 		limiter:  newLimiter(opts.Throttle),
 	}
-	e.info = Info{PID: os.Getpid(), URL: e.URL(), Instance: randomToken(26), StateDir: dir}
+	e.info = Info{PID: os.Getpid(), URL: e.URL(), Instance: randomToken(26), StateDir: dir,
+		TimeScale: opts.TimeScale, CloudWatchCompression: e.compression(), MetricPeriodS: opts.MetricPeriod.Seconds()}
 	e.server = &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: min(readHeaderTimeout, opts.ReadTimeout),
@@ -208,6 +215,12 @@ func Open(opts Options) (*Emulator, error) {
 	}
 	return e, nil
 }
+
+// compression is the emulator's CloudWatch compression factor, autoscale.Compression of its time scale
+// (docs/design.md, "Compressed CloudWatch time"): its default metric period, its default cooldown and the
+// factor it publishes follow it. An explicit metric period changes the datapoints' resolution and the
+// autoscaler's tick only (the tests' 1 s at time scale 1 is compression 1).
+func (e *Emulator) compression() int { return autoscale.Compression(e.opts.TimeScale) }
 
 // Credentials returns the access key the emulator accepts.
 func (e *Emulator) Credentials() Credentials { return e.creds }

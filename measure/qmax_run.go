@@ -64,9 +64,13 @@ type QMax struct {
 	Format               string
 	// AWSConfig loads the AWS configuration of --local, --region and --profile (awsenv.Settings.Config);
 	// Emulator says it is the local emulator's (--local).
-	AWSConfig      func(context.Context) (aws.Config, error)
-	Emulator       bool
-	Stdout, Stderr io.Writer
+	AWSConfig func(context.Context) (aws.Config, error)
+	Emulator  bool
+	// CloudWatchCompression reads the CloudWatch compression of what AWSConfig points at
+	// (awsenv.Settings.Compression: 1 on AWS, the emulator's published factor), recorded in the artifact; nil
+	// records none.
+	CloudWatchCompression func(context.Context) (int, error)
+	Stdout, Stderr        io.Writer
 	// Env is the client factory, the signals and the command line of the process.
 	Env Env
 
@@ -135,7 +139,9 @@ type qmaxRun struct {
 	started time.Time
 	// instanceType is what the endpoint config deploys ("local" on the emulator and for --transport http).
 	instanceType string
-	cfg          bench.Config
+	// compression is the CloudWatch compression of the platform measured (0 when unknown: --transport http).
+	compression int
+	cfg         bench.Config
 	// records streams to a temporary file beside the records path (renamed into place by write), so a long
 	// run's records never accumulate in memory; recordsHash digests the compressed bytes as they are written.
 	records     *atomicfile.File
@@ -206,6 +212,9 @@ func (o *QMax) Run(ctx context.Context) error {
 		return err
 	}
 	r.cw = sess.cl.CloudWatch
+	if r.compression, err = readCompression(ctx, o.CloudWatchCompression); err != nil {
+		return err
+	}
 	r.cfg.Transport = measuringStreamTransport(sess.cl, o.Endpoint())
 	if err := o.preflight(ctx, sess); err != nil {
 		return err
@@ -532,7 +541,7 @@ func (r *qmaxRun) warn(msg string) {
 func (r *qmaxRun) artifact() *capacity.QMax {
 	o := r.o
 	run := capacity.QMaxRun{
-		Model: o.Model.ID, Endpoint: o.Endpoint(), InstanceType: r.instanceType, Emulator: o.Emulator, ModelRevision: o.Model.Revision(),
+		Model: o.Model.ID, Endpoint: o.Endpoint(), InstanceType: r.instanceType, Emulator: o.Emulator, CloudWatchCompression: r.compression, ModelRevision: o.Model.Revision(),
 		ContainerDigest: o.ContainerDigest, Transport: o.Transport, RunID: r.runID,
 		SLOTTFABMs: int(o.SLO / time.Millisecond), SLOPercentile: r.cfg.SLOPercentile,
 		StartedAt: r.started, EndedAt: time.Now().UTC(), CloudWatchPeriod: cloud.ConcurrencyPeriod,
@@ -802,4 +811,20 @@ func pingContainer(ctx context.Context, base string) error {
 		return fmt.Errorf("GET %s answered %s (%s), not 200: the container is not healthy", u, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// readCompression reads the CloudWatch compression of the platform measured (docs/design.md, "Compressed
+// CloudWatch time"): 0, recorded as absent, when read is nil or the platform runs CloudWatch at its own speed.
+func readCompression(ctx context.Context, read func(context.Context) (int, error)) (int, error) {
+	if read == nil {
+		return 0, nil
+	}
+	f, err := read(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the CloudWatch compression of the platform measured: %w", err)
+	}
+	if f <= 1 {
+		return 0, nil
+	}
+	return f, nil
 }

@@ -66,9 +66,11 @@ type TTotal struct {
 	JournalDir           string
 	// AWSConfig loads the AWS configuration of --local, --region and --profile (awsenv.Settings.Config);
 	// Emulator says it is the local emulator's (--local).
-	AWSConfig      func(context.Context) (aws.Config, error)
-	Emulator       bool
-	Stdout, Stderr io.Writer
+	AWSConfig func(context.Context) (aws.Config, error)
+	Emulator  bool
+	// CloudWatchCompression reads the platform's CloudWatch compression, recorded in the artifact (as QMax's).
+	CloudWatchCompression func(context.Context) (int, error)
+	Stdout, Stderr        io.Writer
 	// Env is the client factory, the signals and the command line of the process.
 	Env Env
 
@@ -84,7 +86,9 @@ type TTotal struct {
 
 // ttotalRun is the state of one measurement.
 type ttotalRun struct {
-	o            *TTotal
+	o *TTotal
+	// compression is the CloudWatch compression of the platform measured (0: none).
+	compression  int
 	sess         *session
 	runID        string
 	clock        clientClock
@@ -183,6 +187,9 @@ func (o *TTotal) Run(ctx context.Context) error {
 	}
 	r := &ttotalRun{o: o, sess: sess, runID: newTTotalRunID(), clock: newClientClock(), instanceType: models.LocalInstanceType,
 		seen: map[string]bool{}, unknownLine: map[string]bool{}, before: map[string]bool{}, served: make(chan struct{}), gaps: map[string]float64{}}
+	if r.compression, err = readCompression(ctx, o.CloudWatchCompression); err != nil {
+		return err
+	}
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
@@ -833,7 +840,7 @@ func (r *ttotalRun) write(to int32) error {
 	events := append([]capacity.Event(nil), r.events...)
 	r.mu.Unlock()
 	t := &capacity.TTotal{
-		SchemaVersion: capacity.SchemaVersion, Model: o.Model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType, Emulator: o.Emulator,
+		SchemaVersion: capacity.SchemaVersion, Model: o.Model.ID, Endpoint: r.sess.endpoint, InstanceType: r.instanceType, Emulator: o.Emulator, CloudWatchCompression: r.compression,
 		Transport: o.Transport, QMaxSHA256: o.QMaxSHA256, RunID: r.runID, FromInstances: int(r.from), ToInstances: int(to),
 		Timeline: capacity.AssembleTimeline(events),
 	}

@@ -15,11 +15,14 @@ import (
 // to the rules that moves any result changes it.
 const Version = "fleet-sim/5 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion)"
 
-// Tick is the autoscaler's clock: the period of the high-resolution ConcurrentRequestsPerModel metric. Alarms
-// are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps.
-const Tick = 10 * time.Second
+// Tick is the autoscaler's clock on AWS: the period of the high-resolution ConcurrentRequestsPerModel metric.
+// Alarms are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps. A
+// Scaling with a PeriodS of its own (a plan measured on a compressed emulator: docs/design.md, "Compressed
+// CloudWatch time") ticks at that period instead.
+const Tick = autoscale.MetricPeriod
 
-// EvaluationLag is how long after a period closes its datapoint is evaluated: the worst case, one Tick.
+// EvaluationLag is how long after a period closes its datapoint is evaluated: the worst case, one Tick (one
+// PeriodS for a Scaling that sets it).
 // CloudWatch evaluates a high-resolution alarm every 10 seconds, at a phase of its own, not on the period's
 // boundary; the emulator likewise evaluates on its own 10-s ticker, 0 to 10 s after the period closes
 // (emulator/autoscaling.go, scaleLoop). Measured against the emulator, a simulator that evaluates on the
@@ -60,7 +63,23 @@ type Scaling struct {
 	TargetScaleIn bool
 	// StepScaleIn is the step scale-in policy; nil when there is none.
 	StepScaleIn *StepScaleIn
+	// PeriodS is the high-resolution metric's period, the alarms' tick, in whole seconds: 0 means Tick (AWS's
+	// 10 s). A plan measured on an emulator that compresses CloudWatch time sets its own (capacity.Inputs
+	// .MetricPeriodS); every other CloudWatch duration here (the invocations metric's minute, the low alarm's
+	// datapoints, the default cooldown) is compressed with it.
+	PeriodS int
 }
+
+// tick is the alarms' tick of s (Scaling.PeriodS).
+func (s *Scaling) tick() time.Duration {
+	if s == nil || s.PeriodS <= 0 {
+		return Tick
+	}
+	return time.Duration(s.PeriodS) * time.Second
+}
+
+// compression is how many times shorter than AWS's the tick of s is (at least 1).
+func (s *Scaling) compression() int { return max(1, int(Tick/s.tick())) }
 
 // StepScaleIn removes Adjustment instances when per-instance concurrency (Maximum) stays below Threshold for
 // EvaluationPeriods periods of PeriodS.
@@ -261,7 +280,7 @@ func (a *alarm) add(v float64) {
 func policies(s *Scaling) ([]autoscale.Policy, []*alarm) {
 	inCool := time.Duration(s.ScaleInCooldownS) * time.Second
 	if s.ScaleInCooldownS == 0 {
-		inCool = 300 * time.Second
+		inCool = autoscale.Compress(autoscale.DefaultCooldown, s.compression())
 	}
 	pols := []autoscale.Policy{{Name: "target-tracking", TargetTracking: &autoscale.TargetTracking{
 		TargetValue:      s.TargetValue,
@@ -286,7 +305,7 @@ func policies(s *Scaling) ([]autoscale.Policy, []*alarm) {
 			AdjustmentType: autoscale.ChangeInCapacity, Aggregation: autoscale.AggregateMaximum,
 			Cooldown: time.Duration(st.CooldownS) * time.Second,
 			Steps:    []autoscale.StepAdjustment{{Upper: ptr(0.0), Adjustment: st.Adjustment}}}})
-		period := max(1, int(math.Round(float64(st.PeriodS)/Tick.Seconds())))
+		period := max(1, int(math.Round(float64(st.PeriodS)/s.tick().Seconds())))
 		alarms = append(alarms, &alarm{name: "step-scale-in-alarm", period: period, evals: st.EvaluationPeriods, toAlarm: st.EvaluationPeriods,
 			threshold: st.Threshold, stat: "Maximum", policyIndex: 1})
 	}
@@ -398,14 +417,15 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 	var tickState loadmodel.Point // the state of the tick's highest metric, for a scattered datapoint
 	var rng *rand.Rand
 	// The first period's length and the evaluation lag: the latest phases, unless this is a scattered run.
-	firstPeriod, lag := Tick, EvaluationLag
+	tick := f.Scaling.tick()
+	firstPeriod, lag := tick, tick
 	if f.Scatter != nil {
 		rng = rand.New(rand.NewPCG(f.Seed, 0x5ca77e2))
-		firstPeriod = time.Duration(1+rng.IntN(int(Tick/substep))) * substep
-		lag = time.Duration(rng.IntN(int(Tick/substep))) * substep
+		firstPeriod = time.Duration(1+rng.IntN(int(tick/substep))) * substep
+		lag = time.Duration(rng.IntN(int(tick/substep))) * substep
 	}
 	// The datapoints of the periods that closed, each fed to the alarms lag after its close (at most two wait:
-	// lag ≤ Tick).
+	// lag ≤ tick).
 	type datapoint struct {
 		evalAt              time.Duration
 		metric, invocations float64
@@ -476,11 +496,11 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 		tickInvocations += arrivals / n
 
 		end := t + substep
-		if f.Scaling != nil && end >= firstPeriod && (end-firstPeriod)%Tick == 0 {
+		if f.Scaling != nil && end >= firstPeriod && (end-firstPeriod)%tick == 0 {
 			if rng != nil {
 				z := rng.NormFloat64()
 				if end == firstPeriod {
-					z = partialDeviate(z, firstPeriod)
+					z = partialDeviate(z, firstPeriod, tick)
 				}
 				tickMetric = f.Scatter.Draw(inst, tickState, z)
 			}
@@ -540,13 +560,13 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 // partialDeviate turns the standard normal deviate z of a full period's datapoint into the deviate of a
 // period only length long: the Maximum of fewer samples. With the samples of a period taken as independent
 // (one a second: emulator/metrics.go), the Maximum of k of them has the k-th power of one's distribution, so a
-// period of length L has P(max ≤ x) = P(full period's max ≤ x)^(L/Tick): z's quantile u becomes u^(Tick/L).
-func partialDeviate(z float64, length time.Duration) float64 {
-	if length >= Tick {
+// period of length L has P(max ≤ x) = P(full period's max ≤ x)^(L/tick): z's quantile u becomes u^(tick/L).
+func partialDeviate(z float64, length, tick time.Duration) float64 {
+	if length >= tick {
 		return z
 	}
 	u := 0.5 * math.Erfc(-z/math.Sqrt2)
-	u = math.Pow(u, float64(Tick)/float64(length))
+	u = math.Pow(u, float64(tick)/float64(length))
 	// u in (0, 1]; the ends are clamped so that Draw never multiplies an infinity by a zero spread.
 	return math.Max(-8, math.Min(8, math.Sqrt2*math.Erfinv(2*u-1)))
 }

@@ -422,3 +422,21 @@ func TestAMinuteCountsItsRequestsOverTheSLO(t *testing.T) {
 		t.Errorf("57 s within the bound alone: %.2f%% over, violates %v", 100*row.Violating/row.Offered, row.Violates)
 	}
 }
+
+// A Scaling with a metric period of its own (a plan measured on an emulator that compresses CloudWatch time)
+// ticks at that period: the flap of TestFlapIsCounted, with every CloudWatch duration ÷ 10, happens in the same
+// order at a tenth of the times (scale-in at 4 s, scale-out at 8 s), with the evaluation lag one 1-s period.
+func TestCompressedPeriodTicksFaster(t *testing.T) {
+	sc := &Scaling{MinInstances: 1, MaxInstances: 4, Metric: MetricConcurrency, TargetValue: 12, ScaleOutCooldownS: 3, PeriodS: 1,
+		StepScaleIn: &StepScaleIn{Threshold: 9, PeriodS: 1, EvaluationPeriods: 3, CooldownS: 6, Adjustment: -1}}
+	r := Run(constant(12, time.Minute), Fleet{Name: "flappy, compressed", Instance: saturating(), TTotalS: 12, Scaling: sc, InitialInstances: 2})
+	if len(r.Events) < 2 || r.Events[0].To >= r.Events[0].From || r.Events[1].To <= r.Events[1].From {
+		t.Fatalf("events %+v: want a scale-in, then a scale-out", r.Events)
+	}
+	if r.Events[0].AtS != 4 || r.Events[1].AtS != 8 {
+		t.Errorf("scale-in at %g s, scale-out at %g s: want 4 s and 8 s (the 10-s tick's 40 s and 80 s ÷ 10)", r.Events[0].AtS, r.Events[1].AtS)
+	}
+	if (&Scaling{PeriodS: 1}).compression() != 10 || (&Scaling{}).tick() != Tick {
+		t.Error("a 1-s period is compression 10, and no period is AWS's Tick")
+	}
+}

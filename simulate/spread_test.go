@@ -83,12 +83,12 @@ func TestScatteredRunsDrawThePhases(t *testing.T) {
 // full period's is unchanged, and the ends are finite.
 func TestPartialDeviate(t *testing.T) {
 	for _, z := range []float64{-3, 0, 1.5} {
-		if got := partialDeviate(z, Tick); got != z {
+		if got := partialDeviate(z, Tick, Tick); got != z {
 			t.Errorf("a full period moved deviate %g to %g", z, got)
 		}
 		prev := z
 		for l := 9; l >= 1; l-- {
-			got := partialDeviate(z, time.Duration(l)*time.Second)
+			got := partialDeviate(z, time.Duration(l)*time.Second, Tick)
 			if !(got < prev) {
 				t.Errorf("deviate %g over %d s is %g: want below %g, the longer period's", z, l, got, prev)
 			}
@@ -98,10 +98,10 @@ func TestPartialDeviate(t *testing.T) {
 	// z = 0 is the median of a full period: the median of 10 samples' Maximum; one sample is below it with
 	// probability 0.5^(1/10) = 0.933... so the full period's median is one sample's 0.933 quantile and one
 	// sample's median sits at the full period's 0.5^10 quantile, about −3.1 standard deviations.
-	if got := partialDeviate(0, time.Second); math.Abs(got-(-3.097)) > 0.01 {
+	if got := partialDeviate(0, time.Second, Tick); math.Abs(got-(-3.097)) > 0.01 {
 		t.Errorf("partialDeviate(0, 1 s) = %g, want about −3.097", got)
 	}
-	if got := partialDeviate(-40, time.Second); math.IsInf(got, 0) || math.IsNaN(got) {
+	if got := partialDeviate(-40, time.Second, Tick); math.IsInf(got, 0) || math.IsNaN(got) {
 		t.Errorf("partialDeviate(−40, 1 s) = %g, want finite", got)
 	}
 }

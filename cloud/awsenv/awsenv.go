@@ -101,6 +101,23 @@ func Where(s Settings, cfg aws.Config) string {
 	return fmt.Sprintf("AWS (%s)", cfg.Region)
 }
 
+// Compression is the CloudWatch compression factor of what the settings point at (docs/design.md, "Compressed
+// CloudWatch time"): 1 on AWS; with Local, the factor the running emulator of StateDir publishes (1 from an
+// emulator that publishes none). A measurement records it, and the gate compares a plan's with a deployment's.
+func (s Settings) Compression(ctx context.Context) (int, error) {
+	if !s.Local {
+		return 1, nil
+	}
+	info, ok, err := emulator.Running(s.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("find the local emulator of %s: %w", s.StateDir, err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("--local: no emulator runs on the state directory %s: start it with `speech-infra deploy <model> --local` (or name its directory with --%s)", s.StateDir, StateDirFlag)
+	}
+	return max(1, info.CloudWatchCompression), nil
+}
+
 // Config returns the SDK configuration the settings ask for. With Local: the emulator running on StateDir,
 // confirmed by its own answer, with its access key (cloud.LocalConfig); none running is an error naming
 // speech-infra deploy --local. Otherwise cloud.LoadConfig (the standard chain with AWS_ENDPOINT_URL_*) with

@@ -202,7 +202,7 @@ func (o *deployOpts) Execute(ctx context.Context) error {
 		return err
 	}
 	res, deployErr := cloud.DeployModel(ctx, o.clients(emu.config()), cloud.DeployOptions{
-		Model: o.model, InstanceType: o.deployedType(), Emulator: true, Image: cloud.LocalImage, RoleARN: cloud.LocalRole,
+		Model: o.model, InstanceType: o.deployedType(), Emulator: true, CloudWatchCompression: emu.CloudWatchCompression, Image: cloud.LocalImage, RoleARN: cloud.LocalRole,
 		ContainerDigest: digest, ContainerNote: files.UntrackedNote(), PlanPath: o.planPath, ModelDir: o.modelDir, AutoscalingOverride: o.autoscaling,
 	})
 	refused := errors.Is(deployErr, cloud.ErrAutoscalingRefused)

@@ -15,7 +15,7 @@ import (
 )
 
 func localServeCommand() *cli.Command {
-	period := &cli.DurationFlag{Name: "metric-period", Usage: "metric resolution and autoscaler period", Value: emulator.DefaultMetricPeriod}
+	period := &cli.DurationFlag{Name: "metric-period", Usage: "metric resolution and autoscaler period (default: 10s ÷ the CloudWatch compression of $" + emulator.EnvTimeScale + ")"}
 	return &cli.Command{
 		Name:   "serve",
 		Usage:  "run the emulator in the foreground (deploy --local starts it in the background)",
@@ -23,7 +23,7 @@ func localServeCommand() *cli.Command {
 		Flags:  []cli.Flag{stateDirFlag, portFlag, containerBin, period},
 		Action: func(c *cli.Context) error {
 			o := &serveOpts{
-				emulator: settingsFrom(c), metricPeriod: c.Duration(period.Name), args: c.Args().Slice(),
+				emulator: settingsFrom(c), metricPeriod: c.Duration(period.Name), metricPeriodSet: c.IsSet(period.Name), args: c.Args().Slice(),
 				stderr: c.App.ErrWriter, open: openEmulator,
 			}
 			if err := o.Validate(); err != nil {
@@ -48,7 +48,10 @@ func openEmulator(o emulator.Options) (runner, error) { return emulator.Open(o) 
 type serveOpts struct {
 	emulator     emulatorSettings
 	metricPeriod time.Duration
-	args         []string
+	// metricPeriodSet says --metric-period was given; without it the emulator derives the period from its time
+	// scale.
+	metricPeriodSet bool
+	args            []string
 
 	// stderr receives the emulator's diagnostics and the line that says where it serves (serve prints no
 	// data: deploy --local starts it with both streams in the emulator log).
@@ -63,7 +66,7 @@ func (o *serveOpts) Validate() error {
 	if len(o.args) > 0 {
 		errs = append(errs, fmt.Errorf("local serve takes no arguments, got %s: use --state-dir, --port and --container-bin", quoteAll(o.args)))
 	}
-	if o.metricPeriod <= 0 {
+	if o.metricPeriodSet && o.metricPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--metric-period %s: want a positive duration, e.g. %s", o.metricPeriod, emulator.DefaultMetricPeriod))
 	}
 	errs = append(errs, o.emulator.validate()...)

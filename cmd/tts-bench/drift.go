@@ -124,7 +124,7 @@ func (o *driftOpts) Validate() error {
 
 // Execute reads the deployment, renders the findings on stdout and fails the check on an error-level finding.
 func (o *driftOpts) Execute(ctx context.Context) error {
-	exp := cloud.Expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local)
+	exp := cloud.Expect(ctx, o.model, o.planPath, o.containerDir, o.env.Local, compressionOf(ctx, o.env))
 	if ctx.Err() != nil {
 		return interrupted(ctx, errors.New("drift stopped while the gate checked the plan: nothing was read"))
 	}
@@ -148,4 +148,14 @@ func (o *driftOpts) Execute(ctx context.Context) error {
 		return exitcode.CheckFailedf("drift: %d error-level finding(s) on %s: follow the remediations above", n, rep.Endpoint)
 	}
 	return nil
+}
+
+// compressionOf is the CloudWatch compression of the platform env points at (awsenv.Settings.Compression); 1
+// when it cannot be read (no emulator runs: the command reports that itself).
+func compressionOf(ctx context.Context, env awsenv.Settings) int {
+	f, err := env.Compression(ctx)
+	if err != nil {
+		return 1
+	}
+	return f
 }

@@ -156,7 +156,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 	// alarm's datapoints, where the simulation starts from a quiet alarm: wait until the alarm's window holds none
 	// of it, as the demo does before its surge. (It was suspected of the replays that scaled out 19-21 s in; a CI
 	// run after this wait still scaled out 19.5 s in: see the comparison below.)
-	if wait := time.Until(check.EndedAt.Add(capacity.ScaleOutAlarmMemory)); wait > 0 {
+	if wait := time.Until(check.EndedAt.Add(p.ScaleOutAlarmMemory())); wait > 0 {
 		t.Logf("waiting %s for the check run's load to leave the scale-out alarm's window", wait.Round(time.Second))
 		time.Sleep(wait)
 	}

@@ -179,7 +179,7 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 		},
 	}
 	o.aws = awsenv.FromContext(c)
-	o.AWSConfig, o.Emulator = o.aws.Config, o.aws.Local
+	o.AWSConfig, o.Emulator, o.CloudWatchCompression = o.aws.Config, o.aws.Local, o.aws.Compression
 	for _, d := range []struct {
 		flag string
 		dst  **time.Duration

@@ -141,7 +141,7 @@ func (o *thawOpts) Validate(errs ...error) error {
 func (o *thawOpts) Execute(ctx context.Context) error {
 	var bounds *cloud.Bounds
 	if o.model != nil {
-		exp := cloud.Expect(ctx, *o.model, o.planPath, o.containerDir, o.env.Local)
+		exp := cloud.Expect(ctx, *o.model, o.planPath, o.containerDir, o.env.Local, compressionOf(ctx, o.env))
 		if ctx.Err() != nil {
 			return interrupted(ctx, errors.New("thaw stopped while the gate checked the plan: nothing was changed"))
 		}

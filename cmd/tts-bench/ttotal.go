@@ -146,7 +146,7 @@ func newTTotalOpts(c *cli.Context, cat models.Catalog) *ttotalOpts {
 		},
 	}
 	o.aws = awsenv.FromContext(c)
-	o.AWSConfig, o.Emulator = o.aws.Config, o.aws.Local
+	o.AWSConfig, o.Emulator, o.CloudWatchCompression = o.aws.Config, o.aws.Local, o.aws.Compression
 	return o
 }
 

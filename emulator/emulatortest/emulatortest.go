@@ -117,6 +117,13 @@ func Throttle(t testing.TB, setting string) Option {
 	return func(o *emulator.Options) { o.Throttle = th }
 }
 
+// TimeScale runs the emulator at the time scale: its start-up profile that many times faster, and CloudWatch
+// time compressed with it (the metric period 10 s ÷ autoscale.Compression(scale) instead of Start's 1 s), as
+// SPEECH_EMULATOR_TIME_SCALE does (docs/design.md, "Compressed CloudWatch time").
+func TimeScale(scale float64) Option {
+	return func(o *emulator.Options) { o.TimeScale, o.MetricPeriod = scale, 0 }
+}
+
 // Container makes the emulator's instances run ContainerBinary(t).
 func Container(t testing.TB) Option {
 	t.Helper()

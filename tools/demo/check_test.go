@@ -352,8 +352,8 @@ func TestCheckAcceptsAnHonestScatterDisagreement(t *testing.T) {
 }
 
 // demoLog is testdata/demo.log: the end of a make demo log, from the plan step to the summary, in the formats
-// the demo (demo.go, summary.go) and tts-bench replay and simulate print, with the numbers of the run
-// docs/demo.md shows (25 slices of 10 s, 2840 requests, from 1 to 3 instances and back to 2). It is built from
+// the demo (demo.go, summary.go) and tts-bench replay and simulate print, with the numbers of one run on AWS's
+// 10-s periods (25 slices of 10 s, 2840 requests, from 1 to 3 instances and back to 2). It is built from
 // those formats, not captured: the lines the check does not read (qmax, ttotal) are left out.
 func demoLog(t *testing.T) string {
 	t.Helper()

@@ -62,7 +62,8 @@ var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--s
 // one instance), a bounded wait. A window counts the requests sent in it that have ended (sent before the
 // oldest still in flight): at 192 in flight a request lasts about 13 s, so a 20-s window holds about 7 s of
 // ended requests (about 100), where a 5-s window held 3; the warm-up lets the first window fill after the
-// probe's opening burst.
+// probe's opening burst, and the queue build until the probe's p95 exceeds the SLO (measurement_validity fails
+// a probe that never did: at 25 s its p95 was still below it).
 var ttotalArgs = []string{"--warmup", "35s", "--window", "20s", "--min-samples", "20", "--max-wait", "4m"}
 
 // options are the demo's flags.
@@ -453,7 +454,7 @@ func (d *demo) redeploy(ctx context.Context) error {
 	// created now would see three breaching datapoints and scale out before the surge begins (a run went from
 	// 1 to 4 instances the second its surge started). Wait until those datapoints have left the alarm's window:
 	// the period the load ended in, the three datapoints, and the evaluation tick.
-	quiet := capacity.ScaleOutAlarmMemory
+	quiet := d.p.ScaleOutAlarmMemory()
 	if wait := time.Until(d.loadEnded.Add(quiet)); !d.loadEnded.IsZero() && wait > 0 {
 		fmt.Fprintf(d.out, "Waiting %s for ttotal's probe load to leave the scale-out alarm's window (%s after it ended)...\n", wait.Round(time.Second), quiet)
 		select {
@@ -487,9 +488,13 @@ func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, 
 	low = p.Derived.ScaleInRPS / 3
 	window := time.Duration(p.Derived.ScaleInEvaluationPeriods*p.Derived.ScaleInPeriodS) * time.Second
 	tPlan := time.Duration(p.Derived.TPlanS * float64(time.Second)).Round(time.Second)
+	// After the window the scale-in alarm still needs the period the fall happened in and its evaluation tick (two
+	// of the plan's metric periods: 1 s on an emulator that compresses CloudWatch time tenfold) and a few seconds
+	// for the instance to drain and leave.
+	period := time.Duration(p.Inputs.MetricPeriodS) * time.Second
 	at = 10 * time.Second
 	surgeFor = 2*tPlan + 10*time.Second
-	total = at + surgeFor + window + 25*time.Second
+	total = at + surgeFor + window + 2*period + 5*time.Second
 	// A CSV trace lasts one step past its last row (simulate.ParseCSV): the last two rows a second apart end it
 	// a second after total.
 	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(mid), (at + tPlan).Seconds(), num(hi),
@@ -507,10 +512,10 @@ func (d *demo) surge(ctx context.Context) error {
 	}
 	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeLowRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), roundTo(low), surgeFor.Seconds()
 	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g twice, a T_plan apart, to %s rps, for %s in all, then %s rps until %s.\n"+
-		"The autoscaler sees ConcurrentRequestsPerModel above the target for 3 datapoints of 10 s and adds an instance; one\n"+
+		"The autoscaler sees ConcurrentRequestsPerModel above the target for 3 datapoints of %d s and adds an instance; one\n"+
 		"instance carries the surge within the SLO until it serves. After the fall the scale-in alarm waits its window\n"+
 		"(%d x %d s, at least T_plan) and removes one. The trace is in %s.\n",
-		num(lo), at, d.p.Inputs.SurgeRatio, num(hi), surgeFor, num(low), total, d.p.Derived.ScaleInEvaluationPeriods, d.p.Derived.ScaleInPeriodS, tracePath)
+		num(lo), at, d.p.Inputs.SurgeRatio, num(hi), surgeFor, num(low), total, d.p.Inputs.MetricPeriodS, d.p.Derived.ScaleInEvaluationPeriods, d.p.Derived.ScaleInPeriodS, tracePath)
 	out := filepath.Join(d.art, "replay-surge.jsonl.gz")
 	args := append([]string{"replay", "--model", model, "--trace", tracePath,
 		"--bucket", "10s", "--poll", "1s", "--request-timeout", "20s", "--run-id", "surge", "--output", out}, d.localArgs()...)
