@@ -546,7 +546,7 @@ func (d *demo) surge(ctx context.Context) error {
 func (d *demo) simulate(ctx context.Context, name string, showRows bool, args ...string) (string, int, error) {
 	text := append([]string{"simulate"}, args...)
 	if showRows {
-		if _, _, err := d.run(ctx, []int{0, 1}, "tts-bench", append(slices.Clone(text), "--minutes")...); err != nil {
+		if _, _, err := d.run(ctx, []int{0, 1}, "tts-bench", append(slices.Clone(text), "--minutes", "--output", filepath.Join(d.art, "simulate-"+name+".svg"))...); err != nil {
 			return "", 0, err
 		}
 	}
