@@ -177,27 +177,38 @@ var containerClient = &http.Client{Transport: &http.Transport{
 // maxAttempts bounds how many instances one invocation is offered to when connections are refused.
 const maxAttempts = 3
 
+// dispatched is an invocation posted to an instance: the instance (the caller releases it), its endpoint, the
+// container's response or err, the instance's own failure, and the context carrying the invocation timeout
+// (the caller releases it with cancel once the response is read).
+type dispatched struct {
+	in     *instance
+	ep     *endpointRec
+	resp   *http.Response
+	err    error
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
 // dispatch picks an instance of the endpoint and posts the payload to its /invocations. When the connection to
 // the instance cannot be made (the request provably never reached it, e.g. its process died), the instance is
 // taken out of routing and the request goes to another one, up to maxAttempts instances; after any byte was
-// sent it is never repeated. The returned context carries the invocation timeout and must be released with
-// cancel once the response is read; in is nil when apiErr is set.
-//
-//lint:ignore ST1008 two different results: apiErr, an answer in AWS's shape written back at once, and err, the instance's own failure; apiErr is last because every caller checks it first
-func (e *Emulator) dispatch(r *http.Request, name string, body []byte, accept string, streaming bool) (in *instance, ep *endpointRec, resp *http.Response, ctx context.Context, cancel context.CancelFunc, err error, apiErr *apiError) {
+// sent it is never repeated. apiErr is an answer in AWS's shape, to write back at once (no instance is held).
+func (e *Emulator) dispatch(r *http.Request, name string, body []byte, accept string, streaming bool) (*dispatched, *apiError) {
 	var tried []*instance
+	var ctx context.Context
+	var cancel context.CancelFunc
 	for {
-		in, ep, apiErr = e.pick(r.Context(), name, tried)
+		in, ep, apiErr := e.pick(r.Context(), name, tried)
 		if apiErr != nil {
 			if cancel != nil {
 				cancel()
 			}
-			return nil, nil, nil, nil, nil, nil, apiErr
+			return nil, apiErr
 		}
 		if ctx == nil {
 			ctx, cancel = context.WithTimeout(r.Context(), invocationTimeout(ep, streaming))
 		}
-		resp, err = post(ctx, r, in, body, accept)
+		resp, err := post(ctx, r, in, body, accept)
 		if err != nil && notDelivered(err) && len(tried)+1 < maxAttempts && ctx.Err() == nil {
 			e.log.Printf("endpoint %s: instance %s refused the connection (%v); taking it out of routing and sending the request to another instance", name, in.id, err)
 			in.unhealthy.Store(true)
@@ -205,8 +216,30 @@ func (e *Emulator) dispatch(r *http.Request, name string, body []byte, accept st
 			tried = append(tried, in)
 			continue
 		}
-		return in, ep, resp, ctx, cancel, err, nil
+		return &dispatched{in: in, ep: ep, resp: resp, err: err, ctx: ctx, cancel: cancel}, nil
 	}
+}
+
+// begin is what InvokeEndpoint and InvokeEndpointWithResponseStream do first: validate the request as op,
+// read its payload and dispatch it (Accept from the header accept names). ok is false when an error was
+// written back; otherwise the caller releases d.in and calls d.cancel.
+func (e *Emulator) begin(w http.ResponseWriter, r *http.Request, op, name, accept string, streaming bool) (d *dispatched, started time.Time, ok bool) {
+	if apiErr := validateRuntime(op, r, name); apiErr != nil {
+		writeJSONError(w, apiErr)
+		return nil, time.Time{}, false
+	}
+	payload, apiErr := readPayload(r)
+	if apiErr != nil {
+		writeJSONError(w, apiErr)
+		return nil, time.Time{}, false
+	}
+	started = time.Now()
+	d, apiErr = e.dispatch(r, name, payload, r.Header.Get(accept), streaming)
+	if apiErr != nil {
+		writeJSONError(w, apiErr)
+		return nil, started, false
+	}
+	return d, started, true
 }
 
 // notDelivered reports whether a request failed before any of it reached the instance: the connection could
@@ -241,23 +274,13 @@ func timedOut(ctx context.Context, r *http.Request) bool {
 // error becomes ModelError with the original status and message, and a container that does not answer within
 // the invocation timeout a ModelError saying so, as SageMaker answers.
 func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
-	if apiErr := validateRuntime("InvokeEndpoint", r, name); apiErr != nil {
-		writeJSONError(w, apiErr)
+	d, started, ok := e.begin(w, r, "InvokeEndpoint", name, "Accept", false)
+	if !ok {
 		return
 	}
-	payload, apiErr := readPayload(r)
-	if apiErr != nil {
-		writeJSONError(w, apiErr)
-		return
-	}
-	started := time.Now()
-	in, ep, resp, ctx, cancel, err, apiErr := e.dispatch(r, name, payload, r.Header.Get("Accept"), false)
-	if apiErr != nil {
-		writeJSONError(w, apiErr)
-		return
-	}
-	defer cancel()
-	defer in.release()
+	defer d.cancel()
+	defer d.in.release()
+	in, ep, resp, ctx, err := d.in, d.ep, d.resp, d.ctx, d.err
 	var body []byte
 	if err == nil {
 		body, err = io.ReadAll(resp.Body)
@@ -328,23 +351,13 @@ func modelError(ep *endpointRec, in *instance, status int, msg string) *apiError
 // ModelInvocationTimeExceeded (the invocation timeout passed) or StreamBroken (the connection to the container
 // broke or could not be made). qmax tells a shed request (ModelError 503) from a broken stream this way.
 func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name string) {
-	if apiErr := validateRuntime("InvokeEndpointWithResponseStream", r, name); apiErr != nil {
-		writeJSONError(w, apiErr)
+	d, started, ok := e.begin(w, r, "InvokeEndpointWithResponseStream", name, "X-Amzn-SageMaker-Accept", true)
+	if !ok {
 		return
 	}
-	payload, apiErr := readPayload(r)
-	if apiErr != nil {
-		writeJSONError(w, apiErr)
-		return
-	}
-	started := time.Now()
-	in, ep, resp, ctx, cancel, err, apiErr := e.dispatch(r, name, payload, r.Header.Get("X-Amzn-SageMaker-Accept"), true)
-	if apiErr != nil {
-		writeJSONError(w, apiErr)
-		return
-	}
-	defer cancel()
-	defer in.release()
+	defer d.cancel()
+	defer d.in.release()
+	in, ep, resp, ctx, err := d.in, d.ep, d.resp, d.ctx, d.err
 	timeoutMsg := fmt.Sprintf("Your model primary did not complete sending the inference response in the allotted time (%s).", invocationTimeout(ep, true))
 	if err == nil {
 		defer resp.Body.Close()

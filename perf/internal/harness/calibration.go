@@ -2,9 +2,11 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
@@ -62,4 +64,33 @@ func (c *CalibrationEndpoint) StreamPath(name string, cfg aws.Config) *Path {
 	return &Path{Name: name, Transport: &bench.SageMakerStream{Endpoint: c.Name, NewClient: func() bench.StreamInvoker {
 		return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) { o.BaseEndpoint = aws.String(url) })
 	}}}
+}
+
+// Drive first checks that every path reaches the same instance: each answers text with audio, the same number
+// of audio bytes at the same sample rate where stated (the calibration engine is deterministic), so that what differs is
+// the path alone. Then it drives the paths in interleaved rounds (Interleave, explain naming what a failure
+// should show besides the emulator's log). An interrupt stays ErrInterrupted; any other error carries the tail
+// of the emulator's log (Fail).
+func (c *CalibrationEndpoint) Drive(ctx context.Context, paths []*Path, concurrencies []int, rounds int, d time.Duration, text string, progress io.Writer, explain func() string) error {
+	got, err := FirstAnswers(ctx, paths, text, CallTimeout)
+	if err != nil {
+		return c.Fail(ctx, err)
+	}
+	for i, res := range got {
+		if res.AudioBytes == 0 || res.FirstAudio.IsZero() {
+			return c.Fail(ctx, fmt.Errorf("first request %s: no audio in the answer (%d bytes)", paths[i].Name, res.Bytes))
+		}
+		// A raw PCM answer (the OpenAI speech API's pcm) states no sample rate: 0 is no disagreement.
+		rateDiffers := res.SampleRate != 0 && got[0].SampleRate != 0 && res.SampleRate != got[0].SampleRate
+		if res.AudioBytes != got[0].AudioBytes || rateDiffers {
+			return c.Fail(ctx, fmt.Errorf("the answers differ: %s %d audio bytes at %d Hz, %s %d at %d Hz: every path must reach the same container",
+				paths[0].Name, got[0].AudioBytes, got[0].SampleRate, paths[i].Name, res.AudioBytes, res.SampleRate))
+		}
+	}
+	if err := Interleave(ctx, paths, concurrencies, rounds, d, text, progress, explain); errors.Is(err, ErrInterrupted) {
+		return err
+	} else if err != nil {
+		return c.Fail(ctx, err)
+	}
+	return nil
 }
