@@ -35,7 +35,7 @@ var (
 )
 
 // The patterns of the lines before the summary that its claims stand on: tts-bench replay's per-slice table
-// (cmd/tts-bench/report.go, replayReport.render), the scaling activities (demo.showActivities) and the
+// (measure/report_merge.go, ReplayReport.render), the scaling activities (demo.showActivities) and the
 // simulations' comparison lines (demo.simulate).
 var (
 	reReplayTitle  = regexp.MustCompile(`^replay \S+ of \S+, run \S+, trace \S+$`)

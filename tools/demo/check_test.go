@@ -37,7 +37,7 @@ func saneSummary() summary {
 
 // render is the part of a run's output the check reads, consistent with s as a run that found s prints it: the
 // diurnal simulation's comparison lines (demo.simulate), the surge replay's per-slice table (tts-bench replay:
-// cmd/tts-bench/report.go, replayReport.render), the surge simulation's comparison lines, the scaling activities
+// measure/report_merge.go, ReplayReport.render), the surge simulation's comparison lines, the scaling activities
 // (demo.showActivities) and the summary.
 func render(s summary) string {
 	var b bytes.Buffer
