@@ -260,11 +260,18 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) (OpenLoopResult, error
 	res := OpenLoopResult{Start: wallStart, End: wallStart.Add(total)}
 	wallEnd := res.End
 
-	// Subtleness ahead: work is unbuffered, so a send on it succeeds only when a worker is waiting in its
-	// receive, i.e. free. The dispatcher never blocks on it (select with default): an arrival with no free
-	// worker is dropped at its scheduled time, so nothing queues on the client and the schedule never slips
-	// behind a slow server.
-	work := make(chan job)
+	// Subtleness ahead: free holds one token per worker that is not running a request. The dispatcher takes
+	// one without blocking (select with default) before it hands an arrival over: an arrival with no free
+	// worker is dropped at its scheduled time, so nothing queues behind a slow server and the schedule never
+	// slips. A worker gives its token back once its request has ended and its record is handed on. Counting
+	// tokens, not workers waiting in a receive, keeps the decision independent of when the Go scheduler runs
+	// a goroutine: a worker not yet scheduled at its first arrival is still free, and the job waits in work
+	// (room for every worker) until it runs.
+	free := make(chan struct{}, cfg.MaxWorkers)
+	for range cfg.MaxWorkers {
+		free <- struct{}{}
+	}
+	work := make(chan job, cfg.MaxWorkers)
 	results := make(chan Record, cfg.MaxWorkers+256)
 	var inFlight, sent, dropped, scheduled atomic.Int64
 	var wg sync.WaitGroup
@@ -280,6 +287,7 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) (OpenLoopResult, error
 				cancel()
 				inFlight.Add(-1)
 				results <- openRecord(ctx, cfg, i, j, text, r, err, wallStart, wallEnd)
+				free <- struct{}{}
 			}
 		}()
 	}
@@ -311,12 +319,12 @@ func RunOpenLoop(ctx context.Context, cfg OpenLoopConfig) (OpenLoopResult, error
 			}
 			scheduled.Add(1)
 			j := job{a: Arrival{Index: k, Scheduled: wallStart.Add(off), Shard: cfg.Shard, Shards: shards, Trace: cfg.Trace}, at: at}
-			inFlight.Add(1)
 			select {
-			case work <- j:
+			case <-free:
+				inFlight.Add(1)
 				sent.Add(1)
+				work <- j // never blocks: a token stands for a room in work
 			default:
-				inFlight.Add(-1)
 				dropped.Add(1)
 				results <- Record{
 					RunID: cfg.RunID, Transport: cfg.Transport.Name(), Step: cfg.MaxWorkers, Worker: -1, Seq: int(k),
