@@ -177,9 +177,13 @@ func (o options) Execute(ctx context.Context, stdout, stderr io.Writer) (err err
 		{"artifacts and charts", d.artifacts},
 	} {
 		fmt.Fprintf(d.out, "\n==> %s\n", step.title)
+		began := time.Now()
 		if err := step.do(ctx); err != nil {
 			return err
 		}
+		name, _, _ := strings.Cut(step.title, ":")
+		name, _, _ = strings.Cut(name, " (")
+		fmt.Fprintf(d.out, "(%s took %s)\n", name, time.Since(began).Round(100*time.Millisecond))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
