@@ -306,8 +306,10 @@ func (e *Emulator) reconcile(f *fleet) {
 		}
 		f.failures, f.retryAt = 0, time.Time{}
 		e.settleLocked(ep, f)
+		// Read under the lock: UpdateEndpointWeightsAndCapacities may change the count as soon as it is released.
+		more := len(live)+len(starting) < ep.Desired
 		e.mu.Unlock()
-		if len(live)+len(starting) < ep.Desired {
+		if more {
 			// More to start than one batch: the next step starts them.
 			f.kickNow()
 		}
