@@ -71,12 +71,15 @@ TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=
 # other, waits on the twin's emulated compute) run in a fourth process (TTS_BENCH_COMPARE): added to the apart
 # process they made it the whole run's longest pole.
 #
-# TestInstanceModelAgreesWithEmulator compares the instance model's predicted p95 TTFAB with a second measurement
-# on the in-process emulator: under -race that emulator is several times slower, and the comparison measured the
-# race detector beside three other test processes (a clean-clone CI run: 128 ms predicted from a loaded
-# moment of the first qmax run, 58 ms measured by the second). It runs without -race, after the apart
-# process's other tests (TTS_BENCH_VALIDATION); the code it runs is raced by the rest of the package's tests.
+# The measurement tests compare a model with a measurement: TestInstanceModelAgreesWithEmulator the instance
+# model's predictions with a second qmax run (about 7.5 minutes, waiting on 31-s measure windows), and
+# TestSimulatorAgreesWithReplay the simulator with a replay on the emulator. `make test-measurement` runs them
+# alone; test-go runs each in a process of its own from the start (the instance model's was the apart process's
+# second half, and the whole run's longest pole). Without -race: under it the in-process emulator is several
+# times slower, and the comparison measured the race detector (a clean-clone CI run: 128 ms predicted from a
+# loaded moment of the first qmax run, 58 ms measured by the second); the code they run is raced by the rest.
 TTS_BENCH_VALIDATION := ^TestInstanceModelAgreesWithEmulator$$
+TTS_BENCH_SIMULATOR := ^TestSimulatorAgreesWithReplay$$
 TTS_BENCH_APART := ^(TestTTotal(EndToEnd|NoRequestReachesTheNewInstance|RecoveryThatCannotCome|PartialAndInterrupted)|Test(QMax|Replay)UnderThrottling)$$
 TTS_BENCH_COMPARE := ^TestCompare(EndToEnd|Interrupted)$$
 #
@@ -92,10 +95,12 @@ TTS_BENCH_RACED := ^(TestQMax(EndToEnd|RateStaircase|InterruptKeepsTheFinishedSt
 
 .PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
 .PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
+.PHONY: test-measurement test-measurement-instance-model test-measurement-simulator
 
 test-go: deps container-build
 	@start=$$(date +%s); $(GO) test -race -c -o /dev/null ./cmd/tts-bench; $(GO) test -c -o /dev/null ./cmd/tts-bench; \
-	$(MAKE) --no-print-directory -j 5 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced; \
+	$(MAKE) --no-print-directory -j 7 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced \
+		test-measurement-instance-model test-measurement-simulator; \
 	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
 
 # The packages that start no goroutine run their tests without -race: the race detector has nothing to find in
@@ -117,16 +122,24 @@ check-no-race:
 
 test-go-tts-bench-apart:
 	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
-	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
 
 test-go-tts-bench-compare:
 	$(TEST_GO) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest:
-	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)|$(TTS_BENCH_RACED)' ./cmd/tts-bench
+	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)|$(TTS_BENCH_SIMULATOR)|$(TTS_BENCH_RACED)' ./cmd/tts-bench
 
 test-go-tts-bench-raced:
 	$(TEST_GO) -run '$(TTS_BENCH_RACED)' ./cmd/tts-bench
+
+test-measurement: deps container-build ## the tests that compare a model with a measurement on the emulator (about 8 minutes)
+	@$(MAKE) --no-print-directory -j 2 --output-sync=target test-measurement-instance-model test-measurement-simulator
+
+test-measurement-instance-model:
+	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
+
+test-measurement-simulator:
+	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_SIMULATOR)' ./cmd/tts-bench
 
 # The checks on the tests themselves, after them: the flake hunt finds a test that fails when a goroutine is
 # slow, and the leak check catches a test that leaves the emulator running (each shown on a planted case).
