@@ -55,21 +55,21 @@ test: deps lint test-go $(TEST_EXTRA) test-tools ## everything CI runs: linters 
 # default 10); the tests run the container built once by container-build (SPEECH_CONTAINER_BIN, read by
 # emulator/emulatortest) instead of building it in each test process.
 #
-# cmd/tts-bench's tests took 20 minutes one after another, most of test-go, and the longest of them wait on the
-# emulator's real time more than they compute: TestInstanceModelAgreesWithEmulator (7 minutes: 31-s measure
-# windows, 10-s CloudWatch periods), the T_total runs (time-scaled instance start-ups) and two throttled runs. So
-# those run in a test process of their own (TTS_BENCH_APART, -run), beside the rest of the package (-skip of the
-# same pattern: no test runs twice or never) and the other packages, all three at once (make -j). Not
-# TestTTotalUnderThrottling: whether a back-off comes before a client stage depends on the load, and beside the
-# rest of the package it failed 1 run in 2; at the end of the rest it runs as before. Processes, not
-# t.Parallel: the tests run the CLI inside the test process, and two runs at once race on urfave/cli's
-# package-level settings (its help flag, the templates cliflags.Conventions sets). The test binary is compiled
-# first, so that the three do not each compile the packages it imports.
+# cmd/tts-bench's tests take 20 minutes one after another, most of test-go, and the longest of them wait on the
+# emulator's real time more than they compute: the measurement tests (below), the T_total runs (time-scaled
+# instance start-ups), two throttled runs and compare. So they run in test processes of their own (-run of one
+# pattern each: TTS_BENCH_APART, _COMPARE, _RACED, _VALIDATION, _SIMULATOR), beside the rest of the package
+# (-skip of all of them, TTS_BENCH_ELSEWHERE: no test runs twice or never) and the other packages, all at once
+# (make -j). Not TestTTotalUnderThrottling: whether a back-off comes before a client stage depends on the load,
+# and beside the rest of the package it failed 1 run in 2; it runs in the rest. Processes, not t.Parallel: the
+# tests run the CLI inside the test process, and two runs at once race on urfave/cli's package-level settings
+# (its help flag, the templates cliflags.Conventions sets). The test binaries (with and without -race) are
+# compiled first, so that the processes do not each compile the packages they import.
 TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m
 #
 # tts-bench compare's two end-to-end runs (about 7.5 minutes, measuring two emulated instance types one after the
-# other, waits on the twin's emulated compute) run in a fourth process (TTS_BENCH_COMPARE): added to the apart
-# process they made it the whole run's longest pole.
+# other, waits on the twin's emulated compute) run in a process of their own (TTS_BENCH_COMPARE): added to the
+# apart process they made it the whole run's longest pole.
 #
 # The measurement tests compare a model with a measurement: TestInstanceModelAgreesWithEmulator the instance
 # model's predictions with a second qmax run (about 7.5 minutes, waiting on 31-s measure windows), and
@@ -92,6 +92,8 @@ TTS_BENCH_COMPARE := ^TestCompare(EndToEnd|Interrupted)$$
 # sharded replay and its merge (TestReplayShardsMergeToOneRun), ttotal's probe and poller (TTS_BENCH_APART) and
 # compare's two types (TTS_BENCH_COMPARE).
 TTS_BENCH_RACED := ^(TestQMax(EndToEnd|RateStaircase|InterruptKeepsTheFinishedSteps)|TestReplayShardsMergeToOneRun)$$
+TTS_BENCH_ELSEWHERE := $(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)|$(TTS_BENCH_SIMULATOR)|$(TTS_BENCH_RACED)
+TEST_MEASUREMENT := test-measurement-instance-model test-measurement-simulator
 
 .PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
 .PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
@@ -100,7 +102,7 @@ TTS_BENCH_RACED := ^(TestQMax(EndToEnd|RateStaircase|InterruptKeepsTheFinishedSt
 test-go: deps container-build
 	@start=$$(date +%s); $(GO) test -race -c -o /dev/null ./cmd/tts-bench; $(GO) test -c -o /dev/null ./cmd/tts-bench; \
 	$(MAKE) --no-print-directory -j 7 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced \
-		test-measurement-instance-model test-measurement-simulator; \
+		$(TEST_MEASUREMENT); \
 	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
 
 # The packages that start no goroutine run their tests without -race: the race detector has nothing to find in
@@ -127,13 +129,13 @@ test-go-tts-bench-compare:
 	$(TEST_GO) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest:
-	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)|$(TTS_BENCH_SIMULATOR)|$(TTS_BENCH_RACED)' ./cmd/tts-bench
+	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
 
 test-go-tts-bench-raced:
 	$(TEST_GO) -run '$(TTS_BENCH_RACED)' ./cmd/tts-bench
 
 test-measurement: deps container-build ## the tests that compare a model with a measurement on the emulator (about 8 minutes)
-	@$(MAKE) --no-print-directory -j 2 --output-sync=target test-measurement-instance-model test-measurement-simulator
+	@$(MAKE) --no-print-directory -j 2 --output-sync=target $(TEST_MEASUREMENT)
 
 test-measurement-instance-model:
 	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
