@@ -50,13 +50,14 @@ const (
 // about 0.6 s); 192 is past it (measured on the twin: 2.3 s at 128, about 26 ms more per request in flight, so
 // about 4 s at 192 against the 3-s SLO), so Q_max is bracketed and ttotal's default probe, the first step
 // above 1.2 × the SLO, overloads one instance (a probe that never exceeds the SLO measures no recovery), while
-// two instances (96 each, about 1.4 s) recover. Then the rate staircase: three open-loop steps of 23 s. Each
-// 21-s measure window holds at least one whole 10-s ConcurrentRequestsPerModel period on CloudWatch's grid, so
-// every step reads the metric the alarm sees (a 12-s window holds one only when it happens to start within 2 s
-// of the grid, and the model then mixes CloudWatch's scale with the client's). The fractions sit below, at and
-// past the scale-out rate (about 0.8 of the capacity at surge 1.25).
+// two instances (96 each, about 1.4 s) recover. Then the rate staircase: three open-loop steps of 17 s. Each
+// 15-s measure window holds the 100 requests a step needs at the lowest fraction (about 10 rps) and six sliding
+// 10-s peaks; it holds a whole 10-s ConcurrentRequestsPerModel period on CloudWatch's grid when it starts within
+// 5 s of the grid, and a step that holds none takes CloudWatch's scale from the steps that do (the instance
+// model's CloudWatch ÷ client ratio). The fractions sit below, at and past the scale-out rate (about 0.8 of the
+// capacity at surge 1.25).
 var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
-	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "21s", "--rate-measure-window", "21s"}
+	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "15s", "--rate-measure-window", "15s"}
 
 // ttotalArgs is a short T_total run: the default probe (from the qmax artifact: 192 in flight, past Q_max on
 // one instance), a bounded wait. A window counts the requests sent in it that have ended (sent before the
@@ -478,17 +479,15 @@ func (d *demo) validate(ctx context.Context) error {
 }
 
 // surgeTrace is the demo's surge inside the plan's envelope (growth by at most s per T_plan): one instance at
-// 90% of the scale-out rate, then load grows by the surge ratio at once, which puts it above the scale-out
-// target but within the SLO, and by the ratio once more a T_plan later (by then the second instance serves;
-// if the first step's metric hovered near the target, this one makes the alarm fire). Then load falls to a
-// third of what one instance carries at the scale-in rate, long enough for the scale-in alarm's window (at
-// least T_plan) and its evaluation.
+// 90% of the scale-out rate, then load grows by the surge ratio at once, which puts it above the scale-out target
+// but within what one instance carries in the SLO, and stays there for T_plan (the plan's promise: a surge of s
+// within T_plan is absorbed, the new instance serving within it). Then load falls to a third of what one instance
+// carries at the scale-in rate, long enough for the scale-in alarm's window (at least T_plan) and its evaluation;
+// the slices after the first T_plan are judged there.
 func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, hi, low float64) {
 	p := d.p
-	s := p.Inputs.SurgeRatio
 	lo = 0.9 * p.Derived.ScaleOutRPS
-	mid := lo * s
-	hi = mid * s
+	hi = lo * p.Inputs.SurgeRatio
 	low = p.Derived.ScaleInRPS / 3
 	window := time.Duration(p.Derived.ScaleInEvaluationPeriods*p.Derived.ScaleInPeriodS) * time.Second
 	tPlan := time.Duration(p.Derived.TPlanS * float64(time.Second)).Round(time.Second)
@@ -497,11 +496,11 @@ func (d *demo) surgeTrace() (csv string, at, surgeFor, total time.Duration, lo, 
 	// for the instance to drain and leave.
 	period := time.Duration(p.Inputs.MetricPeriodS) * time.Second
 	at = 10 * time.Second
-	surgeFor = 2*tPlan + 10*time.Second
+	surgeFor = tPlan
 	total = at + surgeFor + window + 2*period + 5*time.Second
 	// A CSV trace lasts one step past its last row (simulate.ParseCSV): the last two rows a second apart end it
 	// a second after total.
-	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(mid), (at + tPlan).Seconds(), num(hi),
+	csv = fmt.Sprintf("timestamp,rps\n0,%s\n%g,%s\n%g,%s\n%g,%s\n%g,%s\n", num(lo), at.Seconds(), num(hi),
 		(at + surgeFor).Seconds(), num(low), (total - time.Second).Seconds(), num(low), total.Seconds(), num(low))
 	return csv, at, surgeFor, total, lo, hi, low
 }
@@ -515,7 +514,7 @@ func (d *demo) surge(ctx context.Context) error {
 		return err
 	}
 	d.sum.SurgeFromRPS, d.sum.SurgeToRPS, d.sum.SurgeLowRPS, d.sum.SurgeSeconds = roundTo(lo), roundTo(hi), roundTo(low), surgeFor.Seconds()
-	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g twice, a T_plan apart, to %s rps, for %s in all, then %s rps until %s.\n"+
+	fmt.Fprintf(d.out, "%s rps (90%% of the scale-out rate on one instance) for %s, then x%g at once to %s rps for %s (T_plan), then %s rps until %s.\n"+
 		"The autoscaler sees ConcurrentRequestsPerModel above the target for 3 datapoints of %d s and adds an instance; one\n"+
 		"instance carries the surge within the SLO until it serves. After the fall the scale-in alarm waits its window\n"+
 		"(%d x %d s, at least T_plan) and removes one. The trace is in %s.\n",
