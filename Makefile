@@ -48,19 +48,17 @@ build-cmds:
 	@mkdir -p bin
 	@for c in $(CMDS); do echo "go build -o bin/$$c ./cmd/$$c"; $(GO) build -o bin/$$c ./cmd/$$c; done
 
-# Everything at once (make -j, each target's output kept together): the linters, the container module's tests and
-# test-go's processes, but for the measurement tests, which start when the linters have passed
-# (test-measurement-after-lint): they compare a model measured in their first minutes with a run minutes later,
-# and the linters' load on the first alone made them disagree (capacity 13.9 rps measured under it, about 17.5
-# without). Then the checks on the tests themselves (test-tools).
+# The linters, the container module's tests and the compilation of cmd/tts-bench's test binaries at once (make -j,
+# each one's output kept together), then test-go's processes, then the checks on the tests themselves
+# (test-tools). Not the linters beside test-go: the measurement tests compare a model measured in their first
+# minutes with a run minutes later, and the linters' load on the first alone made them disagree (capacity 13.9 rps
+# measured under it, about 17.5 without).
 test: deps container-build ## everything CI runs: linters and all tests
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -j 16 --output-sync=target lint $(TEST_EXTRA) $(TEST_GO_PROCS) test-measurement-after-lint; \
+	$(MAKE) --no-print-directory -j 8 --output-sync=target lint $(TEST_EXTRA) test-go-compile; \
+	$(MAKE) --no-print-directory test-go; \
 	$(MAKE) --no-print-directory test-tools; \
 	echo "make test: the linters and every test passed in $$(( $$(date +%s) - start )) s"
-
-test-measurement-after-lint: lint
-	@$(MAKE) --no-print-directory --output-sync=target $(TEST_MEASUREMENT)
 
 # -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes
 # (cmd/tts-bench holds the end-to-end measurement and validation tests on the emulator: more than go test's
@@ -109,18 +107,17 @@ TTS_BENCH_ELSEWHERE := $(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALID
 TEST_MEASUREMENT := test-measurement-instance-model test-measurement-simulator
 
 .PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
-.PHONY: test-go-compile test-measurement-after-lint check-no-race test-go-emulator-conformance test-go-emulator-rest test-go-speech-infra test-go-others test-go-no-race test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
+.PHONY: test-go-compile check-no-race test-go-emulator test-go-speech-infra test-go-others test-go-no-race test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
 .PHONY: test-measurement test-measurement-instance-model test-measurement-simulator
 
-# The test processes, each its own target: the packages that run under -race (the emulator's conformance tests,
-# its other tests and cmd/speech-infra, the longest of them, each in a process of their own), those that do not
-# (NO_RACE_PKGS) and cmd/tts-bench's; the measurement tests (TEST_MEASUREMENT) beside them.
-TEST_GO_PROCS := test-go-emulator-conformance test-go-emulator-rest test-go-speech-infra test-go-others test-go-no-race \
-	test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
+# The test processes, each its own target: the packages that run under -race (the emulator and cmd/speech-infra,
+# the longest of them, each in a process of its own), those that do not (NO_RACE_PKGS), and cmd/tts-bench's.
+TEST_GO_PROCS := test-go-emulator test-go-speech-infra test-go-others test-go-no-race test-go-tts-bench-apart \
+	test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced $(TEST_MEASUREMENT)
 
-test-go: deps container-build ## every Go test of the root module
+test-go: deps container-build test-go-compile ## every Go test of the root module
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -j 16 --output-sync=target $(TEST_GO_PROCS) $(TEST_MEASUREMENT); \
+	$(MAKE) --no-print-directory -j 16 --output-sync=target $(TEST_GO_PROCS); \
 	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
 
 # cmd/tts-bench's test binaries (with and without -race), compiled once before its processes start.
@@ -140,11 +137,8 @@ TEST_GO_NO_RACE = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test
 # The raced packages of their own processes.
 RACE_APART_PKGS := ./emulator ./cmd/speech-infra
 
-test-go-emulator-conformance:
-	$(TEST_GO) -run '^TestConformance' ./emulator
-
-test-go-emulator-rest:
-	$(TEST_GO) -skip '^TestConformance' ./emulator
+test-go-emulator:
+	$(TEST_GO) ./emulator
 
 test-go-speech-infra:
 	$(TEST_GO) ./cmd/speech-infra
@@ -160,25 +154,25 @@ check-no-race:
 		/dev/null $$(for p in $(NO_RACE_PKGS); do ls $$p/*.go | grep -v '_test\.go$$'; done) || true); \
 	if [ -n "$$bad" ]; then echo "check-no-race: these start goroutines, so their package must run under -race (take it out of NO_RACE_PKGS):" >&2; echo "$$bad" >&2; exit 1; fi
 
-test-go-tts-bench-apart: test-go-compile
+test-go-tts-bench-apart:
 	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
 
-test-go-tts-bench-compare: test-go-compile
+test-go-tts-bench-compare:
 	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
-test-go-tts-bench-rest: test-go-compile
+test-go-tts-bench-rest:
 	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
 
-test-go-tts-bench-raced: test-go-compile
+test-go-tts-bench-raced:
 	$(TEST_GO) -run '$(TTS_BENCH_RACED)' ./cmd/tts-bench
 
 test-measurement: deps container-build ## the tests that compare a model with a measurement on the emulator (about 8 minutes)
 	@$(MAKE) --no-print-directory -j 2 --output-sync=target $(TEST_MEASUREMENT)
 
-test-measurement-instance-model: test-go-compile
+test-measurement-instance-model:
 	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
 
-test-measurement-simulator: test-go-compile
+test-measurement-simulator:
 	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_SIMULATOR)' ./cmd/tts-bench
 
 # The checks on the tests themselves, after them: the flake hunt finds a test that fails when a goroutine is
