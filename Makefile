@@ -48,17 +48,7 @@ build-cmds:
 	@mkdir -p bin
 	@for c in $(CMDS); do echo "go build -o bin/$$c ./cmd/$$c"; $(GO) build -o bin/$$c ./cmd/$$c; done
 
-# The linters, the container module's tests and the compilation of cmd/tts-bench's test binaries at once (make -j,
-# each one's output kept together), then test-go's processes, then the checks on the tests themselves
-# (test-tools). Not the linters beside test-go: the measurement tests compare a model measured in their first
-# minutes with a run minutes later, and the linters' load on the first alone made them disagree (capacity 13.9 rps
-# measured under it, about 17.5 without).
-test: deps container-build ## everything CI runs: linters and all tests
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -j 8 --output-sync=target lint $(TEST_EXTRA) test-go-compile; \
-	$(MAKE) --no-print-directory test-go; \
-	$(MAKE) --no-print-directory test-tools; \
-	echo "make test: the linters and every test passed in $$(( $$(date +%s) - start )) s"
+test: deps lint test-go $(TEST_EXTRA) test-tools ## everything CI runs: linters and all tests
 
 # -race on every package that starts goroutines (NO_RACE_PKGS below), each package within 40 minutes
 # (cmd/tts-bench holds the end-to-end measurement and validation tests on the emulator: more than go test's
@@ -77,11 +67,9 @@ test: deps container-build ## everything CI runs: linters and all tests
 # compiled first, so that the processes do not each compile the packages they import.
 TEST_GO = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race -timeout 40m
 #
-# tts-bench compare's two end-to-end runs (measuring two emulated instance types one after the other, waits on the
-# twin's emulated compute) run in a process of their own (TTS_BENCH_COMPARE): added to the apart process they made
-# it the whole run's longest pole. Without -race: on the emulator compare measures one type at a time (--local
-# forces --parallel 1, so its goroutine per type never overlaps another), each with qmax's staircase, whose
-# concurrency TTS_BENCH_RACED races; under -race the two runs spent more CPU than any other test process.
+# tts-bench compare's two end-to-end runs (about 7.5 minutes, measuring two emulated instance types one after the
+# other, waits on the twin's emulated compute) run in a process of their own (TTS_BENCH_COMPARE): added to the
+# apart process they made it the whole run's longest pole.
 #
 # The measurement tests compare a model with a measurement: TestInstanceModelAgreesWithEmulator the instance
 # model's predictions with a second qmax run (about 7.5 minutes, waiting on 31-s measure windows), and
@@ -101,52 +89,32 @@ TTS_BENCH_COMPARE := ^TestCompare(EndToEnd|Interrupted)$$
 # against 10 s, TestDriftThawValidateEmulator 36 s against 4 s) for no goroutine of cmd/tts-bench's own. Every
 # concurrent path is still raced end to end: the closed-loop staircase with its SDK clients (TestQMaxEndToEnd),
 # the open loop (TestQMaxRateStaircase), an interrupted run's workers (TestQMaxInterruptKeepsTheFinishedSteps), the
-# sharded replay and its merge (TestReplayShardsMergeToOneRun) and ttotal's probe and poller (TTS_BENCH_APART).
+# sharded replay and its merge (TestReplayShardsMergeToOneRun), ttotal's probe and poller (TTS_BENCH_APART) and
+# compare's two types (TTS_BENCH_COMPARE).
 TTS_BENCH_RACED := ^(TestQMax(EndToEnd|RateStaircase|InterruptKeepsTheFinishedSteps)|TestReplayShardsMergeToOneRun)$$
 TTS_BENCH_ELSEWHERE := $(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALIDATION)|$(TTS_BENCH_SIMULATOR)|$(TTS_BENCH_RACED)
 TEST_MEASUREMENT := test-measurement-instance-model test-measurement-simulator
 
 .PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
-.PHONY: test-go-compile check-no-race test-go-emulator test-go-speech-infra test-go-others test-go-no-race test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
+.PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
 .PHONY: test-measurement test-measurement-instance-model test-measurement-simulator
 
-# The test processes, each its own target: the packages that run under -race (the emulator and cmd/speech-infra,
-# the longest of them, each in a process of its own), those that do not (NO_RACE_PKGS), and cmd/tts-bench's.
-TEST_GO_PROCS := test-go-emulator test-go-speech-infra test-go-others test-go-no-race test-go-tts-bench-apart \
-	test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced $(TEST_MEASUREMENT)
-
-test-go: deps container-build test-go-compile ## every Go test of the root module
-	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory -j 16 --output-sync=target $(TEST_GO_PROCS); \
+test-go: deps container-build
+	@start=$$(date +%s); $(GO) test -race -c -o /dev/null ./cmd/tts-bench; $(GO) test -c -o /dev/null ./cmd/tts-bench; \
+	$(MAKE) --no-print-directory -j 7 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced \
+		$(TEST_MEASUREMENT); \
 	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
-
-# cmd/tts-bench's test binaries (with and without -race), compiled once before its processes start.
-test-go-compile:
-	$(GO) test -race -c -o /dev/null ./cmd/tts-bench
-	$(GO) test -c -o /dev/null ./cmd/tts-bench
 
 # The packages that start no goroutine run their tests without -race: the race detector has nothing to find in
 # code that runs on one goroutine, and it made their folding and simulation 5 to 20 times slower (capacity 213 s
 # against 25 s, fixturegen 128 s against 6 s, beside three other test processes on two cores). check-no-race
 # refuses the list when one of them starts a goroutine in its own code (then move it back). Their tests' own
 # goroutines only bound a hang of one Gate call at a time (capacity's gate and fuzz tests).
-# The CDK app (the root package) and its stacks start none either: their tests spend their time in the CDK's node
-# process, and under -race a fresh build cache compiles the CDK's Go bindings a second time.
-NO_RACE_PKGS := ./capacity ./capacity/internal/fixturegen ./capacity/plantest ./simulate ./loadmodel ./autoscale ./docs . ./stacks
+NO_RACE_PKGS := ./capacity ./capacity/internal/fixturegen ./simulate ./loadmodel ./autoscale
 TEST_GO_NO_RACE = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -timeout 40m
-# The raced packages of their own processes.
-RACE_APART_PKGS := ./emulator ./cmd/speech-infra
 
-test-go-emulator:
-	$(TEST_GO) ./emulator
-
-test-go-speech-infra:
-	$(TEST_GO) ./cmd/speech-infra
-
-test-go-others:
-	$(TEST_GO) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$' | grep -vxF "$$($(GO) list $(NO_RACE_PKGS) $(RACE_APART_PKGS))")
-
-test-go-no-race: check-no-race
+test-go-others: check-no-race
+	$(TEST_GO) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$' | grep -vxF "$$($(GO) list $(NO_RACE_PKGS))")
 	$(TEST_GO_NO_RACE) $(NO_RACE_PKGS)
 
 check-no-race:
@@ -158,7 +126,7 @@ test-go-tts-bench-apart:
 	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
 
 test-go-tts-bench-compare:
-	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
+	$(TEST_GO) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest:
 	$(TEST_GO_NO_RACE) -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
