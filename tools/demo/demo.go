@@ -48,9 +48,8 @@ const (
 // 100 requests a step needs). 64 in flight saturates the twin's one slot (the highest throughput the rate
 // fractions refer to) and still meets the SLO, since the container serves first segments first (p95 TTFAB
 // about 0.6 s); 192 is past it (measured on the twin: 2.3 s at 128, about 26 ms more per request in flight, so
-// about 4 s at 192 against the 3-s SLO), so Q_max is bracketed and ttotal's default probe, the first step
-// above 1.2 × the SLO, overloads one instance (a probe that never exceeds the SLO measures no recovery), while
-// two instances (96 each, about 1.4 s) recover. Then the rate staircase: three open-loop steps of 17 s. Each
+// about 4 s at 192 against the 3-s SLO), so Q_max is bracketed (ttotal sets its own probe: ttotalArgs). Then
+// the rate staircase: three open-loop steps of 17 s. Each
 // 15-s measure window holds the 100 requests a step needs at the lowest fraction (about 10 rps) and six sliding
 // 10-s peaks; it holds a whole 10-s ConcurrentRequestsPerModel period on CloudWatch's grid when it starts within
 // 5 s of the grid, and a step that holds none takes CloudWatch's scale from the steps that do (the instance
@@ -62,14 +61,14 @@ var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--s
 // ttotalArgs is a short T_total run: a probe of 160 in flight, a bounded wait. One instance at 160 is past the
 // SLO (p95 TTFAB 3.8 to 3.9 s on the twin after the warm-up), which a probe must be to measure a recovery
 // (measurement_validity fails a probe that never exceeded the SLO; after a 25-s warm-up it had not yet, after
-// 30 s it had, by about 0.7 s). The default probe, the qmax ladder's 192, left 96 in flight on each instance
-// after the scale-out, and traffic_recovered came 21 to 39 s after in_service in four runs; at 160, 21 to 29 s
-// after it in eight (warm-ups of 30 and 35 s). What it waits for is the oldest request sent before in_service to end (a window
-// counts only requests sent before the oldest still in flight), which the new first segments keep arriving
-// ahead of. Recovery is judged against the SLO itself (--tolerance 3 puts min(SLO, the qmax curve's p95 after
-// the scale-out × the tolerance) at the SLO): the curve is the chord between the demo's ladder steps, and the
-// twin's p95 at 80 per instance, about 2 s, lies well above the chord's 1.1 s, so the default 1.25 put the
-// target at what the recovered probe measures, and the wait on noise.
+// 30 s it had, by about 0.7 s). traffic_recovered waits for the oldest request sent before in_service to end (a
+// window counts only requests sent before the oldest still in flight), which the new first segments keep
+// arriving ahead of: with 80 per instance after the scale-out it ended 21 to 29 s after in_service in eight
+// runs, with 96 (the qmax ladder's 192, ttotal's default probe) 21 to 39 s in four. Recovery is judged against
+// the SLO itself (--tolerance 3 puts min(SLO, the qmax curve's p95 after the scale-out × the tolerance) at the
+// SLO): the curve is the chord between the demo's ladder steps, and the twin's p95 at 80 per instance, about
+// 2 s, lies well above the chord's 1.1 s, so the default 1.25 put the target at what the recovered probe
+// measures, and the wait on noise.
 var ttotalArgs = []string{"--probe-concurrency", "160", "--warmup", "35s", "--tolerance", "3", "--window", "20s", "--min-samples", "20", "--max-wait", "4m"}
 
 // options are the demo's flags.
