@@ -96,12 +96,12 @@ TTS_BENCH_ELSEWHERE := $(TTS_BENCH_APART)|$(TTS_BENCH_COMPARE)|$(TTS_BENCH_VALID
 TEST_MEASUREMENT := test-measurement-instance-model test-measurement-simulator
 
 .PHONY: test-tools flake-hunt flake-hunt-selftest check-leaks check-leaks-selftest
-.PHONY: check-no-race test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
+.PHONY: check-no-race test-go-others test-go-no-race test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced
 .PHONY: test-measurement test-measurement-instance-model test-measurement-simulator
 
 test-go: deps container-build
 	@start=$$(date +%s); $(GO) test -race -c -o /dev/null ./cmd/tts-bench; $(GO) test -c -o /dev/null ./cmd/tts-bench; \
-	$(MAKE) --no-print-directory -j 7 --output-sync=target test-go-others test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced \
+	$(MAKE) --no-print-directory -j 8 --output-sync=target test-go-others test-go-no-race test-go-tts-bench-apart test-go-tts-bench-compare test-go-tts-bench-rest test-go-tts-bench-raced \
 		$(TEST_MEASUREMENT); \
 	echo "test-go: every package passed in $$(( $$(date +%s) - start )) s"
 
@@ -113,8 +113,11 @@ test-go: deps container-build
 NO_RACE_PKGS := ./capacity ./capacity/internal/fixturegen ./simulate ./loadmodel ./autoscale
 TEST_GO_NO_RACE = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -timeout 40m
 
-test-go-others: check-no-race
+test-go-others:
 	$(TEST_GO) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$' | grep -vxF "$$($(GO) list $(NO_RACE_PKGS))")
+
+# A process of their own: after the raced packages they were test-go-others' last half minute, on one core.
+test-go-no-race: check-no-race
 	$(TEST_GO_NO_RACE) $(NO_RACE_PKGS)
 
 check-no-race:
@@ -183,7 +186,10 @@ synth-all: deps fixture-plans
 	@grep -q '"Custom::SpeechModelCache"' cdk.out/lint/kokoro-82m/SpeechModelCacheStack-kokoro-82m.template.json || { echo "kokoro-82m has weights but no model cache stack was synthesized" >&2; exit 1; }
 	@if ls cdk.out/lint/espeak-ng/SpeechModelCacheStack-* >/dev/null 2>&1; then echo "espeak-ng needs no weights but a model cache stack was synthesized" >&2; exit 1; fi
 
-lint: lint-go lint-staticcheck lint-deadcode lint-cfn lint-actions ## gofmt, go vet, staticcheck, deadcode, cfn-lint, actionlint
+# The linters run at once (each prints its output when it ends): deadcode's whole-program analysis and cfn-lint's
+# three syntheses each keep about one core busy for 40 s, and one after the other they were most of lint's time.
+lint: deps ## gofmt, go vet, staticcheck, deadcode, cfn-lint, actionlint
+	@$(MAKE) --no-print-directory -j 5 --output-sync=target lint-go lint-staticcheck lint-deadcode lint-cfn lint-actions
 
 # The GitHub workflow cannot run here; actionlint (pinned, through the Go module proxy) checks it.
 ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12

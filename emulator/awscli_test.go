@@ -36,7 +36,7 @@ func awsCLIEnv(ctx context.Context, t *testing.T, env [][2]string, args ...strin
 		}
 		t.Skipf("the AWS CLI is not on PATH (%v): install it (pip install awscli) to run this test; skipped outside CI, under CI=true this fails", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, hangBound) // one CLI run: about a second idle, many on a loaded machine
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	// The user's environment minus every AWS_ variable (pyenv and the like keep working), no shared config or
@@ -97,7 +97,7 @@ func number(s string) float64 {
 func TestAWSCLI(t *testing.T) {
 	r := emulatortest.Start(t, emulatortest.Container(t))
 	c := r.Clients
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, 5*hangBound) // a dozen CLI runs (each a Python start-up), each bounded by awsCLIEnv
 	const name = "speech-espeak-ng"
 	emulatortest.Endpoint(t, r, name, emulatortest.Instances(1))
 	emulatortest.WaitInService(ctx, t, c.SageMaker, name)
@@ -170,7 +170,7 @@ func TestAWSCLI(t *testing.T) {
 func TestAWSCLIAccessKey(t *testing.T) {
 	r := emulatortest.Start(t)
 	url := r.URL
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, 5*hangBound) // a dozen CLI runs (each a Python start-up), each bounded by awsCLIEnv
 	right := r.Key
 	wrong := cloud.LocalCredentials{AccessKeyID: emulator.AccessKeyPrefix + emulator.RandomToken(16), SecretAccessKey: right.SecretAccessKey}
 	for _, args := range [][]string{
@@ -204,7 +204,7 @@ func TestAWSCLIAccessKey(t *testing.T) {
 // modeled errors.
 func TestAWSCLIScheduledActions(t *testing.T) {
 	r := emulatortest.Start(t)
-	ctx := ctxFor(t, 3*time.Minute)
+	ctx := ctxFor(t, 5*hangBound) // a dozen CLI runs (each a Python start-up), each bounded by awsCLIEnv
 	const name = "speech-cli-sched"
 	emulatortest.Endpoint(t, r, name)
 	res := emulator.ResourceIDOf(name, "AllTraffic")
@@ -230,7 +230,7 @@ func TestAWSCLIScheduledActions(t *testing.T) {
 		if time.Now().Before(at) {
 			break
 		}
-		if ahead > time.Minute {
+		if ahead > hangBound {
 			t.Fatalf("put-scheduled-action took longer than %s", ahead)
 		}
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/containerbin"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
+	"github.com/speech-infra/speech-infra/internal/twinrun"
 	"github.com/speech-infra/speech-infra/perf/internal/harness"
 	"github.com/speech-infra/speech-infra/perf/internal/row"
 )
@@ -79,13 +80,12 @@ var (
 			"--rate-fractions", "0.3,0.5,0.7,0.85,1,1.1", "--rate-settle", "5s", "--rate-hold", "25s", "--rate-measure-window", "22s"},
 		ttotalArgs:  []string{"--warmup", "35s", "--window", "20s", "--min-samples", "20", "--max-wait", "12m"},
 		dayDuration: 24 * time.Hour, spikeDuration: 3 * time.Hour, spikeWidth: 30 * time.Minute}
-	// smoke: three closed-loop steps (192 past the SLO, for ttotal's default probe) and three rate steps of a
-	// few seconds (30 requests a step, not qmax's 100), and
-	// the start-up 50 times faster than AWS, as make demo runs it.
+	// smoke: three closed-loop steps (192 past the SLO) and three rate steps of a few seconds (30 requests a
+	// step, not qmax's 100), the start-up 50 times faster than AWS, and the demo's T_total run (twinrun).
 	smoke = size{timeScale: 50,
 		qmaxArgs: []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "6s", "--measure-window", "5s", "--min-requests", "30",
 			"--rate-fractions", "0.5,0.8,1.05", "--rate-settle", "1s", "--rate-hold", "6s", "--rate-measure-window", "5s"},
-		ttotalArgs:  []string{"--warmup", "35s", "--window", "20s", "--min-samples", "20", "--max-wait", "4m"},
+		ttotalArgs:  twinrun.TTotalArgs,
 		dayDuration: 6 * time.Hour, spikeDuration: time.Hour, spikeWidth: 10 * time.Minute}
 )
 

@@ -23,6 +23,7 @@ import (
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud/awsenv"
+	"github.com/speech-infra/speech-infra/internal/twinrun"
 )
 
 // The demo's fixed choices: the twin of Kokoro-82M on g5 (the calibration engine waits Kokoro's published
@@ -58,18 +59,9 @@ const (
 var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
 	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "15s", "--rate-measure-window", "15s"}
 
-// ttotalArgs is a short T_total run: a probe of 160 in flight, a bounded wait. One instance at 160 is past the
-// SLO (p95 TTFAB 3.8 to 3.9 s on the twin after the warm-up), which a probe must be to measure a recovery
-// (measurement_validity fails a probe that never exceeded the SLO; after a 25-s warm-up it had not yet, after
-// 30 s it had, by about 0.7 s). traffic_recovered waits for the oldest request sent before in_service to end (a
-// window counts only requests sent before the oldest still in flight), which the new first segments keep
-// arriving ahead of: with 80 per instance after the scale-out it ended 21 to 29 s after in_service in eight
-// runs, with 96 (the qmax ladder's 192, ttotal's default probe) 21 to 39 s in four. Recovery is judged against
-// the SLO itself (--tolerance 3 puts min(SLO, the qmax curve's p95 after the scale-out × the tolerance) at the
-// SLO): the curve is the chord between the demo's ladder steps, and the twin's p95 at 80 per instance, about
-// 2 s, lies well above the chord's 1.1 s, so the default 1.25 put the target at what the recovered probe
-// measures, and the wait on noise.
-var ttotalArgs = []string{"--probe-concurrency", "160", "--warmup", "35s", "--tolerance", "3", "--window", "20s", "--min-samples", "20", "--max-wait", "4m"}
+// ttotalArgs is the short T_total run the demo shares with the benchmark smoke and compare's test (twinrun
+// says why each setting is what it is).
+var ttotalArgs = twinrun.TTotalArgs
 
 // options are the demo's flags.
 type options struct {
