@@ -26,7 +26,6 @@ import (
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/internal/exitcode"
-	"github.com/speech-infra/speech-infra/internal/twinrun"
 	"github.com/speech-infra/speech-infra/measure"
 )
 
@@ -41,14 +40,14 @@ import (
 const (
 	compareQMaxArgs = "--ladder 1,16,64,192 --max-concurrency 192 --settle 1s --hold 9s --measure-window 8s --min-requests 20 " +
 		"--rate-fractions 0.6,0.9 --rate-settle 2s --rate-hold 12s --rate-measure-window 11s --request-timeout 30s --max-client-cpu 0 --max-client-lag 0"
+	// compareTTotalArgs probe at ttotal's default, each type's first failing ladder step (192 on ml.g5.xlarge, 64
+	// on ml.g4dn.xlarge): the demo's fixed probe of 160 (twinrun.TTotalArgs) lies past ml.g4dn.xlarge's curve.
+	compareTTotalArgs = "--warmup 35s --window 20s --min-samples 20 --max-wait 3m --poll-interval 1s"
 	// compareTypes are two profiled GPU types; ml.g4dn.xlarge is priced by the flag (us-east-1 on-demand, 0.736
 	// USD an hour) in case the catalog does not price it.
 	compareModel = "kokoro-82m-twin"
 	compareTypes = "ml.g5.xlarge,ml.g4dn.xlarge"
 )
-
-// compareTTotalArgs is the demo's T_total run (twinrun), polled every second.
-var compareTTotalArgs = strings.Join(twinrun.TTotalArgs, " ") + " --poll-interval 1s"
 
 // compareArgs is a local comparison of the two twin types on e, writing under dir.
 func compareArgs(e *emulatortest.Emulator, dir string, extra ...string) []string {

@@ -1,6 +1,6 @@
-// Package twinrun holds the short T_total run of the Kokoro twin on the local emulator that make demo, the
-// benchmark smoke (perf/cost -smoke) and tts-bench compare's end-to-end test share, so that the three measure the
-// same thing and a change to one reaches all.
+// Package twinrun holds the short T_total run of the Kokoro twin on ml.g5.xlarge on the local emulator that make
+// demo and the benchmark smoke (perf/cost -smoke) share, so that the two measure the same thing and a change to
+// one reaches both.
 package twinrun
 
 // TTotalArgs is a short tts-bench ttotal run of the twin after a closed-loop ladder that ends at 192 in flight

@@ -59,7 +59,7 @@ const (
 var qmaxArgs = []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "9s", "--measure-window", "8s",
 	"--rate-fractions", "0.6,0.8,0.95", "--rate-settle", "2s", "--rate-hold", "15s", "--rate-measure-window", "15s"}
 
-// ttotalArgs is the short T_total run the demo shares with the benchmark smoke and compare's test (twinrun
+// ttotalArgs is the short T_total run the demo shares with the benchmark smoke (twinrun
 // says why each setting is what it is).
 var ttotalArgs = twinrun.TTotalArgs
 
