@@ -22,12 +22,23 @@ func NewGate(max int) *Gate { return &Gate{max: int64(max)} }
 // Max returns the configured depth, 0 meaning unbounded.
 func (g *Gate) Max() int { return int(g.max) }
 
-// Acquire admits one request and returns the depth including it, or returns
-// ok false and the depth that refused it. Every admitted request must Release.
-func (g *Gate) Acquire() (depth int, ok bool) {
+// Acquire admits one request within the configured depth and returns the
+// depth including it, or returns ok false and the depth that refused it.
+// Every admitted request must Release.
+func (g *Gate) Acquire() (depth int, ok bool) { return g.AcquireWithin(0) }
+
+// AcquireWithin is Acquire with a request's own limit: the request is
+// admitted only while fewer than limit requests (and fewer than the
+// configured depth, when there is one) are admitted. limit 0 is the
+// configured depth alone. A request can tighten the shield for itself, never
+// widen it: this is how a measurement on an endpoint in measurement
+// configuration (depth 0) sheds as the deployed shield would (the request's
+// custom attribute queue-max-depth, ShieldAttribute).
+func (g *Gate) AcquireWithin(limit int) (depth int, ok bool) {
+	max := g.effective(limit)
 	for {
 		cur := g.depth.Load()
-		if g.max > 0 && cur >= g.max {
+		if max > 0 && cur >= max {
 			g.rejected.Add(1)
 			return int(cur), false
 		}
@@ -41,6 +52,16 @@ func (g *Gate) Acquire() (depth int, ok bool) {
 			return int(cur + 1), true
 		}
 	}
+}
+
+// Within is the depth a request with limit is admitted within (0: unbounded).
+func (g *Gate) Within(limit int) int { return int(g.effective(limit)) }
+
+func (g *Gate) effective(limit int) int64 {
+	if limit > 0 && (g.max == 0 || int64(limit) < g.max) {
+		return int64(limit)
+	}
+	return g.max
 }
 
 // Release frees an admitted request's place.

@@ -348,6 +348,14 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	if s.opts.BodyTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
+	// A request may carry its own, tighter queue depth (ShieldAttribute); a malformed one is the client's error.
+	limit, aerr := shieldLimit(r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"))
+	if aerr != nil {
+		rerr := badRequest("X-Amzn-SageMaker-Custom-Attributes", "%v", aerr)
+		l.err = rerr.Error()
+		fail(rerr.Status, "bad_request", rerr)
+		return
+	}
 	if req.Voices {
 		l.status, l.outcome = http.StatusOK, "voices"
 		writeJSON(w, http.StatusOK, VoiceList{Engine: l.engine, Default: be.limits.DefaultVoice, Voices: be.voices})
@@ -363,7 +371,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer enc.Close()
-	depth, ok := s.gate.Acquire()
+	depth, ok := s.gate.AcquireWithin(limit)
 	admitted := time.Now()
 	l.queueDepth = depth
 	if !ok {
@@ -371,7 +379,7 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 			Error         string `json:"error"`
 			QueueDepth    int    `json:"queue_depth"`
 			MaxQueueDepth int    `json:"max_queue_depth"`
-		}{"queue_saturated", depth, s.gate.Max()})
+		}{"queue_saturated", depth, s.gate.Within(limit)})
 		return
 	}
 	// The gate place is given back as soon as the request no longer needs

@@ -878,3 +878,106 @@ func TestReturnIdleMemory(t *testing.T) {
 		t.Error("returned again with nothing new to return")
 	}
 }
+
+func postAttrs(ctx context.Context, url, attrs, body string) response {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/invocations", strings.NewReader(body))
+	if err != nil {
+		return response{err: err}
+	}
+	req.Header.Set("X-Amzn-SageMaker-Custom-Attributes", attrs)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, header: res.Header, body: b, err: err}
+}
+
+// TestShieldAttributeTightensNeverWidens: a request's queue-max-depth custom attribute admits it only within
+// that depth (a measurement on an unbounded endpoint sheds as the deployed shield would), never beyond
+// QUEUE_MAX_DEPTH; a request without it is bounded by QUEUE_MAX_DEPTH alone; a malformed one is a 400 naming the
+// header and the fix. Every admitted request waits on the engine until released, so the depths are exact.
+func TestShieldAttributeTightensNeverWidens(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		configured int
+		attrs      string
+		// admitted is how many of 8 concurrent requests with attrs are admitted; max is the 503's max_queue_depth.
+		admitted, max int
+	}{
+		{"unbounded endpoint, request depth 3", 0, "queue-max-depth=3", 3, 3},
+		{"other attributes around it", 0, "trace=abc; queue-max-depth=2, x=y", 2, 2},
+		{"configured 4, request asks for 6", 4, "queue-max-depth=6", 4, 4},
+		{"configured 4, request asks for 2", 4, "queue-max-depth=2", 2, 2},
+		{"configured 5, no attribute", 5, "", 5, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 8
+			rec := newRecorder(&engine.Calibration{}, true)
+			opts := defaultOptions()
+			opts.QueueMaxDepth, opts.Workers = tc.configured, n
+			s, ts, _ := startServer(t, opts, rec)
+			// Released at the end, or by the cleanup when the test fails first (before the server's Close, which
+			// waits for the held requests).
+			release := sync.OnceFunc(rec.release)
+			t.Cleanup(release)
+			results := make(chan response, n+1)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results <- postAttrs(context.Background(), ts.URL, tc.attrs, fmt.Sprintf(`{"text":"request %d."}`, i))
+				}()
+			}
+			for range n - tc.admitted {
+				var r response
+				select {
+				case r = <-results:
+				case <-time.After(10 * time.Second): // only a gate that admitted too many reaches it
+					t.Fatalf("%d of the %d requests beyond depth %d were not refused: the gate admitted them (depth %d)", n-tc.admitted, n-tc.admitted, tc.admitted, s.Gate().Depth())
+				}
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				want := fmt.Sprintf(`{"error":"queue_saturated","queue_depth":%d,"max_queue_depth":%d}`, tc.admitted, tc.max)
+				if r.status != http.StatusServiceUnavailable || strings.TrimSpace(string(r.body)) != want {
+					t.Fatalf("before release: %d %s, want 503 %s", r.status, r.body, want)
+				}
+			}
+			waitFor(t, "the admitted requests", func() bool { return s.Gate().Depth() == tc.admitted })
+			if tc.configured == 0 {
+				// The shield a request asked for is its own: one without the attribute is still admitted.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results <- post(context.Background(), ts.URL, `{"text":"unshielded."}`)
+				}()
+				waitFor(t, "the request without the attribute to be admitted", func() bool { return s.Gate().Depth() == tc.admitted+1 })
+			}
+			release()
+			wg.Wait()
+			close(results)
+			for r := range results {
+				if r.status != http.StatusOK {
+					t.Errorf("admitted request got %d: %s", r.status, r.body)
+				}
+			}
+		})
+	}
+}
+
+func TestShieldAttributeMalformed(t *testing.T) {
+	rec := newRecorder(&engine.Calibration{}, false)
+	_, ts, _ := startServer(t, defaultOptions(), rec)
+	for _, attrs := range []string{"queue-max-depth=0", "queue-max-depth=-1", "queue-max-depth=ten", "queue-max-depth=99999999999", "queue-max-depth=2,queue-max-depth=3"} {
+		r := postAttrs(context.Background(), ts.URL, attrs, `{"text":"hello."}`)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "X-Amzn-SageMaker-Custom-Attributes") || !strings.Contains(string(r.body), "queue-max-depth") {
+			t.Errorf("%q: %d %s, want 400 naming the header and the attribute", attrs, r.status, r.body)
+		}
+	}
+}
