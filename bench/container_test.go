@@ -181,3 +181,54 @@ func TestSageMakerStreamStep(t *testing.T) {
 		t.Errorf("missing endpoint: step = %+v", res)
 	}
 }
+
+// TestShieldAttributeShedsAtItsDepth: a transport WithCustomAttributes(ShieldAttributes(2)) makes the real
+// container (QUEUE_MAX_DEPTH unset: the measurement configuration) admit its requests within 2, on both
+// transports (sagemaker-stream through the emulator, which forwards CustomAttributes, and http): a closed loop of 4
+// whose requests each hold the engine 2 s puts the third and fourth request of the first round at a full shield,
+// and they come back shed (503, ClassShed) before anything completes. Without the attribute the same step sheds
+// nothing. What is asserted is the shield's cause (4 sent into 2 places), not a timing.
+func TestShieldAttributeShedsAtItsDepth(t *testing.T) {
+	env := map[string]string{"ENGINE": "calibration", "CALIBRATION_SEGMENT_MS": "2000", "ENGINE_WORKERS": "4", "SCHEDULER": "fifo"}
+	e := emulatortest.Start(t, emulatortest.Container(t))
+	emulatortest.Endpoint(t, e, "speech-shield", emulatortest.InService(), emulatortest.Env(env))
+	for name, plain := range map[string]bench.Transport{
+		"sagemaker-stream": &bench.SageMakerStream{Endpoint: "speech-shield", NewClient: func() bench.StreamInvoker { return e.NewClients().Runtime }},
+		"http":             bench.NewHTTP(startContainer(t, env)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			shielded, err := bench.WithCustomAttributes(plain, bench.ShieldAttributes(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				tr     bench.Transport
+				shield bool
+			}{{shielded, true}, {plain, false}} {
+				var out bytes.Buffer
+				cfg := stepConfig(t, tc.tr, []string{"Hi"}, 0, 3*time.Second, 3*time.Second)
+				cfg.Records = &out
+				res, err := bench.RunStep(context.Background(), cfg, 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("shield %v: %d requests, %d ok, %d shed, %d errors", tc.shield, res.Requests, res.OK, res.Shed, res.Errors)
+				switch {
+				case tc.shield && (res.Shed == 0 || res.OK == 0):
+					t.Errorf("with %s: %d ok, %d shed: want both (2 places for 4 in flight)", bench.ShieldAttributes(2), res.OK, res.Shed)
+				case !tc.shield && res.Shed != 0:
+					t.Errorf("without the attribute: %d shed, want none (the endpoint is unbounded)", res.Shed)
+				}
+				recs, err := bench.ReadRecords(&out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range recs {
+					if r.Class == bench.ClassShed && r.Status != 503 {
+						t.Errorf("a shed record with status %d, want 503", r.Status)
+					}
+				}
+			}
+		})
+	}
+}

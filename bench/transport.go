@@ -56,6 +56,9 @@ type SageMakerStream struct {
 	Endpoint string
 	// NewClient returns a new client (e.g. sagemakerruntime.NewFromConfig) for one worker.
 	NewClient func() StreamInvoker
+	// CustomAttributes, when set, is sent with every request (InvokeEndpointWithResponseStream's
+	// CustomAttributes, forwarded verbatim to the container): WithCustomAttributes sets it.
+	CustomAttributes string
 }
 
 // Name returns TransportSageMakerStream.
@@ -73,13 +76,14 @@ func (s *SageMakerStream) Worker(int) (Sender, error) {
 	if c == nil {
 		return nil, errors.New("sagemaker-stream transport: the client factory returned nil: return a *sagemakerruntime.Client")
 	}
-	return &smSender{endpoint: s.Endpoint, client: c, newClient: s.NewClient}, nil
+	return &smSender{endpoint: s.Endpoint, client: c, newClient: s.NewClient, attrs: s.CustomAttributes}, nil
 }
 
 type smSender struct {
 	endpoint  string
 	client    StreamInvoker
 	newClient func() StreamInvoker
+	attrs     string
 }
 
 // Send sends one request over the worker's client. A request that failed may have left its stream's reader
@@ -92,18 +96,46 @@ func (s *smSender) Send(ctx context.Context, text string) (StreamResult, error) 
 	if err != nil {
 		return StreamResult{}, fmt.Errorf("encode the request: %w", err)
 	}
-	res, err := InvokeStream(ctx, s.client, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+	in := &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String(s.endpoint),
 		ContentType:  aws.String("application/json"),
 		Accept:       aws.String("audio/wav"),
 		Body:         body,
-	}, StreamOptions{Chunks: true})
+	}
+	if s.attrs != "" {
+		in.CustomAttributes = aws.String(s.attrs)
+	}
+	res, err := InvokeStream(ctx, s.client, in, StreamOptions{Chunks: true})
 	if err != nil && s.newClient != nil {
 		if c := s.newClient(); c != nil {
 			s.client = c
 		}
 	}
 	return res, err
+}
+
+// ShieldAttribute is the custom attribute with which one request asks the container to admit it only within a
+// queue depth of its own (container/README.md, "queue gate"): it can tighten the shield, never widen it.
+const ShieldAttribute = "queue-max-depth"
+
+// ShieldAttributes is the custom attributes of a request admitted within depth.
+func ShieldAttributes(depth int) string { return fmt.Sprintf("%s=%d", ShieldAttribute, depth) }
+
+// WithCustomAttributes returns a copy of t that sends attrs with every request as the request's custom
+// attributes (SageMaker's CustomAttributes, X-Amzn-SageMaker-Custom-Attributes on the container's side); t is
+// unchanged. It fails for a transport that cannot send them.
+func WithCustomAttributes(t Transport, attrs string) (Transport, error) {
+	switch t := t.(type) {
+	case *SageMakerStream:
+		c := *t
+		c.CustomAttributes = attrs
+		return &c, nil
+	case *HTTP:
+		c := *t
+		c.CustomAttributes = attrs
+		return &c, nil
+	}
+	return nil, fmt.Errorf("the %s transport cannot send custom attributes: use sagemaker-stream or http", t.Name())
 }
 
 // HTTP posts each request to a container's /invocations and reads the chunked WAV stream as it arrives.
@@ -114,6 +146,9 @@ type HTTP struct {
 	URL string
 	// Client sends the requests; NewHTTP sets one that keeps enough idle connections for any step.
 	Client *http.Client
+	// CustomAttributes, when set, is sent with every request as X-Amzn-SageMaker-Custom-Attributes, the header
+	// SageMaker forwards CustomAttributes in: WithCustomAttributes sets it.
+	CustomAttributes string
 }
 
 // NewHTTP returns an HTTP transport for the container at baseURL with a client of its own whose idle
@@ -170,6 +205,9 @@ func (h *HTTP) Send(ctx context.Context, text string) (StreamResult, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "audio/wav")
+	if h.CustomAttributes != "" {
+		req.Header.Set("X-Amzn-SageMaker-Custom-Attributes", h.CustomAttributes)
+	}
 	sent := time.Now()
 	resp, err := h.Client.Do(req)
 	if err != nil {

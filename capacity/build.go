@@ -210,6 +210,15 @@ func measurementValidity(m models.Model, ms Measurement) Finding {
 		details = append(details, "the qmax artifact has no rate staircase, so the instance model would be an approximation (NOT MEASURED)")
 		recs = append(recs, "re-run tts-bench qmax (it ends with the rate staircase)")
 	}
+	if len(q.RateSteps) > 0 && q.RateQueueMaxDepth != m.QueueMaxDepth {
+		worst(StatusWarn)
+		shield := "without a queue shield"
+		if q.RateQueueMaxDepth > 0 {
+			shield = fmt.Sprintf("within a queue shield of %d", q.RateQueueMaxDepth)
+		}
+		details = append(details, fmt.Sprintf("the rate staircase ran %s, not the %d the plan deploys (the catalog's queue_max_depth): its shed is not the deployed shield's", shield, m.QueueMaxDepth))
+		recs = append(recs, fmt.Sprintf("re-run tts-bench qmax: its rate staircase sends every request with the custom attribute queue-max-depth=%d", m.QueueMaxDepth))
+	}
 	if q.BracketLowestFail == 0 {
 		worst(StatusWarn)
 		details = append(details, fmt.Sprintf("no step failed the SLO, so Q_max %d is only a lower bound", q.QMax))

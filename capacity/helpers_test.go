@@ -31,6 +31,7 @@ func testQMax(m models.Model) *QMax {
 		})
 	}
 	q.HighestThroughputRPS = 25 // the c = 50 step's 25 rps
+	q.RateQueueMaxDepth = m.QueueMaxDepth
 	q.RateSteps = testRateSteps(m, q.HighestThroughputRPS)
 	return q
 }

@@ -129,12 +129,49 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	case low < used:
 		metricNote = fmt.Sprintf("the metric is the 10th percentile of the sliding 10-s peaks on %d of %d steps, the mean peak on the others; %s", low, used, ratioNote)
 	}
-	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), metricNote)
+	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s; %s", used, len(q.RateSteps), q.RunID,
+		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), rateBracket(q, m, keep), metricNote)
 	if low == 0 || sc.Validate() != nil {
 		sc = nil
 	}
 	return m, sc, m.Validate()
+}
+
+// rateBracket says between which measured rate steps the SLO's boundary lies: the highest point of m that meets
+// the SLO (the most the safe rate can be, loadmodel.Model.SafeRPS) and the lowest usable rate step above it that
+// does not (one that did not keep up, shed more than the SLO allows, or whose state misses the SLO), by its
+// offered rate: a step that fell behind completed less than it was offered.
+func rateBracket(q *QMax, m loadmodel.Model, keep func(RateStep) bool) string {
+	met := 0.0
+	for i := len(m.Points) - 1; i >= 0; i-- {
+		if m.SLO.Meets(m.Points[i]) {
+			met = m.Points[i].RPS
+			break
+		}
+	}
+	if !(met > 0) {
+		return "no rate step met the SLO"
+	}
+	failed, why := 0.0, ""
+	for _, s := range q.RateSteps {
+		if !s.Usable || !(s.ArrivalRPS > met) || (failed > 0 && s.ArrivalRPS >= failed) {
+			continue
+		}
+		switch {
+		case !keep(s):
+			failed, why = s.ArrivalRPS, fmt.Sprintf("completed %s rps, %s%% shed", FormatNumber(s.AchievedRPS), FormatNumber(100*s.ShedFraction))
+		default:
+			// A kept step is a point of m: judged as the model judges it (the share of requests over the SLO).
+			if p := m.At(math.Min(s.AchievedRPS, s.ArrivalRPS)); !m.SLO.Meets(p) {
+				failed, why = s.ArrivalRPS, fmt.Sprintf("p%d TTFAB %s ms, p95 stall %s ms, %s%% of requests over the SLO or shed",
+					m.SLO.Percentile, FormatNumber(p.TTFABMs), FormatNumber(p.StallMs), FormatNumber(100*m.SLO.ViolatingShare(p)))
+			}
+		}
+	}
+	if failed == 0 {
+		return fmt.Sprintf("the SLO met up to %s rps, the highest rate step: no measured step above it failed, so the boundary is not bracketed", FormatNumber(met))
+	}
+	return fmt.Sprintf("the SLO met at %s rps and missed at the next step, offered %s rps (%s)", FormatNumber(met), FormatNumber(failed), why)
 }
 
 // stallBound is the stall bound of the steps: the stall budget plus the jitter allowance they were judged with.

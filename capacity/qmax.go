@@ -90,6 +90,11 @@ type QMax struct {
 	// records are in RecordsFile too. Empty in artifacts measured without the rate staircase: a plan then
 	// falls back to the documented queueing approximation, marked NOT MEASURED.
 	RateSteps []RateStep `json:"rate_steps,omitempty"`
+	// RateQueueMaxDepth is the queue shield the rate staircase's requests were admitted within (the custom
+	// attribute queue-max-depth each carried, container/README.md): the catalog's shield depth, so that the
+	// rate steps' shed is the deployed shield's, measured. 0 when the requests carried none (the endpoint's
+	// own QUEUE_MAX_DEPTH, 0 in the measurement configuration: no shed was measured).
+	RateQueueMaxDepth int `json:"rate_queue_max_depth,omitempty"`
 }
 
 // QMaxSettings are the settings of a qmax run that its numbers depend on (tts-bench qmax's flags).
@@ -581,9 +586,10 @@ type QMaxRun struct {
 	StartedAt, EndedAt time.Time
 	// Steps are the closed-loop steps in the order measured.
 	Steps []MeasuredStep
-	// HighestThroughputRPS and RateSteps are the rate staircase's (none: RateSteps empty).
+	// HighestThroughputRPS, RateSteps and RateQueueMaxDepth are the rate staircase's (none: RateSteps empty).
 	HighestThroughputRPS float64
 	RateSteps            []RateStep
+	RateQueueMaxDepth    int
 	// CloudWatchPeriod is the period of the CloudWatch datapoints read for the steps, for the notes.
 	CloudWatchPeriod time.Duration
 }
@@ -687,7 +693,7 @@ func NewQMax(run QMaxRun) (*QMax, []QMaxNote) {
 	}
 	q.SetQMax()
 	if len(run.RateSteps) > 0 {
-		q.HighestThroughputRPS = run.HighestThroughputRPS
+		q.HighestThroughputRPS, q.RateQueueMaxDepth = run.HighestThroughputRPS, run.RateQueueMaxDepth
 		q.RateSteps = append([]RateStep(nil), run.RateSteps...)
 	}
 	return q, notes

@@ -99,3 +99,25 @@ func TestFirstServedOrderedByTime(t *testing.T) {
 		}
 	}
 }
+
+// measurement_validity warns when the rate staircase was not admitted within the shield the plan deploys (its
+// shed is then not the deployed shield's), and passes when it was.
+func TestMeasurementValidityRateShield(t *testing.T) {
+	m := kokoro(t)
+	for _, tc := range []struct {
+		depth  int
+		status Status
+		want   string
+	}{
+		{m.QueueMaxDepth, StatusPass, ""},
+		{0, StatusWarn, "the rate staircase ran without a queue shield, not the 50 the plan deploys"},
+		{m.QueueMaxDepth + 1, StatusWarn, "the rate staircase ran within a queue shield of 51, not the 50 the plan deploys"},
+	} {
+		q, tt := testQMax(m), testTTotal(m)
+		q.RateQueueMaxDepth = tc.depth
+		f := measurementValidity(m, testMeasurement(q, tt))
+		if f.Status != tc.status || !strings.Contains(f.Detail, tc.want) || (tc.status != StatusPass && !strings.Contains(f.Recommendation, "queue-max-depth=50")) {
+			t.Errorf("rate_queue_max_depth %d: measurement_validity %s: %s (%s); want %s mentioning %q", tc.depth, f.Status, f.Detail, f.Recommendation, tc.status, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/cloud"
 	"github.com/speech-infra/speech-infra/models"
@@ -51,6 +52,11 @@ func (o *QMax) DryRun(w io.Writer, where string) error {
 		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.Seed, JoinFloats(o.RateFractions))
 		row("", "settle %s, hold %s (judged on the last %s) each, then up to %s for requests in flight: %s, up to %s", rs, rh, rw, cfg.RequestTimeout,
 			time.Duration(n)*rper, time.Duration(n)*(rper+cfg.RequestTimeout))
+		if d := o.rateShield(); d > 0 {
+			row("", "every request with the custom attribute %s: admitted within the queue shield of %d the plan deploys, so shed is measured", bench.ShieldAttributes(d), d)
+		} else {
+			row("", "no queue shield (the model sets no queue_max_depth): shed is not measured")
+		}
 	} else {
 		row("rate steps", "none (--%s none): the artifact has no rate staircase", RateFractionsFlag)
 	}
@@ -78,7 +84,11 @@ func (o *QMax) DryRun(w io.Writer, where string) error {
 		act("per step: InvokeEndpointWithResponseStream %s, C requests in flight (one SDK client per worker)", ep)
 		act("per step: GetMetricData %s %s Maximum, period %s, EndpointName=%s VariantName=%s, over the measure window", capacity.MetricNamespace, capacity.ConcurrencyMetric, cloud.ConcurrencyPeriod, ep, models.VariantName)
 		if len(o.RateFractions) > 0 {
-			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker), then GetMetricData as above", ep)
+			attrs := ""
+			if d := o.rateShield(); d > 0 {
+				attrs = "; CustomAttributes " + bench.ShieldAttributes(d)
+			}
+			act("per rate step: InvokeEndpointWithResponseStream %s at Poisson arrival times (a pool of SDK clients, one per worker%s), then GetMetricData as above", ep, attrs)
 		}
 		act("at the end, on an error, on SIGINT and on SIGTERM: wait for InService, RegisterScalableTarget back to the journaled bounds and SuspendedState, UpdateEndpointWeightsAndCapacities back to the journaled count and wait for InService, then DeleteTags %s when the marker is this run's, then delete the journal (after kill -9: tts-bench thaw --endpoint %s)", cloud.MarkerTagKey, ep)
 	}

@@ -35,6 +35,21 @@ func (o *QMax) RateWindows() (settle, hold, window time.Duration) {
 	return settle, hold, window
 }
 
+// rateShield is the queue depth the rate staircase's requests are admitted within: the catalog's shield depth,
+// the one a plan deploys (0: none). Each request carries it as the custom attribute bench.ShieldAttribute, which
+// the container applies to that request alone, so that on an endpoint in the measurement configuration
+// (QUEUE_MAX_DEPTH=0, which the closed-loop ladder needs) the open-loop steps shed as the deployed shield would.
+func (o *QMax) rateShield() int { return o.Model.QueueMaxDepth }
+
+// rateTransport is the transport of the rate steps: the run's, sending rateShield with every request.
+func (r *qmaxRun) rateTransport() (bench.Transport, error) {
+	d := r.o.rateShield()
+	if d <= 0 {
+		return r.cfg.Transport, nil
+	}
+	return bench.WithCustomAttributes(r.cfg.Transport, bench.ShieldAttributes(d))
+}
+
 // qmaxStepOf is the artifact's step of a closed-loop step (CloudWatch fields set by artifact): capacity.StepOf,
 // the mapping the gate checks the artifact against its records with.
 func qmaxStepOf(s bench.StepResult) capacity.QMaxStep { return capacity.StepOf(s) }
@@ -64,6 +79,10 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 		return nil
 	}
 	r.highestRPS = h
+	tr, err := r.rateTransport()
+	if err != nil {
+		return fmt.Errorf("the rate staircase: %w", err)
+	}
 	settle, hold, window := o.RateWindows()
 	for i, f := range o.RateFractions {
 		if i < len(r.rateSteps) {
@@ -72,7 +91,7 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 		id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
 		cfg := bench.RateStepConfig{
 			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.RequestTimeout,
-			Judge: r.cfg.Judge(), Transport: r.cfg.Transport, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
+			Judge: r.cfg.Judge(), Transport: tr, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
 			RunID: r.runID, Records: r.cfg.Records,
 			Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
 		}
@@ -157,7 +176,11 @@ func renderRateSteps(b *strings.Builder, q *capacity.QMax) {
 	if len(q.RateSteps) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\nRate staircase (open loop, Poisson arrivals) at fractions of the highest closed-loop throughput, %.3g rps:\n", q.HighestThroughputRPS)
+	shield := "no queue shield (no request carried queue-max-depth: shed was not measured)"
+	if q.RateQueueMaxDepth > 0 {
+		shield = fmt.Sprintf("every request admitted within the queue shield of %d (queue-max-depth)", q.RateQueueMaxDepth)
+	}
+	fmt.Fprintf(b, "\nRate staircase (open loop, Poisson arrivals) at fractions of the highest closed-loop throughput, %.3g rps; %s:\n", q.HighestThroughputRPS, shield)
 	fmt.Fprintf(b, "%-12s %11s %11s %12s %14s %16s %10s %13s %13s %12s %6s %4s %s\n", "fraction×max", "offered rps", "arrived rps", "achieved rps",
 		"in-flight mean", "in-flight max10s", "max10s p10", "cw max10s", fmt.Sprintf("p%d TTFAB ms", q.SLOPercentile), "p95 stall ms", "shed %", "pass", "usable")
 	for _, s := range q.RateSteps {

@@ -86,6 +86,9 @@ func (o *QMax) loadResume(judge bench.Judge) (*resumeState, error) {
 	if q.SLOTTFABMs != int(o.SLO.Milliseconds()) || q.SLOPercentile != o.Model.SLO.Percentile {
 		why = append(why, fmt.Sprintf("slo: was p%d ≤ %d ms, now p%d ≤ %d ms", q.SLOPercentile, q.SLOTTFABMs, o.Model.SLO.Percentile, o.SLO.Milliseconds()))
 	}
+	if len(q.RateSteps) > 0 && q.RateQueueMaxDepth != o.rateShield() {
+		why = append(why, fmt.Sprintf("rate_queue_max_depth: was %d, now %d", q.RateQueueMaxDepth, o.rateShield()))
+	}
 	if q.Settings == nil {
 		why = append(why, "settings: the partial artifact does not record them")
 	} else {

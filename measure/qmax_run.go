@@ -557,7 +557,7 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 		run.Steps = append(run.Steps, m)
 	}
 	if len(r.rateSteps) > 0 {
-		run.HighestThroughputRPS = r.highestRPS
+		run.HighestThroughputRPS, run.RateQueueMaxDepth = r.highestRPS, o.rateShield()
 		for _, s := range r.rateSteps {
 			run.RateSteps = append(run.RateSteps, r.rateStepOf(s))
 		}

@@ -60,7 +60,7 @@ func WriteEspeakPlan(t testing.TB, dir, digest string) *capacity.Plan {
 	// The open-loop rate staircase at qmax's default fractions of the highest throughput (c = 12, 230.77 rps):
 	// about 50 ms a request, so λ × 0.05 s in flight, its 10-s peak a few standard deviations above; at 100% and
 	// 110% it falls behind (completes less than 95% of the arrivals).
-	q.HighestThroughputRPS = q.Steps[3].AchievedRPS
+	q.HighestThroughputRPS, q.RateQueueMaxDepth = q.Steps[3].AchievedRPS, m.QueueMaxDepth
 	for _, r := range []struct{ f, arrival, achieved, inFlight, max10s, p95 float64 }{
 		{0.3, 69.3, 69.3, 3.5, 7, 40}, {0.5, 115.3, 115.3, 5.8, 11, 50}, {0.7, 161.6, 161.4, 8.1, 14, 70},
 		{0.85, 196.1, 195.7, 10.2, 16, 300}, {1.0, 230.9, 205, 60, 80, 1500}, {1.1, 253.7, 210, 150, 190, 3000},

@@ -66,8 +66,11 @@ from a generator seeded by --seed), the same settle, hold, measure window and re
 --rate-settle, --rate-hold, --rate-measure-window). Per step: the offered, arrived and achieved rates, the
 time-averaged requests in flight and the mean of the 10-s peaks (what the scaling alarm's 10-s Maximum of
 ConcurrentRequestsPerModel sees; CloudWatch's own is read too), p50/p95/p99 TTFAB, p95 stall and the share
-shed. It relates an offered rate to the scaling metric, which a closed-loop curve cannot do for an instance
-that saturates. --rate-fractions none skips it.
+shed. Every rate-step request carries the custom attribute queue-max-depth=<the catalog's queue_max_depth>,
+which the container applies to that request alone: on the unbounded endpoint the ladder needs, the rate steps
+shed as the shield a plan deploys would, so the shed is measured (the artifact's rate_queue_max_depth). It
+relates an offered rate to the scaling metric, which a closed-loop curve cannot do for an instance that
+saturates. --rate-fractions none skips it.
 
 Outputs, each written atomically: --output (qmax.json), the raw records beside it
 (<name>.records.jsonl.gz, one JSON line per request), the staircase chart (<name>.svg) and, with a rate

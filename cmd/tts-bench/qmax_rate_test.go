@@ -16,6 +16,7 @@ import (
 	"github.com/speech-infra/speech-infra/emulator/emulatortest"
 	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/measure/measuretest"
+	"github.com/speech-infra/speech-infra/models"
 )
 
 // The end-to-end qmax tests run the emulator in the test process, so the process's CPU time and scheduling lag
@@ -36,14 +37,16 @@ func calibrationEndpoint(t *testing.T) *emulatortest.Emulator {
 // verifies, has one rate step per fraction at fraction × the highest closed-loop throughput, the requests in
 // flight grow with the offered rate, the records file holds the rate steps' records (marked with rate_step)
 // and re-reports them exactly, --format json prints the artifact, and the table shows the rate steps with
-// their units.
+// their units. The rate steps' requests are admitted within the catalog's shield (espeak-ng's 16, sent as the
+// custom attribute queue-max-depth on an unbounded endpoint): the step at 3 × the one slot's throughput, whose
+// queue reaches 16 within a second, sheds most of its requests, and the artifact records the depth.
 func TestQMaxRateStaircase(t *testing.T) {
 	e := calibrationEndpoint(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "qmax.json")
 	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--ladder", "1,2,4", "--max-concurrency", "4", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
-		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
+		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0,3.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
 		"--seed", "7", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--format", "json", "--container-dir", containerDir, "--output", out)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -71,13 +74,29 @@ func TestQMaxRateStaircase(t *testing.T) {
 	if q.HighestThroughputRPS != highest || highest <= 0 {
 		t.Errorf("highest_throughput_rps %g, want the highest closed-loop throughput %g", q.HighestThroughputRPS, highest)
 	}
-	if len(q.RateSteps) != 3 {
-		t.Fatalf("%d rate steps, want one per fraction (3)", len(q.RateSteps))
+	if len(q.RateSteps) != 4 {
+		t.Fatalf("%d rate steps, want one per fraction (4)", len(q.RateSteps))
+	}
+	cat, err := models.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cat.Get("espeak-ng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.RateQueueMaxDepth != m.QueueMaxDepth || m.QueueMaxDepth < 1 {
+		t.Errorf("rate_queue_max_depth %d, want the catalog's shield %d", q.RateQueueMaxDepth, m.QueueMaxDepth)
+	}
+	// Three times the one slot's throughput into a shield of 16: the slot completes at most a third of the
+	// arrivals, and the rest are shed at the full shield rather than queued (in flight stays near 16).
+	if s := q.RateSteps[3]; s.ShedFraction < 0.3 {
+		t.Errorf("rate step 3 × max: shed %.3f of its requests, want most (at least 0.3): the shield of %d was not applied", s.ShedFraction, m.QueueMaxDepth)
 	}
 	for i, s := range q.RateSteps {
 		t.Logf("rate step %.2f: offered %.2f rps, arrived %.2f, achieved %.2f, in flight %.2f mean %.2f max10s, p95 TTFAB %.0f ms, shed %.2f, usable %v %s",
 			s.Fraction, s.OfferedRPS, s.ArrivalRPS, s.AchievedRPS, s.InFlightMean, s.InFlightMax10s, s.TTFABP95Ms, s.ShedFraction, s.Usable, s.UnusableReason)
-		if want := []float64{0.3, 0.7, 1.0}[i]; s.Fraction != want || s.OfferedRPS != want*highest {
+		if want := []float64{0.3, 0.7, 1.0, 3.0}[i]; s.Fraction != want || s.OfferedRPS != want*highest {
 			t.Errorf("rate step %d: fraction %g at %g rps, want %g × %g", i, s.Fraction, s.OfferedRPS, want, highest)
 		}
 		if s.OKCount == 0 || s.ArrivalRPS <= 0 || s.AchievedRPS <= 0 || s.InFlightMean <= 0 || s.InFlightMax10s < s.InFlightMean {
@@ -128,7 +147,7 @@ func TestQMaxRateStaircase(t *testing.T) {
 	if err := measure.RenderQMaxSummary(&table, q); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Rate staircase (open loop, Poisson arrivals)", "offered rps", "achieved rps", "in-flight mean", "in-flight max10s", "p95 TTFAB ms", "p95 stall ms", "shed %", "cw/client"} {
+	for _, want := range []string{"Rate staircase (open loop, Poisson arrivals)", "every request admitted within the queue shield of 16 (queue-max-depth)", "offered rps", "achieved rps", "in-flight mean", "in-flight max10s", "p95 TTFAB ms", "p95 stall ms", "shed %", "cw/client"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, table.String())
 		}

@@ -215,7 +215,7 @@ func kokoroQMax(m models.Model, start time.Time, digest, runID string) (*capacit
 			CloudWatchConcurrencyMax: float64(r.c), CloudWatchRatio: 1, Usable: true,
 		})
 	}
-	q.RateSteps = kokoroRateSteps(fractions)
+	q.RateSteps, q.RateQueueMaxDepth = kokoroRateSteps(fractions), m.QueueMaxDepth
 	records, err := capacitytest.Records(q, fixtureWindow)
 	if err != nil {
 		return nil, nil, err
