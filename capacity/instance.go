@@ -150,7 +150,7 @@ func rateBracket(q *QMax, m loadmodel.Model, keep func(RateStep) bool) string {
 		}
 	}
 	if !(met > 0) {
-		return "no rate step met the SLO"
+		return "no rate step met the SLO, so there is no bracket"
 	}
 	failed, why := 0.0, ""
 	for _, s := range q.RateSteps {
@@ -169,9 +169,9 @@ func rateBracket(q *QMax, m loadmodel.Model, keep func(RateStep) bool) string {
 		}
 	}
 	if failed == 0 {
-		return fmt.Sprintf("the SLO met up to %s rps, the highest rate step: no measured step above it failed, so the boundary is not bracketed", FormatNumber(met))
+		return fmt.Sprintf("the SLO held up to %s rps, the highest rate step that met it; no usable step above it missed the SLO, so the boundary is not bracketed", FormatNumber(met))
 	}
-	return fmt.Sprintf("the SLO met at %s rps and missed at the next step, offered %s rps (%s)", FormatNumber(met), FormatNumber(failed), why)
+	return fmt.Sprintf("the SLO held at %s rps and was missed at %s rps offered, the lowest usable rate step above it (%s)", FormatNumber(met), FormatNumber(failed), why)
 }
 
 // stallBound is the stall bound of the steps: the stall budget plus the jitter allowance they were judged with.

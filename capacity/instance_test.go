@@ -139,3 +139,33 @@ func TestPlanNamesWhyTheInstanceModelCannotBeBuilt(t *testing.T) {
 		t.Fatalf("FromArtifacts: %v; want the instance model's reason", err)
 	}
 }
+
+// The basis names the measured bracket of the SLO's boundary: the highest point that met it and the lowest usable
+// step above it that did not, whichever way it missed (fell behind, or its state over the SLO); without a
+// failing step above it, that the boundary is not bracketed; without a point that met it, that there is none.
+func TestInstanceModelBasisNamesTheBracket(t *testing.T) {
+	m := kokoro(t)
+	for _, tc := range []struct {
+		name string
+		edit func(q *QMax)
+		want string
+	}{
+		{"fell behind", func(*QMax) {}, "the SLO held at 21 rps and was missed at 25 rps offered, the lowest usable rate step above it (completed 22 rps, 0% shed)"},
+		{"highest steps unusable", func(q *QMax) {
+			q.RateSteps[4].Usable, q.RateSteps[5].Usable = false, false
+		}, "the SLO held up to 21 rps, the highest rate step that met it; no usable step above it missed the SLO, so the boundary is not bracketed"},
+		{"kept but over the SLO", func(q *QMax) {
+			q.RateSteps[3].TTFABP50Ms, q.RateSteps[3].TTFABP95Ms, q.RateSteps[3].TTFABP99Ms = 3500, 4000, 4500
+		}, "the SLO held at 17.4 rps and was missed at 21.25 rps offered, the lowest usable rate step above it (p95 TTFAB 4000 ms"},
+	} {
+		q := testQMax(m)
+		tc.edit(q)
+		inst, err := q.InstanceModel(50, 50, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !strings.Contains(inst.Basis, tc.want) {
+			t.Errorf("%s: basis %q\nwant it to say %q", tc.name, inst.Basis, tc.want)
+		}
+	}
+}

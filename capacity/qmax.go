@@ -117,6 +117,8 @@ type QMaxSettings struct {
 	RateSettleS        float64   `json:"rate_settle_s"`
 	RateHoldS          float64   `json:"rate_hold_s"`
 	RateMeasureWindowS float64   `json:"rate_measure_window_s"`
+	// RateRefineSteps is the most refinement steps after RateFractions (tts-bench qmax --rate-refine).
+	RateRefineSteps int `json:"rate_refine_steps,omitempty"`
 	// Seed seeds the request texts and the Poisson arrivals; Corpus is the digest of the request texts.
 	Seed   uint64 `json:"seed"`
 	Corpus string `json:"corpus"`

@@ -13,6 +13,10 @@ import (
 type RateStep struct {
 	// Fraction is OfferedRPS ÷ the artifact's HighestThroughputRPS (e.g. 0.3 … 1.1).
 	Fraction float64 `json:"fraction"`
+	// Refined marks a step of the refinement (tts-bench qmax --rate-refine): offered midway between the highest
+	// step that met the SLO and the lowest that missed it, after the fixed fractions. The steps are listed by
+	// fraction either way.
+	Refined bool `json:"refined,omitempty"`
 	// OfferedRPS is the Poisson arrival rate asked for, requests per second.
 	OfferedRPS float64 `json:"offered_rps"`
 	// ArrivalRPS is the requests sent in the measure window ÷ the window: the rate actually offered.

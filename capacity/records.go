@@ -297,13 +297,17 @@ func (q *QMax) CheckAgainst(recs []bench.Record) []error {
 		}
 		errs = append(errs, compareFigures("rate staircase", []figure{{"highest_throughput_rps", q.HighestThroughputRPS, best}})...)
 	}
+	// The artifact lists the rate steps by fraction; the records number them in the order run (a refinement
+	// step, run after the fixed fractions, lies between two of them): a step's records are found by its fraction.
 	rate := bench.SummarizeRateSteps(recs, j, 0)
-	byIndex := map[int]bench.RateStepResult{}
+	byFraction := map[float64]bench.RateStepResult{}
 	for _, s := range rate {
-		byIndex[s.ID.Index] = s
+		byFraction[s.ID.Fraction] = s
 	}
+	listedRate := map[float64]bool{}
 	for i, a := range q.RateSteps {
-		s, ok := byIndex[i]
+		listedRate[a.Fraction] = true
+		s, ok := byFraction[a.Fraction]
 		if !ok {
 			add("rate_steps[%d] (fraction %g): the records file has no records of this rate step", i, a.Fraction)
 			continue
@@ -323,7 +327,7 @@ func (q *QMax) CheckAgainst(recs []bench.Record) []error {
 		errs = append(errs, compareVerdicts(name, a.MeetsSLO, w.MeetsSLO, a.Usable, w.Usable, w.UnusableReason)...)
 	}
 	for _, s := range rate {
-		if s.ID.Index >= len(q.RateSteps) {
+		if !listedRate[s.ID.Fraction] {
 			add("rate_steps: the records file holds rate step %d (fraction %g) that the artifact does not list: a step was removed from the artifact", s.ID.Index, s.ID.Fraction)
 		}
 	}

@@ -52,6 +52,11 @@ func (o *QMax) DryRun(w io.Writer, where string) error {
 		row("rate steps", "%d open-loop steps after the ladder, Poisson arrivals (seed %d) at %s × the highest closed-loop throughput", n, o.Seed, JoinFloats(o.RateFractions))
 		row("", "settle %s, hold %s (judged on the last %s) each, then up to %s for requests in flight: %s, up to %s", rs, rh, rw, cfg.RequestTimeout,
 			time.Duration(n)*rper, time.Duration(n)*(rper+cfg.RequestTimeout))
+		if k := o.RateRefineSteps; k > 0 {
+			row("", "then up to %d refinement step(s) (--%s), each midway between the highest step that met the SLO and the lowest that missed it, until they are within %.2g × the highest throughput: up to %s more", k, RateRefineFlag, RateRefineWidth, time.Duration(k)*(rper+cfg.RequestTimeout))
+		} else {
+			row("", "no refinement (--%s 0): the boundary is bracketed by the fixed fractions alone", RateRefineFlag)
+		}
 		if d := o.rateShield(); d > 0 {
 			row("", "every request with the custom attribute %s: admitted within the queue shield of %d the plan deploys, so shed is measured", bench.ShieldAttributes(d), d)
 		} else {

@@ -83,40 +83,104 @@ func (r *qmaxRun) rateStaircase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the rate staircase: %w", err)
 	}
-	settle, hold, window := o.RateWindows()
 	for i, f := range o.RateFractions {
 		if i < len(r.rateSteps) {
 			continue // a resumed run's finished rate step
 		}
-		id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
-		cfg := bench.RateStepConfig{
-			ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.RequestTimeout,
-			Judge: r.cfg.Judge(), Transport: tr, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
-			RunID: r.runID, Records: r.cfg.Records,
-			Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
-		}
-		r.view.StartRateStep(i+1, f, id.OfferedRPS, settle+hold)
-		watch := watchClient()
-		s, err := bench.RunRateStep(ctx, cfg)
-		use := watch.Stop()
-		if err != nil {
-			r.view.EndStep("stopped: " + err.Error())
+		if err := r.rateStep(ctx, tr, i, f, h); err != nil {
 			return err
 		}
-		if s.LostConnection(cfg.Judge) {
-			r.view.EndStep(fmt.Sprintf("stopped: %d of %d requests got no answer at all", s.NoAnswer, s.Requests))
-			return fmt.Errorf("rate step %d: %w: %d of %d requests got no answer at all (refused, reset, unreachable)", i+1, errLostConnection, s.NoAnswer, s.Requests)
+	}
+	// The refinement: midway between the highest step that met the SLO and the lowest one above it that missed,
+	// until the bracket is within RateRefineWidth of the highest throughput or RateRefineSteps were run (a
+	// resumed run counts the refinement steps it already has).
+	for n := len(r.rateSteps) - len(o.RateFractions); n < o.RateRefineSteps; n++ {
+		met, missed := RateBracket(r.rateSteps)
+		if met == 0 || missed == 0 || missed-met <= RateRefineWidth+1e-12 {
+			break
 		}
-		if why := o.judgeClient(use); why != "" {
-			s.Usable = false
-			s.UnusableReason = strings.TrimPrefix(strings.Join([]string{s.UnusableReason, why}, "; "), "; ")
+		i := len(r.rateSteps)
+		if err := r.rateStep(ctx, tr, i, (met+missed)/2, h); err != nil {
+			return err
 		}
-		r.rateSteps = append(r.rateSteps, s)
-		r.readRateConcurrency(ctx, s)
-		r.view.EndStep(rateVerdict(s, r.cfg))
-		if !s.Usable {
-			r.warn(fmt.Sprintf("rate step %d (%.3g rps) is not usable: %s", i+1, id.OfferedRPS, s.UnusableReason))
+		if s := r.rateSteps[i]; !s.Usable {
+			r.warn(fmt.Sprintf("the refinement stops: its step at %.4g × the highest throughput is not usable (%s)", s.ID.Fraction, s.UnusableReason))
+			break
 		}
+	}
+	if met, missed := RateBracket(r.rateSteps); met > 0 && missed > 0 && missed-met > RateRefineWidth+1e-12 {
+		r.warn(fmt.Sprintf("the SLO's boundary is bracketed between %.4g and %.4g × the highest throughput, wider than %.2g after %d refinement step(s) (--%s): the safe rate stops at the lower end", met, missed, RateRefineWidth, len(r.rateSteps)-len(o.RateFractions), RateRefineFlag))
+	}
+	return nil
+}
+
+// RateRefineFlag is the name of qmax's flag of the most refinement steps of the rate staircase.
+const RateRefineFlag = "rate-refine"
+
+// DefaultRateRefineSteps is the most refinement steps after the fixed fractions (--rate-refine): a bracket of
+// 0.15 (qmax's default 0.85 to 1.0) is within RateRefineWidth after two, one of 0.4 after three.
+const DefaultRateRefineSteps = 3
+
+// MaxRateRefineSteps bounds --rate-refine: with the fixed fractions, within capacity.MaxRateSteps.
+const MaxRateRefineSteps = 8
+
+// RateRefineWidth is the width of the bracket, in fractions of the highest closed-loop throughput, at which the
+// refinement stops.
+const RateRefineWidth = 0.05
+
+// RateBracket is the bracket of the SLO's boundary among the usable rate steps, as fractions of the highest
+// closed-loop throughput: missed is the lowest step that missed the SLO, met the highest step below it that met
+// it; both 0 when either is missing. A step that met the SLO above one that missed is not taken as the lower end: the
+// bracket is the conservative one.
+func RateBracket(steps []bench.RateStepResult) (met, missed float64) {
+	for _, s := range steps {
+		if s.Usable && !s.MeetsSLO && (missed == 0 || s.ID.Fraction < missed) {
+			missed = s.ID.Fraction
+		}
+	}
+	for _, s := range steps {
+		if s.Usable && s.MeetsSLO && s.ID.Fraction > met && (missed == 0 || s.ID.Fraction < missed) {
+			met = s.ID.Fraction
+		}
+	}
+	if met == 0 || missed == 0 {
+		return 0, 0
+	}
+	return met, missed
+}
+
+// rateStep runs rate step i at fraction f of the highest closed-loop throughput h and appends it to the run.
+func (r *qmaxRun) rateStep(ctx context.Context, tr bench.Transport, i int, f, h float64) error {
+	o := r.o
+	settle, hold, window := o.RateWindows()
+	id := bench.RateStepID{Index: i, Fraction: f, OfferedRPS: f * h}
+	cfg := bench.RateStepConfig{
+		ID: id, Settle: settle, Hold: hold, Measure: window, RequestTimeout: o.RequestTimeout,
+		Judge: r.cfg.Judge(), Transport: tr, Corpus: r.cfg.Corpus, Seed: r.cfg.Seed,
+		RunID: r.runID, Records: r.cfg.Records,
+		Observer: func(p bench.Progress) { r.view.Update(progressOf(p)) },
+	}
+	r.view.StartRateStep(i+1, f, id.OfferedRPS, settle+hold)
+	watch := watchClient()
+	s, err := bench.RunRateStep(ctx, cfg)
+	use := watch.Stop()
+	if err != nil {
+		r.view.EndStep("stopped: " + err.Error())
+		return err
+	}
+	if s.LostConnection(cfg.Judge) {
+		r.view.EndStep(fmt.Sprintf("stopped: %d of %d requests got no answer at all", s.NoAnswer, s.Requests))
+		return fmt.Errorf("rate step %d: %w: %d of %d requests got no answer at all (refused, reset, unreachable)", i+1, errLostConnection, s.NoAnswer, s.Requests)
+	}
+	if why := o.judgeClient(use); why != "" {
+		s.Usable = false
+		s.UnusableReason = strings.TrimPrefix(strings.Join([]string{s.UnusableReason, why}, "; "), "; ")
+	}
+	r.rateSteps = append(r.rateSteps, s)
+	r.readRateConcurrency(ctx, s)
+	r.view.EndStep(rateVerdict(s, r.cfg))
+	if !s.Usable {
+		r.warn(fmt.Sprintf("rate step %d (%.3g rps) is not usable: %s", i+1, id.OfferedRPS, s.UnusableReason))
 	}
 	return nil
 }
@@ -168,7 +232,9 @@ func rateWindowHasPeriod(s bench.RateStepResult) bool {
 
 // rateStepOf is the artifact's rate step (capacity.RateStepOf, the mapping the gate checks it with).
 func (r *qmaxRun) rateStepOf(s bench.RateStepResult) capacity.RateStep {
-	return capacity.RateStepOf(s, r.cwRate[s.ID.Index])
+	st := capacity.RateStepOf(s, r.cwRate[s.ID.Index])
+	st.Refined = s.ID.Index >= len(r.o.RateFractions)
+	return st
 }
 
 // renderRateSteps prints the rate staircase as a second table, units in every header.

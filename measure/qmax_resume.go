@@ -28,7 +28,8 @@ func (o *QMax) settings() *capacity.QMaxSettings {
 		SettleS: o.Settle.Seconds(), HoldS: o.Hold.Seconds(), MeasureWindowS: o.Window.Seconds(), RequestTimeoutS: o.RequestTimeout.Seconds(),
 		StallBudgetMs: float64(o.StallBudget.Milliseconds()), MinRequests: o.MinRequests,
 		RateFractions: o.RateFractions, RateSettleS: rs.Seconds(), RateHoldS: rh.Seconds(), RateMeasureWindowS: rw.Seconds(),
-		Seed: o.Seed, Corpus: capacity.DigestBytes([]byte(strings.Join(o.Corpus.Texts(), "\n"))),
+		RateRefineSteps: o.RateRefineSteps,
+		Seed:            o.Seed, Corpus: capacity.DigestBytes([]byte(strings.Join(o.Corpus.Texts(), "\n"))),
 	}
 }
 
@@ -165,8 +166,9 @@ func (r *qmaxRun) takeOver(st *resumeState, w io.Writer) error {
 		}
 	}
 	for i, s := range q.RateSteps {
+		// Keyed by the step's index in the records (the order run), not its place in the artifact (by fraction).
 		if s.CloudWatchMax10s > 0 {
-			r.cwRate[i] = s.CloudWatchMax10s
+			r.cwRate[r.rateSteps[i].ID.Index] = s.CloudWatchMax10s
 		}
 	}
 	_, err := w.Write(st.records)

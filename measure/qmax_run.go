@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +84,8 @@ type QMax struct {
 	RateChartPath          string
 	ContainerDigest        string
 	RateFractions          []float64
+	// RateRefineSteps is the most refinement steps after the fixed fractions (0: none; RateBracket).
+	RateRefineSteps int
 }
 
 // Endpoint is the endpoint the run measures (or, with --transport http, the URL).
@@ -127,7 +131,7 @@ func (o *QMax) DurationBound() time.Duration {
 	d := time.Duration(steps) * 2 * cfg.StepDuration()
 	if n := len(o.RateFractions); n > 0 {
 		rs, rh, _ := o.RateWindows()
-		d += time.Duration(n) * 2 * (rs + rh + cfg.RequestTimeout)
+		d += time.Duration(n+o.RateRefineSteps) * 2 * (rs + rh + cfg.RequestTimeout)
 	}
 	return d
 }
@@ -561,6 +565,8 @@ func (r *qmaxRun) artifact() *capacity.QMax {
 		for _, s := range r.rateSteps {
 			run.RateSteps = append(run.RateSteps, r.rateStepOf(s))
 		}
+		// By fraction: the refinement's steps lie between the fixed ones (the records keep the order run).
+		slices.SortFunc(run.RateSteps, func(a, b capacity.RateStep) int { return cmp.Compare(a.Fraction, b.Fraction) })
 	}
 	q, notes := capacity.NewQMax(run)
 	for _, n := range notes {

@@ -39,7 +39,7 @@ import (
 // off (under the race detector this process is slow; the twin's compute is a wait in the container).
 const (
 	compareQMaxArgs = "--ladder 1,16,64,192 --max-concurrency 192 --settle 1s --hold 9s --measure-window 8s --min-requests 20 " +
-		"--rate-fractions 0.6,0.9 --rate-settle 2s --rate-hold 12s --rate-measure-window 11s --request-timeout 30s --max-client-cpu 0 --max-client-lag 0"
+		"--rate-fractions 0.6,0.9 --rate-refine 0 --rate-settle 2s --rate-hold 12s --rate-measure-window 11s --request-timeout 30s --max-client-cpu 0 --max-client-lag 0"
 	// compareTTotalArgs probe at ttotal's default, each type's first failing ladder step (192 on ml.g5.xlarge, 64
 	// on ml.g4dn.xlarge): the demo's fixed probe of 160 (twinrun.TTotalArgs) lies past ml.g4dn.xlarge's curve.
 	compareTTotalArgs = "--warmup 35s --window 20s --min-samples 20 --max-wait 3m --poll-interval 1s"

@@ -83,7 +83,7 @@ func TestInstanceModelAgreesWithEmulator(t *testing.T) {
 		t.Helper()
 		stdout, stderr, code := runCLI(t, "qmax", "--model", m.ID, "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 			"--ladder", "1,16", "--max-concurrency", "16", "--settle", "1s", "--hold", "9s", "--measure-window", "8s", "--request-timeout", "20s",
-			"--rate-fractions", fractions, "--rate-settle", "2s", "--rate-hold", "32s", "--rate-measure-window", "31s",
+			"--rate-fractions", fractions, "--rate-refine", "0", "--rate-settle", "2s", "--rate-hold", "32s", "--rate-measure-window", "31s",
 			// Under the race detector the measuring process itself is slow: its own CPU and lag bounds would mark
 			// the steps client-bound. The twin's compute is a wait on the emulator, not this process's CPU.
 			"--max-client-cpu", "0", "--max-client-lag", "0",

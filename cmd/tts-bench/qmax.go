@@ -66,7 +66,10 @@ from a generator seeded by --seed), the same settle, hold, measure window and re
 --rate-settle, --rate-hold, --rate-measure-window). Per step: the offered, arrived and achieved rates, the
 time-averaged requests in flight and the mean of the 10-s peaks (what the scaling alarm's 10-s Maximum of
 ConcurrentRequestsPerModel sees; CloudWatch's own is read too), p50/p95/p99 TTFAB, p95 stall and the share
-shed. Every rate-step request carries the custom attribute queue-max-depth=<the catalog's queue_max_depth>,
+shed. After the fractions, up to --rate-refine steps (default 3) each offer midway between the highest step
+that met the SLO and the lowest that missed it, until the two are within 5% of the highest throughput: the SLO's
+boundary is measured on both sides, and the artifact lists the steps by fraction (refinement steps marked
+refined). Every rate-step request carries the custom attribute queue-max-depth=<the catalog's queue_max_depth>,
 which the container applies to that request alone: on the unbounded endpoint the ladder needs, the rate steps
 shed as the shield a plan deploys would, so the shed is measured (the artifact's rate_queue_max_depth). It
 relates an offered rate to the scaling metric, which a closed-loop curve cannot do for an instance that
@@ -134,6 +137,7 @@ func qmaxCommand() *cli.Command {
 			&cli.BoolFlag{Name: "resume", Usage: "continue the partial artifact an interrupted run wrote at --output (same endpoint, container and flags), appending to its records"},
 			cliflags.DryRun("make no AWS call: print the ladder, the estimated duration and every control-plane action"),
 			&cli.StringFlag{Name: flagRateFractions, Value: measure.JoinFloats(measure.DefaultRateFractions), Usage: "the rate staircase: fractions of the highest closed-loop throughput to offer as Poisson arrivals, increasing; none skips it"},
+			&cli.IntFlag{Name: measure.RateRefineFlag, Value: measure.DefaultRateRefineSteps, Usage: fmt.Sprintf("the rate staircase: after its fractions, at most this many steps midway between the highest step that met the SLO and the lowest that missed it, until they are within %.2g of the highest throughput; 0 = none", measure.RateRefineWidth)},
 			&cli.DurationFlag{Name: flagRateSettle, Usage: "per rate step: settle this long (default: --settle)"},
 			&cli.DurationFlag{Name: flagRateHold, Usage: "per rate step: hold this long after settling (default: --hold)"},
 			&cli.DurationFlag{Name: flagRateWindow, Usage: "per rate step: judge the requests sent in the last part of the hold this long (default: --measure-window)"},
@@ -176,7 +180,8 @@ func newQMaxOpts(c *cli.Context, cat models.Catalog) *qmaxOpts {
 			MinRequests: c.Int("min-requests"), MaxClientCPU: c.Float64("max-client-cpu"), MaxClientLag: c.Duration("max-client-lag"),
 			Settle: c.Duration("settle"), Hold: c.Duration("hold"), Window: c.Duration("measure-window"), RequestTimeout: c.Duration("request-timeout"),
 			Transport: c.String("transport"), URL: c.String("url"), Refine: c.Bool("refine"), Force: c.Bool("force"), Resume: c.Bool("resume"),
-			Output: c.String("output"), JournalDir: c.String("journal-dir"),
+			RateRefineSteps: c.Int(measure.RateRefineFlag),
+			Output:          c.String("output"), JournalDir: c.String("journal-dir"),
 			Stdout: c.App.Writer, Stderr: c.App.ErrWriter, Env: processEnv(c),
 			Seed: c.Uint64("seed"), Format: c.String("format"),
 		},
@@ -266,6 +271,11 @@ func (o *qmaxOpts) Validate() error {
 	// The rate staircase.
 	if o.RateFractions, err = measure.ParseRateFractions(o.rateFractionsFlag); err != nil {
 		bad("--%s: %w", flagRateFractions, err)
+	}
+	if o.RateRefineSteps < 0 || o.RateRefineSteps > measure.MaxRateRefineSteps {
+		bad("--%s: %d: give 0 (no refinement) to %d steps", measure.RateRefineFlag, o.RateRefineSteps, measure.MaxRateRefineSteps)
+	} else if n := len(o.RateFractions) + o.RateRefineSteps; n > capacity.MaxRateSteps {
+		bad("--%s and --%s: %d rate steps at most, more than an artifact holds (%d): give fewer fractions or refinement steps", flagRateFractions, measure.RateRefineFlag, n, capacity.MaxRateSteps)
 	}
 	for _, d := range []struct {
 		flag string

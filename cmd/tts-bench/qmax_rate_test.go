@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestQMaxRateStaircase(t *testing.T) {
 	out := filepath.Join(dir, "qmax.json")
 	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--ladder", "1,2,4", "--max-concurrency", "4", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
-		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0,3.0", "--rate-hold", "6s", "--rate-measure-window", "5s",
+		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.3,0.7,1.0,3.0", "--rate-refine", "0", "--rate-hold", "6s", "--rate-measure-window", "5s",
 		"--seed", "7", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--format", "json", "--container-dir", containerDir, "--output", out)
 	if code != 0 {
 		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -171,5 +172,66 @@ func TestQMaxRateFlags(t *testing.T) {
 	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--rate-fractions", "none", "--output", filepath.Join(dir, "q.json"), "--dry-run")
 	if code != 0 || !strings.Contains(stdout, "rate steps      none (--rate-fractions none)") {
 		t.Errorf("--rate-fractions none: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestQMaxRateRefinement: after its fractions (0.5, which the one-slot instance meets, and 3, where most requests
+// are shed at espeak-ng's shield of 16), qmax refines midway between the highest step that met the SLO and the
+// lowest that missed it, twice (--rate-refine 2): the first refinement step is at 1.75, the second midway in the
+// bracket the first left (whichever way it went). The artifact lists the four steps by fraction, marks the two
+// refinement steps, verifies (the records are found by fraction, not by the order run), and says in the summary
+// that the bracket is still wider than 5% when it is.
+func TestQMaxRateRefinement(t *testing.T) {
+	e := calibrationEndpoint(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "qmax.json")
+	stdout, stderr, code := runCLI(t, "qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
+		"--ladder", "1,2", "--max-concurrency", "2", "--settle", "1s", "--hold", "4s", "--measure-window", "3s", "--request-timeout", "10s",
+		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--rate-fractions", "0.5,3", "--rate-refine", "2", "--rate-hold", "6s", "--rate-measure-window", "5s",
+		"--seed", "7", "--min-requests", "10", "--max-client-cpu", "0", "--max-client-lag", "0", "--container-dir", containerDir, "--output", out)
+	if code != 0 {
+		t.Fatalf("qmax: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	q, err := capacity.LoadQMax(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := q.Verify(); len(errs) > 0 {
+		t.Fatalf("the artifact does not verify: %v", errs)
+	}
+	if q.Settings == nil || q.Settings.RateRefineSteps != 2 {
+		t.Errorf("settings %+v: want rate_refine_steps 2", q.Settings)
+	}
+	var fractions []float64
+	verdict := map[float64]bool{}
+	for _, s := range q.RateSteps {
+		t.Logf("rate step %.4g (refined %v): offered %.2f rps, achieved %.2f, shed %.2f, meets %v, usable %v", s.Fraction, s.Refined, s.OfferedRPS, s.AchievedRPS, s.ShedFraction, s.MeetsSLO, s.Usable)
+		fractions = append(fractions, s.Fraction)
+		verdict[s.Fraction] = s.MeetsSLO && s.Usable
+		if want := s.Fraction != 0.5 && s.Fraction != 3; s.Refined != want {
+			t.Errorf("rate step %g: refined %v, want %v", s.Fraction, s.Refined, want)
+		}
+	}
+	if len(fractions) != 4 {
+		t.Fatalf("%d rate steps %v, want the 2 fractions and 2 refinement steps", len(fractions), fractions)
+	}
+	if !slices.IsSorted(fractions) {
+		t.Errorf("rate steps %v: want them listed by fraction", fractions)
+	}
+	if !verdict[0.5] || verdict[3] {
+		t.Fatalf("the fractions' verdicts: 0.5 %v, 3 %v: the test needs 0.5 to meet the SLO and 3 to miss it", verdict[0.5], verdict[3])
+	}
+	if _, ok := verdict[1.75]; !ok {
+		t.Fatalf("rate steps %v: the first refinement step must be at (0.5 + 3) ÷ 2 = 1.75", fractions)
+	}
+	second := (1.75 + 3) / 2
+	if !verdict[1.75] {
+		second = (0.5 + 1.75) / 2
+	}
+	if _, ok := verdict[second]; !ok {
+		t.Errorf("rate steps %v: the second refinement step must be at %g, midway in the bracket 1.75 left (met: %v)", fractions, second, verdict[1.75])
+	}
+	if !strings.Contains(stderr, "the SLO's boundary is bracketed between") || !strings.Contains(stderr, "after 2 refinement step(s) (--rate-refine)") {
+		t.Errorf("stderr does not say the bracket is still wide after the two refinement steps:\n%s", stderr)
 	}
 }

@@ -24,7 +24,7 @@ func TestQMaxInterruptKeepsTheFinishedSteps(t *testing.T) {
 	out := filepath.Join(dir, "qmax.json")
 	args := []string{"qmax", "--model", "espeak-ng", "--local", "--state-dir", e.StateDir, "--journal-dir", filepath.Join(dir, "journals"),
 		"--ladder", "1,2,3", "--max-concurrency", "3", "--settle", "500ms", "--hold", "3s", "--measure-window", "2s", "--request-timeout", "5s",
-		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--min-requests", "5", "--max-client-cpu", "0", "--max-client-lag", "0", "--rate-fractions", "0.5,1", "--rate-hold", "2s", "--rate-measure-window", "2s",
+		"--slo-ms", "5000", "--stall-budget-ms", "5000", "--min-requests", "5", "--max-client-cpu", "0", "--max-client-lag", "0", "--rate-fractions", "0.5,1", "--rate-refine", "0", "--rate-hold", "2s", "--rate-measure-window", "2s",
 		"--container-dir", containerDir, "--output", out}
 	cmd, output := startCLI(t, args...)
 	waitOutput(t, output, "step 3: concurrency 3 (closed loop)", 90*time.Second)

@@ -84,7 +84,7 @@ var (
 	// step, not qmax's 100), the start-up 50 times faster than AWS, and the demo's T_total run (twinrun).
 	smoke = size{timeScale: 50,
 		qmaxArgs: []string{"--ladder", "1,64,192", "--max-concurrency", "192", "--settle", "1s", "--hold", "6s", "--measure-window", "5s", "--min-requests", "30",
-			"--rate-fractions", "0.5,0.8,1.05", "--rate-settle", "1s", "--rate-hold", "6s", "--rate-measure-window", "5s"},
+			"--rate-fractions", "0.5,0.8,1.05", "--rate-refine", "0", "--rate-settle", "1s", "--rate-hold", "6s", "--rate-measure-window", "5s"},
 		ttotalArgs:  twinrun.TTotalArgs,
 		dayDuration: 6 * time.Hour, spikeDuration: time.Hour, spikeWidth: 10 * time.Minute}
 )
