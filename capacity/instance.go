@@ -130,48 +130,33 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		metricNote = fmt.Sprintf("the metric is the 10th percentile of the sliding 10-s peaks on %d of %d steps, the mean peak on the others; %s", low, used, ratioNote)
 	}
 	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s; %s", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), rateBracket(q, m, keep), metricNote)
+		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), rateBracket(q), metricNote)
 	if low == 0 || sc.Validate() != nil {
 		sc = nil
 	}
 	return m, sc, m.Validate()
 }
 
-// rateBracket says between which measured rate steps the SLO's boundary lies: the highest point of m that meets
-// the SLO (the most the safe rate can be, loadmodel.Model.SafeRPS) and the lowest usable rate step above it that
-// does not (one that did not keep up, shed more than the SLO allows, or whose state misses the SLO), by its
-// offered rate: a step that fell behind completed less than it was offered.
-func rateBracket(q *QMax, m loadmodel.Model, keep func(RateStep) bool) string {
-	met := 0.0
-	for i := len(m.Points) - 1; i >= 0; i-- {
-		if m.SLO.Meets(m.Points[i]) {
-			met = m.Points[i].RPS
-			break
-		}
-	}
-	if !(met > 0) {
-		return "no rate step met the SLO, so there is no bracket"
-	}
-	failed, why := 0.0, ""
-	for _, s := range q.RateSteps {
-		if !s.Usable || !(s.ArrivalRPS > met) || (failed > 0 && s.ArrivalRPS >= failed) {
-			continue
-		}
-		switch {
-		case !keep(s):
-			failed, why = s.ArrivalRPS, fmt.Sprintf("completed %s rps, %s%% shed", FormatNumber(s.AchievedRPS), FormatNumber(100*s.ShedFraction))
-		default:
-			// A kept step is a point of m: judged as the model judges it (the share of requests over the SLO).
-			if p := m.At(math.Min(s.AchievedRPS, s.ArrivalRPS)); !m.SLO.Meets(p) {
-				failed, why = s.ArrivalRPS, fmt.Sprintf("p%d TTFAB %s ms, p95 stall %s ms, %s%% of requests over the SLO or shed",
-					m.SLO.Percentile, FormatNumber(p.TTFABMs), FormatNumber(p.StallMs), FormatNumber(100*m.SLO.ViolatingShare(p)))
+// rateBracket says between which measured rate steps the SLO's boundary lies (RateBracket: the rule the rate
+// staircase's refinement follows): the completion rate of the highest step that met the SLO, and the offered rate
+// of the lowest above it that did not, with how it missed.
+func rateBracket(q *QMax) string {
+	lo, hi := RateBracket(q.RateSteps)
+	if lo < 0 {
+		for _, s := range q.RateSteps {
+			if s.Met() {
+				return "no usable rate step missed the SLO, so its boundary is not bracketed"
 			}
 		}
+		return "no rate step met the SLO, so there is no bracket"
 	}
-	if failed == 0 {
-		return fmt.Sprintf("the SLO held up to %s rps, the highest rate step that met it; no usable step above it missed the SLO, so the boundary is not bracketed", FormatNumber(met))
+	met, missed := q.RateSteps[lo], q.RateSteps[hi]
+	why := fmt.Sprintf("completed %s rps, p%d TTFAB %s ms, %s%% shed", FormatNumber(missed.AchievedRPS), q.SLOPercentile, FormatNumber(missed.TTFABP95Ms), FormatNumber(100*missed.ShedFraction))
+	if v, ok := (QMaxStep{TTFABP50Ms: missed.TTFABP50Ms, TTFABP95Ms: missed.TTFABP95Ms, TTFABP99Ms: missed.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
+		why = fmt.Sprintf("completed %s rps, p%d TTFAB %s ms, %s%% shed", FormatNumber(missed.AchievedRPS), q.SLOPercentile, FormatNumber(v), FormatNumber(100*missed.ShedFraction))
 	}
-	return fmt.Sprintf("the SLO held at %s rps and was missed at %s rps offered, the lowest usable rate step above it (%s)", FormatNumber(met), FormatNumber(failed), why)
+	return fmt.Sprintf("the SLO held at %s rps and was missed at %s rps offered, the lowest usable rate step above it (%s)",
+		FormatNumber(math.Min(met.AchievedRPS, met.ArrivalRPS)), FormatNumber(missed.OfferedRPS), why)
 }
 
 // stallBound is the stall bound of the steps: the stall budget plus the jitter allowance they were judged with.

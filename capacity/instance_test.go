@@ -140,9 +140,10 @@ func TestPlanNamesWhyTheInstanceModelCannotBeBuilt(t *testing.T) {
 	}
 }
 
-// The basis names the measured bracket of the SLO's boundary: the highest point that met it and the lowest usable
-// step above it that did not, whichever way it missed (fell behind, or its state over the SLO); without a
-// failing step above it, that the boundary is not bracketed; without a point that met it, that there is none.
+// The basis names the measured bracket of the SLO's boundary (RateBracket, the refinement's rule): the highest
+// step that met it and the lowest usable step above it that did not, whichever way it missed (fell behind, or
+// over the SLO); without a missing step above, that the boundary is not bracketed; without a step that met it,
+// that there is none.
 func TestInstanceModelBasisNamesTheBracket(t *testing.T) {
 	m := kokoro(t)
 	for _, tc := range []struct {
@@ -150,16 +151,27 @@ func TestInstanceModelBasisNamesTheBracket(t *testing.T) {
 		edit func(q *QMax)
 		want string
 	}{
-		{"fell behind", func(*QMax) {}, "the SLO held at 21 rps and was missed at 25 rps offered, the lowest usable rate step above it (completed 22 rps, 0% shed)"},
+		{"fell behind", func(*QMax) {}, "the SLO held at 21 rps and was missed at 25 rps offered, the lowest usable rate step above it (completed 22 rps, p95 TTFAB 5000 ms, 0% shed)"},
 		{"highest steps unusable", func(q *QMax) {
 			q.RateSteps[4].Usable, q.RateSteps[5].Usable = false, false
-		}, "the SLO held up to 21 rps, the highest rate step that met it; no usable step above it missed the SLO, so the boundary is not bracketed"},
-		{"kept but over the SLO", func(q *QMax) {
-			q.RateSteps[3].TTFABP50Ms, q.RateSteps[3].TTFABP95Ms, q.RateSteps[3].TTFABP99Ms = 3500, 4000, 4500
-		}, "the SLO held at 17.4 rps and was missed at 21.25 rps offered, the lowest usable rate step above it (p95 TTFAB 4000 ms"},
+		}, "no usable rate step missed the SLO, so its boundary is not bracketed"},
+		{"kept up but over the SLO", func(q *QMax) {
+			q.RateSteps[3].TTFABP50Ms, q.RateSteps[3].TTFABP95Ms, q.RateSteps[3].TTFABP99Ms, q.RateSteps[3].MeetsSLO = 3500, 4000, 4500, false
+		}, "the SLO held at 17.4 rps and was missed at 21.25 rps offered, the lowest usable rate step above it (completed 21 rps, p95 TTFAB 4000 ms, 0% shed)"},
+		{"none met", func(q *QMax) {
+			for i := range q.RateSteps {
+				q.RateSteps[i].MeetsSLO = false
+			}
+		}, ""},
 	} {
 		q := testQMax(m)
 		tc.edit(q)
+		if tc.want == "" {
+			if lo, hi := RateBracket(q.RateSteps); lo != -1 || hi != -1 || !strings.Contains(rateBracket(q), "no rate step met the SLO") {
+				t.Errorf("%s: bracket %d, %d, %q: want none", tc.name, lo, hi, rateBracket(q))
+			}
+			continue
+		}
 		inst, err := q.InstanceModel(50, 50, 1)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

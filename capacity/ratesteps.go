@@ -61,6 +61,36 @@ type RateStep struct {
 // MaxRateSteps bounds the rate staircase of a qmax artifact.
 const MaxRateSteps = 64
 
+// Met says whether a rate step met the SLO as the SLO's boundary is bracketed: usable, its verdict met (TTFAB,
+// stall and shed), and it kept up with its arrivals (completed at least keepingUp of them: a step that fell
+// behind measured a queue that was still growing). The rate staircase's refinement (measure) and the instance
+// model's basis both bracket by it (RateBracket).
+func (s RateStep) Met() bool {
+	return s.Usable && s.MeetsSLO && s.AchievedRPS >= keepingUp*s.ArrivalRPS
+}
+
+// RateBracket is the bracket of the SLO's boundary among the rate steps: missed the usable step of the lowest
+// fraction that did not meet the SLO (RateStep.Met), met the step of the highest fraction below it that did;
+// both -1 when either is missing. A step that met the SLO above one that missed is not the lower end: the bracket
+// is the conservative one. The steps may be in any order.
+func RateBracket(steps []RateStep) (met, missed int) {
+	met, missed = -1, -1
+	for i, s := range steps {
+		if s.Usable && !s.Met() && (missed < 0 || s.Fraction < steps[missed].Fraction) {
+			missed = i
+		}
+	}
+	for i, s := range steps {
+		if s.Met() && (met < 0 || s.Fraction > steps[met].Fraction) && (missed < 0 || s.Fraction < steps[missed].Fraction) {
+			met = i
+		}
+	}
+	if met < 0 || missed < 0 {
+		return -1, -1
+	}
+	return met, missed
+}
+
 // verifyRateSteps returns every out-of-range field of the rate staircase.
 func (q *QMax) verifyRateSteps() []error {
 	var errs []error

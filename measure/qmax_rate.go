@@ -128,25 +128,18 @@ const MaxRateRefineSteps = 8
 // refinement stops.
 const RateRefineWidth = 0.05
 
-// RateBracket is the bracket of the SLO's boundary among the usable rate steps, as fractions of the highest
-// closed-loop throughput: missed is the lowest step that missed the SLO, met the highest step below it that met
-// it; both 0 when either is missing. A step that met the SLO above one that missed is not taken as the lower end: the
-// bracket is the conservative one.
+// RateBracket is the bracket of the SLO's boundary among the steps run, as fractions of the highest closed-loop
+// throughput: capacity.RateBracket's rule (the one the plan's instance model states); both 0 when there is none.
 func RateBracket(steps []bench.RateStepResult) (met, missed float64) {
-	for _, s := range steps {
-		if s.Usable && !s.MeetsSLO && (missed == 0 || s.ID.Fraction < missed) {
-			missed = s.ID.Fraction
-		}
+	as := make([]capacity.RateStep, len(steps))
+	for i, s := range steps {
+		as[i] = capacity.RateStepOf(s, 0)
 	}
-	for _, s := range steps {
-		if s.Usable && s.MeetsSLO && s.ID.Fraction > met && (missed == 0 || s.ID.Fraction < missed) {
-			met = s.ID.Fraction
-		}
-	}
-	if met == 0 || missed == 0 {
+	lo, hi := capacity.RateBracket(as)
+	if lo < 0 {
 		return 0, 0
 	}
-	return met, missed
+	return as[lo].Fraction, as[hi].Fraction
 }
 
 // rateStep runs rate step i at fraction f of the highest closed-loop throughput h and appends it to the run.
