@@ -110,10 +110,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			low++
 			sc.RPS, sc.Mean = append(sc.RPS, rate), append(sc.Mean, s.InFlightMax10s*openRatio)
 		}
-		ttfab := s.TTFABP95Ms
-		if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
-			ttfab = v
-		}
+		ttfab := s.ttfabAtSLO(q.SLOPercentile)
 		m.Points = append(m.Points, loadmodel.Point{RPS: rate, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
 			StallMs: s.StallP95Ms, Shed: s.ShedFraction})
 		used++
@@ -151,10 +148,8 @@ func rateBracket(q *QMax) string {
 		return "no rate step met the SLO, so there is no bracket"
 	}
 	met, missed := q.RateSteps[lo], q.RateSteps[hi]
-	why := fmt.Sprintf("completed %s rps, p%d TTFAB %s ms, %s%% shed", FormatNumber(missed.AchievedRPS), q.SLOPercentile, FormatNumber(missed.TTFABP95Ms), FormatNumber(100*missed.ShedFraction))
-	if v, ok := (QMaxStep{TTFABP50Ms: missed.TTFABP50Ms, TTFABP95Ms: missed.TTFABP95Ms, TTFABP99Ms: missed.TTFABP99Ms}).ttfabAt(q.SLOPercentile); ok {
-		why = fmt.Sprintf("completed %s rps, p%d TTFAB %s ms, %s%% shed", FormatNumber(missed.AchievedRPS), q.SLOPercentile, FormatNumber(v), FormatNumber(100*missed.ShedFraction))
-	}
+	why := fmt.Sprintf("completed %s rps, p%d TTFAB %s ms, %s%% shed", FormatNumber(missed.AchievedRPS), q.SLOPercentile,
+		FormatNumber(missed.ttfabAtSLO(q.SLOPercentile)), FormatNumber(100*missed.ShedFraction))
 	return fmt.Sprintf("the SLO held at %s rps and was missed at %s rps offered, the lowest usable rate step above it (%s)",
 		FormatNumber(math.Min(met.AchievedRPS, met.ArrivalRPS)), FormatNumber(missed.OfferedRPS), why)
 }

@@ -61,6 +61,14 @@ type RateStep struct {
 // MaxRateSteps bounds the rate staircase of a qmax artifact.
 const MaxRateSteps = 64
 
+// ttfabAtSLO is the step's TTFAB at the SLO's percentile (p50, p95 or p99), its p95 for another percentile.
+func (s RateStep) ttfabAtSLO(percentile int) float64 {
+	if v, ok := (QMaxStep{TTFABP50Ms: s.TTFABP50Ms, TTFABP95Ms: s.TTFABP95Ms, TTFABP99Ms: s.TTFABP99Ms}).ttfabAt(percentile); ok {
+		return v
+	}
+	return s.TTFABP95Ms
+}
+
 // Met says whether a rate step met the SLO as the SLO's boundary is bracketed: usable, its verdict met (TTFAB,
 // stall and shed), and it kept up with its arrivals (completed at least keepingUp of them: a step that fell
 // behind measured a queue that was still growing). The rate staircase's refinement (measure) and the instance
