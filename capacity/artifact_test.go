@@ -211,7 +211,7 @@ func TestPlanVerifyCatchesEdits(t *testing.T) {
 		mutate func(*Plan)
 		want   string
 	}{
-		{"raised threshold", func(p *Plan) { p.Derived.TargetValue = 45 }, "derived.target_value is 45 but the inputs give 33.976"},
+		{"raised threshold", func(p *Plan) { p.Derived.TargetValue = 45 }, "derived.target_value is 45 but the inputs give 32.4257"},
 		{"scale-in window shortened", func(p *Plan) { p.Derived.ScaleInEvaluationPeriods = 3 }, "derived.scale_in_evaluation_periods is 3 but the inputs give 35"},
 		{"envelope softened", func(p *Plan) { p.Envelope.Traces[1].ViolationMinutes = 0; p.Envelope.Traces[1].ScaleOuts = 1 }, "envelope.traces[1].scale_outs is 1 but the inputs give 6"},
 		{"raised fleet", func(p *Plan) { p.Derived.MaxInstances = 9 }, "derived.max_instances"},

@@ -112,7 +112,7 @@ func TestEditedThresholdFailsVerifyAndTheGateNamesTheWorstMinute(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := p.Verify()
-	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 33.976") {
+	if len(errs) == 0 || !strings.Contains(errsText(errs), "derived.target_value is 49.5 but the inputs give 32.4257") {
 		t.Fatalf("Verify() = %v, want the edited target named", errs)
 	}
 	env, err := SimulateAsWritten(context.Background(), p)

@@ -3,6 +3,8 @@ package capacity
 import (
 	"fmt"
 	"strings"
+
+	"github.com/speech-infra/speech-infra/bench"
 )
 
 // modelFindings are the findings computed from the inputs alone (the instance model and the envelope
@@ -23,8 +25,12 @@ func modelFindings(in Inputs, d Derived, e Envelope) []Finding {
 func instanceModel(in Inputs, d Derived) Finding {
 	f := Finding{Name: FindingInstanceModel}
 	m := in.Instance
-	f.Detail = fmt.Sprintf("%s: one instance completes at most %s rps; it meets the SLO up to %s rps (safe_rps), where the metric reads %s",
-		m.Basis, FormatNumber(m.CapacityRPS), FormatNumber(d.SafeRPS), FormatNumber(m.At(d.SafeRPS).Metric))
+	safe := "safe_rps"
+	if top, low, ok := m.SafeCeiling(); ok && low > 0 && d.SafeRPS == low {
+		safe = fmt.Sprintf("safe_rps: the %s%% lower confidence bound of %s rps, the highest rate step that met it", FormatNumber(100*bench.CIConfidence), FormatNumber(top))
+	}
+	f.Detail = fmt.Sprintf("%s: one instance completes at most %s rps; it meets the SLO up to %s rps (%s), where the metric reads %s",
+		m.Basis, FormatNumber(m.CapacityRPS), FormatNumber(d.SafeRPS), safe, FormatNumber(m.At(d.SafeRPS).Metric))
 	switch {
 	case !(d.SafeRPS > 0):
 		f.Status = StatusFail

@@ -14,8 +14,9 @@ const keepingUp = 0.95
 
 // InstanceModel builds the model of one instance under load from the artifact's rate staircase (docs/design.md,
 // "One instance model"): every usable rate step that kept up (completed at least 95% of its arrivals, shed
-// nothing beyond the SLO's allowance) is a steady state at its arrival rate; the capacity is the most the
-// instance completed in any step, open or closed loop. The metric is CloudWatch's 10-s Maximum where it was
+// nothing beyond the SLO's allowance) is a steady state at its completion rate, with that rate's lower
+// confidence bound (RateStep.rateLow); the capacity is the most the instance completed in open loop once a rate
+// step fell behind its arrivals, else the most it completed in any step. The metric is CloudWatch's 10-s Maximum where it was
 // read, else the client's 10-s peak in flight times the CloudWatch/client ratio. queueDepth is the shield the
 // plan deploys; slo is the objective (stallMs with the jitter allowance). Without a rate staircase it returns
 // the queueing approximation (loadmodel.Approximate) from the closed-loop capacity, marked NOT MEASURED. The
@@ -48,10 +49,23 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			FormatNumber(capRPS), q.QMax, FormatNumber(loadmodel.UnmeasuredMaxUtilization))
 		return m, nil, err
 	}
+	// Capacity is what the instance completed in open loop, where the shield the plan deploys sheds the excess,
+	// once a step offered more than it completed: the closed-loop ladder holds its concurrency past the shield
+	// and completes more than an instance behind the shield can (docs/design.md, "One instance model"). When
+	// every usable rate step kept up, open loop never reached the capacity, and the closed-loop figure stands.
+	openCap, saturated := 0.0, false
 	for _, s := range q.RateSteps {
 		if s.Usable {
-			capRPS = math.Max(capRPS, s.AchievedRPS)
+			openCap = math.Max(openCap, s.AchievedRPS)
+			saturated = saturated || s.AchievedRPS < keepingUp*s.ArrivalRPS
 		}
+	}
+	capNote := fmt.Sprintf("capacity %s rps, the highest completion rate of the closed-loop ladder (no rate step offered more than the instance completed)", FormatNumber(math.Max(capRPS, openCap)))
+	if saturated {
+		capRPS = openCap
+		capNote = fmt.Sprintf("capacity %s rps, the highest completion rate measured in open loop behind the shield", FormatNumber(capRPS))
+	} else {
+		capRPS = math.Max(capRPS, openCap)
 	}
 	keep := func(s RateStep) bool {
 		return s.Usable && s.OKCount > 0 && s.AchievedRPS >= keepingUp*s.ArrivalRPS && s.ShedFraction <= slo.AllowedShed() && s.ArrivalRPS < capRPS
@@ -111,7 +125,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			sc.RPS, sc.Mean = append(sc.RPS, rate), append(sc.Mean, s.InFlightMax10s*openRatio)
 		}
 		ttfab := s.ttfabAtSLO(q.SLOPercentile)
-		m.Points = append(m.Points, loadmodel.Point{RPS: rate, Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
+		m.Points = append(m.Points, loadmodel.Point{RPS: rate, RPSLow: s.rateLow(rate), Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
 			StallMs: s.StallP95Ms, Shed: s.ShedFraction})
 		used++
 	}
@@ -126,8 +140,8 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	case low < used:
 		metricNote = fmt.Sprintf("the metric is the 10th percentile of the sliding 10-s peaks on %d of %d steps, the mean peak on the others; %s", low, used, ratioNote)
 	}
-	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), capacity %s rps; %s; %s", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), FormatNumber(capRPS), rateBracket(q), metricNote)
+	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), %s; %s; %s", used, len(q.RateSteps), q.RunID,
+		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), capNote, rateBracket(q), metricNote)
 	if low == 0 || sc.Validate() != nil {
 		sc = nil
 	}
@@ -160,4 +174,16 @@ func (q *QMax) stallBound() float64 {
 		return s.StallBudgetMs + s.StallJitterMs
 	}
 	return 0
+}
+
+// rateLow is the lower confidence bound (bench.CIConfidence) of a rate step's point rate: the step's window is
+// OKCount ÷ AchievedRPS seconds, and the rate a count of rate × window completions over it
+// (loadmodel.RateLowerBound). 0 when the step completed nothing.
+func (s RateStep) rateLow(rate float64) float64 {
+	if s.OKCount <= 0 || !(s.AchievedRPS > 0) {
+		return 0
+	}
+	window := float64(s.OKCount) / s.AchievedRPS
+	n := int(math.Round(rate * window))
+	return math.Min(rate, loadmodel.RateLowerBound(n, window, bench.CIConfidence))
 }

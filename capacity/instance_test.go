@@ -1,14 +1,18 @@
 package capacity
 
 import (
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
 // The instance model of the test staircase (testRates): the four steps that kept up are its points, the 100%
 // and 110% steps (22 and 22.5 completed of 25 and 27.5 arriving, under 95%) are left out, the capacity is
-// the most completed in any step (the closed-loop c = 50 step's 25 rps), and the metric is the client's 10-s
-// peak × the CloudWatch ratio where CloudWatch was not read.
+// the most completed in open loop (22.5 rps, not the closed-loop c = 50 step's 25: open loop fell behind), each
+// point carries the 95% lower bound of its rate, and the metric is the client's 10-s peak × the CloudWatch ratio
+// where CloudWatch was not read.
 func TestInstanceModelFromRateSteps(t *testing.T) {
 	m := kokoro(t)
 	q := testQMax(m)
@@ -16,16 +20,20 @@ func TestInstanceModelFromRateSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21 rps), capacity 25 rps") {
+	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21 rps), capacity 22.5 rps, the highest completion rate measured in open loop behind the shield;") {
 		t.Errorf("basis %q", inst.Basis)
 	}
-	if len(inst.Points) != 4 || inst.CapacityRPS != 25 || inst.QueueDepth != 50 || inst.CloudWatchRatio != 1 {
+	if len(inst.Points) != 4 || inst.CapacityRPS != 22.5 || inst.QueueDepth != 50 || inst.CloudWatchRatio != 1 {
 		t.Fatalf("model %+v", inst)
 	}
 	for i, r := range testRates[:4] {
 		p := inst.Points[i]
 		if p.RPS != r.achieved || p.Metric != r.max10s || p.InFlight != r.inFlight || p.TTFABMs != r.p95 || p.StallMs != 30 {
 			t.Errorf("point %d = %+v, want the step that completed %g rps", i, p, r.achieved)
+		}
+		// Each step completed achieved × 120 requests in its 120-s window.
+		if want := loadmodel.RateLowerBound(int(r.achieved*120), 120, 0.95); math.Abs(p.RPSLow-want) > 1e-9 || !(p.RPSLow < p.RPS) {
+			t.Errorf("point %d: rps_low %v, want %v, below its rate", i, p.RPSLow, want)
 		}
 	}
 	if inst.SLO.TTFABMs != 3000 || inst.SLO.Percentile != 95 || inst.SLO.StallMs != 50 {
@@ -179,5 +187,29 @@ func TestInstanceModelBasisNamesTheBracket(t *testing.T) {
 		if !strings.Contains(inst.Basis, tc.want) {
 			t.Errorf("%s: basis %q\nwant it to say %q", tc.name, inst.Basis, tc.want)
 		}
+	}
+}
+
+// The capacity is the open loop's highest completion only once open loop fell behind: with the two steps that
+// fell behind left out of the staircase, no rate step offered more than the instance completed, and the
+// closed-loop ladder's 25 rps stands, the basis saying so.
+func TestInstanceModelCapacityFromOpenLoopOnceItFellBehind(t *testing.T) {
+	q := testQMax(kokoro(t))
+	q.RateSteps = q.RateSteps[:4]
+	inst, err := q.InstanceModel(50, 50, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityRPS != 25 || !strings.Contains(inst.Basis, "capacity 25 rps, the highest completion rate of the closed-loop ladder (no rate step offered more than the instance completed)") {
+		t.Errorf("capacity %v, basis %q", inst.CapacityRPS, inst.Basis)
+	}
+	// One step that fell behind (the 100% step: 22 of 25) makes the open loop's 22 rps the capacity.
+	q = testQMax(kokoro(t))
+	q.RateSteps = q.RateSteps[:5]
+	if inst, err = q.InstanceModel(50, 50, 1); err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityRPS != 22 || !strings.Contains(inst.Basis, "capacity 22 rps, the highest completion rate measured in open loop behind the shield") {
+		t.Errorf("capacity %v, basis %q", inst.CapacityRPS, inst.Basis)
 	}
 }

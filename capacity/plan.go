@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/autoscale"
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/loadmodel"
 	"github.com/speech-infra/speech-infra/models"
 )
@@ -616,7 +617,15 @@ func joinErrors(prefix string, errs []error) error {
 // (never past it), a NOT MEASURED one at UnmeasuredMaxUtilization of its capacity (loadmodel.Model.SafeRPS).
 func safeBound(m loadmodel.Model) string {
 	if m.Measured {
-		return ", never past the highest rate step measured within it"
+		top, low, ok := m.SafeCeiling()
+		switch {
+		case !ok:
+			return ", never past the highest rate step measured within it (none met it)"
+		case low > 0:
+			return fmt.Sprintf(", never past the highest rate step measured within it (%s rps) nor past its %s%% lower confidence bound %s rps (its completions counted over its window); the estimate before that bound is %s rps",
+				FormatNumber(top), FormatNumber(100*bench.CIConfidence), FormatNumber(low), FormatNumber(m.SafeEstimate()))
+		}
+		return fmt.Sprintf(", never past the highest rate step measured within it (%s rps)", FormatNumber(top))
 	}
 	return fmt.Sprintf(", never above %s of its capacity (not measured)", FormatNumber(loadmodel.UnmeasuredMaxUtilization))
 }

@@ -36,12 +36,14 @@ func linear(respS float64, cs ...float64) []ThroughputPoint {
 }
 
 // testInstance is the instance model of the test rate staircase (testRates) with the kokoro catalog's shield
-// of 50: the highest point that meets the 3000 ms SLO is at testSafeRPS.
+// of 50 (as QMax.InstanceModel builds it, see TestInstanceModelFromRateSteps): the highest point that meets the
+// 3000 ms SLO bounds the safe rate at testSafeRPS, its rate's 95% lower bound.
 func testInstance() loadmodel.Model {
-	m := loadmodel.Model{CapacityRPS: 25, QueueDepth: 50, CloudWatchRatio: 1, Measured: true, Basis: "measured: test staircase",
+	m := loadmodel.Model{CapacityRPS: 22.5, QueueDepth: 50, CloudWatchRatio: 1, Measured: true, Basis: "measured: test staircase",
 		SLO: loadmodel.SLO{TTFABMs: 3000, Percentile: 95, StallMs: 50}}
 	for _, r := range testRates[:4] {
-		m.Points = append(m.Points, loadmodel.Point{RPS: r.achieved, Metric: r.max10s, InFlight: r.inFlight, TTFABMs: r.p95, StallMs: 30})
+		m.Points = append(m.Points, loadmodel.Point{RPS: r.achieved, RPSLow: loadmodel.RateLowerBound(int(r.achieved*120), 120, 0.95),
+			Metric: r.max10s, InFlight: r.inFlight, TTFABMs: r.p95, StallMs: 30})
 	}
 	return m
 }
@@ -108,26 +110,28 @@ func approxTol(t *testing.T, name string, got, want, tol float64) {
 }
 
 // The deployed values in rate terms, worked by hand from the test staircase (testRates): the SLO holds up to
-// the highest measured point that met it, 21 rps; ÷ 1.25 is the scale-out rate 16.8, whose metric (between
-// 12.5 rps → 4 and 17.4 → 8) is 4 + 4 × 4.3/4.9 = 7.5102; the scale-in rate is 16.8 × 1/2 × (1 − 0.2) = 6.72,
-// metric (below the first point, 7.5 → 2, through the origin) 2 × 6.72/7.5 = 1.792; peak 100 rps needs
-// ceil(100 / 16.8) = 6 instances.
+// the highest measured point that met it, 21 rps, and the safe rate is that rate's 95% lower bound, testSafeRPS
+// = 20.3167 (2520 completions in 120 s); ÷ 1.25 is the scale-out rate 16.2533, whose metric (between 12.5 rps
+// → 4 and 17.4 → 8) is 4 + 4 × 3.7533/4.9 = 7.0640; the scale-in rate is 16.2533 × 1/2 × (1 − 0.2) = 6.5013,
+// metric (below the first point, 7.5 → 2, through the origin) 2 × 6.5013/7.5 = 1.7337; peak 100 rps needs
+// ceil(100 / 16.2533) = 7 instances.
 func TestDeriveInRateTerms(t *testing.T) {
 	in := inputs(50, 1.25, 240, 60)
 	d := derive(in)
 	const tol = 1e-3
-	approxTol(t, "safe_rps", d.SafeRPS, 21, tol)
-	approxTol(t, "scale_out_rps", d.ScaleOutRPS, 16.8, tol)
-	approxTol(t, "target_value", d.TargetValue, 4+4*4.3/4.9, tol)
-	approxTol(t, "scale_in_rps", d.ScaleInRPS, 6.72, tol)
-	approxTol(t, "scale_in_threshold", d.ScaleInThreshold, 1.792, tol)
-	if d.MaxInstances != 6 || d.MinInstances != 1 || d.QueueMaxDepth != 50 {
-		t.Errorf("fleet %d to %d, queue %d; want 1 to 6, queue 50", d.MinInstances, d.MaxInstances, d.QueueMaxDepth)
+	out := testSafeRPS / 1.25
+	approxTol(t, "safe_rps", d.SafeRPS, testSafeRPS, tol)
+	approxTol(t, "scale_out_rps", d.ScaleOutRPS, out, tol)
+	approxTol(t, "target_value", d.TargetValue, 4+4*(out-12.5)/4.9, tol)
+	approxTol(t, "scale_in_rps", d.ScaleInRPS, out*0.5*0.8, tol)
+	approxTol(t, "scale_in_threshold", d.ScaleInThreshold, 2*out*0.5*0.8/7.5, tol)
+	if d.MaxInstances != 7 || d.MinInstances != 1 || d.QueueMaxDepth != 50 {
+		t.Errorf("fleet %d to %d, queue %d; want 1 to 7, queue 50", d.MinInstances, d.MaxInstances, d.QueueMaxDepth)
 	}
 	// A larger minimum allows a later scale-in: survivors of n → n−1 carry n/(n−1) ≤ (min+1)/min of it.
 	in.MinInstances = 3
 	d3 := derive(in)
-	approxTol(t, "scale_in_rps (min 3)", d3.ScaleInRPS, 16.8*3/4*0.8, tol)
+	approxTol(t, "scale_in_rps (min 3)", d3.ScaleInRPS, out*3/4*0.8, tol)
 	// Every deployed value carries one line of reasoning that states it.
 	want := []string{"safe_rps", "scale_out_rps", "target_value", "scale_in_rps", "scale_in_threshold", "scale_in_evaluation_periods",
 		"max_instances", "t_plan_s", "scale_out_cooldown_s", "scale_in_cooldown_s", "queue_max_depth"}
@@ -180,7 +184,7 @@ func TestTargetValueScalesWithCloudWatchRatio(t *testing.T) {
 	approx(t, "scale_out_rps", scaled.Derived.ScaleOutRPS, base.Derived.ScaleOutRPS)
 	approx(t, "target_value", scaled.Derived.TargetValue, 0.9*base.Derived.TargetValue)
 	approx(t, "scale_in_threshold", scaled.Derived.ScaleInThreshold, 0.9*base.Derived.ScaleInThreshold)
-	approxTol(t, "target_value", base.Derived.TargetValue, 4+4*4.3/4.9, 1e-3)
+	approxTol(t, "target_value", base.Derived.TargetValue, 4+4*(testSafeRPS/1.25-12.5)/4.9, 1e-3)
 
 	read := build(func(q *QMax) {
 		ratio(0.9)(q)
@@ -194,9 +198,10 @@ func TestTargetValueScalesWithCloudWatchRatio(t *testing.T) {
 // A server that handles one request at a time: 0.1 s of service, 10 rps however many requests wait. Q_max
 // is 30 (TTFAB ≈ C × 0.1 s under a 3 s SLO). Sizing from C_scale_max ÷ service time would claim 225 rps per
 // instance and one instance for 100 rps. Its rate staircase (M/M/1 at μ = 10: in flight 0.43, 1, 2.33, 5.67
-// at 30–85%; at 100% it completes 9.3 of 10 and falls behind) puts the safe rate at the highest step that met
-// the SLO, 8.5 rps (TTFAB 700 ms; interpolated toward a full shield, never measured, it would cross 3 s only at
-// 9.278 rps); ÷ 1.25 = 6.8 rps per instance, so 100 rps needs ceil(14.7) = 15.
+// at 30–85%; at 100% it completes 9.3 of 10 and falls behind, so its capacity is the open loop's 9.4 rps) puts
+// the estimate at the highest step that met the SLO, 8.5 rps (TTFAB 700 ms; interpolated toward a full shield,
+// never measured, it would cross 3 s later), and the safe rate at that step's 95% lower bound, 1000 completions
+// in 117.6 s: 8.0628 rps; ÷ 1.25 = 6.45 rps per instance, so 100 rps needs ceil(15.5) = 16.
 func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 	m := kokoro(t)
 	q := testQMax(m)
@@ -234,11 +239,11 @@ func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx(t, "c_scale_max", p.Derived.CScaleMax, 22.5)
-	approx(t, "capacity", p.Inputs.Instance.CapacityRPS, 10)
-	approxTol(t, "safe_rps", p.Derived.SafeRPS, 8.5, 1e-4)
+	approx(t, "capacity", p.Inputs.Instance.CapacityRPS, 9.4)
+	approxTol(t, "safe_rps", p.Derived.SafeRPS, 8.0628, 1e-4)
 	naive := int(math.Ceil(100 / (p.Derived.CScaleMax / (q.ServiceTimeMeanMs / 1000))))
-	if p.Derived.MaxInstances != 15 || naive != 1 {
-		t.Fatalf("max_instances = %d (naive C÷service-time sizing %d), want 15", p.Derived.MaxInstances, naive)
+	if p.Derived.MaxInstances != 16 || naive != 1 {
+		t.Fatalf("max_instances = %d (naive C÷service-time sizing %d), want 16", p.Derived.MaxInstances, naive)
 	}
 	// With the catalog's 9 instances the peak is not covered, and the finding names the fleet needed.
 	o.MaxInstances = 9
@@ -247,8 +252,8 @@ func TestSaturatingServerIsSizedFromMeasuredThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _ := p.Finding(FindingPeakCoverage)
-	if f.Status != StatusFail || !strings.Contains(f.Recommendation, "15") || p.Feasible() {
-		t.Fatalf("peak_coverage = %+v, verdict %s; want a fail naming 15 instances and an infeasible plan", f, p.Verdict)
+	if f.Status != StatusFail || !strings.Contains(f.Recommendation, "16") || p.Feasible() {
+		t.Fatalf("peak_coverage = %+v, verdict %s; want a fail naming 16 instances and an infeasible plan", f, p.Verdict)
 	}
 }
 
@@ -574,7 +579,7 @@ func TestPlanInputBoundsStateTheLimit(t *testing.T) {
 		{"invocation timeout above SageMaker's", func(in *Inputs) { in.InvocationTimeoutS = 3601 }, "invocation_timeout_s: is 3601: want 1 to 3600 seconds"},
 		{"min instances huge", func(in *Inputs) { in.MinInstances, in.MaxInstances = 1<<40, 1<<40 }, "min_instances: is 1099511627776: want 1 to 100000"},
 		{"no instance model", func(in *Inputs) { in.Instance = loadmodel.Model{} }, "instance: points: is empty"},
-		{"instance model rates out of order", func(in *Inputs) { in.Instance.Points[1].RPS = 1 }, "instance: points[1].rps: is 1: want increasing rates above 0"},
+		{"instance model rates out of order", func(in *Inputs) { in.Instance.Points[1].RPS, in.Instance.Points[1].RPSLow = 1, 0.9 }, "instance: points[1].rps: is 1: want increasing rates above 0"},
 		{"scale-in margin at the limit", func(in *Inputs) { in.ScaleInMargin = 0.9 }, "scale_in_margin: is 0.9"},
 		{"no hover amplitude", func(in *Inputs) { in.HoverAmplitude = 0 }, "hover_amplitude: is 0: want a share in (0, 0.5]"},
 		{"hover amplitude past the limit", func(in *Inputs) { in.HoverAmplitude = 0.6 }, "hover_amplitude: is 0.6"},

@@ -7,14 +7,14 @@ import (
 
 func TestScalingSpecForValidFixture(t *testing.T) {
 	// GIVEN the valid fixture plan WHEN its scaling spec is derived THEN it carries the plan's numbers (rounded to
-	// three decimals: target 33.976471… → 33.976, the metric at the scale-out rate 11.98 rps; scale-in 13.493606…
-	// → 13.494, the metric at the scale-in rate 4.79 rps) and the alarm names removal looks for.
+	// three decimals: target 32.425708… → 32.426, the metric at the scale-out rate 11.47 rps; scale-in 12.926…
+	// → 12.926, the metric at the scale-in rate 4.59 rps) and the alarm names removal looks for.
 	p, err := LoadPlan(filepath.Join("..", "testdata", "plans", "valid", "plan.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := ScalingSpecFor("speech-kokoro-82m", "AllTraffic", p)
-	if s.MinInstances != 1 || s.MaxInstances != 7 || s.ScaleOut.TargetValue != 33.976 || s.ScaleOut.ScaleOutCooldownS != 30 ||
+	if s.MinInstances != 1 || s.MaxInstances != 7 || s.ScaleOut.TargetValue != 32.426 || s.ScaleOut.ScaleOutCooldownS != 30 ||
 		s.ScaleIn.CooldownS != 1023 || s.ScaleIn.Adjustment != -1 || s.QueueMaxDepth != 50 {
 		t.Errorf("spec = %+v", s)
 	}
@@ -33,7 +33,7 @@ func TestScalingSpecForValidFixture(t *testing.T) {
 		if a.TriggersScaleIn {
 			triggers++
 			// The scale-in window is at least T_plan 340.8 s in 10-s periods: ceil(34.08) = 35.
-			if a.Threshold != 13.494 || a.Comparison != "LessThanThreshold" || a.PeriodS != 10 || a.EvaluationPeriods != 35 ||
+			if a.Threshold != 12.926 || a.Comparison != "LessThanThreshold" || a.PeriodS != 10 || a.EvaluationPeriods != 35 ||
 				a.DatapointsToAlarm != 35 || a.Statistic != "Maximum" {
 				t.Errorf("scale-in alarm = %+v", a)
 			}

@@ -22,6 +22,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/gonum/mathext"
 )
 
 // MetricWindowS is the period of the datapoints the scaling alarms evaluate: the 10-s high-resolution
@@ -33,6 +35,10 @@ type Point struct {
 	// RPS is the offered request rate per instance; for a measured point, the rate the step completed (at
 	// most what was offered), so that no state credits an instance with more than it was seen to carry.
 	RPS float64 `json:"rps"`
+	// RPSLow is the one-sided lower confidence bound of RPS (RateLowerBound: the count of completions its window
+	// measured it from, as a Poisson count): how low the rate the instance carried could truly have been. 0 when
+	// unknown (an approximation's points, or a point measured without its count).
+	RPSLow float64 `json:"rps_low,omitempty"`
 	// Metric is the scaling metric as the alarm sees it: a 10-s Maximum datapoint of ConcurrentRequestsPerModel
 	// (CloudWatch's, or the client's peak in flight times the CloudWatch/client ratio when CloudWatch was not read).
 	Metric float64 `json:"metric"`
@@ -199,10 +205,13 @@ func (m Model) Validate() error {
 		for _, v := range []struct {
 			name string
 			x    float64
-		}{{"rps", p.RPS}, {"metric", p.Metric}, {"in_flight", p.InFlight}, {"ttfab_ms", p.TTFABMs}, {"ttfab_p50_ms", p.TTFABP50Ms}, {"ttfab_p99_ms", p.TTFABP99Ms}, {"stall_ms", p.StallMs}, {"shed", p.Shed}} {
+		}{{"rps", p.RPS}, {"rps_low", p.RPSLow}, {"metric", p.Metric}, {"in_flight", p.InFlight}, {"ttfab_ms", p.TTFABMs}, {"ttfab_p50_ms", p.TTFABP50Ms}, {"ttfab_p99_ms", p.TTFABP99Ms}, {"stall_ms", p.StallMs}, {"shed", p.Shed}} {
 			if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
 				add("points[%d].%s: is %g: want a finite number ≥ 0", i, v.name, v.x)
 			}
+		}
+		if p.RPSLow > p.RPS {
+			add("points[%d].rps_low: is %g: want a lower bound at most the point's rate %g", i, p.RPSLow, p.RPS)
 		}
 		if !(p.RPS > 0) || (i > 0 && !(p.RPS > m.Points[i-1].RPS)) {
 			add("points[%d].rps: is %g: want increasing rates above 0", i, p.RPS)
@@ -347,20 +356,33 @@ func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
 	return steady, backlog
 }
 
-// SafeRPS is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found on
-// the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it. A
-// NOT MEASURED model (Measured false) is never called safe above UnmeasuredMaxUtilization of its capacity,
-// whatever its approximation predicts there; a measured one never above its highest point that met the SLO,
-// whatever the interpolation toward the capacity predicts. This is the one place the rule lives, so the plan,
+// SafeRPS is the rate the plan runs an instance up to: SafeEstimate, and for a measured model never above the
+// lower confidence bound (Point.RPSLow) of the highest point that met the SLO, the point the estimate stops at.
+// The estimate rests on a rate counted over one window; the plan takes the rate that count supports at the
+// stated confidence (docs/design.md, "One instance model"). This is the one place the rule lives, so the plan,
 // its findings, simulate's oracle and fixed fleet, and the gate's re-run of the plan all get it.
 func (m Model) SafeRPS() float64 {
+	est := m.SafeEstimate()
+	if _, low, ok := m.SafeCeiling(); ok && low > 0 {
+		return math.Min(est, low)
+	}
+	return est
+}
+
+// SafeEstimate is the highest offered rate per instance, at most the capacity, whose state meets the SLO, found
+// on the interpolated model (to within a millionth of the capacity); 0 when not even the lowest rate meets it. A
+// NOT MEASURED model (Measured false) is never called safe above UnmeasuredMaxUtilization of its capacity,
+// whatever its approximation predicts there; a measured one never above its highest point that met the SLO,
+// whatever the interpolation toward the capacity predicts.
+func (m Model) SafeEstimate() float64 {
 	meets := func(r float64) bool { return m.SLO.Meets(m.At(r)) }
 	// A measured model is never called safe past the highest measured state that met the SLO: between it and
 	// the capacity the states are interpolated toward a full shield that was never measured (docs/design.md,
 	// "One instance model"). Its points lie below the capacity, so
 	// this is never above the capacity either: the percentile tolerates a few shed requests in a bad minute,
 	// but a plan that runs an instance past what it completes sheds by design.
-	ceiling := m.highestMeasuredSafe()
+	top, _ := m.highestMeasuredSafe()
+	ceiling := top.RPS
 	if !m.Measured {
 		ceiling = UnmeasuredMaxUtilization * m.CapacityRPS
 	}
@@ -382,14 +404,35 @@ func (m Model) SafeRPS() float64 {
 	return lo
 }
 
-// highestMeasuredSafe is the rate of the highest point that meets the SLO, 0 when none does.
-func (m Model) highestMeasuredSafe() float64 {
+// SafeCeiling is the highest point that met the SLO, where SafeEstimate stops: its rate and the lower
+// confidence bound of it (0 when unknown); ok is false for a NOT MEASURED model or when no point met the SLO.
+func (m Model) SafeCeiling() (rps, low float64, ok bool) {
+	p, found := m.highestMeasuredSafe()
+	if !found || !m.Measured {
+		return 0, 0, false
+	}
+	return p.RPS, p.RPSLow, true
+}
+
+// highestMeasuredSafe is the highest point that meets the SLO; ok is false (and the point zero) when none does.
+func (m Model) highestMeasuredSafe() (Point, bool) {
 	for i := len(m.Points) - 1; i >= 0; i-- {
 		if m.SLO.Meets(m.Points[i]) {
-			return m.Points[i].RPS
+			return m.Points[i], true
 		}
 	}
-	return 0
+	return Point{}, false
+}
+
+// RateLowerBound is the one-sided lower confidence bound, at the given confidence (e.g. 0.95), of a rate
+// measured as n events in a window of seconds: the exact bound of a Poisson mean, the λ at which n or more
+// events have probability 1 − confidence (the 1 − confidence quantile of Gamma(n, 1)), divided by the window.
+// 0 when n is 0 or the window is not positive.
+func RateLowerBound(n int, window, confidence float64) float64 {
+	if n <= 0 || !(window > 0) || !(confidence > 0 && confidence < 1) {
+		return 0
+	}
+	return mathext.GammaIncRegInv(float64(n), 1-confidence) / window
 }
 
 // bisect finds the boundary between ok(lo) and !ok(hi).

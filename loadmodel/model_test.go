@@ -308,3 +308,76 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// RateLowerBound is the exact lower bound of a Poisson mean: at the bound, n or more events have probability
+// 1 − confidence. Checked against the Poisson tail summed directly (not through the incomplete gamma function
+// the bound uses), and against the figures docs/design.md states.
+func TestRateLowerBound(t *testing.T) {
+	poissonAtLeast := func(n int, mu float64) float64 {
+		// P(X ≥ n) = 1 − Σ_{k<n} e^{−μ} μ^k / k!, summed in logs.
+		below := 0.0
+		for k := 0; k < n; k++ {
+			lk, _ := math.Lgamma(float64(k + 1))
+			below += math.Exp(-mu + float64(k)*math.Log(mu) - lk)
+		}
+		return 1 - below
+	}
+	for _, c := range []struct {
+		n      int
+		window float64
+	}{{1, 1}, {5, 2}, {30, 10}, {300, 20}, {900, 60}, {5000, 300}} {
+		low := RateLowerBound(c.n, c.window, 0.95)
+		if !(low > 0 && low < float64(c.n)/c.window) {
+			t.Fatalf("n %d over %g s: bound %v, want within (0, the rate %v)", c.n, c.window, low, float64(c.n)/c.window)
+		}
+		near(t, fmt.Sprintf("P(X ≥ %d) at the bound of n %d", c.n, c.n), poissonAtLeast(c.n, low*c.window), 0.05, 1e-6)
+	}
+	near(t, "300 in 20 s", RateLowerBound(300, 20, 0.95), 13.6, 0.05)
+	near(t, "900 in 60 s", RateLowerBound(900, 60, 0.95), 14.2, 0.05)
+	for _, bad := range []struct {
+		n         int
+		window, c float64
+	}{{0, 10, 0.95}, {10, 0, 0.95}, {10, 10, 1}, {10, 10, 0}} {
+		if got := RateLowerBound(bad.n, bad.window, bad.c); got != 0 {
+			t.Errorf("RateLowerBound(%d, %g, %g) = %v, want 0", bad.n, bad.window, bad.c, got)
+		}
+	}
+}
+
+// The plan's safe rate is the lower confidence bound of the point the estimate stops at, when that bound is
+// below the estimate; an estimate the interpolation stops below the bound stands; a point without a bound, or a
+// NOT MEASURED model, keeps the estimate.
+func TestSafeRPSIsTheLowerBoundOfItsCeiling(t *testing.T) {
+	m := model()
+	m.Points[2].RPSLow = 11.2
+	near(t, "estimate", m.SafeEstimate(), 12, 16e-6)
+	near(t, "safe rps", m.SafeRPS(), 11.2, 0)
+	if top, low, ok := m.SafeCeiling(); !ok || top != 12 || low != 11.2 {
+		t.Errorf("SafeCeiling = %v, %v, %v; want 12, 11.2, true", top, low, ok)
+	}
+	// A stall bound the third point misses: the estimate stops at 8, the second point, whose bound decides.
+	m.SLO.StallMs = 25
+	m.Points[1].RPSLow = 7.1
+	near(t, "safe rps at the second point", m.SafeRPS(), 7.1, 0)
+	// An interpolated boundary below the bound: a middle point that missed (3000 ms at 8 rps) puts the
+	// crossing of 2000 ms at 4 + 4 × 1600/2600 rps, below the 12-rps ceiling's bound.
+	m = model()
+	m.Points[1].TTFABMs, m.Points[2].RPSLow = 3000, 11.5
+	near(t, "safe rps below the bound", m.SafeRPS(), 4+4*1600.0/2600, 16e-6)
+	// Without a bound, the estimate.
+	m = model()
+	near(t, "safe rps without a bound", m.SafeRPS(), 12, 16e-6)
+	// Not measured: no ceiling, the approximation's estimate.
+	m.Points[2].RPSLow = 11.2
+	m.Measured = false
+	if _, _, ok := m.SafeCeiling(); ok {
+		t.Error("a NOT MEASURED model has a measured ceiling")
+	}
+	near(t, "safe rps (not measured)", m.SafeRPS(), 12+4*400.0/875, 16e-6)
+	// A bound above its rate is refused.
+	m = model()
+	m.Points[1].RPSLow = 9
+	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "points[1].rps_low: is 9") {
+		t.Errorf("Validate = %v, want points[1].rps_low named", err)
+	}
+}

@@ -432,12 +432,12 @@ func regexpQuote(s string) string {
 func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	// GIVEN the valid measured feasible fixture plan WHEN synthesized with autoscaling asked for THEN the
 	// scalable target, both policies, the alarms and the dashboard carry the plan's exact numbers, rounded to
-	// three decimals: the target is the instance model's metric at the scale-out rate 11.976 rps (the safe rate
-	// 14.97, the completion rate of the highest step that met the SLO, ÷ 1.25), 33.976 (between 8.86 rps → 18 ×
-	// 1.3546 and 12.38 → 26 × 1.3546 of the fixture's rate staircase: each step's 10th-percentile 10-s peak × the
-	// CloudWatch ÷ client ratio), the scale-in threshold its metric at the scale-in rate 4.79 rps (11.976 × 1/2
-	// less the default 20% margin), 13.494 (below the first step, 5.29 rps → 14.901, through the origin), over
-	// 35 × 10 s (at least T_plan 340.8 s).
+	// three decimals: the target is the instance model's metric at the scale-out rate 11.472 rps (the safe rate
+	// 14.340, the 95% lower bound of 14.97, the completion rate of the highest step that met the SLO, ÷ 1.25),
+	// 32.426 (between 8.86 rps → 18 × 1.3546 and 12.38 → 26 × 1.3546 of the fixture's rate staircase: each step's
+	// 10th-percentile 10-s peak × the CloudWatch ÷ client ratio), the scale-in threshold its metric at the
+	// scale-in rate 4.589 rps (11.472 × 1/2 less the default 20% margin), 12.926 (below the first step, 5.29 rps →
+	// 14.901, through the origin), over 35 × 10 s (at least T_plan 340.8 s).
 	on := true
 	app := gateApp(t, "valid", &on)
 	st := app.Endpoint.Stack
@@ -455,7 +455,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 		tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), map[string]interface{}{
 			"PolicyType": "TargetTrackingScaling",
 			"TargetTrackingScalingPolicyConfiguration": map[string]interface{}{
-				"TargetValue":                   33.976,
+				"TargetValue":                   32.426,
 				"PredefinedMetricSpecification": map[string]interface{}{"PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"},
 				"DisableScaleIn":                true,
 				"ScaleOutCooldown":              30,
@@ -485,7 +485,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "scale-in alarm below the metric at the scale-in rate triggers the step policy", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Namespace": "AWS/SageMaker", "Dimensions": dims,
-			"Statistic": "Maximum", "Threshold": 13.494, "ComparisonOperator": "LessThanThreshold",
+			"Statistic": "Maximum", "Threshold": 12.926, "ComparisonOperator": "LessThanThreshold",
 			"Period": 10, "EvaluationPeriods": 35, "DatapointsToAlarm": 35,
 			"AlarmActions": []interface{}{map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("ScaleInPolicy.*"))}},
 		})
@@ -504,7 +504,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	assert(t, "fleet-at-maximum alarm", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"MetricName": "ConcurrentRequestsPerModel", "Dimensions": dims, "Statistic": "Average",
-			"Threshold": 33.976, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
+			"Threshold": 32.426, "EvaluationPeriods": 8, "ComparisonOperator": "GreaterThanThreshold",
 		})
 	})
 	assert(t, "queue shield from the plan", func() {
@@ -520,7 +520,7 @@ func TestPlanGateAcceptsValidPlan(t *testing.T) {
 	}
 	assert(t, "output names the accepted plan", func() {
 		tpl.HasOutput(jsii.String("ScalingPlan"), map[string]interface{}{
-			"Value": "target 33.976, fleet 1-7, queue depth 50, plan " + planDigest,
+			"Value": "target 32.426, fleet 1-7, queue depth 50, plan " + planDigest,
 		})
 	})
 	ann := assertions.Annotations_FromStack(st)

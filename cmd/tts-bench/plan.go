@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/internal/atomicfile"
 	"github.com/speech-infra/speech-infra/internal/cliflags"
@@ -40,7 +41,8 @@ Inputs:
 
 Derived, in rate terms, from the instance model:
   safe_rps            the highest offered rate per instance that meets the SLO (p95 TTFAB, p95 stall, shed),
-                      never past the highest rate step measured within it
+                      never past the highest rate step measured within it, nor past the %s%% lower confidence
+                      bound of that step's completion rate (its completions counted over its window)
   T_plan              T_total + detection buffer
   scale_out_rps       safe_rps ÷ s; the target-tracking target (%d datapoints of %d s above it scale out) is
                       the metric the instance model gives at that rate
@@ -100,7 +102,7 @@ Examples:
   tts-bench plan --from-compare artifacts/kokoro-82m/compare.json
   tts-bench plan --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 --peak-rps 80 --trough-rps 10
     (the published Kokoro-g5 figures: 61.3 ms a request, one at a time, is 16.3 rps)`,
-		capacity.DefaultEvaluationPeriods, capacity.DefaultMetricPeriodS, capacity.DefaultMetricPeriodS, capacity.MinScaleInEvaluationPeriods,
+		pct(bench.CIConfidence), capacity.DefaultEvaluationPeriods, capacity.DefaultMetricPeriodS, capacity.DefaultMetricPeriodS, capacity.MinScaleInEvaluationPeriods,
 		capacity.ScaleOutCooldownMinS, capacity.ScaleOutCooldownMaxS, capacity.ScaleInCooldownMinS, capacity.ScaleInCooldownTPlan,
 		f(cMax), f(cMin),
 		f(capacity.StaircaseHoldTPlan), f(capacity.StepRatio), f(capacity.StepHoldTPlan), f(capacity.StepRecoveryTPlan),

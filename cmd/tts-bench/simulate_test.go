@@ -40,12 +40,12 @@ func TestSimulateFeasibleEspeakPlanGolden(t *testing.T) {
 	}
 	golden(t, "simulate-espeak-spike.txt", stdout)
 	for _, want := range []string{"SCALING", "TOTALS", "COMPARISON", "RESULT", "fleet: plan (s 1.25), 3 to 4 instances",
-		// 150 rps on 3 instances, 50 each; the spike puts 186.67 on each, above the 152.8 one completes.
-		"SLO-violation minutes  6 of 90", "560 rps offered to 3 serving instance(s) (186.67 rps each; one instance completes at most 152.8 rps)",
+		// 150 rps on 3 instances, 50 each; the spike puts 186.67 on each, above the 141.2 one completes in open loop.
+		"SLO-violation minutes  6 of 90", "560 rps offered to 3 serving instance(s) (186.67 rps each; one instance completes at most 141.2 rps)",
 		"1 instance(s) still starting (T_total 280.8 s after the scale-out)", "3 → 4",
 		// The comparison: the oracle, the original's thresholds (docs/design.md, "The original": 12/8), target
-		// tracking on invocations and a fixed fleet of ceil(560 / 129.6) = 5 (the safe rate: the highest rate step
-		// that met the SLO), which alone holds (the cheapest that meets the SLO).
+		// tracking on invocations and a fixed fleet of ceil(560 / 126.8) = 5 (the safe rate: the 95% lower bound of
+		// the highest rate step that met the SLO), which alone holds (the cheapest that meets the SLO).
 		"oracle", "original thresholds 12/8", "target tracking on InvocationsPerInstance", "fixed fleet of 5", "yes (cheapest)"} {
 		if !strings.Contains(flat(stdout), flat(want)) {
 			t.Errorf("output lacks %q", want)
