@@ -287,10 +287,16 @@ func TestGateRefusesAMeasuredPlanWithoutItsArtifacts(t *testing.T) {
 			editPlan(t, plan, func(p *Plan) { p.Findings[0].Detail = "all good" })
 		}, []string{"does not follow from its artifacts", `findings[0].detail is "all good" but the artifacts give`}},
 		{"the catalog's queue depth changed since planning", func(t *testing.T, dir, plan string) {
+			q, err := LoadQMax(filepath.Join(dir, QMaxFile))
+			if err != nil {
+				t.Fatal(err)
+			}
 			editPlan(t, plan, func(p *Plan) {
 				// The plan as tts-bench plan would have built it under a catalog with a shield of 60.
 				p.Inputs.QueueMaxDepth = 60
-				p.Inputs.Instance.QueueDepth = 60
+				if err := p.recordQMax(q); err != nil {
+					t.Fatal(err)
+				}
 				_ = finish(context.Background(), p, p.Findings[:3])
 			})
 		}, []string{"does not follow from its artifacts", "derived.queue_max_depth is 60 but the artifacts give 50"}},

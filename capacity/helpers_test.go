@@ -45,12 +45,12 @@ type testRate struct{ fraction, arrival, achieved, inFlight, max10s, p95 float64
 // queue grows. CloudWatch was not read, so the metric is the client's 10-s peak × the CloudWatch ratio (1).
 //
 // The instance model it gives (QueueDepth 50, the kokoro catalog's): points at the completion rates 7.5, 12.5,
-// 17.4 and 21 rps with metrics 2, 4, 8, 14 and p95 TTFAB 800, 1100, 1600, 2200 ms; capacity 22.5 rps (the most
-// the open-loop steps completed, since two fell behind; the closed-loop c = 50 step completed 25); saturated:
-// metric 50, in flight 50, TTFAB 2200 + 1000 × (50 − 6) / 22.5 = 4155.6 ms. Interpolated toward that saturation,
-// never measured, TTFAB would cross the 3000 ms SLO at 21 + 1.5 × 800/1955.6 = 21.61 rps; the estimate stops at
-// the highest measured point that met the SLO, 21 rps (SafeEstimate), and the safe rate is that point's 95% lower
-// bound: 2520 completions in its 120-s window bound the rate at 20.317 rps (SafeRPS).
+// 17.4 and 21 rps with metrics 2, 4, 8, 14 and p95 TTFAB 800, 1100, 1600, 2200 ms, and the 100% step that fell
+// behind as an unsteady point at the 22 rps it completed (TTFAB 5000 ms, in flight 30); capacity 22.5 rps (the
+// most the open-loop steps completed, since two fell behind; the closed-loop c = 50 step completed 25). TTFAB
+// crosses the 3000 ms SLO between 21 and 22 rps, at 21.29; the estimate stops at the highest steady point that
+// met the SLO, 21 rps (SafeEstimate), and the safe rate is that point's 95% lower bound: 2520 completions in its
+// 120-s window bound the rate at 20.317 rps (SafeRPS).
 var testRates = []testRate{
 	{0.3, 7.5, 7.5, 0.5, 2, 800},
 	{0.5, 12.5, 12.5, 1, 4, 1100},

@@ -3,6 +3,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/loadmodel"
@@ -98,10 +99,15 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		ratioNote = fmt.Sprintf("CloudWatch read on %d rate step(s), the others' client 10-s peaks × their CloudWatch ÷ client ratio %s", read, FormatNumber(openRatio))
 	}
 	m := loadmodel.Model{CapacityRPS: capRPS, QueueDepth: queueDepth, CloudWatchRatio: cloudWatchRatio, SLO: slo, Measured: true}
-	used, low := 0, 0
+	used, low, behind := 0, 0, 0
+	var behindRates []string
 	sc := &loadmodel.Scatter{Quantile: bench.AlarmQuantile}
 	for _, s := range q.RateSteps {
-		if !keep(s) {
+		steady := keep(s)
+		// A usable step that did not keep up (it fell behind its arrivals or shed past the SLO's allowance) is a
+		// point too, marked Unsteady: what the instance was measured in at that rate, which the model would
+		// otherwise interpolate toward a full shield never measured. Its rate is what it completed.
+		if !steady && !(s.Usable && s.OKCount > 0) {
 			continue
 		}
 		// A point's rate is the step's completion rate, not its arrival rate: the model credits an instance
@@ -110,7 +116,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		// completion rate that was measured within it. Nor more than was offered: a window can complete
 		// requests sent before it, and its completion rate can then pass its arrival rate.
 		rate := math.Min(s.AchievedRPS, s.ArrivalRPS)
-		if n := len(m.Points); n > 0 && !(rate > m.Points[n-1].RPS) {
+		if n := len(m.Points); !(rate < capRPS) || (n > 0 && !(rate > m.Points[n-1].RPS)) {
 			continue
 		}
 		metric := s.CloudWatchMax10s
@@ -121,13 +127,26 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			// The datapoint the alarm can count on (bench.AlarmQuantile), on CloudWatch's scale: the mean 10-s
 			// peak is crossed by only about half of a rate's datapoints, and the alarm wants three in a row.
 			metric = s.InFlightMax10sLow * openRatio
-			low++
-			sc.RPS, sc.Mean = append(sc.RPS, rate), append(sc.Mean, s.InFlightMax10s*openRatio)
+			if steady {
+				low++
+				sc.RPS, sc.Mean = append(sc.RPS, rate), append(sc.Mean, s.InFlightMax10s*openRatio)
+			}
+		}
+		inFlight := s.InFlightMean
+		if !steady {
+			// A step that fell behind without the shield (an artifact measured before the rate staircase ran
+			// within it) queued past the depth the plan deploys; deployed, the shield holds the rest back.
+			inFlight, metric = math.Min(inFlight, float64(queueDepth)), math.Min(metric, float64(queueDepth)*cloudWatchRatio)
 		}
 		ttfab := s.ttfabAtSLO(q.SLOPercentile)
-		m.Points = append(m.Points, loadmodel.Point{RPS: rate, RPSLow: s.rateLow(rate), Metric: metric, InFlight: s.InFlightMean, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
-			StallMs: s.StallP95Ms, Shed: s.ShedFraction})
-		used++
+		m.Points = append(m.Points, loadmodel.Point{RPS: rate, RPSLow: s.rateLow(rate), Metric: metric, InFlight: inFlight, TTFABMs: ttfab, TTFABP50Ms: s.TTFABP50Ms, TTFABP99Ms: s.TTFABP99Ms,
+			StallMs: s.StallP95Ms, Shed: s.ShedFraction, Unsteady: !steady})
+		if steady {
+			used++
+		} else {
+			behind++
+			behindRates = append(behindRates, FormatNumber(rate))
+		}
 	}
 	if used == 0 {
 		return loadmodel.Model{}, nil, fmt.Errorf("the rate staircase of %s has no usable step that kept up with its arrivals: re-run tts-bench qmax with lower --rate-fractions", q.Model)
@@ -140,8 +159,18 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	case low < used:
 		metricNote = fmt.Sprintf("the metric is the 10th percentile of the sliding 10-s peaks on %d of %d steps, the mean peak on the others; %s", low, used, ratioNote)
 	}
-	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps), %s; %s; %s", used, len(q.RateSteps), q.RunID,
-		FormatNumber(m.Points[0].RPS), FormatNumber(m.Points[used-1].RPS), capNote, rateBracket(q), metricNote)
+	var steadyRates []float64
+	for _, p := range m.Points {
+		if !p.Unsteady {
+			steadyRates = append(steadyRates, p.RPS)
+		}
+	}
+	behindNote := ""
+	if behind > 0 {
+		behindNote = fmt.Sprintf(", and %d that did not are points at what they completed (%s rps), measured states the SLO is not met at", behind, strings.Join(behindRates, ", "))
+	}
+	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps)%s, %s; %s; %s", used, len(q.RateSteps), q.RunID,
+		FormatNumber(steadyRates[0]), FormatNumber(steadyRates[len(steadyRates)-1]), behindNote, capNote, rateBracket(q), metricNote)
 	if low == 0 || sc.Validate() != nil {
 		sc = nil
 	}

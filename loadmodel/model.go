@@ -55,6 +55,11 @@ type Point struct {
 	StallMs float64 `json:"stall_ms"`
 	// Shed is the share of requests answered 503 (or failed): 0 to 1.
 	Shed float64 `json:"shed"`
+	// Unsteady marks a measured point whose step did not keep up: it completed less than it was offered, or
+	// shed more than the SLO allows. Its state is what the instance was measured in at that rate (a queue that
+	// grows), never a rate the SLO is met at: the safe rate stops below it whatever its numbers, and a backlog
+	// drains toward the last steady point (Advance).
+	Unsteady bool `json:"unsteady,omitempty"`
 }
 
 // SLO is what a state is judged against.
@@ -178,7 +183,8 @@ func joinAnd(parts []string) string {
 
 // Model is one instance under open-loop load.
 type Model struct {
-	// Points are the stable steady states, by increasing rate, all below CapacityRPS.
+	// Points are the measured states by increasing rate, all below CapacityRPS: the steady states of the steps
+	// that kept up, and the Unsteady states of the steps that fell behind, at what they completed.
 	Points []Point `json:"points"`
 	// CapacityRPS is the most requests per second the instance was measured (or assumed) to complete.
 	CapacityRPS float64 `json:"capacity_rps"`
@@ -226,7 +232,7 @@ func (m Model) Validate() error {
 	if !(m.CapacityRPS > 0) || math.IsInf(m.CapacityRPS, 0) {
 		add("capacity_rps: is %g: want a positive rate", m.CapacityRPS)
 	} else if n := len(m.Points); n > 0 && !(m.Points[n-1].RPS < m.CapacityRPS) {
-		add("capacity_rps: is %g: want it above the highest stable point's rate %g", m.CapacityRPS, m.Points[n-1].RPS)
+		add("capacity_rps: is %g: want it above the highest point's rate %g", m.CapacityRPS, m.Points[n-1].RPS)
 	}
 	if m.QueueDepth < 1 {
 		add("queue_depth: is %d: want at least 1 (the deployed shield)", m.QueueDepth)
@@ -321,7 +327,7 @@ func (m Model) Advance(backlog, rps, dt float64) (Point, float64) {
 	if !(dt > 0) {
 		return m.At(rps), backlog
 	}
-	last, sat := m.Points[len(m.Points)-1], m.saturated()
+	last, sat := m.lastSteady(), m.saturated()
 	room := sat.InFlight - last.InFlight
 	queued := func(b float64) Point {
 		f := 1.0
@@ -414,14 +420,25 @@ func (m Model) SafeCeiling() (rps, low float64, ok bool) {
 	return p.RPS, p.RPSLow, true
 }
 
-// highestMeasuredSafe is the highest point that meets the SLO; ok is false (and the point zero) when none does.
+// highestMeasuredSafe is the highest steady point that meets the SLO; ok is false (and the point zero) when
+// none does. An unsteady point never does: its step fell behind, whatever its window's numbers.
 func (m Model) highestMeasuredSafe() (Point, bool) {
 	for i := len(m.Points) - 1; i >= 0; i-- {
-		if m.SLO.Meets(m.Points[i]) {
+		if !m.Points[i].Unsteady && m.SLO.Meets(m.Points[i]) {
 			return m.Points[i], true
 		}
 	}
 	return Point{}, false
+}
+
+// lastSteady is the highest point that is not Unsteady (the first point when all are).
+func (m Model) lastSteady() Point {
+	for i := len(m.Points) - 1; i >= 0; i-- {
+		if !m.Points[i].Unsteady {
+			return m.Points[i]
+		}
+	}
+	return m.Points[0]
 }
 
 // RateLowerBound is the one-sided lower confidence bound, at the given confidence (e.g. 0.95), of a rate

@@ -213,7 +213,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"points[1].rps: is 3", "points[2].ttfab_ms: is NaN", "capacity_rps: is 12: want it above the highest stable point's rate 12",
+	for _, want := range []string{"points[1].rps: is 3", "points[2].ttfab_ms: is NaN", "capacity_rps: is 12: want it above the highest point's rate 12",
 		"queue_depth: is 0", "cloudwatch_ratio: is 0"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v lacks %q", err, want)
@@ -379,5 +379,27 @@ func TestSafeRPSIsTheLowerBoundOfItsCeiling(t *testing.T) {
 	m.Points[1].RPSLow = 9
 	if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "points[1].rps_low: is 9") {
 		t.Errorf("Validate = %v, want points[1].rps_low named", err)
+	}
+}
+
+// An unsteady point (a step that fell behind) is never where the SLO is met, even when its window's numbers
+// meet it; and a backlog drains toward the last steady point, not toward the unsteady one's queue.
+func TestUnsteadyPointIsNeverSafe(t *testing.T) {
+	m := model()
+	m.Points = append(m.Points, Point{RPS: 14, Metric: 15, InFlight: 10, TTFABMs: 1900, StallMs: 30, Unsteady: true})
+	if !m.SLO.Meets(m.Points[3]) {
+		t.Fatal("the unsteady point's numbers must meet the SLO: the case this test is for")
+	}
+	near(t, "safe estimate", m.SafeEstimate(), 12, 16e-6)
+	m.Points[3].Unsteady = false
+	near(t, "safe estimate with the point steady", m.SafeEstimate(), 14, 16e-6)
+
+	// A small backlog at a low rate: the queued state lies between the last steady point (12 rps, 1600 ms, 6 in
+	// flight) and the full shield, not between the unsteady point's 5000 ms and it.
+	m = model()
+	m.Points = append(m.Points, Point{RPS: 14, Metric: 15, InFlight: 15, TTFABMs: 5000, StallMs: 30, Unsteady: true})
+	p, _ := m.Advance(0.5, 4, 1)
+	if !(p.TTFABMs < 5000) || !(p.InFlight < 15) {
+		t.Errorf("draining state %+v: want it below the unsteady point's 5000 ms and 15 in flight", p)
 	}
 }

@@ -17,10 +17,9 @@ CONTAINER_ENV := CGO_ENABLED=1 ONNXRUNTIME_LIB=$(CONTAINER_ORT_LIB)
 
 DEPS_EXTRA += deps-container
 BUILD_EXTRA += container-build
-# make test builds the container first, then runs container-test-run beside the other tests.
-TEST_EXTRA += container-test-run
+TEST_EXTRA += container-test
 
-.PHONY: container-apt-packages deps-container container-build container-test container-test-run container-bench container-testdata
+.PHONY: container-apt-packages deps-container container-build container-test container-bench container-testdata
 
 # The package list, for installers outside make (the GitHub workflow installs them with sudo).
 container-apt-packages:
@@ -35,9 +34,6 @@ container-build: ## build bin/speech-container (cgo: libespeak-ng, ONNX Runtime 
 	cd container && $(CONTAINER_ENV) $(GO) build -o $(CURDIR)/bin/speech-container .
 
 container-test: deps-container container-build ## test the container module with -race (tests use bin/speech-container)
-	@$(MAKE) --no-print-directory container-test-run
-
-container-test-run:
 	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race ./...
 
 container-bench: deps-container container-build ## benchmarks: gate and stream overhead, espeak pool vs serialized

@@ -278,6 +278,10 @@ func (o *simulateOpts) loadTrace() []error {
 // chart, and fails the check (exit 1) when the plan violates the SLO on the trace. SIGINT or SIGTERM (ctx,
 // main's signal context) stops the plan's verification and the simulation within a simulated minute's work:
 // exit 130 or 143, and no chart is written.
+// longSimulation is the simulated time past which simulate says, before it starts, that the run takes a while
+// and how to stop it.
+const longSimulation = 10 * 24 * time.Hour
+
 func (o *simulateOpts) Execute(ctx context.Context) error {
 	setup, err := o.setup(ctx)
 	if ctx.Err() != nil {
@@ -294,10 +298,14 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 			return exitcode.Usagef("--output not given: the default %s in the current directory cannot be written: %v: give --output PATH in a directory you can write (checked before simulating)", out, err)
 		}
 	}
-	if total := time.Duration(setup.ScatterRuns) * o.tr.Duration; total >= 10*24*time.Hour {
-		// Each scattered run simulates the whole trace: say so before a long wait, and how to stop it.
-		fmt.Fprintf(o.stderr, "simulate: %d scattered runs of a %s trace (%.0f simulated days): this takes a while; Ctrl-C stops it\n",
-			setup.ScatterRuns, o.tr.Duration, total.Hours()/24)
+	if total := time.Duration(1+setup.ScatterRuns) * o.tr.Duration; total >= longSimulation {
+		// The plan's run and each scattered run simulate the whole trace (each configuration of the comparison
+		// too): say so before a long wait, and how to stop it.
+		what := fmt.Sprintf("a %s trace", o.tr.Duration)
+		if setup.ScatterRuns > 0 {
+			what = fmt.Sprintf("%d scattered runs of a %s trace and the plan's own", setup.ScatterRuns, o.tr.Duration)
+		}
+		fmt.Fprintf(o.stderr, "simulate: %s (%.0f simulated days for each configuration): this takes a while; Ctrl-C stops it\n", what, total.Hours()/24)
 	}
 	rep, err := capacity.CompareContext(ctx, o.tr, setup)
 	if errors.Is(err, capacity.ErrCanceled) || ctx.Err() != nil {

@@ -215,7 +215,9 @@ func TestSimulatePricePerHour(t *testing.T) {
 }
 
 // SIGINT and SIGTERM stop a long simulation (a month at 1-s steps, five fleets: seconds of work) between
-// simulated hours: exit 130 or 143, nothing printed, no chart written.
+// simulated hours: exit 130 or 143, nothing printed, no chart written. The signal is sent once the CLI says the
+// simulation starts (its line for a long run): its handler is installed by then, and the seconds of work lie
+// ahead; a signal that came before the handler would kill the process by its default action.
 func TestSimulateStopsOnSignals(t *testing.T) {
 	for _, c := range []struct {
 		sig  syscall.Signal
@@ -225,8 +227,8 @@ func TestSimulateStopsOnSignals(t *testing.T) {
 			chart := filepath.Join(t.TempDir(), "chart.svg")
 			cmd, out := startCLI(t, "simulate", "--plan", espeakPlan, "--trace", "diurnal", "--peak-rps", "500", "--trough-rps", "20",
 				"--duration", "744h", "--step", "1m", "--output", chart)
-			// About 4 s of work without the race detector, far more with it: a second in, it is running.
-			time.Sleep(time.Second)
+			// About 4 s of work without the race detector, far more with it, after the line.
+			waitOutput(t, out, "this takes a while; Ctrl-C stops it", 2*time.Minute)
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
