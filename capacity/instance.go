@@ -61,10 +61,10 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 			saturated = saturated || s.AchievedRPS < keepingUp*s.ArrivalRPS
 		}
 	}
-	capNote := fmt.Sprintf("capacity %s rps, the highest completion rate of the closed-loop ladder (no rate step offered more than the instance completed)", FormatNumber(math.Max(capRPS, openCap)))
+	capNote := fmt.Sprintf("capacity %s rps (the closed-loop ladder's: no rate step fell behind)", FormatNumber(math.Max(capRPS, openCap)))
 	if saturated {
 		capRPS = openCap
-		capNote = fmt.Sprintf("capacity %s rps, the highest completion rate measured in open loop behind the shield", FormatNumber(capRPS))
+		capNote = fmt.Sprintf("capacity %s rps (the most completed in open loop)", FormatNumber(capRPS))
 	} else {
 		capRPS = math.Max(capRPS, openCap)
 	}
@@ -106,8 +106,10 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		steady := keep(s)
 		// A usable step that did not keep up (it fell behind its arrivals or shed past the SLO's allowance) is a
 		// point too, marked Unsteady: what the instance was measured in at that rate, which the model would
-		// otherwise interpolate toward a full shield never measured. Its rate is what it completed.
-		if !steady && !(s.Usable && s.OKCount > 0) {
+		// otherwise interpolate toward a full shield never measured. Its rate is what it completed. A step that
+		// kept up but arrived at the capacity or above it is no point, as before.
+		keptUp := s.AchievedRPS >= keepingUp*s.ArrivalRPS && s.ShedFraction <= slo.AllowedShed()
+		if !steady && (!s.Usable || s.OKCount <= 0 || keptUp) {
 			continue
 		}
 		// A point's rate is the step's completion rate, not its arrival rate: the model credits an instance
@@ -167,7 +169,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	}
 	behindNote := ""
 	if behind > 0 {
-		behindNote = fmt.Sprintf(", and %d that did not are points at what they completed (%s rps), measured states the SLO is not met at", behind, strings.Join(behindRates, ", "))
+		behindNote = fmt.Sprintf(", %d more as unsteady points at what they completed (%s rps)", behind, strings.Join(behindRates, ", "))
 	}
 	m.Basis = fmt.Sprintf("measured (metric and in-flight fitted non-decreasing in the rate): %d of %d open-loop rate steps of qmax run %s kept up (%s to %s rps)%s, %s; %s; %s", used, len(q.RateSteps), q.RunID,
 		FormatNumber(steadyRates[0]), FormatNumber(steadyRates[len(steadyRates)-1]), behindNote, capNote, rateBracket(q), metricNote)

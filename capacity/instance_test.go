@@ -21,7 +21,7 @@ func TestInstanceModelFromRateSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21 rps), and 1 that did not are points at what they completed (22 rps), measured states the SLO is not met at, capacity 22.5 rps, the highest completion rate measured in open loop behind the shield;") {
+	if !inst.Measured || !strings.HasPrefix(inst.Basis, "measured") || !strings.Contains(inst.Basis, "4 of 6 open-loop rate steps of qmax run qmax-test kept up (7.5 to 21 rps), 1 more as unsteady points at what they completed (22 rps), capacity 22.5 rps (the most completed in open loop);") {
 		t.Errorf("basis %q", inst.Basis)
 	}
 	if len(inst.Points) != 5 || !inst.Points[4].Unsteady || inst.Points[4].RPS != 22 || inst.Points[4].TTFABMs != 5000 || inst.CapacityRPS != 22.5 || inst.QueueDepth != 50 || inst.CloudWatchRatio != 1 {
@@ -216,8 +216,17 @@ func TestInstanceModelCapacityFromOpenLoopOnceItFellBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.CapacityRPS != 25 || !strings.Contains(inst.Basis, "capacity 25 rps, the highest completion rate of the closed-loop ladder (no rate step offered more than the instance completed)") {
+	if inst.CapacityRPS != 25 || !strings.Contains(inst.Basis, "capacity 25 rps (the closed-loop ladder's: no rate step fell behind)") {
 		t.Errorf("capacity %v, basis %q", inst.CapacityRPS, inst.Basis)
+	}
+	// A step that kept up but arrived above that capacity (25.5 offered, 24.5 completed) is no point: neither a
+	// steady one above the capacity's arrivals nor an unsteady one, since it did not fall behind.
+	q.RateSteps[3].ArrivalRPS, q.RateSteps[3].AchievedRPS = 25.5, 24.5
+	if inst, err = q.InstanceModel(50, 50, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inst.Points); n != 3 || inst.Points[n-1].RPS != 17.4 || inst.Points[n-1].Unsteady {
+		t.Errorf("points %+v: want the three steady ones up to 17.4 rps", inst.Points)
 	}
 	// One step that fell behind (the 100% step: 22 of 25) makes the open loop's 22 rps the capacity.
 	q = testQMax(kokoro(t))
@@ -225,7 +234,7 @@ func TestInstanceModelCapacityFromOpenLoopOnceItFellBehind(t *testing.T) {
 	if inst, err = q.InstanceModel(50, 50, 1); err != nil {
 		t.Fatal(err)
 	}
-	if inst.CapacityRPS != 22 || !strings.Contains(inst.Basis, "capacity 22 rps, the highest completion rate measured in open loop behind the shield") {
+	if inst.CapacityRPS != 22 || !strings.Contains(inst.Basis, "capacity 22 rps (the most completed in open loop)") {
 		t.Errorf("capacity %v, basis %q", inst.CapacityRPS, inst.Basis)
 	}
 }
