@@ -58,7 +58,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	for _, s := range q.RateSteps {
 		if s.Usable {
 			openCap = math.Max(openCap, s.AchievedRPS)
-			saturated = saturated || s.AchievedRPS < keepingUp*s.ArrivalRPS
+			saturated = saturated || s.fellBehind()
 		}
 	}
 	capNote := fmt.Sprintf("capacity %s rps (the closed-loop ladder's: no rate step fell behind)", FormatNumber(math.Max(capRPS, openCap)))
@@ -68,8 +68,10 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 	} else {
 		capRPS = math.Max(capRPS, openCap)
 	}
+	// keptUp: the step completed what arrived and shed no more than the SLO allows.
+	keptUp := func(s RateStep) bool { return !s.fellBehind() && s.ShedFraction <= slo.AllowedShed() }
 	keep := func(s RateStep) bool {
-		return s.Usable && s.OKCount > 0 && s.AchievedRPS >= keepingUp*s.ArrivalRPS && s.ShedFraction <= slo.AllowedShed() && s.ArrivalRPS < capRPS
+		return s.Usable && s.OKCount > 0 && keptUp(s) && s.ArrivalRPS < capRPS
 	}
 	// One scale for the metric: what CloudWatch shows. Where a rate step's window held no whole CloudWatch
 	// period, its client peak is scaled by the CloudWatch ÷ client ratio of the rate steps that have both: in
@@ -108,8 +110,7 @@ func (q *QMax) instanceModel(queueDepth int, stallMs, cloudWatchRatio float64) (
 		// point too, marked Unsteady: what the instance was measured in at that rate, which the model would
 		// otherwise interpolate toward a full shield never measured. Its rate is what it completed. A step that
 		// kept up but arrived at the capacity or above it is no point, as before.
-		keptUp := s.AchievedRPS >= keepingUp*s.ArrivalRPS && s.ShedFraction <= slo.AllowedShed()
-		if !steady && (!s.Usable || s.OKCount <= 0 || keptUp) {
+		if !steady && (!s.Usable || s.OKCount <= 0 || keptUp(s)) {
 			continue
 		}
 		// A point's rate is the step's completion rate, not its arrival rate: the model credits an instance

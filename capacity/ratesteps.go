@@ -74,8 +74,12 @@ func (s RateStep) ttfabAtSLO(percentile int) float64 {
 // behind measured a queue that was still growing). The rate staircase's refinement (measure) and the instance
 // model's basis both bracket by it (RateBracket).
 func (s RateStep) Met() bool {
-	return s.Usable && s.MeetsSLO && s.AchievedRPS >= keepingUp*s.ArrivalRPS
+	return s.Usable && s.MeetsSLO && !s.fellBehind()
 }
+
+// fellBehind says whether a rate step completed less than keepingUp of its arrivals: its queue was growing.
+// The one rule of keeping up, for Met and the instance model's steps.
+func (s RateStep) fellBehind() bool { return s.AchievedRPS < keepingUp*s.ArrivalRPS }
 
 // RateBracket is the bracket of the SLO's boundary among the rate steps: missed the usable step of the lowest
 // fraction that did not meet the SLO (RateStep.Met), met the step of the highest fraction below it that did;
