@@ -793,15 +793,16 @@ func (e *Emulator) recordActivityLocked(t *targetRec, description, cause string)
 // recordNotScaledLocked records a not scaled activity, as Application Auto Scaling does when it decides not to
 // scale ("Not scaled activities are activities that aren't completed or started for various reasons"). A
 // decision that repeats the target's newest activity (same cause, same reason) is not recorded again, so an
-// alarm that stays in ALARM at the maximum leaves one activity, not one per evaluation.
-func (e *Emulator) recordNotScaledLocked(t *targetRec, cause string, r autoscale.NotScaledReason) {
+// alarm that stays in ALARM at the maximum leaves one activity, not one per evaluation. It reports whether it
+// recorded one.
+func (e *Emulator) recordNotScaledLocked(t *targetRec, cause string, r autoscale.NotScaledReason) bool {
 	for i := len(e.st.Activities) - 1; i >= 0; i-- {
 		a := e.st.Activities[i]
 		if a.Namespace != t.Namespace || a.ResourceID != t.ResourceID || a.Dimension != t.Dimension {
 			continue
 		}
 		if len(a.NotScaled) == 1 && a.NotScaled[0].Code == r.Code && a.Cause == cause {
-			return
+			return false
 		}
 		break
 	}
@@ -816,6 +817,7 @@ func (e *Emulator) recordNotScaledLocked(t *targetRec, cause string, r autoscale
 	}
 	a := e.recordActivityLocked(t, "Attempting to scale due to alarm triggered", cause)
 	a.StatusCode, a.End, a.NotScaled = activityFailed, a.Start, []notScaledReason{nr}
+	return true
 }
 
 // settleActivitiesLocked completes the InProgress activities whose endpoint update has finished: Successful
@@ -969,7 +971,9 @@ func (e *Emulator) scaleTargetLocked(t *targetRec, alarmNames []string, now time
 		e.log.Printf("scaling %s: %d -> %d: %s", t.ResourceID, ep.Desired, d.Capacity, d.Reason)
 		e.applyCapacityLocked(t, ep, d.Capacity, cause, policyKey(t.Namespace, t.ResourceID, t.Dimension, d.Policy))
 	case d.NotScaled != nil:
-		e.recordNotScaledLocked(t, cause, *d.NotScaled)
+		if e.recordNotScaledLocked(t, cause, *d.NotScaled) {
+			e.log.Printf("scaling %s: not scaled (%s): %s", t.ResourceID, d.NotScaled.Code, d.Reason)
+		}
 	}
 	return true
 }

@@ -415,6 +415,7 @@ func (e *Emulator) evaluateAlarmLocked(a *alarmRec, now time.Time) bool {
 	if next == a.State {
 		return false
 	}
+	e.log.Printf("alarm %s: %s -> %s: %s", a.Name, a.State, next, reason)
 	a.State, a.StateReason, a.StateUpdated = next, reason, now.UTC()
 	return true
 }

@@ -436,6 +436,9 @@ func (e *Emulator) settleLocked(ep *endpointRec, f *fleet) {
 		}
 	}
 	if ready == ep.Desired && len(f.instances) == ep.Desired {
+		if ep.Status != statusInService {
+			e.log.Printf("endpoint %s is InService with %d instance(s)", ep.Name, ready)
+		}
 		ep.Status = statusInService
 		ep.Modified = time.Now().UTC()
 		// The instances associated with the variant are exactly the serving ones now (a record written

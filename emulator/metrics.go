@@ -42,6 +42,9 @@ type agg struct {
 	t                     time.Time
 	sum, count, min, maxv float64
 	samples               []float64
+	// sampled is how many of the samples, the first ones, metricStore.set wrote: the interval's values so far,
+	// which the next set replaces; the samples after them were added (metricStore.add) and stay.
+	sampled int
 }
 
 func (a *agg) add(v float64) {
@@ -160,14 +163,21 @@ func (m *metricStore) add(ns, name string, dims []dimension, t time.Time, v floa
 	m.bucketLocked(ns, name, dims, t).add(v)
 }
 
-// set replaces the datapoint of the publishing interval that holds t by the values given (one per instance):
-// what an interval publishes is known only when it ends, so the sampler rewrites the current one as it goes.
+// set replaces what the previous set wrote in the datapoint of the publishing interval that holds t by the
+// values given (one per instance): what an interval publishes is known only when it ends, so the sampler
+// rewrites the current one as it goes. Values add recorded in the interval stay: a rewrite replaces the
+// sampler's own values, never another source's.
 func (m *metricStore) set(ns, name string, dims []dimension, t time.Time, values []float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.bucketLocked(ns, name, dims, t)
+	added := slices.Clone(b.samples[b.sampled:])
 	*b = agg{t: b.t}
 	for _, v := range values {
+		b.add(v)
+	}
+	b.sampled = len(values)
+	for _, v := range added {
 		b.add(v)
 	}
 }
