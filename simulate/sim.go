@@ -13,7 +13,7 @@ import (
 
 // Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
 // to the rules that moves any result changes it.
-const Version = "fleet-sim/5 (1-s fleet steps, 10-s alarm ticks, a period's datapoint evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion)"
+const Version = "fleet-sim/6 (1-s fleet steps, 10-s alarm ticks, a period's datapoint the Maximum over the AWS period it stands for and evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion)"
 
 // Tick is the autoscaler's clock on AWS: the period of the high-resolution ConcurrentRequestsPerModel metric.
 // Alarms are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps. A
@@ -413,12 +413,17 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 	slo := inst.SLO
 	cur := Minute{}
 	instSeconds := 0.0
-	tickMetric, tickInvocations := 0.0, 0.0
-	var tickState loadmodel.Point // the state of the tick's highest metric, for a scattered datapoint
+	tickInvocations := 0.0
 	var rng *rand.Rand
 	// The first period's length and the evaluation lag: the latest phases, unless this is a scattered run.
 	tick := f.Scaling.tick()
 	firstPeriod, lag := tick, tick
+	// recent holds the states of the last seconds a ConcurrentRequestsPerModel datapoint spans: one tick on AWS,
+	// and on a plan that compresses CloudWatch time the AWS period the tick stands for (Tick), as the emulator
+	// takes a compressed period's Maximum over the wall-clock window of the period it compresses
+	// (emulator/cloudwatch_alarms.go, trailingPoints). After a scale-out that window still holds the seconds
+	// before the new instance served.
+	recent := make([]loadmodel.Point, 0, int(tick*time.Duration(f.Scaling.compression())/substep))
 	if f.Scatter != nil {
 		rng = rand.New(rand.NewPCG(f.Seed, 0x5ca77e2))
 		firstPeriod = time.Duration(1+rng.IntN(int(tick/substep))) * substep
@@ -489,14 +494,23 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 		res.Shed += shed
 		instSeconds += float64(serving+len(starting)) * substep.Seconds()
 		res.PeakInstances = max(res.PeakInstances, serving+len(starting))
-		if st.Metric >= tickMetric {
-			tickState = st
+		if len(recent) == cap(recent) {
+			recent = append(recent[:0], recent[1:]...)
 		}
-		tickMetric = math.Max(tickMetric, st.Metric)
+		recent = append(recent, st)
 		tickInvocations += arrivals / n
 
 		end := t + substep
 		if f.Scaling != nil && end >= firstPeriod && (end-firstPeriod)%tick == 0 {
+			// The datapoint is the highest metric of its window, and a scattered run draws it at the state that
+			// had it.
+			var tickState loadmodel.Point
+			tickMetric := 0.0
+			for _, r := range recent {
+				if r.Metric >= tickMetric {
+					tickState, tickMetric = r, r.Metric
+				}
+			}
 			if rng != nil {
 				z := rng.NormFloat64()
 				if end == firstPeriod {
@@ -505,7 +519,7 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 				tickMetric = f.Scatter.Draw(inst, tickState, z)
 			}
 			closed = append(closed, datapoint{evalAt: end + lag, metric: tickMetric, invocations: tickInvocations})
-			tickMetric, tickInvocations = 0, 0
+			tickInvocations = 0
 		}
 		if f.Scaling != nil && len(closed) > 0 && closed[0].evalAt <= end {
 			dp := closed[0]

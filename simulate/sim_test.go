@@ -440,3 +440,33 @@ func TestCompressedPeriodTicksFaster(t *testing.T) {
 		t.Error("a 1-s period is compression 10, and no period is AWS's Tick")
 	}
 }
+
+// On a compressed plan a datapoint of ConcurrentRequestsPerModel is the Maximum over the AWS period its 1-s
+// period stands for, as the emulator takes it (Emulator.trailingPoints): once the instance a loaded one asked
+// for serves, the alarm still sees the load of one instance for 10 wall seconds, and target tracking, invoked
+// again while it stays in ALARM, sizes the fleet from that peak. At 9 rps one instance reads metric 12.6
+// against a target of 10 and asks for 2; when the second serves, the window's 12.6 asks for 2 × 12.6 / 10,
+// rounded up 3. A datapoint of the 1-s tick alone would read 4.5 rps each (metric 6.4) and stay at 2.
+func TestCompressedDatapointKeepsTheAWSPeriodsPeak(t *testing.T) {
+	sc := &Scaling{MinInstances: 1, MaxInstances: 4, Metric: MetricConcurrency, TargetValue: 10, ScaleOutCooldownS: 3, PeriodS: 1}
+	r := Run(constant(9, time.Minute), Fleet{Name: "compressed", Instance: saturating(), TTotalS: 5, Scaling: sc, InitialInstances: 1})
+	var outs []Event
+	for _, ev := range r.Events {
+		if ev.To > ev.From {
+			outs = append(outs, ev)
+		}
+	}
+	if len(outs) != 2 || outs[0].From != 1 || outs[0].To != 2 || outs[1].From != 2 || outs[1].To != 3 {
+		t.Fatalf("scale-outs %+v: want 1 → 2, then 2 → 3 once the new instance serves (the window still holds one instance's load)", outs)
+	}
+	if outs[1].AtS < outs[0].ServingAtS || outs[1].AtS-outs[0].ServingAtS >= Tick.Seconds() {
+		t.Errorf("second scale-out at %g s, the first's instance serving at %g s: want it within the 10-s window after it serves", outs[1].AtS, outs[0].ServingAtS)
+	}
+	// On AWS's own 10-s tick the same load asks for 2 and stays there: the period after the instance serves
+	// holds no second of one instance's load.
+	aws := &Scaling{MinInstances: 1, MaxInstances: 4, Metric: MetricConcurrency, TargetValue: 10, ScaleOutCooldownS: 30}
+	ra := Run(constant(9, 5*time.Minute), Fleet{Name: "aws", Instance: saturating(), TTotalS: 50, Scaling: aws, InitialInstances: 1})
+	if ra.PeakInstances != 2 {
+		t.Errorf("on AWS's tick: peak %d instances, events %+v: want 2", ra.PeakInstances, ra.Events)
+	}
+}
