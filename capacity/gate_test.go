@@ -455,6 +455,13 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 			}
 		}, "inputs.throughput"},
 		{"t_total shortened", func(p *Plan) { p.Inputs.TTotalS = 120 }, "inputs.t_total_s 120 but ttotal artifact"},
+		// The safe rate is at most the lower confidence bound of the highest rate step that met the SLO: a plan
+		// whose bound is raised to the step's own rate claims the estimate, more than its records support.
+		{"safe rate's confidence bound raised", func(p *Plan) {
+			for i := range p.Inputs.Instance.Points {
+				p.Inputs.Instance.Points[i].RPSLow = p.Inputs.Instance.Points[i].RPS
+			}
+		}, "inputs.instance"},
 		{"container digest moved to the deployment's", func(p *Plan) {
 			p.Fingerprint.ContainerDigest = DigestBytes([]byte("a new container"))
 		}, "fingerprint.container_digest"},
@@ -468,10 +475,14 @@ func TestGateRefusesAPlanThatDoesNotFollowFromItsArtifacts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			safe := p.Derived.SafeRPS
 			tt.mutate(p)
 			_ = finish(context.Background(), p, p.Findings[:3])
 			if errs := p.Verify(); len(errs) > 0 || !p.Feasible() {
 				t.Fatalf("edited plan must verify and stay feasible to test the gate: %v %s %+v", errs, p.Verdict, p.Findings)
+			}
+			if tt.name == "safe rate's confidence bound raised" && !(p.Derived.SafeRPS > safe) {
+				t.Fatalf("safe_rps %g after raising the bound, %g before: the edit must claim more than the records support", p.Derived.SafeRPS, safe)
 			}
 			path := filepath.Join(dir, PlanFile)
 			if err := WriteJSON(path, p); err != nil {

@@ -5,7 +5,11 @@
 // The document states facts and rules, not the issue tracker's numbers: a row's references to an issue are
 // dropped (withoutIssueRefs), and one that cannot be dropped fails the report, naming the row.
 //
-//	go run ./perf/report [-in .cache/bench] [-out BENCHMARKS.md] [-figures benchmarks] [-require 1,2,3,4,5,6]
+//	go run ./perf/report [-in .cache/bench] [-out BENCHMARKS.md] [-figures benchmarks] [-require 1,2,3,4,5,6] [-keep]
+//
+// With -keep, a row that has no file in -in keeps what the document at -out says of it (its lines of the
+// summary table and its section, verbatim), so that one row can be measured again without the others: row 2
+// alone takes 40 minutes at full size.
 //
 // Exit status 2 for a usage error, 1 when a row file is invalid, a required row or a figure is missing.
 package main
@@ -39,6 +43,7 @@ func main() {
 type options struct {
 	in, out, figures string
 	require          []int
+	keep             bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -50,6 +55,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", "BENCHMARKS.md", "the document to write")
 	fs.StringVar(&o.figures, "figures", "", "directory the charts are copied to (default: benchmarks/ next to -out)")
 	fs.StringVar(&require, "require", "", "rows that must be present, comma-separated (e.g. 1,2,3,4,5,6)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the rows that have no file in -in as the document at -out states them (measure one row again without the others)")
 	if err := fs.Parse(args); err != nil {
 		return o, exitcode.Usage(err)
 	}
@@ -143,6 +149,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("no row file in %s: run the row programs first (perf/ROWS.md)", o.in)
 	}
+	var kept map[int]keptRow
+	if o.keep {
+		old, err := os.ReadFile(o.out)
+		if err != nil {
+			return fmt.Errorf("-keep: read the document whose other rows are kept: %w", err)
+		}
+		if kept, err = keptRows(string(old)); err != nil {
+			return fmt.Errorf("-keep: %s: %w", o.out, err)
+		}
+		for _, r := range rows {
+			delete(kept, r.N)
+		}
+	}
 	// Read every figure before writing anything, so a missing one leaves the document as it was.
 	figs := map[string][]byte{}
 	for _, r := range rows {
@@ -168,7 +187,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if err := atomicfile.WriteFile(o.out, []byte(render(rows, filepath.ToSlash(rel))), 0o644); err != nil {
+	if err := atomicfile.WriteFile(o.out, []byte(render(rows, kept, filepath.ToSlash(rel))), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, o.out)
@@ -190,17 +209,118 @@ func gib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1
 // cell escapes a table cell.
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
 
+// keptRow is what a document says of one row: its lines of the summary table and its section, verbatim.
+type keptRow struct {
+	summary, section string
+}
+
+var (
+	summaryLineRE = regexp.MustCompile(`^\| \[([0-9]+)\. `)
+	sectionRE     = regexp.MustCompile(`^## ([0-9]+)\. `)
+)
+
+// keptRows splits a document render wrote into its rows: the summary table's lines from a row's first ("| [N.
+// title](#...) |") to the next row's, and the section from "## N. " to the next "## ". A row with no section,
+// or a section with no summary line, is an error: the document was not written by this command.
+func keptRows(doc string) (map[int]keptRow, error) {
+	out := map[int]keptRow{}
+	lines := strings.SplitAfter(doc, "\n")
+	cur, inTable := 0, false
+	var sum, sec strings.Builder
+	flushSum := func() {
+		if cur > 0 {
+			k := out[cur]
+			k.summary = sum.String()
+			out[cur] = k
+		}
+		sum.Reset()
+	}
+	for _, l := range lines {
+		if m := summaryLineRE.FindStringSubmatch(l); m != nil {
+			flushSum()
+			cur, inTable = atoiOK(m[1]), true
+		}
+		if inTable {
+			if !strings.HasPrefix(l, "|") {
+				flushSum()
+				inTable, cur = false, 0
+				continue
+			}
+			if cur > 0 {
+				sum.WriteString(l)
+			}
+		}
+	}
+	cur = 0
+	flushSec := func() {
+		if cur > 0 {
+			k, ok := out[cur]
+			if !ok {
+				k.summary = ""
+			}
+			k.section = sec.String()
+			out[cur] = k
+		}
+		sec.Reset()
+	}
+	for _, l := range lines {
+		if m := sectionRE.FindStringSubmatch(l); m != nil {
+			flushSec()
+			cur = atoiOK(m[1])
+		} else if strings.HasPrefix(l, "## ") {
+			flushSec()
+			cur = 0
+		}
+		if cur > 0 {
+			sec.WriteString(l)
+		}
+	}
+	flushSec()
+	for n, k := range out {
+		switch {
+		case k.summary == "":
+			return nil, fmt.Errorf("row %d has a section but no line in the summary table", n)
+		case k.section == "":
+			return nil, fmt.Errorf("row %d has a line in the summary table but no section", n)
+		}
+	}
+	return out, nil
+}
+
+func atoiOK(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
 // render is the document: a summary table, then one section per row. figDir is the figures' directory
-// relative to the document.
-func render(rows []row.Row, figDir string) string {
+// relative to the document. kept are rows with no file, as an earlier document stated them: they take their
+// place in the row order, verbatim.
+func render(rows []row.Row, kept map[int]keptRow, figDir string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	order := map[int]*row.Row{}
+	var ns []int
+	for i := range rows {
+		order[rows[i].N] = &rows[i]
+		ns = append(ns, rows[i].N)
+	}
+	for n := range kept {
+		if order[n] == nil {
+			ns = append(ns, n)
+		}
+	}
+	sort.Ints(ns)
 	p("# Benchmarks\n\n")
 	p("Generated by `go run ./perf/report` from the row files the `make bench` programs write (perf/ROWS.md). ")
 	p("These machines are shared and noisy: every claim is a ratio or a difference measured side by side in the same run, not an absolute time.\n\n")
 	p("| row | goal | measured | verdict |\n|---|---|---|---|\n")
-	for _, r := range rows {
-		title := fmt.Sprintf("[%d. %s](#%s)", r.N, cell(r.Title), anchor(r))
+	for _, n := range ns {
+		r := order[n]
+		if r == nil {
+			b.WriteString(kept[n].summary)
+			continue
+		}
+		title := fmt.Sprintf("[%d. %s](#%s)", r.N, cell(r.Title), anchor(*r))
 		if len(r.Goals) == 0 {
 			p("| %s | (figures only) | | |\n", title)
 		}
@@ -213,7 +333,12 @@ func render(rows []row.Row, figDir string) string {
 		}
 	}
 	p("\n")
-	for _, r := range rows {
+	for _, n := range ns {
+		r := order[n]
+		if r == nil {
+			b.WriteString(kept[n].section)
+			continue
+		}
 		p("## %d. %s\n\n", r.N, r.Title)
 		if r.Smoke {
 			p("> **Smoke run** (smallest size): these figures only show that the program works; run `%s` without `-smoke` for the real figures.\n\n", strings.TrimSuffix(r.Command, " -smoke"))

@@ -167,3 +167,53 @@ func TestReportDropsIssueReferences(t *testing.T) {
 		t.Errorf("wrote %s on error (stat: %v)", doc, err)
 	}
 }
+
+// With -keep, a row measured again replaces its own lines, and every other row stays as the document stated
+// it: the document written from rows 1, 2 and 3, with row 2 alone written again, equals the document written
+// from 1, 3 and the new 2 together.
+func TestReportKeepsTheRowsWithoutFiles(t *testing.T) {
+	first, again, all, out := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	r1, r2, r3 := fixture(1, "load-engine", false), fixture(2, "schedulers", false), fixture(3, "container-overhead", true)
+	for _, r := range []row.Row{r1, r2, r3} {
+		writeRow(t, first, r)
+	}
+	doc := filepath.Join(out, "BENCHMARKS.md")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-in", first, "-out", doc}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	r2.Goals[0].Measured, r2.Tables[0].Rows[0][1] = "1.25x", "125"
+	writeRow(t, again, r2)
+	if err := run([]string{"-in", again, "-out", doc, "-keep", "-require", "2"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []row.Row{r1, r2, r3} {
+		writeRow(t, all, r)
+	}
+	want := filepath.Join(out, "want.md")
+	if err := run([]string{"-in", all, "-out", want, "-figures", filepath.Join(out, "benchmarks")}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	wb, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, wb) {
+		t.Errorf("-keep gave\n%s\nwant\n%s", got, wb)
+	}
+	if !strings.Contains(string(got), "1.25x") || strings.Count(string(got), "## 2. ") != 1 {
+		t.Errorf("row 2 was not replaced by its new file:\n%s", got)
+	}
+	// Without -keep the other rows are gone; with -keep on a document this command did not write, it refuses.
+	if err := os.WriteFile(doc, []byte("# Benchmarks\n\n## 1. Row load-engine\n\ntext\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = run([]string{"-in", again, "-out", doc, "-keep"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "row 1 has a section but no line in the summary table") {
+		t.Errorf("-keep on a foreign document: %v, want a refusal naming row 1", err)
+	}
+}
