@@ -254,10 +254,7 @@ func keptRows(doc string) (map[int]keptRow, error) {
 	cur = 0
 	flushSec := func() {
 		if cur > 0 {
-			k, ok := out[cur]
-			if !ok {
-				k.summary = ""
-			}
+			k := out[cur]
 			k.section = sec.String()
 			out[cur] = k
 		}
