@@ -11,6 +11,9 @@
 #   RUN      a -run pattern (default: every test in PKGS)
 #   N        how many runs (default 10)
 #   LOAD     how many busy loops run beside the tests, each a shell spinning on a core (default 2)
+#   PAR      how many runs at once (default 1): for tests that mostly wait (on the emulator's clock, on a
+#            measure window), PAR=2 halves the hunt's time; each run is then beside the busy loops and the
+#            other runs, a heavier load than LOAD alone
 #   RACE     1 to run under -race (default 1)
 #   TAGS     build tags (default none)
 #   TIMEOUT  go test's -timeout for one run (default 30m)
@@ -23,15 +26,17 @@ set -euo pipefail
 : "${PKGS:?flake-hunt: set PKGS to the packages to run, e.g. PKGS=./cmd/tts-bench}"
 N=${N:-10}
 LOAD=${LOAD:-2}
+PAR=${PAR:-1}
 RACE=${RACE:-1}
 RUN=${RUN:-}
 TAGS=${TAGS:-}
 TIMEOUT=${TIMEOUT:-30m}
 OUT=${OUT:-.cache/flake-hunt}
-for v in N LOAD; do
+for v in N LOAD PAR; do
 	case ${!v} in '' | *[!0-9]*) echo "flake-hunt: $v must be a whole number, not '${!v}'" >&2; exit 2 ;; esac
 done
 [ "$N" -ge 1 ] || { echo "flake-hunt: N must be at least 1" >&2; exit 2; }
+[ "$PAR" -ge 1 ] || { echo "flake-hunt: PAR must be at least 1" >&2; exit 2; }
 case $RACE in 0 | 1) ;; *) echo "flake-hunt: RACE must be 0 or 1, not '$RACE'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
 rm -f "$OUT"/run-*.log
@@ -60,16 +65,24 @@ for ((i = 0; i < LOAD; i++)); do
 	bash -c 'while :; do :; done' &
 	loops+=($!)
 done
-echo "flake-hunt: $N run(s) of ${pkgs[*]}${RUN:+ -run '$RUN'} beside $LOAD busy loop(s); logs in $OUT"
+echo "flake-hunt: $N run(s) of ${pkgs[*]}${RUN:+ -run '$RUN'} beside $LOAD busy loop(s), $PAR at a time; logs in $OUT"
 
 failed=0
 failures=()
-for ((run = 1; run <= N; run++)); do
-	log="$OUT/run-$run.log"
+# one RUN: runs go test once into its log and writes the exit code and the time it took beside it.
+one() {
+	local run=$1 log="$OUT/run-$1.log" t0 rc=0
 	t0=$(date +%s)
-	if go test "${args[@]}" -v "${pkgs[@]}" >"$log" 2>&1; then
-		echo "flake-hunt: run $run/$N passed ($(($(date +%s) - t0)) s)"
-		continue
+	go test "${args[@]}" -v "${pkgs[@]}" >"$log" 2>&1 || rc=$?
+	echo "$rc $(($(date +%s) - t0))" >"$OUT/run-$run.rc"
+}
+# report RUN: prints the run's result from its log and exit code.
+report() {
+	local run=$1 log="$OUT/run-$1.log" rc took seeds tests pkgfail
+	read -r rc took <"$OUT/run-$run.rc"
+	if [ "$rc" = 0 ]; then
+		echo "flake-hunt: run $run/$N passed ($took s)"
+		return
 	fi
 	failed=$((failed + 1))
 	# go test -v prints "-test.shuffle <seed>" at the start of each package's output, then "--- FAIL: <test>"
@@ -80,6 +93,16 @@ for ((run = 1; run <= N; run++)); do
 	[ -n "$tests" ] || tests="(no test named: a build failure, panic or timeout; see the log)"
 	echo "flake-hunt: run $run/$N FAILED: $tests in ${pkgfail:-?} (seed ${seeds:-?}; log $log)"
 	failures+=("run $run: $tests in ${pkgfail:-?} -shuffle=${seeds:-?} log $log")
+}
+rm -f "$OUT"/run-*.rc
+for ((first = 1; first <= N; first += PAR)); do
+	batch=()
+	for ((run = first; run < first + PAR && run <= N; run++)); do
+		one "$run" &
+		batch+=($!)
+	done
+	wait "${batch[@]}"
+	for ((run = first; run < first + PAR && run <= N; run++)); do report "$run"; done
 done
 stop_loops
 if [ "$failed" -gt 0 ]; then
