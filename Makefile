@@ -51,11 +51,13 @@ build-cmds:
 # make test runs the linters beside the Go tests, on CPU those leave idle, and the container module's tests at once
 # (those wait on real audio more than they compute: about 30 CPU-s in 55 s); then the checks on the tests. The Go
 # tests alone keep both cores busy for their first 280 s and then wait on the emulator's clock (the measurement
-# and compare tests) on cores half idle; the linters' 230 CPU-s fit in that room. They run at SCHED_IDLE (chrt
+# and compare tests) on cores half idle; most of the linters' 230 CPU-s fit in that room (they end about a minute
+# after the tests, now the last of make test). They run at SCHED_IDLE (chrt
 # --idle; nice 19 where that is refused), so the scheduler gives them only a core no test wants: a test's
 # goroutine that wakes takes the core from them at once. The measurement tests compare a model from one qmax run
 # with a second run; linters at normal priority beside them would slow one run and not the other, a difference
-# the comparison would measure. On the 2-core machine: 550 s, against 680 s with the linters first.
+# the comparison would measure. A fresh clone's make test on the 2-core machine: 680–712 s, against 805–862 s
+# with the linters first.
 IDLE_PRIORITY := $(shell chrt --idle 0 true 2>/dev/null && echo chrt --idle 0 || echo nice -n 19)
 test: deps container-build ## everything CI runs: linters and all tests
 	@$(MAKE) --no-print-directory -j 3 --output-sync=target test-go lint-idle $(TEST_EXTRA)

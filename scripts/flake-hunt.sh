@@ -47,9 +47,17 @@ stop_loops() {
 	for p in "${loops[@]}"; do wait "$p" 2>/dev/null || true; done
 	loops=()
 }
-trap stop_loops EXIT
-trap 'stop_loops; exit 130' INT
-trap 'stop_loops; exit 143' TERM
+# The runs in flight, each in a process group of its own (set -m below): a signal to the hunt stops them, the
+# go test, its test binary and whatever that started, instead of leaving them running after the hunt.
+batch=()
+stop_runs() {
+	for p in "${batch[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+	for p in "${batch[@]}"; do wait "$p" 2>/dev/null || true; done
+	batch=()
+}
+trap 'stop_runs; stop_loops' EXIT
+trap 'stop_runs; stop_loops; exit 130' INT
+trap 'stop_runs; stop_loops; exit 143' TERM
 
 args=(-count=1 -shuffle=on -timeout "$TIMEOUT")
 [ "$RACE" = 1 ] && args+=(-race)
@@ -95,6 +103,7 @@ report() {
 	failures+=("run $run: $tests in ${pkgfail:-?} -shuffle=${seeds:-?} log $log")
 }
 rm -f "$OUT"/run-*.rc
+set -m
 for ((first = 1; first <= N; first += PAR)); do
 	batch=()
 	for ((run = first; run < first + PAR && run <= N; run++)); do
@@ -102,6 +111,7 @@ for ((first = 1; first <= N; first += PAR)); do
 		batch+=($!)
 	done
 	wait "${batch[@]}"
+	batch=()
 	for ((run = first; run < first + PAR && run <= N; run++)); do report "$run"; done
 done
 stop_loops
