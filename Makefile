@@ -52,8 +52,8 @@ build-cmds:
 # (those wait on real audio more than they compute: about 30 CPU-s in 55 s); then the checks on the tests. The Go
 # tests alone keep both cores busy for their first 280 s and then wait on the emulator's clock (the measurement
 # and compare tests) on cores half idle; most of the linters' 230 CPU-s fit in that room (they end about a minute
-# after the tests, now the last of make test). They run at SCHED_IDLE (chrt
-# --idle; nice 19 where that is refused), so the scheduler gives them only a core no test wants: a test's
+# after the tests, now the last of make test). They run at SCHED_IDLE (chrt --idle; nice 19 where that is
+# refused), so the scheduler gives them only a core no test wants: a test's
 # goroutine that wakes takes the core from them at once. The measurement tests compare a model from one qmax run
 # with a second run; linters at normal priority beside them would slow one run and not the other, a difference
 # the comparison would measure. A fresh clone's make test on the 2-core machine: 680–712 s, against 805–862 s

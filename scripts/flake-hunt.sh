@@ -39,7 +39,7 @@ done
 [ "$PAR" -ge 1 ] || { echo "flake-hunt: PAR must be at least 1" >&2; exit 2; }
 case $RACE in 0 | 1) ;; *) echo "flake-hunt: RACE must be 0 or 1, not '$RACE'" >&2; exit 2 ;; esac
 mkdir -p "$OUT"
-rm -f "$OUT"/run-*.log
+rm -f "$OUT"/run-*.log "$OUT"/run-*.rc
 
 loops=()
 stop_loops() {
@@ -102,7 +102,6 @@ report() {
 	echo "flake-hunt: run $run/$N FAILED: $tests in ${pkgfail:-?} (seed ${seeds:-?}; log $log)"
 	failures+=("run $run: $tests in ${pkgfail:-?} -shuffle=${seeds:-?} log $log")
 }
-rm -f "$OUT"/run-*.rc
 set -m
 for ((first = 1; first <= N; first += PAR)); do
 	batch=()
