@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/speech-infra/speech-infra/bench"
 	"github.com/speech-infra/speech-infra/measure"
-	"github.com/speech-infra/speech-infra/measure/measuretest"
 )
 
 // A replay shard stopped with SIGINT halfway must not merge as if whole (it would show "offered rps 2" on a
@@ -29,41 +29,27 @@ func TestReportRefusesAShardStoppedBySIGINT(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("timestamp,rps\n0,4\n4,4\n"), 0o644); err != nil { // 4 rps for 8 s: 32 arrivals
 		t.Fatal(err)
 	}
-	startAt := time.Now().Add(4 * time.Second).UTC()
 	files := make([]string, 2)
-	type proc struct {
-		wait func() error
-		out  *measuretest.SyncBuffer
-		sig  func()
-	}
-	procs := make([]proc, 2)
 	for i := range 2 {
 		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
-		cmd, out := startCLI(t, "replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--trace", csv,
-			"--shard", fmt.Sprintf("%d/2", i), "--run-id", "sigint-test", "--start-at", startAt.Format(time.RFC3339Nano),
-			"--bucket", "2s", "--max-workers", "8", "--output", files[i])
-		procs[i] = proc{wait: cmd.Wait, out: out, sig: func() { cmd.Process.Signal(syscall.SIGINT) }}
 	}
-	// SIGINT to shard 1 halfway through the trace.
-	time.Sleep(time.Until(startAt.Add(4 * time.Second)))
-	procs[1].sig()
-	for i, p := range procs {
-		done := make(chan error, 1)
-		go func() { done <- p.wait() }()
-		select {
-		case err := <-done:
-			if i == 0 && err != nil {
-				t.Fatalf("shard 0: %v\n%s", err, p.out.String())
-			}
-			if i == 1 && err == nil {
-				t.Fatalf("shard 1 exited 0 after SIGINT:\n%s", p.out.String())
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("shard %d did not end within a minute:\n%s", i, p.out.String())
-		}
+	outs, errs := runShards(t, 2, func(i int, startAt string) []string {
+		return []string{"replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--trace", csv,
+			"--shard", fmt.Sprintf("%d/2", i), "--run-id", "sigint-test", "--start-at", startAt,
+			"--bucket", "2s", "--max-workers", "8", "--output", files[i]}
+	}, func(start time.Time, cmds []*exec.Cmd) {
+		// SIGINT to shard 1 halfway through the trace.
+		time.Sleep(time.Until(start.Add(4 * time.Second)))
+		cmds[1].Process.Signal(syscall.SIGINT)
+	})
+	if errs[0] != nil {
+		t.Fatalf("shard 0: %v\n%s", errs[0], outs[0])
 	}
-	if !strings.Contains(procs[1].out.String(), "replay stopped early") {
-		t.Fatalf("shard 1 does not say it stopped early:\n%s", procs[1].out.String())
+	if errs[1] == nil {
+		t.Fatalf("shard 1 exited 0 after SIGINT:\n%s", outs[1])
+	}
+	if !strings.Contains(outs[1].String(), "replay stopped early") {
+		t.Fatalf("shard 1 does not say it stopped early:\n%s", outs[1].String())
 	}
 
 	// The merge is refused, naming the shard, where it stopped and --force.

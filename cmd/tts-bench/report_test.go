@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +40,47 @@ func wavOnce(t *testing.T, delay time.Duration) *httptest.Server {
 	return srv
 }
 
+// runShards runs n replay shards, each its own process (as on separate machines, which also keeps urfave/cli's
+// package-level help flag out of a data race between concurrent in-process runs), sharing a --start-at a few
+// seconds ahead; during, if given, runs while they do. It returns each shard's output and exit error. A shard
+// that refuses the start as past (a loaded machine started its process late) makes the whole set run again with
+// a start three times further ahead, up to 45 s; every wait is bounded.
+func runShards(t *testing.T, n int, argsFor func(i int, startAt string) []string, during func(start time.Time, cmds []*exec.Cmd)) ([]*measuretest.SyncBuffer, []error) {
+	t.Helper()
+	for lead := 5 * time.Second; ; lead *= 3 {
+		start := time.Now().Add(lead).UTC()
+		cmds := make([]*exec.Cmd, n)
+		outs := make([]*measuretest.SyncBuffer, n)
+		for i := range n {
+			cmds[i], outs[i] = startCLI(t, argsFor(i, start.Format(time.RFC3339Nano))...)
+		}
+		if during != nil {
+			during(start, cmds)
+		}
+		errs := make([]error, n)
+		late := false
+		for i, cmd := range cmds {
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case errs[i] = <-done:
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("shard %d did not finish within 2m:\n%s", i, outs[i])
+			}
+			late = late || strings.Contains(outs[i].String(), "is in the past")
+		}
+		if !late {
+			return outs, errs
+		}
+		if lead >= 45*time.Second {
+			t.Fatalf("a shard's process started after its --start-at %s ahead, three times:\n%v", lead, outs)
+		}
+		t.Logf("a shard's process started after its --start-at %s ahead; the shards run again with a start further ahead", lead)
+	}
+}
+
 // TestReplayShardsMergeToOneRun: three shards of one step trace, run at once with one run id and start over
 // the http transport, merge with tts-bench report into the report one machine would give: every arrival of
 // the trace once, the slices' offered rates of the whole trace. Incomplete, duplicated or foreign files are
@@ -48,45 +88,20 @@ func wavOnce(t *testing.T, delay time.Duration) *httptest.Server {
 func TestReplayShardsMergeToOneRun(t *testing.T) {
 	srv := wavOnce(t, 20*time.Millisecond)
 	dir := t.TempDir()
-	// The shards start a few seconds ahead: each is its own process (as on separate machines), which also keeps
-	// urfave/cli's package-level help flag out of a data race between concurrent in-process runs.
-	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
 	// step: 5 rps for 2 s, then 15 rps for 2 s: 10 + 30 = 40 arrivals.
 	trace := []string{"--trace", "step", "--trough-rps", "5", "--peak-rps", "15", "--duration", "4s", "--step", "1s", "--at", "2s"}
 	files := make([]string, 3)
-	type shard struct {
-		cmd *exec.Cmd
-		out *measuretest.SyncBuffer
-	}
-	shards := make([]shard, 3)
 	for i := range 3 {
 		files[i] = filepath.Join(dir, fmt.Sprintf("shard%d.jsonl.gz", i))
-		args := append([]string{"replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
-			"--run-id", "merge-test", "--start-at", start, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
-		cmd, out := startCLI(t, args...)
-		shards[i] = shard{cmd, out}
 	}
-	var wg sync.WaitGroup
-	for i, sh := range shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			done := make(chan error, 1)
-			go func() { done <- sh.cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("shard %d: %v\n%s", i, err, sh.out.String())
-				}
-			case <-time.After(2 * time.Minute):
-				sh.cmd.Process.Kill()
-				t.Errorf("shard %d did not finish within 2m:\n%s", i, sh.out.String())
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	outs, errs := runShards(t, 3, func(i int, startAt string) []string {
+		return append([]string{"replay", "--model", "espeak-ng", "--arrivals", "uniform", "--transport", "http", "--url", srv.URL, "--shard", fmt.Sprintf("%d/3", i),
+			"--run-id", "merge-test", "--start-at", startAt, "--bucket", "2s", "--max-workers", "8", "--output", files[i]}, trace...)
+	}, nil)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v\n%s", i, err, outs[i])
+		}
 	}
 	stdout, stderr, code := runCLI(t, append([]string{"report", "--model", "espeak-ng", "--bucket", "2s", "--format", "json"}, files...)...)
 	if code != 0 {
