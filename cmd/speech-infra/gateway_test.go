@@ -377,8 +377,10 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 		err    error
 	}
 	ans := make(chan answer, 1)
+	inFlight := make(chan struct{})
 	go func() {
 		r, err := http.Post(busyBase+"/audio/speech", "application/json", strings.NewReader(`{"input":"Finish me after the signal.","response_format":"pcm"}`))
+		close(inFlight) // the response's head has arrived: the stream is in flight
 		if err != nil {
 			ans <- answer{err: err}
 			return
@@ -387,9 +389,18 @@ func TestGatewayWithOpenAISDKOnTheEmulator(t *testing.T) {
 		r.Body.Close()
 		ans <- answer{r.StatusCode, int(n), err}
 	}()
-	time.Sleep(700 * time.Millisecond)
+	select {
+	case <-inFlight:
+	case <-time.After(time.Minute):
+		t.Fatal("the gateway sent no response head within a minute")
+	}
 	stopBusy()
-	a2 := <-ans
+	var a2 answer
+	select {
+	case a2 = <-ans:
+	case <-time.After(time.Minute):
+		t.Fatal("the stream in flight at SIGTERM did not end within a minute")
+	}
 	if a2.err != nil || a2.status != 200 || a2.n != 2*len("Finish me after the signal.")*1440 {
 		t.Errorf("the stream in flight at SIGTERM: %+v, want 200 with %d bytes", a2, 2*len("Finish me after the signal.")*1440)
 	}
