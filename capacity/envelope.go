@@ -479,12 +479,7 @@ func Search(ctx context.Context, o Options, build func(context.Context, Options)
 					if !p.Feasible() {
 						continue
 					}
-					hours := 0.0
-					for _, t := range p.Envelope.Traces {
-						if t.Kind == EnvelopeDiurnal {
-							hours = t.InstanceHours
-						}
-					}
+					hours := p.Envelope.diurnalHours()
 					if !found || hours < best.InstanceHours-1e-9 {
 						best, found = Candidate{Options: c, Plan: p, InstanceHours: hours}, true
 					}
@@ -493,6 +488,41 @@ func Search(ctx context.Context, o Options, build func(context.Context, Options)
 		}
 	}
 	return best, tried, found, nil
+}
+
+// CheapestFixedFleet looks for the smallest fixed fleet (minimum = maximum) whose plan passes the envelope, from
+// o's minimum up to its allowed maximum, at o's surge ratio and scale-in margin: what tts-bench plan names when
+// no autoscaling configuration passes (a fixed fleet sized for the bursts can hold traffic that changes faster
+// than any fleet can scale). A fixed fleet costs in proportion to its size, so the first that passes is the
+// cheapest. found is false when none passes; tried counts the plans built. It stops when ctx is done, as Search.
+func CheapestFixedFleet(ctx context.Context, o Options, build func(context.Context, Options) (*Plan, error)) (best Candidate, tried int, found bool, err error) {
+	for n := o.MinInstances; n <= min(o.MaxInstances, MaxInstances); n++ {
+		if ctx.Err() != nil {
+			return Candidate{}, tried, false, canceled(ctx)
+		}
+		c := o
+		c.MinInstances, c.MaxInstances = n, n
+		p, err := build(ctx, c)
+		tried++
+		if ctx.Err() != nil {
+			return Candidate{}, tried, false, canceled(ctx)
+		}
+		if err != nil || !p.Feasible() {
+			continue
+		}
+		return Candidate{Options: c, Plan: p, InstanceHours: p.Envelope.diurnalHours()}, tried, true, nil
+	}
+	return Candidate{}, tried, false, nil
+}
+
+// diurnalHours is the instance-hours of the envelope's diurnal trace: the cost the searches minimise.
+func (e Envelope) diurnalHours() float64 {
+	for _, t := range e.Traces {
+		if t.Kind == EnvelopeDiurnal {
+			return t.InstanceHours
+		}
+	}
+	return 0
 }
 
 // worstMinuteText names the worst minute of the envelope's first failing trace.

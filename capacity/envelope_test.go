@@ -394,3 +394,65 @@ func TestCompare(t *testing.T) {
 		t.Error("Compare without a plan must fail")
 	}
 }
+
+// bursty is 10 rps with a 40-s burst to 75 rps every 5 minutes, for an hour: faster than any fleet scales
+// (T_total is minutes), so only a fleet already standing at the bursts' size holds it.
+func bursty() TraceInput {
+	tr := TraceInput{Name: "bursty.csv", DurationS: 3600}
+	for at := 0.0; at < 3600; at += 300 {
+		tr.Points = append(tr.Points, [2]float64{at, 10}, [2]float64{at + 200, 75}, [2]float64{at + 240, 10})
+	}
+	return tr
+}
+
+// When no autoscaling configuration passes, the search names the cheapest fixed fleet that does, with the
+// flags that plan it: its plan is feasible, and one instance fewer is not.
+func TestSearchNamesTheCheapestFixedFleetWhenNoScalingPasses(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "plans", "valid")
+	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kokoro(t)
+	o := DefaultOptions(m)
+	o.PeakRPS, o.TroughRPS = 80, 10
+	o.Traces = []TraceInput{bursty()}
+	build := func(ctx context.Context, o Options) (*Plan, error) { return FromArtifactsContext(ctx, m, ms, o) }
+	// A narrower search space than tts-bench plan's (each try simulates a day): the same loops, six tries.
+	surges, margins := searchSurges, searchMargins
+	searchSurges, searchMargins = []float64{1.25}, []float64{0.2}
+	t.Cleanup(func() { searchSurges, searchMargins = surges, margins })
+	var progress strings.Builder
+	out, err := SearchCheapest(context.Background(), o, build, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s%s", progress.String(), out)
+	re := regexp.MustCompile(`none of 6 autoscaling configurations \(.*\) passes; a fixed fleet does, the smallest of (\d+) tried:\n` +
+		CheapestPassingHeading + `--surge 1.25 --min-instances (\d+) --max-instances (\d+) --scale-in-margin 0.2  \(.* instance-hours on the diurnal day; \d+ configurations tried\)\n  tts-bench plan --surge 1.25 --min-instances (\d+) --max-instances (\d+) --scale-in-margin 0.2\n$`)
+	g := re.FindStringSubmatch(out)
+	if g == nil {
+		t.Fatalf("the search's advice does not name a fixed fleet with its flags:\n%s", out)
+	}
+	n, _ := strconv.Atoi(g[2])
+	if g[3] != g[2] || g[4] != g[2] || g[5] != g[2] || n <= o.MinInstances+searchExtraMin-1 {
+		t.Fatalf("fixed fleet %v: want one size, above the minimums the search tried", g[2:])
+	}
+	fixed := func(n int) *Plan {
+		c := o
+		c.MinInstances, c.MaxInstances = n, n
+		p, err := build(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := fixed(n); !p.Feasible() {
+		t.Errorf("the named fixed fleet of %d is %s", n, p.Verdict)
+	} else {
+		checkVerdictFollowsEnvelope(t, "fixed fleet", p)
+	}
+	if p := fixed(n - 1); p.Feasible() {
+		t.Errorf("a fixed fleet of %d is feasible too: %d is not the cheapest", n-1, n)
+	}
+}

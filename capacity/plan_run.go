@@ -46,7 +46,16 @@ func SearchCheapest(ctx context.Context, o Options, build Builder, progress io.W
 	case ok:
 		return c.Recommendation(tried), nil
 	}
-	return fmt.Sprintf("\n"+CheapestPassingHeading+"none of %d configurations (%s) passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n", tried, SearchSpace()), nil
+	fmt.Fprintf(progress, "none of %d autoscaling configurations passes; trying fixed fleets of %d to %d instances…\n", tried, o.MinInstances, o.MaxInstances)
+	f, fixedTried, ok, err := CheapestFixedFleet(ctx, o, build)
+	switch {
+	case err != nil || ctx.Err() != nil:
+		return "", canceled(ctx)
+	case ok:
+		return fmt.Sprintf("\nnone of %d autoscaling configurations (%s) passes; a fixed fleet does, the smallest of %d tried:", tried, SearchSpace(), fixedTried) + f.Recommendation(tried+fixedTried), nil
+	}
+	return fmt.Sprintf("\n"+CheapestPassingHeading+"none of %d configurations (%s), nor a fixed fleet of %d to %d instances, passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n",
+		tried, SearchSpace(), o.MinInstances, o.MaxInstances), nil
 }
 
 // TraceDays is the total length of the user's traces, in days.

@@ -112,7 +112,7 @@ Examples:
 		pct(capacity.DefaultHoverAmplitude), capacity.HoverFastPeriod, f(capacity.HoverSlowPeriodTPlan),
 		pct(capacity.DefaultHoverAmplitude), pct(capacity.DefaultHoverAmplitude), f(capacity.HoverSlowPeriodTPlan),
 		cliflags.WrapHelp(fmt.Sprintf("Findings (pass / warn / fail, each with a recommendation): %s. Any fail makes the plan infeasible: exit 1. "+
-			"Then, unless --no-search, plan searches %s, for the cheapest configuration that passes (fewest instance-hours on the diurnal day) and prints its flags.",
+			"Then, unless --no-search, plan searches %s, for the cheapest configuration that passes (fewest instance-hours on the diurnal day) and prints its flags; when none does, the smallest fixed fleet (--min-instances = --max-instances) that passes, up to the allowed maximum.",
 			strings.Join(capacity.FindingNames, ", "), capacity.SearchSpace())),
 		f(loadmodel.UnmeasuredMaxUtilization))
 }
