@@ -31,13 +31,27 @@ all: build
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
-deps: deps-node deps-tools $(DEPS_EXTRA) ## install what the build and tests need (only what is missing)
+deps: deps-node deps-tools deps-go-modules $(DEPS_EXTRA) ## install what the build and tests need (only what is missing)
 
 deps-node: node_modules/.installed
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
+
+# The Go module proxy can fail a fetch (a TLS handshake timeout has stopped CI). The modules of both modules
+# (deps-go-modules) and the pinned Go linters (deps-go-tools, fetched and built into the caches) are fetched
+# here, each up to three times, before a build or a linter needs them.
+GO_TOOLS = $(ACTIONLINT) $(STATICCHECK) $(DEADCODE)
+# go_retry WHAT COMMAND: runs COMMAND up to three times, 10 then 20 s apart, and fails naming WHAT.
+go_retry = for i in 1 2 3; do $(2) && break; [ $$i = 3 ] && { echo "could not fetch $(1) from the Go module proxy, three times" >&2; exit 1; }; \
+	echo "fetching $(1) failed; again in $$((10 * i)) s" >&2; sleep $$((10 * i)); done
+.PHONY: deps-go-modules deps-go-tools
+deps-go-modules:
+	@$(call go_retry,the modules of go.mod,$(GO) mod download)
+	@$(call go_retry,the modules of container/go.mod,(cd container && $(GO) mod download))
+deps-go-tools:
+	@for t in $(GO_TOOLS); do $(call go_retry,$$t,(d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; GOBIN=$$d $(GO) install $$t)); done
 
 deps-tools:
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint not found: install AWS's CloudFormation linter (pip install cfn-lint) and re-run" >&2; exit 1; }
@@ -64,7 +78,7 @@ test: deps container-build ## everything CI runs: linters and all tests
 	@$(MAKE) --no-print-directory test-tools
 
 .PHONY: lint-idle
-lint-idle:
+lint-idle: deps-go-tools
 	@start=$$(date +%s); $(IDLE_PRIORITY) $(MAKE) --no-print-directory -j 5 --output-sync=target lint-go lint-staticcheck lint-deadcode lint-cfn lint-actions; \
 	echo "lint (at $(IDLE_PRIORITY)): every linter passed in $$(( $$(date +%s) - start )) s"
 
@@ -222,7 +236,7 @@ synth-all: deps fixture-plans
 
 # The linters run at once (each prints its output when it ends): deadcode's whole-program analysis and cfn-lint's
 # three syntheses each keep about one core busy for 40 s, and one after the other they were most of lint's time.
-lint: deps ## gofmt, go vet, staticcheck, deadcode, cfn-lint, actionlint
+lint: deps deps-go-tools ## gofmt, go vet, staticcheck, deadcode, cfn-lint, actionlint
 	@$(MAKE) --no-print-directory -j 5 --output-sync=target lint-go lint-staticcheck lint-deadcode lint-cfn lint-actions
 
 # The GitHub workflow cannot run here; actionlint (pinned, through the Go module proxy) checks it.

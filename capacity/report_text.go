@@ -116,7 +116,7 @@ func RenderReport(w io.Writer, format string, rep Report, minutes bool) error {
 		b.WriteString(textwidth.Wrap(line, width, "  ", "      "))
 	}
 	if sp := rep.Spread; sp != nil {
-		b.WriteString("\n" + wrap(fmt.Sprintf("SCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the verdict is the run above)", sp.Runs)))
+		b.WriteString("\n" + wrap(fmt.Sprintf("SCATTERED (%d runs with the alarm's 10-s datapoints drawn as qmax measured them; the plan holds when the run above and at least %s%% of these hold)", sp.Runs, FormatNumber(100*ScatterHoldShare))))
 		first := "no run scaled out"
 		if q := sp.FirstScaleOutS; q != nil {
 			first = fmt.Sprintf("%.0f / %.0f / %.0f s after the start (p2.5 / median / p97.5)", q[0], q[1], q[2])
@@ -131,6 +131,8 @@ func RenderReport(w io.Writer, format string, rep Report, minutes bool) error {
 			{"first scale-out", first},
 			{"peak instances", fmt.Sprintf("%d to %d", sp.PeakInstancesMin, sp.PeakInstancesMax)},
 			{"runs with a violation", fmt.Sprintf("%d of %d", sp.ViolationRuns, sp.Runs)},
+			{"runs that held", fmt.Sprintf("%d of %d (at least %s%% must: %s)", sp.HeldRuns, sp.Runs, FormatNumber(100*ScatterHoldShare), map[bool]string{true: "met", false: "NOT MET"}[sp.Holds()])},
+			{"instance-hours", fmt.Sprintf("mean %s, cost %s (the run above: %s)", simRound(sp.MeanInstanceHours), simUSD(sp.MeanCost), simRound(r.InstanceHours))},
 		}); err != nil {
 			return err
 		}
@@ -169,7 +171,7 @@ func RenderReport(w io.Writer, format string, rep Report, minutes bool) error {
 		num := fmt.Sprintf("  %-3d ", i+1)
 		b.WriteString(textwidth.Wrap(c.Name+": "+c.Note, width, num, strings.Repeat(" ", len(num))))
 	}
-	if rep.OracleRatio > 0 && r.Holds() {
+	if rep.OracleRatio > 0 && rep.PlanHolds() {
 		b.WriteString("\n" + wrap(fmt.Sprintf("oracle instance-hours ÷ plan instance-hours: %s (1 is the limit of any reactive fleet)", simRound(rep.OracleRatio))))
 	}
 	if rep.Cheapest >= 0 {

@@ -28,8 +28,19 @@ type Spread struct {
 	Times []float64
 	// PeakInstances are the runs' largest fleets (serving and starting), sorted.
 	PeakInstances []int
-	// ViolationRuns is how many runs had a minute that violated the SLO.
-	ViolationRuns int
+	// ViolationRuns is how many runs had a minute that violated the SLO; HeldRuns how many held (Result.Holds: no
+	// violation minute and no flap).
+	ViolationRuns, HeldRuns int
+	// InstanceHours is the runs' instance-hours, summed: MeanInstanceHours divides it by Runs.
+	InstanceHours float64
+}
+
+// MeanInstanceHours is the runs' mean instance-hours; 0 without runs.
+func (s Spread) MeanInstanceHours() float64 {
+	if s.Runs == 0 {
+		return 0
+	}
+	return s.InstanceHours / float64(s.Runs)
 }
 
 // Quantile is the q-quantile of the first scale-out times (nearest rank); NaN when no run scaled out.
@@ -65,6 +76,10 @@ func ScaleOutSpread(tr Trace, f Fleet, sc loadmodel.Scatter, runs int, cancel Ca
 		if r.ViolationMinutes > 0 {
 			s.ViolationRuns++
 		}
+		if r.Holds() {
+			s.HeldRuns++
+		}
+		s.InstanceHours += r.InstanceHours
 	}
 	slices.Sort(s.Times)
 	slices.Sort(s.PeakInstances)

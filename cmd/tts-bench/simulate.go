@@ -55,8 +55,9 @@ and cost, the worst minute and why), and the comparison on the same trace and in
                              at %s%% of one instance's measured maximum rate, cooldowns %d s
   fixed fleet                ceil(peak ÷ safe_rps) instances, no autoscaling
 naming the cheapest configuration that meets the SLO. An SVG timeline (load, instances, p95 against the SLO)
-goes to --output. --scatter-runs adds the spread of the first scale-out over runs with the alarm's datapoints
-scattered as qmax measured them; the verdict stays the deterministic run's.
+goes to --output. --scatter-runs adds runs with the alarm's datapoints scattered as qmax measured them: the
+spread of the first scale-out and of the fleet, how many runs held and their mean cost; the plan then holds
+only when its own run and at least %s%% of the scattered runs hold (exit 1 otherwise).
 
 Traces (--trace):
   FILE.csv   rows "timestamp,rps" (optional header; timestamps RFC 3339 or seconds since the start,
@@ -71,8 +72,9 @@ Shape parameters (defaults): --peak-rps %s, --trough-rps %s, --duration %s, --st
 --what-if q_max=N,t_total_s=S,throughput_rps=X[,...] simulates without artifacts, as in tts-bench plan;
 the plan is built for the trace's peak with the catalog's bounds, and every output says NOT MEASURED.
 
-Exit codes: 0 the plan meets the SLO on the trace, 1 it violates it, 2 bad input (an --output that cannot be
-written included: it is checked before the run), 130 or 143 stopped by SIGINT or SIGTERM (nothing written).
+Exit codes: 0 the plan holds on the trace, 1 it does not (a violation minute or a flap, or too few scattered
+runs held), 2 bad input (an --output that cannot be written included: it is checked before the run), 130 or
+143 stopped by SIGINT or SIGTERM (nothing written).
 
 Examples:
   tts-bench simulate --plan artifacts/espeak-ng/plan.json --trace diurnal
@@ -81,7 +83,7 @@ Examples:
   tts-bench simulate --model espeak-ng --trace day.csv --format json`,
 		capacity.DefaultEvaluationPeriods, simulate.Tick, simulate.Tick, simulate.EvaluationLag,
 		capacity.OriginalScaleInEvaluationPeriods, capacity.AlarmPeriodS, f(100*capacity.InvocationsTargetShare), capacity.InvocationsCooldownS,
-		simulate.MaxTracePoints, f(d.PeakRPS), f(d.TroughRPS), d.Duration, d.Step, d.Period, d.PeakAt, d.Width)
+		f(100*capacity.ScatterHoldShare), simulate.MaxTracePoints, f(d.PeakRPS), f(d.TroughRPS), d.Duration, d.Step, d.Period, d.PeakAt, d.Width)
 }
 
 func simulateCommand() *cli.Command {
@@ -107,7 +109,7 @@ func simulateCommand() *cli.Command {
 			&cli.DurationFlag{Name: "width", Value: d.Width, Usage: "spike: how long the spike lasts"},
 			&cli.IntFlag{Name: "initial-instances", Usage: "instances serving when the trace starts, for the fleets that scale (default: as many as keep the first rate at or below the scale-out target, where target tracking would have left them); give the endpoint's count when comparing with a replay of the same trace"},
 			&cli.BoolFlag{Name: "minutes", Usage: "print a row for every simulated minute (default: only the minutes that violated)"},
-			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them, the trace starting at a random phase of the 10-s period grid and the alarm evaluated at a random lag (seeded), and print where the first scale-out falls (p2.5, median, p97.5) and how large the fleet grows: one real run lands anywhere in that spread, the verdict stays the deterministic run's (measured plans only; 0 to %d)", maxScatterRuns)},
+			&cli.IntFlag{Name: "scatter-runs", Usage: fmt.Sprintf("also run the plan N times with the alarm's 10-s datapoints scattered as qmax measured them, the trace starting at a random phase of the 10-s period grid and the alarm evaluated at a random lag (seeded), and print where the first scale-out falls (p2.5, median, p97.5), how large the fleet grows, how many runs held and their mean cost: one real run lands anywhere in that spread, and the plan holds only when its own run and at least %s%% of these hold (measured plans only; 0 to %d)", capacity.FormatNumber(100*capacity.ScatterHoldShare), maxScatterRuns)},
 			cliflags.PricePerHour(),
 			cliflags.Format("what to print: text or json"),
 			cliflags.Output("where to write the SVG timeline (default simulate-<model>.svg in the current directory)"),
@@ -331,6 +333,10 @@ func (o *simulateOpts) Execute(ctx context.Context) error {
 	if !rep.Plan.Holds() {
 		return exitcode.CheckFailedf("the plan does not hold on this trace: %d violation minute(s), %d flap(s), %s requests shed (see the worst minute and the comparison above)",
 			rep.Plan.ViolationMinutes, len(rep.Plan.Flaps), capacity.FormatNumber(math.Round(rep.Plan.Shed)))
+	}
+	if sp := rep.Spread; !rep.PlanHolds() {
+		return exitcode.CheckFailedf("the plan does not hold on this trace: its own run held, but only %d of %d scattered runs did (at least %s%% must; %d had a violation minute)",
+			sp.HeldRuns, sp.Runs, capacity.FormatNumber(100*capacity.ScatterHoldShare), sp.ViolationRuns)
 	}
 	return nil
 }

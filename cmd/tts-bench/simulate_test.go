@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,12 +330,20 @@ func TestSimulateScatterRuns(t *testing.T) {
 	if !(sp.PeakInstancesMin >= 2 && sp.PeakInstancesMax <= rep.Plan.MaxInstances) {
 		t.Errorf("peak instances %d to %d: want every run to scale out, within the plan's maximum %d", sp.PeakInstancesMin, sp.PeakInstancesMax, rep.Plan.MaxInstances)
 	}
+	// Exit 0: the run held and so did at least 95% of the scattered runs; the plan's comparison row and the
+	// oracle ratio follow that verdict; the mean cost is the mean instance-hours at the price.
+	if !rep.Plan.Holds() || sp.HeldRuns > sp.Runs || float64(sp.HeldRuns) < capacity.ScatterHoldShare*float64(sp.Runs) || !rep.PlanHolds() || !rep.Comparison[0].MeetsSLO {
+		t.Errorf("exit 0 beside the run holding %v, %d of %d scattered runs held, comparison row meets %v", rep.Plan.Holds(), sp.HeldRuns, sp.Runs, rep.Comparison[0].MeetsSLO)
+	}
+	if !(sp.MeanInstanceHours > 0) || math.Abs(sp.MeanCost-sp.MeanInstanceHours*rep.PricePerHour) > 1e-9 {
+		t.Errorf("mean instance-hours %g, mean cost %g at $%g/h", sp.MeanInstanceHours, sp.MeanCost, rep.PricePerHour)
+	}
 	again, _, _ := runCLI(t, append(args, "--format", "json")...)
 	if again != stdout {
 		t.Error("the same command gave another report: the seeds must make the runs reproducible")
 	}
 	text, _, code := runCLI(t, args...)
-	if code != 0 || !strings.Contains(text, "SCATTERED (200 runs") || !strings.Contains(text, fmt.Sprintf("first scale-out        %.0f / %.0f / %.0f s after the start", q[0], q[1], q[2])) {
+	if code != 0 || !strings.Contains(text, "SCATTERED (200 runs") || !strings.Contains(text, fmt.Sprintf("runs that held         %d of 200 (at least 95%% must: met)", sp.HeldRuns)) || !strings.Contains(text, fmt.Sprintf("first scale-out        %.0f / %.0f / %.0f s after the start", q[0], q[1], q[2])) {
 		t.Errorf("exit %d; the text lacks the scattered runs:\n%s", code, text)
 	}
 	// Refusals: a plan whose qmax recorded no 10th-percentile peaks, a what-if, a negative or huge count.

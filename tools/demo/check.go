@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/speech-infra/speech-infra/bench"
+	"github.com/speech-infra/speech-infra/capacity"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -31,7 +32,7 @@ var (
 	reSurge      = regexp.MustCompile(`^(\w+): .*the autoscaler went from (\d+) to (\d+) instances, the new instance served (\d+) s after the surge began, and back to (\d+) \((\d+) scale-in\(s\), (\d+) flap\(s\)\); (\d+) of (\d+) 10-s slices violated after the first T_plan \((\d+) within it\); (\d+) requests sent, (\d+) shed`)
 	reDay        = regexp.MustCompile(`^(\w+): the plan simulated on a day from (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?) rps: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+(?:\.\d+)?) instance-hours`)
 	reScatter    = regexp.MustCompile(`^(\w+): the replay (?:first scaled out at (\d+) s|never scaled out) and peaked at (\d+) instances; (\d+) simulated runs .* scaled out first at (\d+) / (\d+) / (\d+) s \(p2\.5 / median / p97\.5; (\d+) s either side counts\) and peaked at (\d+) to (\d+) instances`)
-	reSim        = regexp.MustCompile(`^(\w+): the same trace simulated with the plan: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+) scale-out\(s\), (\d+) scale-in\(s\)`)
+	reSim        = regexp.MustCompile(`^(\w+): the same trace simulated with the plan: (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+) scale-out\(s\), (\d+) scale-in\(s\), peak \d+ instances; (\d+) of (\d+) scattered runs held`)
 )
 
 // The patterns of the lines before the summary that its claims stand on: tts-bench replay's per-slice table
@@ -47,7 +48,7 @@ var (
 	reSetDesired   = regexp.MustCompile(`^Setting desired instance count to (\d+)\.$`)
 	reSimCommand   = regexp.MustCompile(`simulate-(\w+)\.json'?$`)
 	reColumnGap    = regexp.MustCompile(`\s{2,}`)
-	reComparison   = regexp.MustCompile(`^  (.+?) +(meets the SLO|VIOLATES the SLO): (\d+) violation minute\(s\), (\d+) flap\(s\), (\d+(?:\.\d+)?) instance-hours, fleet (\d+) to (\d+)$`)
+	reComparison   = regexp.MustCompile(`^  (.+?) +(meets the SLO|VIOLATES the SLO): (\d+) violation minute\(s\), (\d+) flap\(s\),(?: (\d+) of (\d+) scattered runs held,)? (\d+(?:\.\d+)?) instance-hours, fleet (\d+) to (\d+)$`)
 )
 
 // replayColumns are the columns of tts-bench replay's per-slice table, in order.
@@ -96,6 +97,8 @@ type comparisonRow struct {
 	violationMinutes int
 	flaps            int
 	instanceHours    float64
+	// scatterHeld of scatterRuns scattered runs held (0 of 0 when the line gives none).
+	scatterHeld, scatterRuns int
 }
 
 // evidence is what one run printed before its summary.
@@ -189,8 +192,13 @@ func (e *evidence) read(n int, l string) {
 	if e.sim != "" {
 		if m := reComparison.FindStringSubmatch(l); m != nil {
 			v := atois(m[3:5])
-			h, _ := strconv.ParseFloat(m[5], 64)
-			e.sims[e.sim] = append(e.sims[e.sim], comparisonRow{line: n, name: m[1], meets: m[2] == "meets the SLO", violationMinutes: v[0], flaps: v[1], instanceHours: h})
+			h, _ := strconv.ParseFloat(m[7], 64)
+			row := comparisonRow{line: n, name: m[1], meets: m[2] == "meets the SLO", violationMinutes: v[0], flaps: v[1], instanceHours: h}
+			if m[5] != "" {
+				s := atois(m[5:7])
+				row.scatterHeld, row.scatterRuns = s[0], s[1]
+			}
+			e.sims[e.sim] = append(e.sims[e.sim], row)
 		}
 	}
 }
@@ -351,15 +359,18 @@ func checkSummary(r io.Reader) []error {
 		errs = append(errs, checkComparison(ev, "diurnal", int(viol), int(flaps), hours)...)
 	}
 	if v := get("simulation", reSim); v != nil {
-		viol, flaps, outs := v[1], v[2], v[3]
-		holds := simHolds(viol, flaps)
+		viol, flaps, outs, held, runs := v[1], v[2], v[3], v[5], v[6]
+		holds := simHoldsScattered(viol, flaps, held, runs)
 		if w := word("simulation", "held", "FAILED"); w != "" && (w == "held") != holds {
-			fail("simulation", "says %s, but the numbers beside it say %s (%g violation minutes, %g flaps)", w, heldWord(holds), viol, flaps)
+			fail("simulation", "says %s, but the numbers beside it say %s (%g violation minutes, %g flaps, %g of %g scattered runs held)", w, heldWord(holds), viol, flaps, held, runs)
+		}
+		if held > runs {
+			fail("simulation", "%g of %g scattered runs held: more than ran", held, runs)
 		}
 		if outs < 1 {
 			fail("simulation", "%g scale-outs: the simulated fleet must grow on the surge as the replayed one did", outs)
 		}
-		errs = append(errs, checkComparison(ev, "surge", int(viol), int(flaps), -1)...)
+		errs = append(errs, checkComparison(ev, "surge", int(viol), int(flaps), -1, int(held), int(runs))...)
 	}
 	if v, ok := lines["scatter"]; !ok {
 		fail("scatter", "missing")
@@ -580,8 +591,9 @@ func containsAtMost(counts []int, n int) bool {
 
 // checkComparison checks a summary line of a simulation against the plan's comparison line the demo printed
 // from the same simulation (the plan is the first configuration), and every comparison line's verdict against
-// its numbers. hours < 0 skips the instance-hours.
-func checkComparison(ev evidence, sim string, viol, flaps int, hours float64) []error {
+// its numbers. hours < 0 skips the instance-hours; scatter, when given, is the summary's held and run counts of
+// the scattered runs, which must be the plan line's.
+func checkComparison(ev evidence, sim string, viol, flaps int, hours float64, scatter ...int) []error {
 	key := map[string]string{"surge": "simulation", "diurnal": "diurnal"}[sim]
 	rows, ok := ev.sims[sim]
 	if !ok || len(rows) == 0 {
@@ -589,12 +601,20 @@ func checkComparison(ev evidence, sim string, viol, flaps int, hours float64) []
 	}
 	var errs []error
 	for _, r := range rows {
-		if holds := simHolds(float64(r.violationMinutes), float64(r.flaps)); holds != r.meets {
-			errs = append(errs, fmt.Errorf("simulation %s, line %d (%s): says %s, but %d violation minute(s) and %d flap(s) say otherwise",
-				sim, r.line, r.name, map[bool]string{true: "meets the SLO", false: "VIOLATES the SLO"}[r.meets], r.violationMinutes, r.flaps))
+		if holds := simHoldsScattered(float64(r.violationMinutes), float64(r.flaps), float64(r.scatterHeld), float64(r.scatterRuns)); holds != r.meets {
+			numbers := fmt.Sprintf("%d violation minute(s) and %d flap(s)", r.violationMinutes, r.flaps)
+			if r.scatterRuns > 0 {
+				numbers = fmt.Sprintf("%d violation minute(s), %d flap(s) and %d of %d scattered runs held", r.violationMinutes, r.flaps, r.scatterHeld, r.scatterRuns)
+			}
+			errs = append(errs, fmt.Errorf("simulation %s, line %d (%s): says %s, but %s say otherwise",
+				sim, r.line, r.name, map[bool]string{true: "meets the SLO", false: "VIOLATES the SLO"}[r.meets], numbers))
 		}
 	}
 	p := rows[0]
+	if len(scatter) == 2 && (p.scatterHeld != scatter[0] || p.scatterRuns != scatter[1]) {
+		errs = append(errs, fmt.Errorf("summary line %q: %d of %d scattered runs held, but the simulation's plan line (line %d, %s) says %d of %d",
+			key, scatter[0], scatter[1], p.line, p.name, p.scatterHeld, p.scatterRuns))
+	}
 	if p.violationMinutes != viol || p.flaps != flaps || hours >= 0 && math.Abs(p.instanceHours-hours) > 0.005+1e-9 {
 		errs = append(errs, fmt.Errorf("summary line %q: %d violation minute(s), %d flap(s)%s, but the simulation's plan line (line %d, %s) says %d, %d, %g instance-hours",
 			key, viol, flaps, map[bool]string{true: fmt.Sprintf(", %g instance-hours", hours), false: ""}[hours >= 0], p.line, p.name, p.violationMinutes, p.flaps, p.instanceHours))
@@ -602,10 +622,20 @@ func checkComparison(ev evidence, sim string, viol, flaps int, hours float64) []
 	return errs
 }
 
-// simHolds is a simulation's verdict on its printed numbers by simulate.Result.Holds, the rule the verdict was
-// taken by (tts-bench simulate exits 1 exactly when the plan does not hold).
+// simHolds is a simulation's verdict on its printed numbers by capacity.Report.PlanHolds, the rule the verdict
+// was taken by (tts-bench simulate exits 1 exactly when the plan does not hold), for a simulation without
+// scattered runs.
 func simHolds(violationMinutes, flaps float64) bool {
-	return simulate.Result{ViolationMinutes: int(violationMinutes), Flaps: make([]simulate.Flap, int(flaps))}.Holds()
+	return simHoldsScattered(violationMinutes, flaps, 0, 0)
+}
+
+// simHoldsScattered is simHolds for a simulation with runs scattered runs, held of which held.
+func simHoldsScattered(violationMinutes, flaps, held, runs float64) bool {
+	rep := capacity.Report{Plan: simulate.Result{ViolationMinutes: int(violationMinutes), Flaps: make([]simulate.Flap, int(flaps))}}
+	if runs > 0 {
+		rep.Spread = &capacity.SpreadSummary{Runs: int(runs), HeldRuns: int(held)}
+	}
+	return rep.PlanHolds()
 }
 
 // scatterVerdicts says whether the scatter line's numbers, printed to whole seconds, can and must agree by

@@ -535,10 +535,26 @@ func TestCheckRefusesDoctoredDemoLogs(t *testing.T) {
 		},
 		"the simulation's plan line": {
 			func(t *testing.T, log string) string {
-				return replace(t, log, "  plan (s 1.25)                            meets the SLO: 0 violation minute(s), 0 flap(s), 0.17",
-					"  plan (s 1.25)                            VIOLATES the SLO: 3 violation minute(s), 0 flap(s), 0.17")
+				return replace(t, log, "  plan (s 1.25)                            meets the SLO: 0 violation minute(s), 0 flap(s), 400 of 400 scattered runs held, 0.17",
+					"  plan (s 1.25)                            VIOLATES the SLO: 3 violation minute(s), 0 flap(s), 400 of 400 scattered runs held, 0.17")
 			},
-			[]string{`summary line "simulation": 0 violation minute(s), 0 flap(s), but the simulation's plan line (line 92, plan (s 1.25)) says 3, 0`},
+			[]string{`summary line "simulation": 0 violation minute(s), 0 flap(s), but the simulation's plan line (line 95, plan (s 1.25)) says 3, 0`},
+		},
+		// The plan's verdict counts its scattered runs: 300 of 400 is under the 95% that must hold.
+		"the simulation held over too few scattered runs": {
+			func(t *testing.T, log string) string {
+				log = replace(t, log, "peak 3 instances; 400 of 400 scattered runs held", "peak 3 instances; 300 of 400 scattered runs held")
+				return replace(t, log, "0 flap(s), 400 of 400 scattered runs held, 0.17", "0 flap(s), 300 of 400 scattered runs held, 0.17")
+			},
+			[]string{`summary line "simulation": says held, but the numbers beside it say FAILED (0 violation minutes, 0 flaps, 300 of 400 scattered runs held)`,
+				`simulation surge, line 95 (plan (s 1.25)): says meets the SLO, but 0 violation minute(s), 0 flap(s) and 300 of 400 scattered runs held say otherwise`},
+		},
+		// The summary's scattered runs must be the plan line's.
+		"the summary's scattered runs unlike the plan line's": {
+			func(t *testing.T, log string) string {
+				return replace(t, log, "peak 3 instances; 400 of 400 scattered runs held", "peak 3 instances; 399 of 400 scattered runs held")
+			},
+			[]string{`summary line "simulation": 399 of 400 scattered runs held, but the simulation's plan line (line 95, plan (s 1.25)) says 400 of 400`},
 		},
 		"a comparison line's verdict": {
 			func(t *testing.T, log string) string {

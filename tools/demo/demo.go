@@ -624,12 +624,17 @@ func (d *demo) simulate(ctx context.Context, name string, showRows bool, args ..
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		return out, code, fmt.Errorf("read tts-bench simulate's JSON: %w", err)
 	}
-	for _, c := range rep.Comparison {
+	for i, c := range rep.Comparison {
 		held := "meets the SLO"
 		if !c.MeetsSLO {
 			held = "VIOLATES the SLO"
 		}
-		fmt.Fprintf(d.out, "  %-40s %s: %d violation minute(s), %d flap(s), %.2f instance-hours, fleet %d to %d\n", c.Name, held, c.ViolationMinutes, c.Flaps, c.InstanceHours, c.MinInstances, c.MaxInstances)
+		scattered := ""
+		if sp := rep.Spread; i == 0 && sp != nil {
+			// The plan's verdict counts its scattered runs too (capacity.Report.PlanHolds).
+			scattered = fmt.Sprintf(" %d of %d scattered runs held,", sp.HeldRuns, sp.Runs)
+		}
+		fmt.Fprintf(d.out, "  %-40s %s: %d violation minute(s), %d flap(s),%s %.2f instance-hours, fleet %d to %d\n", c.Name, held, c.ViolationMinutes, c.Flaps, scattered, c.InstanceHours, c.MinInstances, c.MaxInstances)
 	}
 	return out, code, nil
 }
@@ -643,7 +648,10 @@ func (d *demo) readSimulation(out string, code int) error {
 	r := rep.Plan
 	d.sum.SimViolationMinutes, d.sum.SimFlaps, d.sum.SimMaxInstances = r.ViolationMinutes, len(r.Flaps), r.PeakInstances
 	d.sum.SimScaleOuts, d.sum.SimScaleIns = r.ScaleOuts, r.ScaleIns
-	d.sum.SimHeld = r.Holds() && code == 0
+	d.sum.SimHeld = rep.PlanHolds() && code == 0
+	if sp := rep.Spread; sp != nil {
+		d.sum.SimScatterHeld, d.sum.SimScatterRuns = sp.HeldRuns, sp.Runs
+	}
 	if sp := rep.Spread; sp != nil && sp.FirstScaleOutS != nil {
 		d.sum.ScatterRuns = sp.Runs
 		d.sum.ScatterLo, d.sum.ScatterMedian, d.sum.ScatterHi = sp.FirstScaleOutS[0], sp.FirstScaleOutS[1], sp.FirstScaleOutS[2]

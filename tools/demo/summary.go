@@ -60,7 +60,10 @@ type summary struct {
 	DayOracleRatio                float64
 	DayTroughRPS, DayPeakRPS      float64
 	// Sim*: the same trace through tts-bench simulate.
-	SimHeld                                        bool
+	SimHeld bool
+	// SimScatterHeld of SimScatterRuns scattered runs of the simulation held (0 of 0: none were run); the
+	// simulation holds when its own run and at least capacity.ScatterHoldShare of them hold.
+	SimScatterHeld, SimScatterRuns                 int
 	SimViolationMinutes, SimFlaps, SimMaxInstances int
 	SimScaleOuts, SimScaleIns                      int
 	// Scatter*: the same trace simulated ScatterRuns times with the alarm's datapoints scattered as measured
@@ -110,8 +113,8 @@ func (s summary) write(w io.Writer) {
 		{"surge", fmt.Sprintf("%s: %s to %s rps for %.0f s, then %s rps: the autoscaler went from %d to %d instances, %s, and back to %d (%d scale-in(s), %d flap(s)); %d of %d 10-s slices violated after the first T_plan (%d within it); %d requests sent, %d shed by the queue shield",
 			replayVerdict(s), num(s.SurgeFromRPS), num(s.SurgeToRPS), s.SurgeSeconds, num(s.SurgeLowRPS), s.InstancesBefore, s.InstancesMax, serving, s.InstancesEnd, s.ScaleIns, s.Flaps,
 			s.ViolatingSlices, s.Slices, s.EarlyViolatingSlices, s.Sent, s.Shed)},
-		{"simulation", fmt.Sprintf("%s: the same trace simulated with the plan: %d violation minute(s), %d flap(s), %d scale-out(s), %d scale-in(s), peak %d instances",
-			heldWord(s.SimHeld), s.SimViolationMinutes, s.SimFlaps, s.SimScaleOuts, s.SimScaleIns, s.SimMaxInstances)},
+		{"simulation", fmt.Sprintf("%s: the same trace simulated with the plan: %d violation minute(s), %d flap(s), %d scale-out(s), %d scale-in(s), peak %d instances; %d of %d scattered runs held",
+			heldWord(s.SimHeld), s.SimViolationMinutes, s.SimFlaps, s.SimScaleOuts, s.SimScaleIns, s.SimMaxInstances, s.SimScatterHeld, s.SimScatterRuns)},
 		{"scatter", scatterLine(s)},
 		{"artifacts", fmt.Sprintf("%s (charts: %s)", s.Artifacts, strings.Join(s.Charts, ", "))},
 		{"cleanup", s.Cleanup},
