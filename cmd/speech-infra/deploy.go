@@ -300,17 +300,13 @@ func shieldWords(depth string) string {
 // scalingSummary is one line of what a scaling spec deploys.
 func scalingSummary(s capacity.ScalingSpec) string {
 	var scaleIn float64
-	shedPeriodS := 0
 	for _, a := range s.Alarms {
-		switch {
-		case a.TriggersScaleIn:
+		if a.TriggersScaleIn {
 			scaleIn = a.Threshold
-		case a.TriggersShedScaleOut:
-			shedPeriodS = a.PeriodS
 		}
 	}
-	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), one more instance at once per %g requests shed in %d s, scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
-		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, s.ShedScaleOut.ShedUnit, shedPeriodS, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
+	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), one more instance per %g requests shed in a period, scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
+		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, s.ShedScaleOut.ShedUnit, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
 }
 
 // deployReport is the JSON form of a deploy's result (--format json).

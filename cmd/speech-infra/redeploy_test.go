@@ -183,10 +183,8 @@ func TestRedeployAppliesPlan(t *testing.T) {
 			t.Errorf("target tracking target %g, want %g", aws.ToFloat64(c.TargetValue), spec.ScaleOut.TargetValue)
 		}
 	}
-	for _, n := range spec.PolicyNames() {
-		if policyARN[n] == "" || len(policyARN) != len(spec.PolicyNames()) {
-			t.Errorf("policies %v, want %v", policyARN, spec.PolicyNames())
-		}
+	if policyARN[spec.ScaleOut.PolicyName] == "" || policyARN[spec.ScaleIn.PolicyName] == "" {
+		t.Errorf("policies %v, want %s and %s", policyARN, spec.ScaleOut.PolicyName, spec.ScaleIn.PolicyName)
 	}
 	got, err := cw.DescribeAlarms(ctx, &cloudwatch.DescribeAlarmsInput{AlarmNames: capacity.AlarmNames(name)})
 	if err != nil {
@@ -225,16 +223,10 @@ func TestRedeployAppliesPlan(t *testing.T) {
 			}
 		}
 		wantActions := 0
-		for _, act := range []struct {
-			on     bool
-			policy string
-		}{{want.TriggersScaleIn, spec.ScaleIn.PolicyName}, {want.TriggersShedScaleOut, spec.ShedScaleOut.PolicyName}} {
-			if !act.on {
-				continue
-			}
+		if want.TriggersScaleIn {
 			wantActions = 1
-			if len(a.AlarmActions) != 1 || a.AlarmActions[0] != policyARN[act.policy] {
-				t.Errorf("alarm %s actions %v, want the policy %s", want.Name, a.AlarmActions, policyARN[act.policy])
+			if len(a.AlarmActions) != 1 || a.AlarmActions[0] != policyARN[spec.ScaleIn.PolicyName] {
+				t.Errorf("alarm %s actions %v, want the scale-in policy %s", want.Name, a.AlarmActions, policyARN[spec.ScaleIn.PolicyName])
 			}
 		}
 		if len(a.AlarmActions) != wantActions {
