@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/simulate"
 )
 
@@ -274,13 +273,6 @@ func (s ScalingSpec) SimulatedScaling() simulate.Scaling {
 		if a.TriggersScaleIn {
 			sc.StepScaleIn = &simulate.StepScaleIn{Threshold: a.Threshold, PeriodS: a.PeriodS, EvaluationPeriods: a.EvaluationPeriods,
 				CooldownS: s.ScaleIn.CooldownS, Adjustment: s.ScaleIn.Adjustment}
-		}
-		if a.TriggersShedScaleOut {
-			so := &simulate.ShedScaleOut{PeriodS: a.PeriodS, CooldownS: s.ShedScaleOut.CooldownS}
-			for _, st := range s.ShedScaleOut.Steps {
-				so.Steps = append(so.Steps, autoscale.StepAdjustment{Lower: new(st.Lower), Upper: st.Upper, Adjustment: st.Adjustment})
-			}
-			sc.ShedScaleOut = so
 		}
 	}
 	return sc

@@ -25,13 +25,10 @@ const (
 	AlarmPeriodS = 60
 	// LatencyEvaluationPeriods is how many periods latency must exceed the SLO before the latency alarm fires.
 	LatencyEvaluationPeriods = 3
-	// MaxStepAdjustments is Application Auto Scaling's quota of step adjustments per step scaling policy
-	// ("Step adjustments per step scaling policy: 20", Quotas for Application Auto Scaling).
-	MaxStepAdjustments = 20
 )
 
 // ScalingSpec is everything a plan that passed the gate turns into on an endpoint: the scalable target, the
-// three policies, the alarms and the queue shield. It is derived once, here, so that the CDK stack and the
+// two policies, the alarms and the queue shield. It is derived once, here, so that the CDK stack and the
 // local deploy cannot drift apart.
 type ScalingSpec struct {
 	// Endpoint and Variant name the scaled variant.
@@ -42,9 +39,6 @@ type ScalingSpec struct {
 	ScaleOut TargetTrackingSpec
 	// ScaleIn is the step policy that removes one instance, triggered by the alarm with TriggersScaleIn.
 	ScaleIn StepScaleInSpec
-	// ShedScaleOut is the step policy that adds the instances the shed requests need at once, triggered by the
-	// alarm with TriggersShedScaleOut (docs/design.md, "Scale-out on shed").
-	ShedScaleOut StepScaleOutSpec
 	// Alarms are the scale-in alarm and the operator alarms, in a stable order.
 	Alarms []AlarmSpec
 	// QueueMaxDepth is the container's queue shield once the plan is deployed.
@@ -83,36 +77,6 @@ type StepScaleInSpec struct {
 	Adjustment int
 }
 
-// StepScaleOutSpec is the scale-out policy on shed requests: when the queue shield rejects requests, add one
-// instance for each ShedUnit requests shed in the alarm's period (the load one instance carries at the plan's
-// scale-out rate), so that a step far above the fleet is met in one scaling activity. Target tracking alone
-// cannot: its metric stops at the shield's depth, so it grows the fleet by at most the target's distance to
-// that depth per activity.
-type StepScaleOutSpec struct {
-	// PolicyName is the policy's name.
-	PolicyName string
-	// CooldownS is the plan's scale-out cooldown, and at least two alarm periods and one metric period: until a
-	// whole period after the new instances served has been evaluated, the alarm still holds the shed of the
-	// fleet before them; within the cooldown the policy counts from the capacity before its last scale-out, so
-	// that shed adds nothing again.
-	CooldownS int
-	// ShedUnit is the requests shed in one alarm period that make one more instance: the plan's scale-out rate
-	// × the alarm's period.
-	ShedUnit float64
-	// Steps are the step adjustments, bounds relative to the alarm's threshold (0): shed in [(k−1)·ShedUnit,
-	// k·ShedUnit) adds k instances, the last step open above, at most MaxStepAdjustments steps and no more
-	// than the fleet can grow.
-	Steps []StepSpec
-}
-
-// StepSpec is one step adjustment: the bounds relative to the alarm's threshold (Upper nil: no bound) and the
-// capacity change.
-type StepSpec struct {
-	Lower      float64
-	Upper      *float64
-	Adjustment int
-}
-
 // AlarmSpec is one CloudWatch alarm on an endpoint metric (dimensions EndpointName and VariantName).
 type AlarmSpec struct {
 	// ID is a stable identifier (the CDK construct id).
@@ -134,8 +98,6 @@ type AlarmSpec struct {
 	TreatMissingData string
 	// TriggersScaleIn marks the alarm whose action is the scale-in policy.
 	TriggersScaleIn bool
-	// TriggersShedScaleOut marks the alarm whose action is the scale-out policy on shed requests.
-	TriggersShedScaleOut bool
 }
 
 // ResourceID is the Application Auto Scaling resource id of an endpoint variant.
@@ -144,32 +106,8 @@ func ResourceID(endpoint, variant string) string {
 }
 
 // Policy names, derived from the endpoint name. AlarmNames has the alarm names.
-func scaleOutPolicyName(endpoint string) string     { return endpoint + "-scale-out" }
-func scaleInPolicyName(endpoint string) string      { return endpoint + "-scale-in" }
-func shedScaleOutPolicyName(endpoint string) string { return endpoint + "-scale-out-on-shed" }
-
-// PolicyNames are the names of the spec's scaling policies: target tracking, step scale-in, step scale-out on
-// shed.
-func (s ScalingSpec) PolicyNames() []string {
-	return []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName, s.ShedScaleOut.PolicyName}
-}
-
-// shedSteps are the step adjustments of the scale-out on shed for a fleet that can grow by up to room
-// instances: one more instance per unit of shed requests, the last step open above (StepScaleOutSpec).
-func shedSteps(unit float64, room int) []StepSpec {
-	n := min(MaxStepAdjustments, max(1, room))
-	if !(unit > 0) {
-		n = 1
-	}
-	steps := make([]StepSpec, n)
-	for k := range n {
-		steps[k] = StepSpec{Lower: round3(float64(k) * unit), Adjustment: k + 1}
-		if k < n-1 {
-			steps[k].Upper = new(round3(float64(k+1) * unit))
-		}
-	}
-	return steps
-}
+func scaleOutPolicyName(endpoint string) string { return endpoint + "-scale-out" }
+func scaleInPolicyName(endpoint string) string  { return endpoint + "-scale-in" }
 
 // AlarmNames returns the names of every alarm ScalingSpecFor creates for an endpoint, so that removal finds
 // them without a plan.
@@ -193,7 +131,6 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 	f := fp.Compression()
 	alarmPeriod := int(autoscale.CompressS(AlarmPeriodS, f))
 	stuck := int(math.Ceil((d.TPlanS+float64(d.ScaleOutCooldownS))/float64(alarmPeriod))) + 1
-	shedUnit := round3(d.ScaleOutRPS * float64(alarmPeriod))
 	periods := func(n int) string {
 		if f == 1 {
 			return fmt.Sprintf("%d minutes", n)
@@ -207,9 +144,7 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 			PolicyName: scaleOutPolicyName(endpoint), PredefinedMetric: TargetTrackingMetric,
 			TargetValue: target, ScaleOutCooldownS: d.ScaleOutCooldownS,
 		},
-		ScaleIn: StepScaleInSpec{PolicyName: scaleInPolicyName(endpoint), CooldownS: d.ScaleInCooldownS, Adjustment: -1},
-		ShedScaleOut: StepScaleOutSpec{PolicyName: shedScaleOutPolicyName(endpoint), CooldownS: max(d.ScaleOutCooldownS, 2*alarmPeriod+d.ScaleInPeriodS), ShedUnit: shedUnit,
-			Steps: shedSteps(shedUnit, d.MaxInstances-d.MinInstances)},
+		ScaleIn:       StepScaleInSpec{PolicyName: scaleInPolicyName(endpoint), CooldownS: d.ScaleInCooldownS, Adjustment: -1},
 		QueueMaxDepth: d.QueueMaxDepth,
 		SLOMs:         slo, SLOPercentile: pct, TPlanS: d.TPlanS, MetricPeriodS: d.ScaleInPeriodS,
 		Alarms: []AlarmSpec{
@@ -221,8 +156,8 @@ func scalingSpec(endpoint, variant string, fp Fingerprint, d Derived) ScalingSpe
 				Threshold: scaleIn, Comparison: "LessThanThreshold", TreatMissingData: "missing",
 			},
 			{
-				ID: "QueueSaturationAlarm", Name: names[1], TriggersShedScaleOut: true,
-				Description: fmt.Sprintf("The container's queue shield (depth %d) is rejecting requests with 503: the fleet is not keeping up; adds one instance per %g requests shed in the period (%g s at the scale-out rate %g rps)", d.QueueMaxDepth, shedUnit, float64(alarmPeriod), round3(d.ScaleOutRPS)),
+				ID: "QueueSaturationAlarm", Name: names[1],
+				Description: fmt.Sprintf("The container's queue shield (depth %d) is rejecting requests with 503: the fleet is not keeping up", d.QueueMaxDepth),
 				Metric:      "Invocation5XXErrors", Statistic: "Sum", PeriodS: alarmPeriod, EvaluationPeriods: 1, DatapointsToAlarm: 1,
 				Threshold: 0, Comparison: "GreaterThanThreshold", TreatMissingData: "notBreaching",
 			},

@@ -42,45 +42,11 @@ func TestScalingSpecForValidFixture(t *testing.T) {
 	if triggers != 1 {
 		t.Errorf("%d alarms trigger scale-in, want 1", triggers)
 	}
-	// The scale-out on shed: the queue saturation alarm (the one minute's Sum of 5XX above 0) invokes it; one more
-	// instance per 11.4723 rps × 60 s = 688.338 shed requests; the fleet can grow by 6, so 6 steps, the last open;
-	// its cooldown the plan's 30 s raised to 2 × 60 + 10 = 130 s.
-	if a := s.Alarms[1]; !a.TriggersShedScaleOut || a.TriggersScaleIn || a.Metric != "Invocation5XXErrors" || a.Statistic != "Sum" || a.Threshold != 0 || a.Comparison != "GreaterThanThreshold" {
-		t.Errorf("queue saturation alarm = %+v, want the trigger of the scale-out on shed", a)
-	}
-	so := s.ShedScaleOut
-	if so.PolicyName != "speech-kokoro-82m-scale-out-on-shed" || so.CooldownS != 130 || so.ShedUnit != 688.338 || len(so.Steps) != 6 {
-		t.Fatalf("scale-out on shed = %+v", so)
-	}
-	for k, st := range so.Steps {
-		if st.Lower != round3(float64(k)*688.338) || st.Adjustment != k+1 || (k < 5) != (st.Upper != nil) || st.Upper != nil && *st.Upper != round3(float64(k+1)*688.338) {
-			t.Errorf("step %d = %+v (upper %v)", k, st, st.Upper)
-		}
-	}
-	if got := s.PolicyNames(); len(got) != 3 || got[2] != so.PolicyName {
-		t.Errorf("policy names %v", got)
-	}
 	// T_plan 340.8 s + 30 s cooldown → ceil(370.8/60) + 1 = 8 periods.
 	if got := s.Alarms[3].EvaluationPeriods; got != 8 {
 		t.Errorf("fleet-at-maximum evaluation periods = %d, want 8", got)
 	}
 	if got := s.Alarms[2]; got.ExtendedStatistic != "p95" || got.Threshold != 3e6 {
 		t.Errorf("latency alarm = %+v", got)
-	}
-}
-
-// The steps of the scale-out on shed stay within Application Auto Scaling's 20 per policy, and a fleet that
-// cannot grow, or a zero unit, still gets one valid open step.
-func TestShedStepsBounds(t *testing.T) {
-	if got := shedSteps(100, 500); len(got) != MaxStepAdjustments || got[19].Upper != nil || got[19].Adjustment != 20 || got[19].Lower != 1900 {
-		t.Errorf("500 instances of room: %d steps, last %+v", len(got), got[len(got)-1])
-	}
-	for _, c := range []struct {
-		unit float64
-		room int
-	}{{100, 0}, {0, 5}, {-1, 5}} {
-		if got := shedSteps(c.unit, c.room); len(got) != 1 || got[0].Upper != nil || got[0].Lower != 0 || got[0].Adjustment != 1 {
-			t.Errorf("unit %g, room %d: %+v", c.unit, c.room, got)
-		}
 	}
 }

@@ -305,7 +305,7 @@ func TestDeployModelGateRefusedNothingToRemove(t *testing.T) {
 }
 
 // A plan that passes the gate on an endpoint in the measurement configuration: blue/green to the plan's queue
-// shield, and the plan's target, the three policies and all four alarms put.
+// shield, and the plan's target, both policies and all four alarms put.
 func TestDeployModelPlanChangedApplied(t *testing.T) {
 	prev := specWithDepth(t, 0)
 	sm, sc := newSageMaker(&prev), newScaling(false)
@@ -331,7 +331,7 @@ func TestDeployModelPlanChangedApplied(t *testing.T) {
 	}
 	spec := res.ScalingSpec
 	wantScaling := []string{"RegisterScalableTarget endpoint/speech-kokoro-82m/variant/AllTraffic",
-		"PutScalingPolicy " + spec.ScaleOut.PolicyName, "PutScalingPolicy " + spec.ScaleIn.PolicyName, "PutScalingPolicy " + spec.ShedScaleOut.PolicyName}
+		"PutScalingPolicy " + spec.ScaleOut.PolicyName, "PutScalingPolicy " + spec.ScaleIn.PolicyName}
 	for _, a := range capacity.AlarmNames("speech-kokoro-82m") {
 		wantScaling = append(wantScaling, "PutMetricAlarm "+a)
 	}

@@ -349,7 +349,7 @@ func Drift(ctx context.Context, cl DriftClients, o DriftOptions) (DriftReport, e
 				}
 				add(SeverityError, code, subject, d, fix)
 			}
-			want := s.PolicyNames()
+			want := []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName}
 			for _, p := range policies {
 				if !slices.Contains(want, aws.ToString(p.PolicyName)) {
 					add(SeverityError, FindingPolicyOrphaned, aws.ToString(p.PolicyName), fmt.Sprintf("a %s policy the plan does not have", p.PolicyType),

@@ -81,7 +81,7 @@ func TestDriftComparesTheContainerEnvironment(t *testing.T) {
 		{"no plan, measurement configuration", false, false, with(shielded, "QUEUE_MAX_DEPTH", "0"), "", ""},
 		{"no plan, a shield left", false, false, shielded, "environment_mismatch", `the measurement configuration deploys "0"`},
 		{"no plan, another scheduler (a warning)", false, false, with(shielded, "QUEUE_MAX_DEPTH", "0", "SCHEDULER", "fifo", "FIRST_AUDIO_TARGET_MS", "-"), "", `SCHEDULER="fifo", the measurement configuration deploys "deadline": a measurement now measures another configuration`},
-		{"no plan, a target left without a shield", false, true, with(shielded, "QUEUE_MAX_DEPTH", "0"), "shield_missing target_orphaned policy_orphaned policy_orphaned policy_orphaned", "without a queue shield"},
+		{"no plan, a target left without a shield", false, true, with(shielded, "QUEUE_MAX_DEPTH", "0"), "shield_missing target_orphaned policy_orphaned policy_orphaned", "without a queue shield"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec, d := planned(t)

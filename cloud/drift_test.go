@@ -99,15 +99,6 @@ func planned(t *testing.T) (capacity.ScalingSpec, *deployed) {
 				AdjustmentType: aastypes.AdjustmentTypeChangeInCapacity, Cooldown: aws.Int32(int32(s.ScaleIn.CooldownS)), MetricAggregationType: aastypes.MetricAggregationTypeMaximum,
 				StepAdjustments: []aastypes.StepAdjustment{{MetricIntervalUpperBound: aws.Float64(0), ScalingAdjustment: aws.Int32(int32(s.ScaleIn.Adjustment))}}}},
 	}
-	shedARN := "arn:aws:autoscaling:us-east-1:000000000000:scalingPolicy:y:resource/sagemaker/" + s.ShedScaleOut.PolicyName
-	var steps []aastypes.StepAdjustment
-	for _, st := range s.ShedScaleOut.Steps {
-		steps = append(steps, aastypes.StepAdjustment{MetricIntervalLowerBound: aws.Float64(st.Lower), MetricIntervalUpperBound: st.Upper, ScalingAdjustment: aws.Int32(int32(st.Adjustment))})
-	}
-	d.policies = append(d.policies, aastypes.ScalingPolicy{PolicyName: aws.String(s.ShedScaleOut.PolicyName), PolicyType: aastypes.PolicyTypeStepScaling, PolicyARN: aws.String(shedARN),
-		StepScalingPolicyConfiguration: &aastypes.StepScalingPolicyConfiguration{
-			AdjustmentType: aastypes.AdjustmentTypeChangeInCapacity, Cooldown: aws.Int32(int32(s.ShedScaleOut.CooldownS)), MetricAggregationType: aastypes.MetricAggregationTypeMaximum,
-			StepAdjustments: steps}})
 	for _, a := range s.Alarms {
 		m := cwtypes.MetricAlarm{AlarmName: aws.String(a.Name), AlarmDescription: aws.String(a.Description), Namespace: aws.String(capacity.MetricNamespace),
 			MetricName: aws.String(a.Metric), Period: aws.Int32(int32(a.PeriodS)), EvaluationPeriods: aws.Int32(int32(a.EvaluationPeriods)),
@@ -119,11 +110,8 @@ func planned(t *testing.T) (capacity.ScalingSpec, *deployed) {
 		} else {
 			m.Statistic = cwtypes.Statistic(a.Statistic)
 		}
-		switch {
-		case a.TriggersScaleIn:
+		if a.TriggersScaleIn {
 			m.AlarmActions = []string{arn}
-		case a.TriggersShedScaleOut:
-			m.AlarmActions = []string{shedARN}
 		}
 		d.alarms = append(d.alarms, m)
 	}
@@ -198,10 +186,6 @@ func TestDriftFindings(t *testing.T) {
 		{"target value", true, func(_ *testing.T, d *deployed, _ string) {
 			d.policies[0].TargetTrackingScalingPolicyConfiguration.TargetValue = aws.Float64(99)
 		}, "error:policy_mismatch"},
-		{"shed steps", true, func(_ *testing.T, d *deployed, _ string) {
-			d.policies[2].StepScalingPolicyConfiguration.StepAdjustments[0].ScalingAdjustment = aws.Int32(5)
-		}, "error:policy_mismatch"},
-		{"shed policy missing", true, func(_ *testing.T, d *deployed, _ string) { d.policies = d.policies[:2] }, "error:policy_mismatch error:alarm_mismatch"},
 		{"alarm threshold", true, func(_ *testing.T, d *deployed, _ string) { d.alarms[2].Threshold = aws.Float64(1) }, "error:alarm_mismatch"},
 		{"alarm missing", true, func(_ *testing.T, d *deployed, _ string) { d.alarms = d.alarms[:3] }, "error:alarm_missing"},
 		{"alarm firing", true, func(_ *testing.T, d *deployed, _ string) { d.alarms[1].StateValue = cwtypes.StateValueAlarm }, "error:alarm_in_alarm"},
@@ -254,8 +238,6 @@ func TestValidateScaling(t *testing.T) {
 	d.alarms[0].Period = aws.Int32(int32(spec.Alarms[0].PeriodS) + 50) // unlike the plan's, whatever it is
 	d.alarms[0].AlarmActions = nil
 	d.alarms[2].Threshold = aws.Float64(5)
-	d.policies[2].StepScalingPolicyConfiguration.StepAdjustments = d.policies[2].StepScalingPolicyConfiguration.StepAdjustments[1:]
-	d.alarms[1].AlarmActions = []string{"arn:elsewhere"}
 	checks, err = cloud.ValidateScaling(context.Background(), vc, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -268,8 +250,7 @@ func TestValidateScaling(t *testing.T) {
 	}
 	want := []string{
 		spec.ScaleOut.PolicyName + " scale-in disabled", spec.ScaleIn.PolicyName + " scale-in cooldown (s)",
-		spec.ShedScaleOut.PolicyName + " steps (requests shed per period)",
-		spec.Alarms[0].Name + " period (s)", spec.Alarms[0].Name + " action", spec.Alarms[1].Name + " action", spec.Alarms[2].Name + " threshold",
+		spec.Alarms[0].Name + " period (s)", spec.Alarms[0].Name + " action", spec.Alarms[2].Name + " threshold",
 	}
 	if !slices.Equal(failed, want) {
 		t.Fatalf("failed checks = %q, want %q", failed, want)

@@ -31,9 +31,8 @@ type AlarmAPI interface {
 // ApplyScaling renders a scaling spec (capacity.ScalingSpecFor, the same derivation the endpoint stack
 // renders as CloudFormation) through the SDK: the scalable target; target tracking on the high-resolution
 // concurrency metric with scale-in disabled and the scale-out cooldown; the step policy that removes one
-// instance with the scale-in cooldown; the step policy that adds the instances shed requests need; and every
-// alarm of the spec, the scale-in alarm with the scale-in policy as its action and the queue saturation alarm
-// with the scale-out on shed. Everything is a put, so applying a changed spec over an older one updates it.
+// instance with the scale-in cooldown; and every alarm of the spec, the scale-in alarm with the scale-in
+// policy as its action. Everything is a put, so applying a changed spec over an older one updates it.
 func ApplyScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, s capacity.ScalingSpec) error {
 	rid := aws.String(capacity.ResourceID(s.Endpoint, s.Variant))
 	dim := aastypes.ScalableDimension(capacity.ScalableDimension)
@@ -70,17 +69,6 @@ func ApplyScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, s capacity.S
 	if err != nil {
 		return fmt.Errorf("put scale-in policy %s: %w", s.ScaleIn.PolicyName, err)
 	}
-	shed, err := aas.PutScalingPolicy(ctx, &applicationautoscaling.PutScalingPolicyInput{
-		PolicyName: aws.String(s.ShedScaleOut.PolicyName), ServiceNamespace: ns, ResourceId: rid, ScalableDimension: dim,
-		PolicyType: aastypes.PolicyTypeStepScaling,
-		StepScalingPolicyConfiguration: &aastypes.StepScalingPolicyConfiguration{
-			AdjustmentType: aastypes.AdjustmentTypeChangeInCapacity, Cooldown: aws.Int32(int32(s.ShedScaleOut.CooldownS)),
-			MetricAggregationType: aastypes.MetricAggregationTypeMaximum, StepAdjustments: stepAdjustments(s.ShedScaleOut.Steps),
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("put scale-out on shed policy %s: %w", s.ShedScaleOut.PolicyName, err)
-	}
 	dims := []cwtypes.Dimension{
 		{Name: aws.String("EndpointName"), Value: aws.String(s.Endpoint)},
 		{Name: aws.String("VariantName"), Value: aws.String(s.Variant)},
@@ -98,26 +86,14 @@ func ApplyScaling(ctx context.Context, aas ScalingAPI, cw AlarmAPI, s capacity.S
 		} else {
 			put.Statistic = cwtypes.Statistic(a.Statistic)
 		}
-		switch {
-		case a.TriggersScaleIn:
+		if a.TriggersScaleIn {
 			put.AlarmActions = []string{aws.ToString(in.PolicyARN)}
-		case a.TriggersShedScaleOut:
-			put.AlarmActions = []string{aws.ToString(shed.PolicyARN)}
 		}
 		if _, err := cw.PutMetricAlarm(ctx, put); err != nil {
 			return fmt.Errorf("put alarm %s: %w", a.Name, err)
 		}
 	}
 	return nil
-}
-
-// stepAdjustments are a spec's steps as the SDK takes them.
-func stepAdjustments(steps []capacity.StepSpec) []aastypes.StepAdjustment {
-	out := make([]aastypes.StepAdjustment, len(steps))
-	for i, st := range steps {
-		out[i] = aastypes.StepAdjustment{MetricIntervalLowerBound: aws.Float64(st.Lower), MetricIntervalUpperBound: st.Upper, ScalingAdjustment: aws.Int32(int32(st.Adjustment))}
-	}
-	return out
 }
 
 // RemoveScaling deregisters the endpoint variant's scalable target (which deletes its policies) and deletes
@@ -199,12 +175,12 @@ func ScalingDiff(ctx context.Context, aas ScalingReadAPI, cw AlarmReadAPI, s cap
 
 	ps, err := aas.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{
 		ServiceNamespace: ns, ResourceId: aws.String(rid), ScalableDimension: dim,
-		PolicyNames: s.PolicyNames(),
+		PolicyNames: []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("describe scaling policies of %s: %w", rid, err)
 	}
-	var scaleInARN, shedARN string
+	var scaleInARN string
 	found := map[string]bool{}
 	for _, p := range ps.ScalingPolicies {
 		name := aws.ToString(p.PolicyName)
@@ -235,20 +211,9 @@ func ScalingDiff(ctx context.Context, aas ScalingReadAPI, cw AlarmReadAPI, s cap
 			if step.MetricIntervalLowerBound != nil || step.MetricIntervalUpperBound == nil || *step.MetricIntervalUpperBound != 0 {
 				diffs = append(diffs, fmt.Sprintf("%s step is not (-inf, 0]", name))
 			}
-		case s.ShedScaleOut.PolicyName:
-			shedARN = aws.ToString(p.PolicyARN)
-			c := p.StepScalingPolicyConfiguration
-			if p.PolicyType != aastypes.PolicyTypeStepScaling || c == nil {
-				diffs = append(diffs, fmt.Sprintf("policy %s is not a step scaling policy", name))
-				continue
-			}
-			differ(name+" cooldown (s)", aws.ToInt32(c.Cooldown), int32(s.ShedScaleOut.CooldownS))
-			differ(name+" adjustment type", c.AdjustmentType, aastypes.AdjustmentTypeChangeInCapacity)
-			differ(name+" metric aggregation", c.MetricAggregationType, aastypes.MetricAggregationTypeMaximum)
-			differ(name+" steps", stepsText(c.StepAdjustments), stepsText(stepAdjustments(s.ShedScaleOut.Steps)))
 		}
 	}
-	for _, name := range s.PolicyNames() {
+	for _, name := range []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName} {
 		if !found[name] {
 			diffs = append(diffs, "no scaling policy "+name)
 		}
@@ -290,11 +255,8 @@ func ScalingDiff(ctx context.Context, aas ScalingReadAPI, cw AlarmReadAPI, s cap
 		}
 		differ(n+" dimensions", fmt.Sprint(dims), fmt.Sprint([]string{"EndpointName=" + s.Endpoint, "VariantName=" + s.Variant}))
 		wantActions := "[]"
-		switch {
-		case want.TriggersScaleIn:
+		if want.TriggersScaleIn {
 			wantActions = fmt.Sprint([]string{scaleInARN})
-		case want.TriggersShedScaleOut:
-			wantActions = fmt.Sprint([]string{shedARN})
 		}
 		differ(n+" actions", fmt.Sprint(got.AlarmActions), wantActions)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling"
@@ -67,7 +66,7 @@ func ValidateScaling(ctx context.Context, cl ValidateClients, s capacity.Scaling
 		out, err := cl.AutoScaling.DescribeScalingPolicies(ctx, &applicationautoscaling.DescribeScalingPoliciesInput{
 			ServiceNamespace: aastypes.ServiceNamespace(capacity.ServiceNamespace), ResourceId: aws.String(rid),
 			ScalableDimension: aastypes.ScalableDimension(capacity.ScalableDimension),
-			PolicyNames:       s.PolicyNames(),
+			PolicyNames:       []string{s.ScaleOut.PolicyName, s.ScaleIn.PolicyName},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("describe scaling policies of %s: %w", rid, err)
@@ -110,24 +109,12 @@ func ValidateScaling(ctx context.Context, cl ValidateClients, s capacity.Scaling
 		check(in, "adjustment type", aastypes.AdjustmentTypeChangeInCapacity, c.AdjustmentType)
 		step := "none"
 		if len(c.StepAdjustments) == 1 {
-			step = stepsText(c.StepAdjustments)
+			st := c.StepAdjustments[0]
+			step = fmt.Sprintf("%s: %+d", interval(st.MetricIntervalLowerBound, st.MetricIntervalUpperBound), aws.ToInt32(st.ScalingAdjustment))
 		} else if len(c.StepAdjustments) > 1 {
 			step = fmt.Sprintf("%d steps", len(c.StepAdjustments))
 		}
 		check(in, "step", fmt.Sprintf("(-inf, 0]: %+d", s.ScaleIn.Adjustment), step)
-	}
-
-	shed := s.ShedScaleOut.PolicyName
-	shedARN := ""
-	if p := find(shed); p == nil {
-		check(shed, "scale-out on shed policy", "step scaling", absent)
-	} else if c := p.StepScalingPolicyConfiguration; p.PolicyType != aastypes.PolicyTypeStepScaling || c == nil {
-		check(shed, "scale-out on shed policy type", aastypes.PolicyTypeStepScaling, p.PolicyType)
-	} else {
-		shedARN = aws.ToString(p.PolicyARN)
-		check(shed, "scale-out cooldown (s)", s.ShedScaleOut.CooldownS, aws.ToInt32(c.Cooldown))
-		check(shed, "adjustment type", aastypes.AdjustmentTypeChangeInCapacity, c.AdjustmentType)
-		check(shed, "steps (requests shed per period)", stepsText(stepAdjustments(s.ShedScaleOut.Steps)), stepsText(c.StepAdjustments))
 	}
 
 	names := make([]string, 0, len(s.Alarms))
@@ -155,28 +142,19 @@ func ValidateScaling(ctx context.Context, cl ValidateClients, s capacity.Scaling
 		check(want.Name, "period (s)", want.PeriodS, aws.ToInt32(got.Period))
 		check(want.Name, "evaluation periods / datapoints to alarm", fmt.Sprintf("%d/%d", want.EvaluationPeriods, want.DatapointsToAlarm),
 			fmt.Sprintf("%d/%d", aws.ToInt32(got.EvaluationPeriods), aws.ToInt32(got.DatapointsToAlarm)))
-		action := func(what, arn string) {
-			wantAction := what
+		if want.TriggersScaleIn {
+			wantAction := "the scale-in policy " + in
 			gotAction := fmt.Sprint(got.AlarmActions)
-			if arn != "" && len(got.AlarmActions) == 1 && got.AlarmActions[0] == arn {
+			if scaleInARN != "" && len(got.AlarmActions) == 1 && got.AlarmActions[0] == scaleInARN {
 				gotAction = wantAction
 			}
 			check(want.Name, "action", wantAction, gotAction)
-		}
-		switch {
-		case want.TriggersScaleIn:
-			action("the scale-in policy "+in, scaleInARN)
-		case want.TriggersShedScaleOut:
-			action("the scale-out on shed policy "+shed, shedARN)
 		}
 	}
 	return checks, nil
 }
 
-// interval renders a step's metric interval relative to the alarm's threshold, e.g. "(-inf, 0]" or "[0, 30)":
-// "If the metric value is above the breach threshold, the lower bound is inclusive and the upper bound is
-// exclusive. If the metric value is below the breach threshold, the lower bound is exclusive and the upper bound
-// is inclusive" (How step scaling for Application Auto Scaling works).
+// interval renders a step's metric interval, e.g. "(-inf, 0]".
 func interval(lo, hi *float64) string {
 	l, h := "-inf", "+inf"
 	if lo != nil {
@@ -185,19 +163,7 @@ func interval(lo, hi *float64) string {
 	if hi != nil {
 		h = fmt.Sprintf("%g", *hi)
 	}
-	if lo != nil && *lo >= 0 {
-		return fmt.Sprintf("[%s, %s)", l, h)
-	}
 	return fmt.Sprintf("(%s, %s]", l, h)
-}
-
-// stepsText shows step adjustments as intervals (interval) and adjustments, e.g. "[0, 30): +1, [30, +inf): +2".
-func stepsText(steps []aastypes.StepAdjustment) string {
-	parts := make([]string, len(steps))
-	for i, st := range steps {
-		parts[i] = fmt.Sprintf("%s: %+d", interval(st.MetricIntervalLowerBound, st.MetricIntervalUpperBound), aws.ToInt32(st.ScalingAdjustment))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Failed counts the checks that did not pass.

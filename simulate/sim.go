@@ -13,7 +13,7 @@ import (
 
 // Version names the simulator's rules; a plan records it with the envelope results it computed, and a change
 // to the rules that moves any result changes it.
-const Version = "fleet-sim/7 (1-s fleet steps, 10-s alarm ticks, a period's datapoint the Maximum over the AWS period it stands for and evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion, a step scale-out on one period's Sum of shed requests)"
+const Version = "fleet-sim/6 (1-s fleet steps, 10-s alarm ticks, a period's datapoint the Maximum over the AWS period it stands for and evaluated one tick after it closes, loadmodel steady states with a queue that fills and drains above capacity, each second's requests over the SLO read off its TTFAB distribution, autoscale.Decide, cooldown from completion)"
 
 // Tick is the autoscaler's clock on AWS: the period of the high-resolution ConcurrentRequestsPerModel metric.
 // Alarms are evaluated and autoscale.Decide is called once per tick; the fleet advances in 1-s steps. A
@@ -63,8 +63,6 @@ type Scaling struct {
 	TargetScaleIn bool
 	// StepScaleIn is the step scale-in policy; nil when there is none.
 	StepScaleIn *StepScaleIn
-	// ShedScaleOut is the step scale-out policy on shed requests; nil when there is none.
-	ShedScaleOut *ShedScaleOut
 	// PeriodS is the high-resolution metric's period, the alarms' tick, in whole seconds: 0 means Tick (AWS's
 	// 10 s). A plan measured on an emulator that compresses CloudWatch time sets its own (capacity.Inputs
 	// .MetricPeriodS); every other CloudWatch duration here (the invocations metric's minute, the low alarm's
@@ -90,14 +88,6 @@ type StepScaleIn struct {
 	PeriodS, EvaluationPeriods int
 	CooldownS                  int
 	Adjustment                 int
-}
-
-// ShedScaleOut adds instances by Steps (bounds relative to the alarm's threshold 0) when the requests the fleet
-// shed in a period of PeriodS (Invocation5XXErrors, Sum over the variant) are above 0.
-type ShedScaleOut struct {
-	PeriodS   int
-	CooldownS int
-	Steps     []autoscale.StepAdjustment
 }
 
 // Fleet is one configuration to simulate.
@@ -249,7 +239,6 @@ type alarm struct {
 	accN        int
 	policyIndex int
 	invocations bool // fed InvocationsPerInstance instead of concurrency
-	shed        bool // fed the requests the fleet shed (Invocation5XXErrors) instead of concurrency
 }
 
 // add feeds one tick's value; at the end of each period the alarm evaluates.
@@ -287,8 +276,7 @@ func (a *alarm) add(v float64) {
 // policies turns a Scaling into autoscale.Decide's policies and the alarms that invoke them, as Application
 // Auto Scaling creates them: the target tracking policy's high alarm (3 datapoints above the target: 10-s
 // Maximum for the high-resolution concurrency metric, 1-min Sum for invocations), its low alarm when scale-in
-// is enabled (15 one-minute datapoints below 90% of the target), the step scale-in policy's alarm, and the step
-// scale-out on shed's alarm (one period's Sum of the requests shed above 0).
+// is enabled (15 one-minute datapoints below 90% of the target), and the step scale-in policy's alarm.
 func policies(s *Scaling) ([]autoscale.Policy, []*alarm) {
 	inCool := time.Duration(s.ScaleInCooldownS) * time.Second
 	if s.ScaleInCooldownS == 0 {
@@ -319,15 +307,7 @@ func policies(s *Scaling) ([]autoscale.Policy, []*alarm) {
 			Steps:    []autoscale.StepAdjustment{{Upper: ptr(0.0), Adjustment: st.Adjustment}}}})
 		period := max(1, int(math.Round(float64(st.PeriodS)/s.tick().Seconds())))
 		alarms = append(alarms, &alarm{name: "step-scale-in-alarm", period: period, evals: st.EvaluationPeriods, toAlarm: st.EvaluationPeriods,
-			threshold: st.Threshold, stat: "Maximum", policyIndex: len(pols) - 1})
-	}
-	if so := s.ShedScaleOut; so != nil {
-		pols = append(pols, autoscale.Policy{Name: "step-scale-out-on-shed", Step: &autoscale.StepScaling{
-			AdjustmentType: autoscale.ChangeInCapacity, Aggregation: autoscale.AggregateMaximum,
-			Cooldown: time.Duration(so.CooldownS) * time.Second, Steps: so.Steps}})
-		period := max(1, int(math.Round(float64(so.PeriodS)/s.tick().Seconds())))
-		alarms = append(alarms, &alarm{name: "shed-scale-out-alarm", period: period, evals: 1, toAlarm: 1, threshold: 0, greater: true,
-			stat: "Sum", policyIndex: len(pols) - 1, shed: true})
+			threshold: st.Threshold, stat: "Maximum", policyIndex: 1})
 	}
 	return pols, alarms
 }
@@ -433,7 +413,7 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 	slo := inst.SLO
 	cur := Minute{}
 	instSeconds := 0.0
-	tickInvocations, tickShed := 0.0, 0.0
+	tickInvocations := 0.0
 	var rng *rand.Rand
 	// The first period's length and the evaluation lag: the latest phases, unless this is a scattered run.
 	tick := f.Scaling.tick()
@@ -452,8 +432,8 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 	// The datapoints of the periods that closed, each fed to the alarms lag after its close (at most two wait:
 	// lag ≤ tick).
 	type datapoint struct {
-		evalAt                    time.Duration
-		metric, invocations, shed float64
+		evalAt              time.Duration
+		metric, invocations float64
 	}
 	var closed []datapoint
 	lastScaleIn := math.Inf(-1)
@@ -519,7 +499,6 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 		}
 		recent = append(recent, st)
 		tickInvocations += arrivals / n
-		tickShed += shed
 
 		end := t + substep
 		if f.Scaling != nil && end >= firstPeriod && (end-firstPeriod)%tick == 0 {
@@ -539,19 +518,16 @@ func run(tr Trace, f Fleet, stop Cancel) (Result, bool) {
 				}
 				tickMetric = f.Scatter.Draw(inst, tickState, z)
 			}
-			closed = append(closed, datapoint{evalAt: end + lag, metric: tickMetric, invocations: tickInvocations, shed: tickShed})
-			tickInvocations, tickShed = 0, 0
+			closed = append(closed, datapoint{evalAt: end + lag, metric: tickMetric, invocations: tickInvocations})
+			tickInvocations = 0
 		}
 		if f.Scaling != nil && len(closed) > 0 && closed[0].evalAt <= end {
 			dp := closed[0]
 			closed = closed[1:]
 			for _, a := range alarms {
-				switch {
-				case a.invocations:
+				if a.invocations {
 					a.add(dp.invocations)
-				case a.shed:
-					a.add(dp.shed)
-				default:
+				} else {
 					a.add(dp.metric)
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/speech-infra/speech-infra/autoscale"
 	"github.com/speech-infra/speech-infra/loadmodel"
 )
 
@@ -469,62 +468,5 @@ func TestCompressedDatapointKeepsTheAWSPeriodsPeak(t *testing.T) {
 	ra := Run(constant(9, 5*time.Minute), Fleet{Name: "aws", Instance: saturating(), TTotalS: 50, Scaling: aws, InitialInstances: 1})
 	if ra.PeakInstances != 2 {
 		t.Errorf("on AWS's tick: peak %d instances, events %+v: want 2", ra.PeakInstances, ra.Events)
-	}
-}
-
-// A step far above the fleet is met by the step scale-out on shed in one activity, where target tracking's
-// metric stops at the shield. The saturating instance keeps 10 rps; the shed unit is 10 rps × 60 s = 600
-// requests a minute. 100 rps on one instance: target tracking decides 1 → 3 at 640 s (as in
-// TestAutoscalerScalesOutAfterTTotalAndInAfterLowAlarm); its instances serve at 760 s, and at the next tick
-// (770 s) the shed alarm's last datapoint, the minute 660–720 s, holds 60 × (100 − 12.5) = 5,250 shed
-// requests: the step [4,800, 5,400) adds 9, to 12, where target tracking (3 × 30 ÷ 12) asks for 8 (and is in its
-// 30-s cooldown until 790 s). 12 instances carry 100 rps below the target. The step policy's cooldown (130 s:
-// two of the alarm's minutes and one tick, until a whole minute after they served is evaluated) keeps the shed
-// of the minutes before they served from adding more: within it the policy counts from 3, and 3 + 6 is below 12. Without the step policy the second activity is target tracking's
-// 8 at 790 s, and a third follows.
-func TestShedScaleOutMeetsAStepInOneActivity(t *testing.T) {
-	jump := Trace{Name: "jump", Points: []Point{{0, 5}, {10 * time.Minute, 100}}, Duration: 30 * time.Minute}
-	sc := func(shed bool) *Scaling {
-		s := scaling(30)
-		s.MaxInstances = 20
-		if shed {
-			so := &ShedScaleOut{PeriodS: 60, CooldownS: 130}
-			for k := range 19 {
-				st := autoscale.StepAdjustment{Lower: ptr(float64(k) * 600), Adjustment: k + 1}
-				if k < 18 {
-					st.Upper = ptr(float64(k+1) * 600)
-				}
-				so.Steps = append(so.Steps, st)
-			}
-			s.ShedScaleOut = so
-		}
-		return s
-	}
-	with := Run(jump, Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: sc(true)})
-	without := Run(jump, Fleet{Name: "plan", Instance: saturating(), TTotalS: 120, Scaling: sc(false)})
-	t.Logf("with the shed policy: %+v", with.Events)
-	t.Logf("without: %+v", without.Events)
-	if len(with.Events) < 2 || len(without.Events) < 2 {
-		t.Fatalf("want at least two scale-outs each")
-	}
-	for _, r := range []Result{with, without} {
-		if e := r.Events[0]; e.AtS != 640 || e.From != 1 || e.To != 3 || e.Policy != "target-tracking" {
-			t.Errorf("first event %+v: want 1 → 3 by target tracking at 640 s", e)
-		}
-	}
-	if e := with.Events[1]; e.AtS != 770 || e.From != 3 || e.To != 12 || e.Policy != "step-scale-out-on-shed" {
-		t.Errorf("second event with the shed policy %+v: want 3 → 12 by the step scale-out on shed at 770 s", e)
-	}
-	if e := without.Events[1]; e.AtS != 790 || e.From != 3 || e.To != 8 || e.Policy != "target-tracking" {
-		t.Errorf("second event without it %+v: want 3 → 8 by target tracking at 790 s", e)
-	}
-	if with.PeakInstances != 12 || len(with.Events) != 2 {
-		t.Errorf("with the shed policy: peak %d instances after %d events, want 12 after 2: the shed before the new instances served added more", with.PeakInstances, len(with.Events))
-	}
-	if len(without.Events) < 3 {
-		t.Errorf("without the shed policy: %d events, want a third scale-out", len(without.Events))
-	}
-	if with.Shed >= without.Shed {
-		t.Errorf("shed %g with the step policy, %g without: want fewer", with.Shed, without.Shed)
 	}
 }

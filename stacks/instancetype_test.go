@@ -73,7 +73,7 @@ func TestEndpointDeploysTheInstanceTypeAsked(t *testing.T) {
 		})
 		assert(t, "scaling from the plan", func() {
 			tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), jsii.Number(1))
-			tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), jsii.Number(3))
+			tpl.ResourceCountIs(jsii.String("AWS::ApplicationAutoScaling::ScalingPolicy"), jsii.Number(2))
 			tpl.HasResourceProperties(jsii.String("AWS::ApplicationAutoScaling::ScalableTarget"), map[string]interface{}{
 				"MinCapacity": p.Derived.MinInstances, "MaxCapacity": p.Derived.MaxInstances,
 			})

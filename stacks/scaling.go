@@ -13,8 +13,8 @@ import (
 )
 
 // addScaling renders a plan's scaling spec as CloudFormation: the scalable target, the target-tracking
-// scale-out, step scale-in and step scale-out on shed policies, the alarms (the scale-in alarm's action is the
-// scale-in policy, the queue saturation alarm's the scale-out on shed) and a dashboard. The target waits for the endpoint, which must exist before it can be registered.
+// scale-out and step scale-in policies, the alarms (the scale-in alarm's action is the scale-in policy) and
+// a dashboard. The target waits for the endpoint, which must exist before it can be registered.
 func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.ScalingSpec) {
 	target := awsapplicationautoscaling.NewCfnScalableTarget(stack, jsii.String("ScalableTarget"), &awsapplicationautoscaling.CfnScalableTargetProps{
 		ServiceNamespace:  jsii.String(capacity.ServiceNamespace),
@@ -54,29 +54,6 @@ func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.Scal
 		},
 	})
 
-	var shedSteps []interface{}
-	for _, st := range s.ShedScaleOut.Steps {
-		step := &awsapplicationautoscaling.CfnScalingPolicy_StepAdjustmentProperty{
-			MetricIntervalLowerBound: jsii.Number(st.Lower),
-			ScalingAdjustment:        jsii.Number(float64(st.Adjustment)),
-		}
-		if st.Upper != nil {
-			step.MetricIntervalUpperBound = jsii.Number(*st.Upper)
-		}
-		shedSteps = append(shedSteps, step)
-	}
-	shedOut := awsapplicationautoscaling.NewCfnScalingPolicy(stack, jsii.String("ShedScaleOutPolicy"), &awsapplicationautoscaling.CfnScalingPolicyProps{
-		PolicyName:      jsii.String(s.ShedScaleOut.PolicyName),
-		PolicyType:      jsii.String("StepScaling"),
-		ScalingTargetId: target.Ref(),
-		StepScalingPolicyConfiguration: &awsapplicationautoscaling.CfnScalingPolicy_StepScalingPolicyConfigurationProperty{
-			AdjustmentType:        jsii.String("ChangeInCapacity"),
-			Cooldown:              jsii.Number(float64(s.ShedScaleOut.CooldownS)),
-			MetricAggregationType: jsii.String("Maximum"),
-			StepAdjustments:       &shedSteps,
-		},
-	})
-
 	dims := &[]interface{}{
 		&awscloudwatch.CfnAlarm_DimensionProperty{Name: jsii.String("EndpointName"), Value: jsii.String(s.Endpoint)},
 		&awscloudwatch.CfnAlarm_DimensionProperty{Name: jsii.String("VariantName"), Value: jsii.String(s.Variant)},
@@ -100,11 +77,8 @@ func addScaling(stack awscdk.Stack, endpoint awscdk.CfnResource, s capacity.Scal
 		} else {
 			props.Statistic = jsii.String(a.Statistic)
 		}
-		switch {
-		case a.TriggersScaleIn:
+		if a.TriggersScaleIn {
 			props.AlarmActions = &[]interface{}{scaleIn.Ref()}
-		case a.TriggersShedScaleOut:
-			props.AlarmActions = &[]interface{}{shedOut.Ref()}
 		}
 		awscloudwatch.NewCfnAlarm(stack, jsii.String(a.ID), props)
 	}

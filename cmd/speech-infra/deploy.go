@@ -305,8 +305,8 @@ func scalingSummary(s capacity.ScalingSpec) string {
 			scaleIn = a.Threshold
 		}
 	}
-	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), one more instance per %g requests shed in a period, scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
-		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, s.ShedScaleOut.ShedUnit, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
+	return fmt.Sprintf("target %g concurrent requests per instance (scale-out cooldown %d s), scale-in below %g (cooldown %d s), fleet %d-%d instances, alarms %s",
+		s.ScaleOut.TargetValue, s.ScaleOut.ScaleOutCooldownS, scaleIn, s.ScaleIn.CooldownS, s.MinInstances, s.MaxInstances, strings.Join(capacity.AlarmNames(s.Endpoint), ", "))
 }
 
 // deployReport is the JSON form of a deploy's result (--format json).

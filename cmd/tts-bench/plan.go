@@ -52,9 +52,6 @@ Derived, in rate terms, from the instance model:
                       least %d): a window of at least T_plan
   cooldowns           scale-out T_plan ÷ 2 within [%d, %d] s; scale-in max(%d s, %d × T_plan)
   max fleet           ceil(peak ÷ scale_out_rps), at most the allowed maximum
-  scale-out on shed   a step policy on the queue saturation alarm (Invocation5XXErrors, Sum over the alarm's
-                      period, above 0): at once, one more instance for each scale_out_rps × period requests
-                      shed in the period, beside target tracking, whose metric stops at the shield's depth
   For comparison only, never deployed: the original's concurrency thresholds, with h = s − 1,
   C_scale_max = (1 − h)·Q_max and C_scale_min = (1 − 2h)·Q_max (Q_max 50, s 1.25 → C_scale_max %s,
   C_scale_min %s).

@@ -21,10 +21,9 @@ import (
 const validateDescription = `validate checks the scaling deployed for a model against a plan, and only reads.
 
 Checks: the scalable target's minimum and maximum; the target-tracking policy's metric, target value, that
-its scale-in is disabled, and its scale-out cooldown; the step scale-in policy's cooldown, adjustment and
-step; the step scale-out on shed's cooldown and steps; every alarm's metric, statistic, threshold, period and
-evaluation periods, that the scale-in alarm triggers the scale-in policy and the queue saturation alarm the
-scale-out on shed; the container environment the endpoint runs (read from its endpoint config's model):
+its scale-in is disabled, and its scale-out cooldown; the step policy's cooldown, adjustment and step; every
+alarm's metric, statistic, threshold, period and evaluation periods, and that the scale-in alarm triggers the
+scale-in policy; the container environment the endpoint runs (read from its endpoint config's model):
 QUEUE_MAX_DEPTH is the plan's queue_max_depth, FIRST_AUDIO_TARGET_MS a third of its SLO, SCHEDULER the
 default (deadline), and a registered scalable target has a queue shield under it. The plan is read as the
 deploy reads it (strictly, verified); it need not pass the gate, so that a plan can be compared before it is
