@@ -418,20 +418,7 @@ var (
 // when ctx is done (checked between builds, and by the builds every simulated minute) and returns an error
 // that is ErrCanceled, with nothing found.
 func Search(ctx context.Context, o Options, build func(context.Context, Options) (*Plan, error)) (best Candidate, tried int, found bool, err error) {
-	// try builds c: nil and no error when c cannot be built, an error only when ctx is done.
-	try := func(c Options) (*Plan, error) {
-		if ctx.Err() != nil {
-			return nil, canceled(ctx)
-		}
-		p, err := build(ctx, c)
-		if ctx.Err() != nil {
-			return nil, canceled(ctx)
-		}
-		if err != nil {
-			return nil, nil
-		}
-		return p, nil
-	}
+	try := func(c Options) (*Plan, error) { return tryBuild(ctx, build, c) }
 	for _, s := range searchSurges {
 		// Only more headroom than asked for: a smaller ratio would also make the envelope's growth gentler
 		// than the traffic the user said to expect.
@@ -489,22 +476,35 @@ func Search(ctx context.Context, o Options, build func(context.Context, Options)
 // cheapest. found is false when none passes; tried counts the plans built. It stops when ctx is done, as Search.
 func CheapestFixedFleet(ctx context.Context, o Options, build func(context.Context, Options) (*Plan, error)) (best Candidate, tried int, found bool, err error) {
 	for n := o.MinInstances; n <= min(o.MaxInstances, MaxInstances); n++ {
-		if ctx.Err() != nil {
-			return Candidate{}, tried, false, canceled(ctx)
-		}
 		c := o
 		c.MinInstances, c.MaxInstances = n, n
-		p, err := build(ctx, c)
+		p, err := tryBuild(ctx, build, c)
 		tried++
-		if ctx.Err() != nil {
-			return Candidate{}, tried, false, canceled(ctx)
+		if err != nil {
+			return Candidate{}, tried, false, err
 		}
-		if err != nil || !p.Feasible() {
+		if p == nil || !p.Feasible() {
 			continue
 		}
 		return Candidate{Options: c, Plan: p, InstanceHours: p.Envelope.diurnalHours()}, tried, true, nil
 	}
 	return Candidate{}, tried, false, nil
+}
+
+// tryBuild builds the plan of c for the searches: nil and no error when c cannot be built, an error (that is
+// ErrCanceled) only when ctx is done, before or during the build.
+func tryBuild(ctx context.Context, build func(context.Context, Options) (*Plan, error), c Options) (*Plan, error) {
+	if ctx.Err() != nil {
+		return nil, canceled(ctx)
+	}
+	p, err := build(ctx, c)
+	if ctx.Err() != nil {
+		return nil, canceled(ctx)
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return p, nil
 }
 
 // diurnalHours is the instance-hours of the envelope's diurnal trace: the cost the searches minimise.

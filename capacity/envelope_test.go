@@ -300,23 +300,31 @@ func TestFeasibleOnlyWhenEveryEnvelopeTraceHolds(t *testing.T) {
 	}
 }
 
-// Search finds the cheapest configuration that passes for a plan that does not: the flapping user trace is
-// survived by a minimum fleet of two (which never scales in below the load's two instances).
-func TestSearchFindsAPassingConfiguration(t *testing.T) {
+// searchOnValid is the search's starting point on the valid fixture's measurement (MeasuredBuilder): the
+// catalog's options for 10 to 80 rps with the user trace tr, and the search space narrowed to surges and margins
+// for the test.
+func searchOnValid(t *testing.T, tr TraceInput, surges, margins []float64) (Options, Builder) {
+	t.Helper()
 	dir := filepath.Join("..", "testdata", "plans", "valid")
-	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
+	m := kokoro(t)
+	_, build, err := MeasuredBuilder(m, filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := kokoro(t)
 	o := DefaultOptions(m)
 	o.PeakRPS, o.TroughRPS = 80, 10
-	o.Traces = []TraceInput{flapping()}
-	build := func(ctx context.Context, o Options) (*Plan, error) { return FromArtifactsContext(ctx, m, ms, o) }
+	o.Traces = []TraceInput{tr}
+	oldSurges, oldMargins := searchSurges, searchMargins
+	searchSurges, searchMargins = surges, margins
+	t.Cleanup(func() { searchSurges, searchMargins = oldSurges, oldMargins })
+	return o, build
+}
+
+// Search finds the cheapest configuration that passes for a plan that does not: the flapping user trace is
+// survived by a minimum fleet of two (which never scales in below the load's two instances).
+func TestSearchFindsAPassingConfiguration(t *testing.T) {
 	// A narrower search space than tts-bench plan's (each try simulates a day): the same loops, a dozen tries.
-	surges, margins := searchSurges, searchMargins
-	searchSurges, searchMargins = []float64{1.2, 1.25}, []float64{0.1, 0.2}
-	t.Cleanup(func() { searchSurges, searchMargins = surges, margins })
+	o, build := searchOnValid(t, flapping(), []float64{1.2, 1.25}, []float64{0.1, 0.2})
 	p, err := build(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -408,20 +416,8 @@ func bursty() TraceInput {
 // When no autoscaling configuration passes, the search names the cheapest fixed fleet that does, with the
 // flags that plan it: its plan is feasible, and one instance fewer is not.
 func TestSearchNamesTheCheapestFixedFleetWhenNoScalingPasses(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "plans", "valid")
-	ms, err := LoadMeasurement(filepath.Join(dir, QMaxFile), filepath.Join(dir, TTotalFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := kokoro(t)
-	o := DefaultOptions(m)
-	o.PeakRPS, o.TroughRPS = 80, 10
-	o.Traces = []TraceInput{bursty()}
-	build := func(ctx context.Context, o Options) (*Plan, error) { return FromArtifactsContext(ctx, m, ms, o) }
 	// A narrower search space than tts-bench plan's (each try simulates a day): the same loops, six tries.
-	surges, margins := searchSurges, searchMargins
-	searchSurges, searchMargins = []float64{1.25}, []float64{0.2}
-	t.Cleanup(func() { searchSurges, searchMargins = surges, margins })
+	o, build := searchOnValid(t, bursty(), []float64{1.25}, []float64{0.2})
 	var progress strings.Builder
 	out, err := SearchCheapest(context.Background(), o, build, &progress)
 	if err != nil {
