@@ -219,7 +219,7 @@ func TestPlanVerifyCatchesEdits(t *testing.T) {
 		{"finding softened", func(p *Plan) { p.Inputs.PeakRPS = 500; p.Derived = derive(p.Inputs) }, "findings.peak_coverage: is pass but the inputs give fail"},
 		{"finding dropped", func(p *Plan) { p.Findings = p.Findings[1:] }, "findings: measurement_validity is missing"},
 		{"unknown status", func(p *Plan) { p.Findings[0].Status = "ok" }, `"ok" is not pass, warn or fail`},
-		{"surge out of range", func(p *Plan) { p.Inputs.SurgeRatio = 1.5 }, "inputs.surge_ratio: is 1.5"},
+		{"surge out of range", func(p *Plan) { p.Inputs.SurgeRatio = 10.5 }, "inputs.surge_ratio: is 10.5"},
 		{"artifact path", func(p *Plan) { p.Inputs.QMaxFile = "../qmax.json" }, "plain file name"},
 		{"what-if with artifacts", func(p *Plan) { p.Measured = false }, "records no artifacts"},
 		{"measured without digest", func(p *Plan) { p.Fingerprint.ContainerDigest = "" }, "fingerprint.container_digest"},

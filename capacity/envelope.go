@@ -24,6 +24,8 @@ const (
 	EnvelopeHover     = "hover"
 	EnvelopeSawtooth  = "sawtooth"
 	EnvelopeUser      = "user"
+	// EnvelopeHoldout is a held-out part of the user's traffic: the plan is validated on it, not derived from it.
+	EnvelopeHoldout = "holdout"
 )
 
 // The envelope's shape (docs/design.md, "Feasible means simulated and met"). The help of tts-bench plan and
@@ -190,7 +192,8 @@ type envelopeTrace struct {
 //     hover slow, the same with period HoverSlowPeriodTPlan × T_plan (its low half outlasts the window: the
 //     fleet scales in, and the high half must not scale it out again within T_plan, a flap);
 //     sawtooth, from b × (1 + a) falling linearly to b × (1 − a) over the slow period, then up at once;
-//   - the user's traces.
+//   - the user's traces;
+//   - the held-out parts of the user's traffic (validation: nothing above is derived from them).
 func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 	var out []envelopeTrace
 	day, err := simulate.Generate(simulate.ShapeParams{Shape: simulate.ShapeDiurnal, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
@@ -228,6 +231,13 @@ func envelopeTraces(in Inputs, d Derived) ([]envelopeTrace, error) {
 			return nil, fmt.Errorf("traces[%d]: %w", i, err)
 		}
 		out = append(out, envelopeTrace{kind: EnvelopeUser, trace: tr})
+	}
+	for i, t := range in.Holdout {
+		tr, err := t.trace()
+		if err != nil {
+			return nil, fmt.Errorf("holdout[%d]: %w", i, err)
+		}
+		out = append(out, envelopeTrace{kind: EnvelopeHoldout, trace: tr})
 	}
 	return out, nil
 }
@@ -397,7 +407,7 @@ func (c Candidate) Recommendation(tried int) string {
 
 // SearchSpace says what Search varies, for tts-bench plan's messages.
 func SearchSpace() string {
-	return fmt.Sprintf("surge %s to %s, up to %d more minimum instances, scale-in margin %s to %s, the maximum the peak needs",
+	return fmt.Sprintf("surge as asked, then %s to %s above it, up to %d more minimum instances, scale-in margin %s to %s, the maximum the peak needs",
 		exact(searchSurges[0]), exact(searchSurges[len(searchSurges)-1]), searchExtraMin-1, exact(searchMargins[0]), exact(searchMargins[len(searchMargins)-1]))
 }
 
@@ -419,12 +429,15 @@ var (
 // that is ErrCanceled, with nothing found.
 func Search(ctx context.Context, o Options, build func(context.Context, Options) (*Plan, error)) (best Candidate, tried int, found bool, err error) {
 	try := func(c Options) (*Plan, error) { return tryBuild(ctx, build, c) }
+	// The ratio asked for, then every larger one of searchSurges: only more headroom than asked for, since a
+	// smaller ratio would also make the envelope's growth gentler than the traffic the user said to expect.
+	surges := []float64{o.SurgeRatio}
 	for _, s := range searchSurges {
-		// Only more headroom than asked for: a smaller ratio would also make the envelope's growth gentler
-		// than the traffic the user said to expect.
-		if s < o.SurgeRatio {
-			continue
+		if s > o.SurgeRatio {
+			surges = append(surges, s)
 		}
+	}
+	for _, s := range surges {
 		for extra := 0; extra < searchExtraMin; extra++ {
 			for _, mg := range searchMargins {
 				c := o

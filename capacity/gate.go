@@ -274,10 +274,7 @@ func checkArtifacts(ctx context.Context, p *Plan, m models.Model, planPath strin
 	// transport_consistency), which Verify cannot recompute without the artifacts, and every detail.
 	rebuilt, err := FromArtifactsContext(ctx, m, Measurement{
 		QMax: q, QMaxFile: in.QMaxFile, QMaxSHA256: in.QMaxSHA256, TTotal: t, TTotalFile: in.TTotalFile, TTotalSHA256: in.TTotalSHA256,
-	}, Options{
-		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
-		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances, ScaleInMargin: in.ScaleInMargin, Traces: in.Traces,
-	})
+	}, in.PlanOptions())
 	if err != nil {
 		return []string{fmt.Sprintf("plan at %s cannot be rebuilt from its artifacts and the catalog entry for %s: %v: run tts-bench plan again", planPath, m.ID, err)}
 	}

@@ -140,10 +140,18 @@ type Inputs struct {
 	// HoverAmplitude is the swing of the envelope's hover and sawtooth traces around each scale-in boundary
 	// (0.15: ±15%): an input, never derived from ScaleInMargin, so that a margin too small for it shows as a flap.
 	HoverAmplitude float64 `json:"hover_amplitude"`
-	// Traces are the user's traces (--trace FILE) the envelope includes besides the derived ones.
+	// Traces are the user's traces (--trace FILE, and the planned-on part of each --traffic FILE) the envelope
+	// includes besides the derived ones.
 	Traces []TraceInput `json:"traces,omitempty"`
+	// Holdout are the held-out parts of the user's traffic (tts-bench plan --traffic, --holdout): nothing of the
+	// plan is derived from them, and the envelope validates the plan on them (kind holdout), so a plan that
+	// fails them is infeasible and the gate, which re-runs the envelope, refuses it.
+	Holdout []TraceInput `json:"holdout,omitempty"`
 	// SurgeRatio is s: load may grow by this factor within one T_plan.
 	SurgeRatio float64 `json:"surge_ratio"`
+	// SurgeSource says where SurgeRatio came from when the traffic gave it (a quantile of its surge ratio at
+	// T_plan, tts-bench plan --traffic); empty for the catalog's or --surge.
+	SurgeSource string `json:"surge_source,omitempty"`
 	// DetectionBufferS is the time from a surge until a scale-out is asked for, in AWS's seconds: T_plan adds it
 	// divided by the compression (Compression).
 	DetectionBufferS float64 `json:"detection_buffer_s"`
@@ -312,8 +320,8 @@ func verifyInputs(in Inputs) []error {
 	if !positiveUpTo(in.TTotalS, MaxTTotalS) {
 		add("t_total_s: is %g: want a number of seconds in (0, %d]", in.TTotalS, MaxTTotalS)
 	}
-	if !(in.SurgeRatio >= 1 && in.SurgeRatio < 1.5) {
-		add("surge_ratio: is %s: want a ratio in [1, 1.5) (1.25 = load may grow 25%% within one T_plan)", exact(in.SurgeRatio))
+	if !models.ValidSurgeRatio(in.SurgeRatio) {
+		add("surge_ratio: is %s: want a ratio in [1, %d] (1.25 = load may grow 25%% within one T_plan)", exact(in.SurgeRatio), models.MaxSurgeRatio)
 	}
 	if !inRange(in.DetectionBufferS, 0, MaxDetectionBufferS) {
 		add("detection_buffer_s: is %g: want 0 to %d seconds", in.DetectionBufferS, MaxDetectionBufferS)
@@ -360,6 +368,14 @@ func verifyInputs(in Inputs) []error {
 	for i, t := range in.Traces {
 		if _, err := t.trace(); err != nil {
 			add("traces[%d]: %v", i, err)
+		}
+	}
+	if len(in.Holdout) > MaxUserTraces {
+		add("holdout: has %d traces: at most %d", len(in.Holdout), MaxUserTraces)
+	}
+	for i, t := range in.Holdout {
+		if _, err := t.trace(); err != nil {
+			add("holdout[%d]: %v", i, err)
 		}
 	}
 	if len(in.Throughput) == 0 {
@@ -435,7 +451,7 @@ func derive(in Inputs) Derived {
 	d.Reasoning = []Reason{
 		{"safe_rps", f(d.SafeRPS), fmt.Sprintf("the highest offered rate per instance at which %s meets the SLO: at most %s%% of requests over %s ms TTFAB or shed, p95 stall ≤ %s ms%s",
 			model, f(100*m.SLO.AllowedShed()), f(m.SLO.TTFABMs), f(m.SLO.StallMs), safeBound(m))},
-		{"scale_out_rps", f(d.ScaleOutRPS), fmt.Sprintf("safe_rps %s ÷ surge %s: load may grow by that factor within T_plan and still meet the SLO", f(d.SafeRPS), exact(s))},
+		{"scale_out_rps", f(d.ScaleOutRPS), fmt.Sprintf("safe_rps %s ÷ surge %s%s: load may grow by that factor within T_plan and still meet the SLO", f(d.SafeRPS), exact(s), surgeSourceNote(in))},
 		{"target_value", f(d.TargetValue), fmt.Sprintf("the metric (10-s Maximum of ConcurrentRequestsPerModel) the instance model gives at scale_out_rps %s rps", f(d.ScaleOutRPS))},
 		{"scale_in_rps", f(d.ScaleInRPS), fmt.Sprintf("scale_out_rps × min/(min+1) = %s × %d/%d, less the %s%% margin: scaling in from n to n−1 raises each survivor's rate by n/(n−1) ≤ (min+1)/min, so for every n from %d to %d the survivors stay below scale_out_rps",
 			f(d.ScaleOutRPS), in.MinInstances, in.MinInstances+1, f(100*in.ScaleInMargin), in.MinInstances+1, max(in.MinInstances+1, d.MaxInstances))},
@@ -448,6 +464,14 @@ func derive(in Inputs) Derived {
 		{"queue_max_depth", fmt.Sprint(d.QueueMaxDepth), "the catalog's queue shield"},
 	}
 	return d
+}
+
+// surgeSourceNote says, in a line of reasoning, where the surge ratio came from when the traffic gave it.
+func surgeSourceNote(in Inputs) string {
+	if in.SurgeSource == "" {
+		return ""
+	}
+	return " (" + in.SurgeSource + ")"
 }
 
 // compressedNote says, in a line of reasoning, that an AWS duration (awsS seconds of AWS's, 0 for a range) was
@@ -536,7 +560,7 @@ func failed(fs []Finding) []Finding {
 // Options are the planning inputs that do not come from measurement. DefaultOptions fills them from the
 // catalog; PeakRPS has no default.
 type Options struct {
-	// SurgeRatio is s, in [1, 1.5).
+	// SurgeRatio is s, in [1, models.MaxSurgeRatio].
 	SurgeRatio float64
 	// DetectionBufferS is the detection buffer in seconds.
 	DetectionBufferS float64
@@ -555,6 +579,10 @@ type Options struct {
 	HoverAmplitude float64
 	// Traces are the user's traces to add to the envelope.
 	Traces []TraceInput
+	// Holdout are held-out traffic the envelope validates the plan on (Inputs.Holdout).
+	Holdout []TraceInput
+	// SurgeSource says where SurgeRatio came from when the traffic gave it (Inputs.SurgeSource).
+	SurgeSource string
 }
 
 // DefaultOptions returns the catalog's planning defaults for m.
@@ -583,8 +611,20 @@ func baseInputs(m models.Model, o Options) Inputs {
 		ScaleInMargin:      o.ScaleInMargin,
 		HoverAmplitude:     cmp.Or(o.HoverAmplitude, DefaultHoverAmplitude),
 		Traces:             o.Traces,
+		Holdout:            o.Holdout,
+		SurgeSource:        o.SurgeSource,
 		QueueMaxDepth:      m.QueueMaxDepth,
 		InvocationTimeoutS: m.Container.InvocationTimeoutS,
+	}
+}
+
+// PlanOptions are the options that build these inputs again (baseInputs' inverse): what the gate rebuilds a
+// plan with. The trough is the one recorded, which defaultTrough leaves as it is.
+func (in Inputs) PlanOptions() Options {
+	return Options{
+		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
+		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances, ScaleInMargin: in.ScaleInMargin, HoverAmplitude: in.HoverAmplitude,
+		Traces: in.Traces, Holdout: in.Holdout, SurgeSource: in.SurgeSource,
 	}
 }
 

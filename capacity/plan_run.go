@@ -37,25 +37,65 @@ func WhatIfBuilder(m models.Model, w WhatIf) Builder {
 // that it does and how to stop it, and returns what tts-bench plan prints after an infeasible plan: the
 // candidate's Recommendation, or that none of the configurations passes. It returns ErrCanceled when ctx is
 // done first.
+//
+// The search never sees held-out traffic (Options.Holdout): it searches on the rest, and the candidate it names
+// is then validated on the held-out part, which the recommendation reports, so that "held out" stays true of
+// the configuration it advises.
 func SearchCheapest(ctx context.Context, o Options, build Builder, progress io.Writer) (string, error) {
 	fmt.Fprintf(progress, "searching surge ratio, fleet bounds and scale-in margin (%s) for the cheapest configuration that passes the envelope (Ctrl-C stops it and writes nothing)…\n", SearchSpace())
-	c, tried, ok, err := Search(ctx, o, build)
+	on := o
+	on.Holdout = nil
+	c, tried, ok, err := Search(ctx, on, build)
 	switch {
 	case err != nil || ctx.Err() != nil:
 		return "", canceled(ctx)
 	case ok:
-		return c.Recommendation(tried), nil
+		held, err := heldOutResult(ctx, c, o, build)
+		return c.Recommendation(tried) + held, err
 	}
 	fmt.Fprintf(progress, "none of %d autoscaling configurations passes; trying fixed fleets of %d to %d instances…\n", tried, o.MinInstances, o.MaxInstances)
-	f, fixedTried, ok, err := CheapestFixedFleet(ctx, o, build)
+	f, fixedTried, ok, err := CheapestFixedFleet(ctx, on, build)
 	switch {
 	case err != nil || ctx.Err() != nil:
 		return "", canceled(ctx)
 	case ok:
-		return fmt.Sprintf("\nnone of %d autoscaling configurations (%s) passes; a fixed fleet does, the smallest of %d tried:", tried, SearchSpace(), fixedTried) + f.Recommendation(tried+fixedTried), nil
+		held, err := heldOutResult(ctx, f, o, build)
+		return fmt.Sprintf("\nnone of %d autoscaling configurations (%s) passes; a fixed fleet does, the smallest of %d tried:", tried, SearchSpace(), fixedTried) + f.Recommendation(tried+fixedTried) + held, err
 	}
 	return fmt.Sprintf("\n"+CheapestPassingHeading+"none of %d configurations (%s), nor a fixed fleet of %d to %d instances, passes: raise the allowed maximum, shorten T_total, or measure a faster instance\n",
 		tried, SearchSpace(), o.MinInstances, o.MaxInstances), nil
+}
+
+// heldOutResult is the line that says how the search's candidate c does on o's held-out traffic, which the
+// search did not see; "" when o holds none. It returns ErrCanceled when ctx is done first.
+func heldOutResult(ctx context.Context, c Candidate, o Options, build Builder) (string, error) {
+	if len(o.Holdout) == 0 {
+		return "", nil
+	}
+	with := c.Options
+	with.Holdout = o.Holdout
+	p, err := tryBuild(ctx, build, with)
+	if err != nil {
+		return "", err
+	}
+	if p == nil {
+		return "  (it could not be validated on the held-out traffic: its plan does not build with it)\n", nil
+	}
+	var held, failed []string
+	for _, t := range p.Envelope.Traces {
+		if t.Kind != EnvelopeHoldout {
+			continue
+		}
+		held = append(held, t.Name)
+		if !t.Holds {
+			failed = append(failed, fmt.Sprintf("%s: %s", t.Name, t.Worst))
+		}
+	}
+	if len(failed) == 0 {
+		return fmt.Sprintf("  validated on the held-out traffic, which the search did not see: it holds on all %d part(s)\n", len(held)), nil
+	}
+	return fmt.Sprintf("  validated on the held-out traffic, which the search did not see: it FAILS %d of %d part(s) (%s): the traffic changed after the part planned on; plan on more of it (a smaller --holdout) or on a longer log\n",
+		len(failed), len(held), strings.Join(failed, "; ")), nil
 }
 
 // TraceDays is the total length of the user's traces, in days.

@@ -572,7 +572,7 @@ func TestPlanInputBoundsStateTheLimit(t *testing.T) {
 		{"peak 1e300", func(in *Inputs) { in.PeakRPS = 1e300 }, "peak_rps: is 1e+300: want a request rate in (0, 1e+09]"},
 		{"cloudwatch ratio 1e-300", func(in *Inputs) { in.CloudWatchRatio = 1e-300 }, "cloudwatch_ratio: is 1e-300: want a ratio in [0.1, 10]"},
 		{"throughput 1e300", func(in *Inputs) { in.Throughput[1].RPS = 1e300 }, "throughput[1].rps: is 1e+300: want a per-instance request rate in (0, 1e+06]"},
-		{"surge at the limit", func(in *Inputs) { in.SurgeRatio = 1.5 }, "surge_ratio: is 1.5: want a ratio in [1, 1.5)"},
+		{"surge past the limit", func(in *Inputs) { in.SurgeRatio = 10.01 }, "surge_ratio: is 10.01: want a ratio in [1, 10]"},
 		{"surge NaN", func(in *Inputs) { in.SurgeRatio = math.NaN() }, "surge_ratio: is NaN"},
 		{"t_total Inf", func(in *Inputs) { in.TTotalS = math.Inf(1) }, "t_total_s: is +Inf: want a number of seconds in (0, 86400]"},
 		{"queue depth huge", func(in *Inputs) { in.QueueMaxDepth = 1 << 40 }, "queue_max_depth: is 1099511627776: want 1 to 100000"},
@@ -607,7 +607,7 @@ func TestFromArtifactsRefusesOtherModelsAndBadOptions(t *testing.T) {
 		t.Fatalf("err = %v, want a model mismatch", err)
 	}
 	q.Model = m.ID
-	o.SurgeRatio = 1.5
+	o.SurgeRatio = 10.5
 	if _, err := FromArtifacts(m, testMeasurement(q, tt), o); err == nil || !strings.Contains(err.Error(), "surge_ratio") {
 		t.Fatalf("err = %v, want surge_ratio refused", err)
 	}

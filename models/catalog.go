@@ -130,7 +130,7 @@ type Scaling struct {
 
 // Planning holds the defaults for tts-bench plan.
 type Planning struct {
-	// SurgeRatio is the factor by which load may grow within one T_plan, in [1, 1.5).
+	// SurgeRatio is the factor by which load may grow within one T_plan, in [1, MaxSurgeRatio] (ValidSurgeRatio).
 	SurgeRatio float64 `json:"surge_ratio"`
 	// DetectionBufferS is the time from a surge until a scale-out is asked for, in seconds.
 	DetectionBufferS float64 `json:"detection_buffer_s"`
@@ -235,6 +235,10 @@ const (
 	MaxQueueDepth = 100_000
 	// MaxInstances is the largest scaling.max_instances (and initial_instance_count).
 	MaxInstances = 100_000
+	// MaxSurgeRatio is the largest surge ratio s, the catalog's planning.surge_ratio and a plan's: the plan's
+	// thresholds are rates (safe_rps ÷ s), which need no bound; this one refuses nonsense. Traffic that jumps by
+	// more within T_plan is a case for a fixed fleet, which tts-bench plan's search names.
+	MaxSurgeRatio = 10
 	// MaxDetectionBufferS is the largest planning.detection_buffer_s.
 	MaxDetectionBufferS = 3600
 	// MaxSLOMs is the largest slo.ttfab_ms (an hour).
@@ -511,8 +515,8 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	if m.InitialInstanceCount > m.Scaling.MaxInstances && m.Scaling.MaxInstances >= 1 {
 		add("initial_instance_count", "is %d, above scaling.max_instances %d", m.InitialInstanceCount, m.Scaling.MaxInstances)
 	}
-	if !(m.Planning.SurgeRatio >= 1 && m.Planning.SurgeRatio < 1.5) {
-		add("planning.surge_ratio", "is %s: use a ratio in [1, 1.5) (1.25 means load may grow 25%% within one T_plan)", strconv.FormatFloat(m.Planning.SurgeRatio, 'g', -1, 64))
+	if !ValidSurgeRatio(m.Planning.SurgeRatio) {
+		add("planning.surge_ratio", "is %s: use a ratio in [1, %d] (1.25 means load may grow 25%% within one T_plan)", strconv.FormatFloat(m.Planning.SurgeRatio, 'g', -1, 64), MaxSurgeRatio)
 	}
 	if !(m.Planning.DetectionBufferS >= 0 && m.Planning.DetectionBufferS <= MaxDetectionBufferS) {
 		add("planning.detection_buffer_s", "is %s: use 0 to %d seconds", strconv.FormatFloat(m.Planning.DetectionBufferS, 'g', -1, 64), MaxDetectionBufferS)
@@ -536,3 +540,6 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// ValidSurgeRatio says whether s is a surge ratio a catalog or a plan may hold: in [1, MaxSurgeRatio].
+func ValidSurgeRatio(s float64) bool { return s >= 1 && s <= MaxSurgeRatio }

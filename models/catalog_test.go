@@ -76,8 +76,8 @@ func TestCatalogValidation(t *testing.T) {
 		{"id does not match file", "other.json", func(s string) string { return s }, []string{`id: "m1" does not match the file name`}},
 		{"wrong type", "m1.json", func(s string) string { return strings.Replace(s, `"queue_max_depth":4`, `"queue_max_depth":"4"`, 1) },
 			[]string{"queue_max_depth: has JSON type string, want int"}},
-		{"surge out of range", "m1.json", func(s string) string { return strings.Replace(s, `"surge_ratio":1.25`, `"surge_ratio":1.5`, 1) },
-			[]string{"planning.surge_ratio: is 1.5"}},
+		{"surge out of range", "m1.json", func(s string) string { return strings.Replace(s, `"surge_ratio":1.25`, `"surge_ratio":10.5`, 1) },
+			[]string{"planning.surge_ratio: is 10.5: use a ratio in [1, 10]"}},
 		{"several problems at once", "m1.json", func(s string) string {
 			return strings.Replace(strings.Replace(s, `"ttfab_ms":1000`, `"ttfab_ms":-1`, 1), `"instance_type":"ml.c5.large"`, `"instance_type":"big"`, 1)
 		}, []string{"slo.ttfab_ms", "instance_type: \"big\""}},

@@ -221,10 +221,7 @@ func Describe(s Series, tPlan time.Duration) (Description, error) {
 		return Description{}, fmt.Errorf("t-plan %s: want whole seconds, at least %ds (the surge's peak is a %d-s rate)", tPlan, surgeWindow, surgeWindow)
 	}
 	n := len(s.PerSecond)
-	prefix := make([]float64, n+1)
-	for i, v := range s.PerSecond {
-		prefix[i+1] = prefix[i] + v
-	}
+	prefix := prefixSums(s.PerSecond)
 	d := Description{Name: s.Name, Kind: s.Kind, DurationS: float64(n), StepS: s.Step.Seconds(), Requests: prefix[n]}
 	if !s.Start.IsZero() {
 		d.Start = s.Start.Format(time.RFC3339Nano)
@@ -262,31 +259,17 @@ func peakOver(prefix []float64, from, to, w int) *Peak {
 	return &best
 }
 
-// surge is the surge ratio's distribution at horizon tPlan seconds: for each start minute m (60, 120, ...
-// seconds since the start, with m + tPlan within the trace), the highest 10-s mean rate in [m, m + tPlan) ÷
-// the mean rate over the minute before, [m − 60, m).
+// surge is the surge ratio's distribution at horizon tPlan seconds (surgeRatios), with its quantiles.
 func surge(prefix []float64, tPlan int) (*Surge, string) {
-	n := len(prefix) - 1
-	var ratios []float64
-	left := 0
-	maxRatio, maxAt := math.Inf(-1), 0
-	for m := baseWindow; m+tPlan <= n; m += baseWindow {
-		base := mean(prefix, m-baseWindow, baseWindow)
-		if base <= 0 {
-			left++
-			continue
-		}
-		r := peakOver(prefix, m, m+tPlan, surgeWindow).RPS / base
-		ratios = append(ratios, r)
-		if r > maxRatio+1e-12 {
-			maxRatio, maxAt = r, m
-		}
-	}
+	ratios, starts, left := surgeRatios(prefix, tPlan)
 	if len(ratios) == 0 {
-		if left > 0 {
-			return nil, fmt.Sprintf("every one of the %d start minutes follows a minute without requests", left)
+		return nil, surgeTooShort(len(prefix)-1, tPlan, left)
+	}
+	maxRatio, maxAt := math.Inf(-1), 0
+	for i, r := range ratios {
+		if r > maxRatio+1e-12 {
+			maxRatio, maxAt = r, starts[i]
 		}
-		return nil, fmt.Sprintf("the trace lasts %s: a surge ratio needs a minute before the start and T_plan (%ds) after it, %s in all", time.Duration(n)*time.Second, tPlan, time.Duration(baseWindow+tPlan)*time.Second)
 	}
 	sorted := slices.Clone(ratios)
 	slices.Sort(sorted)
@@ -295,6 +278,33 @@ func surge(prefix []float64, tPlan int) (*Surge, string) {
 		q[quantileName(p)] = nearestRank(sorted, p)
 	}
 	return &Surge{TPlanS: float64(tPlan), StartMinutes: len(ratios), LeftOut: left, Quantiles: q, Max: maxRatio, MaxAtS: maxAt}, ""
+}
+
+// surgeRatios are the surge ratios at horizon tPlan seconds, in the order of their start minutes: for each
+// start minute m (60, 120, ... seconds since the start, with m + tPlan within the trace), the highest 10-s mean
+// rate in [m, m + tPlan) ÷ the mean rate over the minute before, [m − 60, m). left counts the start minutes
+// left out because the minute before them had no request (a ratio to 0 is no ratio); starts[i] is ratio i's
+// start minute, in seconds since the trace's start.
+func surgeRatios(prefix []float64, tPlan int) (ratios []float64, starts []int, left int) {
+	n := len(prefix) - 1
+	for m := baseWindow; m+tPlan <= n; m += baseWindow {
+		base := mean(prefix, m-baseWindow, baseWindow)
+		if base <= 0 {
+			left++
+			continue
+		}
+		ratios = append(ratios, peakOver(prefix, m, m+tPlan, surgeWindow).RPS/base)
+		starts = append(starts, m)
+	}
+	return ratios, starts, left
+}
+
+// surgeTooShort says why a trace of n seconds has no surge ratio at horizon tPlan seconds.
+func surgeTooShort(n, tPlan, left int) string {
+	if left > 0 {
+		return fmt.Sprintf("every one of the %d start minutes follows a minute without requests", left)
+	}
+	return fmt.Sprintf("the trace lasts %s: a surge ratio needs a minute before the start and T_plan (%ds) after it, %s in all", time.Duration(n)*time.Second, tPlan, time.Duration(baseWindow+tPlan)*time.Second)
 }
 
 // quantileName is "p50" for 0.5.

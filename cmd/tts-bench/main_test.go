@@ -236,7 +236,7 @@ func TestPlanInputErrors(t *testing.T) {
 		{"what-if throughput 1e300", []string{"plan", "--what-if", "q_max=40,t_total_s=280,throughput_rps=1e300", "--peak-rps", "80"}, "throughput_rps=1e300: want a per-instance request rate in (0, 1e+06]"},
 		{"qmax /dev/zero", []string{"plan", "--qmax", "/dev/zero", "--ttotal", tt, "--peak-rps", "80"}, "/dev/zero is a character device, not a regular file"},
 		{"qmax a directory", []string{"plan", "--qmax", valid, "--ttotal", tt, "--peak-rps", "80"}, valid + " is a directory, not a regular file"},
-		{"surge", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--surge", "1.5"}, "--surge 1.5: want a ratio in [1, 1.5)"},
+		{"surge", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--surge", "10.5"}, "--surge 10.5: want a ratio in [1, 10]"},
 		{"trough above peak", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--trough-rps", "90"}, "--trough-rps 90"},
 		{"bounds", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--min-instances", "5", "--max-instances", "2"}, "--min-instances 5 is above --max-instances 2"},
 		{"detection buffer", []string{"plan", "--qmax", q, "--ttotal", tt, "--peak-rps", "80", "--detection-buffer", "-1"}, "--detection-buffer -1"},
@@ -395,13 +395,13 @@ func TestPlanUnwritableOutputIsAnInputError(t *testing.T) {
 
 // Validate reports every problem of the command line at once, each in the form "{what}: {why}: {fix}".
 func TestPlanReportsEveryProblemAtOnce(t *testing.T) {
-	_, stderr, code := runCLI(t, "plan", "extra", "--format", "yaml", "--model", "nope", "--peak-rps", "-3", "--surge", "2",
+	_, stderr, code := runCLI(t, "plan", "extra", "--format", "yaml", "--model", "nope", "--peak-rps", "-3", "--surge", "20",
 		"--min-instances", "0", "--what-if", "q_max=40", "--qmax", "q.json")
 	if code != exitcode.CodeUsage {
 		t.Fatalf("exit %d, want %d:\n%s", code, exitcode.CodeUsage, stderr)
 	}
 	for _, want := range []string{"plan takes no arguments", `--format "yaml" is not a format`, `--model: unknown model "nope"`,
-		"--peak-rps -3: want a request rate", "--surge 2: want a ratio in [1, 1.5)", "--min-instances 0: want 1 to",
+		"--peak-rps -3: want a request rate", "--surge 20: want a ratio in [1, 10]", "--min-instances 0: want 1 to",
 		"--what-if replaces the artifacts", `--what-if "q_max=40": missing t_total_s, throughput_rps`} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not contain %q:\n%s", want, stderr)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/speech-infra/speech-infra/bench"
@@ -19,6 +20,7 @@ import (
 	"github.com/speech-infra/speech-infra/measure"
 	"github.com/speech-infra/speech-infra/models"
 	"github.com/speech-infra/speech-infra/simulate"
+	"github.com/speech-infra/speech-infra/traffic"
 	"github.com/urfave/cli/v2"
 )
 
@@ -36,8 +38,17 @@ Inputs:
                                   the scaling metric (the 10-s Maximum of ConcurrentRequestsPerModel), p95 TTFAB,
                                   p95 stall and shed.
   ttotal.json  (tts-bench ttotal) T_total, the time from asking for one more instance until it serves.
-  --peak-rps   the highest load the fleet must carry (required); --trough-rps where a surge starts.
+  --peak-rps   the highest load the fleet must carry (required without --traffic); --trough-rps where a
+               surge starts.
   --surge s    load may grow by s within one T_plan.
+  --traffic    the users' own traffic (tts-bench traffic import or fetch), repeatable. Each trace is cut:
+               the plan is derived from its first part and must hold on it, and is validated on the last
+               --holdout share (default %s), which nothing is derived from. Without --peak-rps the peak is the
+               planned-on parts' highest 1-minute rate; without --surge the surge ratio is the
+               --surge-quantile (default %s) of their surge ratio at T_plan (tts-bench traffic describe's
+               definition), rounded up to hundredths. plan.json records both parts, and the gate re-runs them.
+               Each part is recorded as the mean rate over the shortest step that fits %d points ÷ the
+               number of --traffic traces.
 
 Derived, in rate terms, from the instance model:
   safe_rps            the highest offered rate per instance that meets the SLO (p95 TTFAB, p95 stall, shed),
@@ -71,7 +82,9 @@ within T_plan):
   hover slow  the same with period `+slow+`: its low half outlasts the window, the fleet scales in, and
               must carry the high half on one instance fewer without scaling out again
   sawtooth    across each boundary: up to +%s%% at once, down to −%s%% over `+slow+`
-  user        each --trace file
+  user        each --trace file, and the planned-on part of each --traffic trace
+  holdout     the held-out part of each --traffic trace: a plan that fails it is infeasible; the search
+              for a cheaper configuration never sees it, and says how its pick does on it
 The hover amplitude is an input, recorded in plan.json, never the scale-in margin: a margin too small for it
 shows as a flap.
 
@@ -99,9 +112,11 @@ catalog's type.
 
 Examples:
   tts-bench plan --peak-rps 80
+  tts-bench plan --traffic day.csv    (day.csv from tts-bench traffic import requests.csv --time-column ts)
   tts-bench plan --from-compare artifacts/kokoro-82m/compare.json
   tts-bench plan --what-if q_max=50,t_total_s=260.2,throughput_rps=16.3 --peak-rps 80 --trough-rps 10
     (the published Kokoro-g5 figures: 61.3 ms a request, one at a time, is 16.3 rps)`,
+		defaultHoldout, defaultSurgeQuantile, capacity.MaxUserTracePoints,
 		pct(bench.CIConfidence), capacity.DefaultEvaluationPeriods, capacity.DefaultMetricPeriodS, capacity.DefaultMetricPeriodS, capacity.MinScaleInEvaluationPeriods,
 		capacity.ScaleOutCooldownMinS, capacity.ScaleOutCooldownMaxS, capacity.ScaleInCooldownMinS, capacity.ScaleInCooldownTPlan,
 		f(cMax), f(cMin),
@@ -118,7 +133,7 @@ func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "plan",
 		Usage:       "derive scaling thresholds, cooldowns and fleet bounds from qmax and ttotal, and judge them",
-		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --from-compare REPORT [--instance-type TYPE] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
+		UsageText:   "tts-bench plan --peak-rps RPS [--model ID] [--qmax PATH] [--ttotal PATH] [options]\n   tts-bench plan --traffic TRACE [--holdout SHARE] [--surge-quantile Q] [options]\n   tts-bench plan --from-compare REPORT [--instance-type TYPE] [options]\n   tts-bench plan --what-if q_max=N,t_total_s=S,throughput_rps=X --peak-rps RPS [options]",
 		Description: planDescription(),
 		Flags: []cli.Flag{
 			modelFlag("catalog id of the model to plan for"),
@@ -126,14 +141,17 @@ func planCommand() *cli.Command {
 			&cli.StringFlag{Name: "ttotal", Usage: "ttotal artifact (default artifacts/<model>/ttotal.json)"},
 			&cli.Float64Flag{Name: "peak-rps", Usage: "peak load the fleet must carry, requests per second (required)"},
 			&cli.Float64Flag{Name: "trough-rps", Usage: "load a surge starts from, requests per second (default: what the minimum fleet carries at the scale-in rate)"},
-			&cli.Float64Flag{Name: "surge", Usage: "surge ratio s in [1, 1.5): load may grow by s within one T_plan (default: the catalog's)"},
+			&cli.Float64Flag{Name: "surge", Usage: fmt.Sprintf("surge ratio s in [1, %d]: load may grow by s within one T_plan (default: the catalog's; with --traffic, the traffic's --surge-quantile)", models.MaxSurgeRatio)},
 			&cli.Float64Flag{Name: "detection-buffer", Usage: "seconds from a surge until scale-out is asked for (default: the catalog's)"},
 			&cli.IntFlag{Name: "min-instances", Usage: "fleet minimum (default: the catalog's)"},
 			&cli.IntFlag{Name: "max-instances", Usage: "largest fleet allowed (default: the catalog's)"},
 			&cli.Float64Flag{Name: "scale-in-margin", Usage: fmt.Sprintf("scale-in hysteresis in [0, 0.9): scale in at (1 − margin) of the rate at which the survivors would reach the scale-out rate (default %s)", capacity.FormatNumber(capacity.DefaultScaleInMargin))},
 			&cli.Float64Flag{Name: "hover-amplitude", Usage: fmt.Sprintf("swing of the envelope's hover and sawtooth traces around each scale-in boundary, a share in (0, %s]; recorded in the plan, independent of the margin (default %s: ±%s%%)",
 				capacity.FormatNumber(capacity.MaxHoverAmplitude), capacity.FormatNumber(capacity.DefaultHoverAmplitude), capacity.FormatNumber(100*capacity.DefaultHoverAmplitude))},
-			&cli.StringSliceFlag{Name: "trace", Usage: "a CSV trace (timestamp,rps) the plan must also hold on; repeat for more (at most 8)"},
+			&cli.StringSliceFlag{Name: "trace", Usage: fmt.Sprintf("a CSV trace (timestamp,rps) the plan must also hold on; repeat for more (at most %d with --traffic)", capacity.MaxUserTraces)},
+			&cli.StringSliceFlag{Name: "traffic", Usage: "the users' traffic, a request or rate trace (tts-bench traffic import or fetch): the plan takes its peak and surge ratio from the first part of it, must hold on that part, and is validated on the held-out rest; repeat for more"},
+			&cli.StringFlag{Name: "holdout", Value: defaultHoldout, Usage: fmt.Sprintf("with --traffic: the share at the end of each trace held out from planning and validated on, e.g. 25%% or 0.25; 0 to %g%%", 100*traffic.MaxHoldout)},
+			&cli.StringFlag{Name: "surge-quantile", Value: defaultSurgeQuantile, Usage: "with --traffic and without --surge: the quantile of the traffic's surge ratio at T_plan the plan takes as its surge ratio: p95, p99, p99.9 or max"},
 			&cli.BoolFlag{Name: "no-search", Usage: "when the plan is infeasible, do not search for the cheapest configuration that passes"},
 			cliflags.Output("where to write the plan, atomically (default artifacts/<model>/plan.json; what-if plans only when given)"),
 			cliflags.Format("what to print: text or json"),
@@ -161,6 +179,14 @@ type planOpts struct {
 	hoverAmplitude       *float64
 	traces               []string
 	noSearch             bool
+	// traffic, holdout and surgeQuantile are --traffic, --holdout and --surge-quantile (the Set fields say the
+	// flag was given); Validate fills quantile, trafficParts and, without --peak-rps, the peak (peakFromTraffic).
+	traffic                      []string
+	holdout, surgeQuantile       string
+	holdoutSet, surgeQuantileSet bool
+	quantile                     float64
+	trafficParts                 []trafficPart
+	peakFromTraffic              bool
 	// modelSet says --model was given; fromCompare and instanceType are --from-compare and --instance-type.
 	modelSet                  bool
 	fromCompare, instanceType string
@@ -203,6 +229,8 @@ func newPlanOpts(c *cli.Context, cat models.Catalog) *planOpts {
 	o.minInst, o.maxInst = integer("min-instances"), integer("max-instances")
 	o.scaleInMargin, o.traces, o.noSearch = f64("scale-in-margin"), c.StringSlice("trace"), c.Bool("no-search")
 	o.hoverAmplitude = f64("hover-amplitude")
+	o.traffic, o.holdout, o.surgeQuantile = c.StringSlice("traffic"), c.String("holdout"), c.String("surge-quantile")
+	o.holdoutSet, o.surgeQuantileSet = c.IsSet("holdout"), c.IsSet("surge-quantile")
 	if c.IsSet("what-if") {
 		s := c.String("what-if")
 		o.whatIf = &s
@@ -237,7 +265,12 @@ func (o *planOpts) Validate() error {
 		o.model = m
 		o.capOpts = capacity.DefaultOptions(m)
 	}
-	errs = append(errs, o.applyOptions(&o.capOpts)...)
+	// The traffic first: without --peak-rps its peak is the plan's.
+	trafficErrs := o.loadTraffic(&o.capOpts)
+	errs = append(errs, trafficErrs...)
+	if len(trafficErrs) == 0 {
+		errs = append(errs, o.applyOptions(&o.capOpts)...)
+	}
 	if o.whatIf != nil {
 		if o.qmaxPath != "" || o.ttotalPath != "" {
 			bad("--what-if replaces the artifacts: drop --qmax and --ttotal, or drop --what-if")
@@ -364,7 +397,7 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if o.peakRPS == nil {
-		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80")
+		bad("--peak-rps is required: give the highest load the fleet must carry in requests per second, e.g. --peak-rps 80, or give the users' traffic with --traffic")
 	} else if opts.PeakRPS = *o.peakRPS; !(opts.PeakRPS > 0 && opts.PeakRPS <= capacity.MaxRPS) {
 		bad("--peak-rps %s: want a request rate in (0, %g] requests per second, e.g. --peak-rps 80", measure.FormatFloat(opts.PeakRPS), float64(capacity.MaxRPS))
 	}
@@ -376,8 +409,8 @@ func (o *planOpts) applyOptions(opts *capacity.Options) []error {
 	}
 	if o.surge != nil {
 		opts.SurgeRatio = *o.surge
-		if !(opts.SurgeRatio >= 1 && opts.SurgeRatio < 1.5) {
-			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25 (load may grow 25%% within one T_plan)", measure.FormatFloat(opts.SurgeRatio))
+		if !models.ValidSurgeRatio(opts.SurgeRatio) {
+			bad("--surge %s: want a ratio in [1, %d], e.g. --surge 1.25 (load may grow 25%% within one T_plan)", measure.FormatFloat(opts.SurgeRatio), models.MaxSurgeRatio)
 		}
 	}
 	if o.detectionBuf != nil {
@@ -454,11 +487,19 @@ func (o *planOpts) Execute(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return o.stopped(ctx)
 	}
+	o.describeTraffic()
+	if err := o.surgeFromTraffic(ctx, build); err != nil {
+		if ctx.Err() != nil {
+			return o.stopped(ctx)
+		}
+		return exitcode.Usage(err)
+	}
 	// From 10 simulated days of user traces (a 31-day trace is about a second of simulation per configuration),
 	// each configuration takes a while.
-	if d := capacity.TraceDays(o.capOpts.Traces); d >= 10 {
+	recorded := append(slices.Clone(o.capOpts.Traces), o.capOpts.Holdout...)
+	if d := capacity.TraceDays(recorded); d >= 10 {
 		fmt.Fprintf(o.stderr, "plan: simulating the envelope with %d user trace(s), %.0f simulated days: each configuration takes a while; Ctrl-C stops it and writes nothing\n",
-			len(o.capOpts.Traces), d)
+			len(recorded), d)
 	}
 	p, err := build(ctx, o.capOpts)
 	if ctx.Err() != nil {
@@ -470,8 +511,8 @@ func (o *planOpts) Execute(ctx context.Context) error {
 	if o.output != "" {
 		// Before the search: a plan the gate, simulate and validate would refuse to read is not written.
 		var big *capacity.PlanSizeError
-		if err := capacity.CheckPlanSize(p, o.capOpts.Traces); errors.As(err, &big) {
-			return exitcode.Usagef("--trace: %w", err)
+		if err := capacity.CheckPlanSize(p, recorded); errors.As(err, &big) {
+			return exitcode.Usagef("--trace, --traffic: %w", err)
 		} else if err != nil {
 			return err
 		}

@@ -117,7 +117,7 @@ func TestPlanRefusesTracesTooLargeForAPlanFile(t *testing.T) {
 	if code != exitcode.CodeUsage || stdout != "" {
 		t.Fatalf("exit %d, want %d and nothing printed; stdout %d bytes, stderr:\n%s", code, exitcode.CodeUsage, len(stdout), stderr)
 	}
-	for _, w := range []string{"--trace: the plan would be", "with the 20000 points of its 5 trace(s), above the 1048576 a plan file may be", "resample the traces to a coarser step"} {
+	for _, w := range []string{"--trace, --traffic: the plan would be", "with the 20000 points of its 5 trace(s), above the 1048576 a plan file may be", "resample the traces to a coarser step"} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr does not say %q:\n%s", w, stderr)
 		}

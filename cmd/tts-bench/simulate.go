@@ -97,7 +97,7 @@ func simulateCommand() *cli.Command {
 			modelFlag("catalog id of the model (the plan's when --plan is given)"),
 			&cli.StringFlag{Name: "plan", Usage: "plan to simulate (default artifacts/<model>/plan.json); its qmax and ttotal artifacts are read beside it"},
 			&cli.StringFlag{Name: "what-if", Usage: "simulate assumed numbers instead of a plan: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
-			&cli.Float64Flag{Name: "surge", Usage: "surge ratio of the what-if plan, in [1, 1.5) (default: the catalog's)"},
+			&cli.Float64Flag{Name: "surge", Usage: fmt.Sprintf("surge ratio of the what-if plan, in [1, %d] (default: the catalog's)", models.MaxSurgeRatio)},
 			&cli.StringFlag{Name: "trace", Usage: "diurnal, step, spike, ramp, or a CSV file of timestamp,rps (required)"},
 			&cli.Float64Flag{Name: "peak-rps", Value: d.PeakRPS, Usage: "shape: highest rate, requests per second"},
 			&cli.Float64Flag{Name: "trough-rps", Value: d.TroughRPS, Usage: "shape: lowest rate, requests per second"},
@@ -207,8 +207,8 @@ func (o *simulateOpts) Validate() error {
 			bad("--what-if %q: %w", *o.whatIf, err)
 		}
 		o.whatIfIn = w
-		if o.surge != nil && !(*o.surge >= 1 && *o.surge < 1.5) {
-			bad("--surge %s: want a ratio in [1, 1.5), e.g. --surge 1.25", measure.FormatFloat(*o.surge))
+		if o.surge != nil && !models.ValidSurgeRatio(*o.surge) {
+			bad("--surge %s: want a ratio in [1, %d], e.g. --surge 1.25", measure.FormatFloat(*o.surge), models.MaxSurgeRatio)
 		}
 	} else {
 		if o.surge != nil {

@@ -87,10 +87,7 @@ func Rebuild(ctx context.Context, dir string) ([]byte, error) {
 	}
 	rebuilt, err := capacity.FromArtifactsContext(ctx, m, capacity.Measurement{
 		QMax: q, QMaxFile: in.QMaxFile, QMaxSHA256: capacity.DigestBytes(qb), TTotal: t, TTotalFile: in.TTotalFile, TTotalSHA256: capacity.DigestBytes(tb),
-	}, capacity.Options{
-		SurgeRatio: in.SurgeRatio, DetectionBufferS: in.DetectionBufferS, PeakRPS: in.PeakRPS, TroughRPS: in.TroughRPS,
-		MinInstances: in.MinInstances, MaxInstances: in.MaxInstances, ScaleInMargin: in.ScaleInMargin, Traces: in.Traces,
-	})
+	}, in.PlanOptions())
 	if err != nil {
 		return nil, err
 	}
