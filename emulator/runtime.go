@@ -64,7 +64,21 @@ func (e *Emulator) pick(ctx context.Context, name string, skip []*instance) (*in
 	}
 }
 
-// record publishes the per-invocation metrics.
+// statusClientGone is record's status for an invocation whose client went away before the model answered it:
+// an invocation, but neither a 4XX nor a 5XX. SageMaker's documentation defines those by the model's answer
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html): Invocation5XXErrors is "The
+// number of InvokeEndpoint requests where the model returned a 5xx HTTP response code. For each 5xx response, 1
+// is sent; otherwise, 0 is sent.", and Invocation4XXErrors the same of a 4xx; a client that hangs up is neither.
+// (A load generator that cancels its requests in flight when it stops, as tts-bench ttotal's probe does, would
+// otherwise leave 5XX errors behind it, and a queue saturation alarm on them.)
+const statusClientGone = 0
+
+// clientGone reports whether the invocation's client went away (its request's context ended): what the
+// emulator records then is statusClientGone, whatever the dispatch or the stream failed with after it.
+func clientGone(r *http.Request) bool { return r.Context().Err() != nil }
+
+// record publishes the per-invocation metrics: status is the model's HTTP status (500 when the model did not
+// answer), or statusClientGone.
 func (e *Emulator) record(ep *endpointRec, started time.Time, status int) {
 	dims := endpointDims(ep.Name, ep.Variant)
 	now := time.Now()
@@ -290,6 +304,10 @@ func (e *Emulator) invoke(w http.ResponseWriter, r *http.Request, name string) {
 		}
 	}
 	if err != nil {
+		if clientGone(r) {
+			e.record(ep, started, statusClientGone)
+			return
+		}
 		e.record(ep, started, 500)
 		if timedOut(ctx, r) {
 			writeJSONError(w, modelError(ep, in, 0, fmt.Sprintf("Your invocation timed out while waiting for a response from container primary after %s. Review the latency metrics for each container in Amazon CloudWatch, resolve the issue, and try again.", invocationTimeout(ep, false))))
@@ -395,6 +413,10 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 		}
 	}
 	if err != nil {
+		if clientGone(r) {
+			e.record(ep, started, statusClientGone)
+			return
+		}
 		e.record(ep, started, 500)
 		if timedOut(ctx, r) {
 			exception("ModelInvocationTimeExceeded", timeoutMsg)
@@ -414,7 +436,7 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 			m.Payload = append([]byte(nil), buf[:n]...)
 			if err := enc.Encode(w, m); err != nil {
 				// The client went away; stop reading from the container too.
-				e.record(ep, started, 499)
+				e.record(ep, started, statusClientGone)
 				return
 			}
 			if flusher != nil {
@@ -426,6 +448,10 @@ func (e *Emulator) invokeStream(w http.ResponseWriter, r *http.Request, name str
 			return
 		}
 		if rerr != nil {
+			if clientGone(r) {
+				e.record(ep, started, statusClientGone)
+				return
+			}
 			e.record(ep, started, 500)
 			if timedOut(ctx, r) {
 				exception("ModelInvocationTimeExceeded", timeoutMsg)

@@ -117,6 +117,10 @@ func (o *planOpts) loadTraffic(opts *capacity.Options) []error {
 			bad("--traffic %s: its planned-on part lasts %s, less than the minute a peak is measured over: give a longer trace or a smaller --holdout", path, part.plan.Duration())
 			continue
 		}
+		if !(p > 0) {
+			bad("--traffic %s: its planned-on part has no request: give the traffic the fleet serves", path)
+			continue
+		}
 		peak = max(peak, p)
 		tr, step, err := part.plan.RateTrace(points)
 		if err == nil {
@@ -181,7 +185,13 @@ func (o *planOpts) surgeFromTraffic(ctx context.Context, build capacity.Builder)
 	if o.quantile == 1 {
 		q = "max"
 	}
-	o.capOpts.SurgeSource = fmt.Sprintf("the %s of the traffic's surge ratio at T_plan %s over %d start minutes of %s's planned-on part, %s, rounded up to hundredths", q, tPlan, minutes, from, capacity.FormatNumber(best))
+	few := ""
+	if o.quantile < 1 && int(math.Ceil(o.quantile*float64(minutes)-1e-9)) >= minutes {
+		// Nearest rank: too few start minutes for this quantile to be anything but their highest.
+		few = fmt.Sprintf(" (with %d start minutes the %s is their highest: a longer log gives a steadier ratio)", minutes, q)
+	}
+	o.capOpts.SurgeSource = fmt.Sprintf("the %s of the traffic's surge ratio at T_plan %s over %d start minutes of %s's planned-on part, %s, rounded up to hundredths%s",
+		q, tPlan, minutes, from, strconv.FormatFloat(best, 'f', 4, 64), few)
 	// Rounded up, so that the flags the plan and its search print give this ratio again.
 	best = math.Ceil(best*100-1e-9) / 100
 	if best > models.MaxSurgeRatio {

@@ -203,6 +203,7 @@ func TestPlanFromTrafficNamesAFixedFleetThatSimulateConfirms(t *testing.T) {
 func TestPlanTrafficFlagErrors(t *testing.T) {
 	trace, dir := trafficSet(t, 3, 2)
 	short := writeFile(t, filepath.Join(dir, "short.csv"), "timestamp,rps\n0,5\n30,6\n")
+	idle := writeFile(t, filepath.Join(dir, "idle.csv"), "timestamp,rps\n0,0\n600,0\n1200,0\n")
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -214,6 +215,7 @@ func TestPlanTrafficFlagErrors(t *testing.T) {
 		{[]string{"--traffic", trace, "--surge-quantile", "p30"}, `--surge-quantile "p30" is not a quantile`},
 		{[]string{"--traffic", trace, "--surge", "2", "--surge-quantile", "p95"}, "both set the surge ratio"},
 		{[]string{"--traffic", short}, "less than the minute a peak is measured over"},
+		{[]string{"--traffic", idle}, "its planned-on part has no request"},
 		{[]string{"--traffic", filepath.Join(dir, "none.txt")}, "--traffic " + filepath.Join(dir, "none.txt")},
 	} {
 		args := []string{"plan", "--qmax", filepath.Join(dir, capacity.QMaxFile), "--ttotal", filepath.Join(dir, capacity.TTotalFile), "--output", filepath.Join(dir, "p.json")}
