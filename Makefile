@@ -153,6 +153,9 @@ test-go: deps container-build
 # module's root) and stacks/ synthesize through jsii, whose goroutines are the library's, not this project's; under
 # -race they cost about a minute of CPU for nothing of ours to check, as plantest's plan building did.
 NO_RACE_PKGS := ./capacity ./capacity/internal/fixturegen ./capacity/plantest ./simulate ./loadmodel ./autoscale . ./stacks ./docs
+# PART_TIMER starts a test part's recipe: when the part ends, passed or failed, it prints how long it took, so
+# that a log says which part was make test's last.
+PART_TIMER = start=$$(date +%s); trap 'echo "$@ ended after $$(( $$(date +%s) - start )) s"' EXIT;
 TEST_GO_NO_RACE = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -timeout 40m
 
 # -p 4, not go test's default of one test binary a core: these packages' tests wait on the emulator's clock more
@@ -162,11 +165,11 @@ TEST_GO_NO_RACE = SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test
 # (about 400 s each beside the rest) started behind a dozen short packages and were test-go's last, on one core.
 TEST_GO_OTHERS_FIRST := ./emulator ./cmd/speech-infra ./cloud ./bench ./modelsync
 test-go-others:
-	$(TEST_GO) -p 4 $(TEST_GO_OTHERS_FIRST) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$' | grep -vxF "$$($(GO) list $(NO_RACE_PKGS) $(TEST_GO_OTHERS_FIRST))")
+	$(PART_TIMER) $(TEST_GO) -p 4 $(TEST_GO_OTHERS_FIRST) $$($(GO) list ./... | grep -v '/cmd/tts-bench$$' | grep -vxF "$$($(GO) list $(NO_RACE_PKGS) $(TEST_GO_OTHERS_FIRST))")
 
 # A process of their own: after the raced packages they were test-go-others' last half minute, on one core.
 test-go-no-race: check-no-race
-	$(TEST_GO_NO_RACE) $(NO_RACE_PKGS)
+	$(PART_TIMER) $(TEST_GO_NO_RACE) $(NO_RACE_PKGS)
 
 check-no-race:
 	@bad=$$(grep -HnE '^[[:space:]]*go[[:space:]]+(func|[A-Za-z_][A-Za-z0-9_.]*[(])' \
@@ -174,28 +177,28 @@ check-no-race:
 	if [ -n "$$bad" ]; then echo "check-no-race: these start goroutines, so their package must run under -race (take it out of NO_RACE_PKGS):" >&2; echo "$$bad" >&2; exit 1; fi
 
 test-go-tts-bench-apart:
-	$(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO) -run '$(TTS_BENCH_APART)' ./cmd/tts-bench
 
 test-go-tts-bench-compare:
-	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO_NO_RACE) -run '$(TTS_BENCH_COMPARE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest-a:
-	$(TEST_GO_NO_RACE) -run '^Test[A-Q]' -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO_NO_RACE) -run '^Test[A-Q]' -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
 
 test-go-tts-bench-rest-b:
-	$(TEST_GO_NO_RACE) -run '^Test[R-Z]' -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO_NO_RACE) -run '^Test[R-Z]' -skip '$(TTS_BENCH_ELSEWHERE)' ./cmd/tts-bench
 
 test-go-tts-bench-raced:
-	$(TEST_GO) -run '$(TTS_BENCH_RACED)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO) -run '$(TTS_BENCH_RACED)' ./cmd/tts-bench
 
 test-measurement: deps container-build ## the tests that compare a model with a measurement on the emulator (about 8 minutes)
 	@$(MAKE) --no-print-directory -j 2 --output-sync=target $(TEST_MEASUREMENT)
 
 test-measurement-instance-model:
-	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO_NO_RACE) -run '$(TTS_BENCH_VALIDATION)' ./cmd/tts-bench
 
 test-measurement-simulator:
-	$(TEST_GO_NO_RACE) -run '$(TTS_BENCH_SIMULATOR)' ./cmd/tts-bench
+	$(PART_TIMER) $(TEST_GO_NO_RACE) -run '$(TTS_BENCH_SIMULATOR)' ./cmd/tts-bench
 
 # The checks on the tests themselves, after them: the flake hunt finds a test that fails when a goroutine is
 # slow, and the leak check catches a test that leaves the emulator running (each shown on a planted case).
