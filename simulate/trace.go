@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -311,6 +312,21 @@ type ShapeParams struct {
 	Width time.Duration
 }
 
+// IsTraceFile says whether a --trace argument names a trace file rather than a built-in shape: a name ending in
+// .csv, or any other name that is not a shape's and names an existing file (a request trace from tts-bench
+// traffic import keeps whatever name its --output gave it). Everything else is read as a shape, whose
+// validation names the shapes.
+func IsTraceFile(arg string) bool {
+	if strings.HasSuffix(strings.ToLower(arg), ".csv") {
+		return true
+	}
+	if slices.Contains(Shapes, arg) {
+		return false
+	}
+	_, err := os.Stat(arg)
+	return err == nil
+}
+
 // DefaultShapeParams returns the defaults of shape: a day at 1-minute steps, trough 10 rps, peak 80 rps,
 // the diurnal peak at 14:00 of a day starting at midnight, the step or spike one third in, a 10-minute spike.
 func DefaultShapeParams(shape string) ShapeParams {
@@ -328,7 +344,7 @@ func (p ShapeParams) Validate() []error {
 		known = known || p.Shape == s
 	}
 	if !known {
-		errs = append(errs, fmt.Errorf("trace %q is neither a built-in shape (%s) nor a CSV file name ending in .csv", p.Shape, strings.Join(Shapes, ", ")))
+		errs = append(errs, fmt.Errorf("trace %q is neither a built-in shape (%s) nor a trace file (a name ending in .csv, or an existing file)", p.Shape, strings.Join(Shapes, ", ")))
 	}
 	if !finiteRate(p.PeakRPS) || p.PeakRPS == 0 {
 		errs = append(errs, fmt.Errorf("peak-rps %g: want a number in (0, %d]", p.PeakRPS, MaxTraceRPS))

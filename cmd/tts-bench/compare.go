@@ -238,7 +238,7 @@ func (o *compareOpts) loadTrace() []error {
 	switch {
 	case o.trace == "":
 		return []error{errors.New("--trace is required: give diurnal, step, spike, ramp or a CSV file of timestamp,rps, e.g. --trace diurnal")}
-	case strings.HasSuffix(strings.ToLower(o.trace), ".csv"):
+	case simulate.IsTraceFile(o.trace):
 		if o.peakSet || o.troughSet {
 			return []error{fmt.Errorf("--peak-rps and --trough-rps shape a built-in trace; --trace %s is a CSV file whose peak and trough are its own: drop them", o.trace)}
 		}

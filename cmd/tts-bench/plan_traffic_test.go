@@ -231,3 +231,24 @@ func TestPlanTrafficFlagErrors(t *testing.T) {
 		t.Error("a refused command line wrote a plan")
 	}
 }
+
+// A trace file is read whatever its name (tts-bench traffic import writes the name --output gives it); a name
+// that is neither a file nor a shape is refused naming the shapes.
+func TestSimulateReadsATraceOfAnyName(t *testing.T) {
+	trace, dir := trafficSet(t, 5, 2)
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := writeFile(t, filepath.Join(dir, "day.trace"), string(data))
+	whatIf := []string{"simulate", "--what-if", "q_max=50,t_total_s=260.2,throughput_rps=16.3", "--output", filepath.Join(dir, "sim.svg")}
+	stdout, stderr, code := runCLI(t, append(whatIf, "--trace", named)...)
+	// Read and simulated: exit 0 or 1 (whether the catalog's plan holds these bursts), never a usage error.
+	if code == 2 || !strings.Contains(stdout, "trace: "+named+" (peak") {
+		t.Fatalf("simulate --trace day.trace: exit %d\n%s\n%s", code, stderr, stdout)
+	}
+	_, stderr, code = runCLI(t, append(whatIf, "--trace", "diurnall")...)
+	if code != 2 || !strings.Contains(stderr, `trace "diurnall" is neither a built-in shape (diurnal, step, spike, ramp) nor a trace file`) {
+		t.Fatalf("simulate --trace diurnall: exit %d\n%s", code, stderr)
+	}
+}

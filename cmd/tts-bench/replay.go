@@ -266,12 +266,12 @@ func (o *replayOpts) Validate() error {
 	return nil
 }
 
-// loadReplayTrace reads --trace: a CSV file (name ending in .csv) or a built-in shape with its parameters.
+// loadReplayTrace reads --trace: a trace file (simulate.IsTraceFile) or a built-in shape with its parameters.
 func loadReplayTrace(arg string, p simulate.ShapeParams, shapeFlags []string) (simulate.Trace, error) {
 	if arg == "" {
 		return simulate.Trace{}, errors.New("--trace is required: a CSV file (timestamp,rps) or a built-in shape (diurnal, step, spike, ramp)")
 	}
-	if strings.HasSuffix(strings.ToLower(arg), ".csv") {
+	if simulate.IsTraceFile(arg) {
 		if len(shapeFlags) > 0 {
 			return simulate.Trace{}, fmt.Errorf("%s set the parameters of a built-in shape, but --trace %s is a CSV file: drop them", strings.Join(shapeFlags, ", "), arg)
 		}

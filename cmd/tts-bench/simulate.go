@@ -251,7 +251,7 @@ func (o *simulateOpts) loadTrace() []error {
 	switch {
 	case o.trace == "":
 		return []error{errors.New("--trace is required: give diurnal, step, spike, ramp or a CSV file of timestamp,rps, e.g. --trace diurnal")}
-	case strings.HasSuffix(strings.ToLower(o.trace), ".csv"):
+	case simulate.IsTraceFile(o.trace):
 		var errs []error
 		if len(o.shapeSet) > 0 {
 			errs = append(errs, fmt.Errorf("%s shape a built-in trace; --trace %s is a CSV file: drop them", strings.Join(o.shapeSet, ", "), o.trace))
