@@ -77,7 +77,7 @@ func compareCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			modelFlag("catalog id of the model to compare instance types for"),
 			&cli.StringFlag{Name: "instance-types", Usage: "comma-separated SageMaker instance types to compare, e.g. ml.g5.xlarge,ml.g6.xlarge (at most " + strconv.Itoa(maxCompareTypes) + ")"},
-			&cli.StringFlag{Name: "trace", Usage: "the trace every type's plan is simulated on: diurnal, step, spike, ramp, or a CSV file of timestamp,rps (required)"},
+			&cli.StringFlag{Name: "trace", Usage: "the trace every type's plan is simulated on: diurnal, step, spike, ramp, or a trace file (timestamp,rps CSV, or a request trace from tts-bench traffic import) (required)"},
 			&cli.Float64Flag{Name: "peak-rps", Value: d.PeakRPS, Usage: "shape: highest rate, requests per second (every type is planned for it)"},
 			&cli.Float64Flag{Name: "trough-rps", Value: d.TroughRPS, Usage: "shape: lowest rate, requests per second"},
 			cliflags.PricePerHour(),

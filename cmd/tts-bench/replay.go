@@ -73,7 +73,7 @@ func replayCommand() *cli.Command {
 		UsageText:   "tts-bench replay --trace CSV|SHAPE [--model ID] [--shard i/n --run-id ID --start-at TIME] [options]",
 		Description: replayDescription,
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "trace", Usage: "a CSV trace (timestamp,rps) or a built-in shape: diurnal, step, spike, ramp (required)"},
+			&cli.StringFlag{Name: "trace", Usage: "a trace file (timestamp,rps CSV, or a request trace from tts-bench traffic import) or a built-in shape: diurnal, step, spike, ramp (required)"},
 			&cli.Float64Flag{Name: "peak-rps", Usage: "shape: the highest rate"},
 			&cli.Float64Flag{Name: "trough-rps", Usage: "shape: the lowest rate"},
 			&cli.DurationFlag{Name: "duration", Usage: "shape: how long the trace lasts (default 24h)"},

@@ -98,7 +98,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "plan to simulate (default artifacts/<model>/plan.json); its qmax and ttotal artifacts are read beside it"},
 			&cli.StringFlag{Name: "what-if", Usage: "simulate assumed numbers instead of a plan: q_max=N,t_total_s=S,throughput_rps=X[,...]"},
 			&cli.Float64Flag{Name: "surge", Usage: fmt.Sprintf("surge ratio of the what-if plan, in [1, %d] (default: the catalog's)", models.MaxSurgeRatio)},
-			&cli.StringFlag{Name: "trace", Usage: "diurnal, step, spike, ramp, or a CSV file of timestamp,rps (required)"},
+			&cli.StringFlag{Name: "trace", Usage: "diurnal, step, spike, ramp, or a trace file (timestamp,rps CSV, or a request trace from tts-bench traffic import) (required)"},
 			&cli.Float64Flag{Name: "peak-rps", Value: d.PeakRPS, Usage: "shape: highest rate, requests per second"},
 			&cli.Float64Flag{Name: "trough-rps", Value: d.TroughRPS, Usage: "shape: lowest rate, requests per second"},
 			&cli.DurationFlag{Name: "duration", Value: d.Duration, Usage: "shape: length of the trace"},
