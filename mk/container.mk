@@ -29,9 +29,11 @@ deps-container: ## install the container's system packages and ONNX Runtime (onl
 	@bash scripts/apt-install-missing.sh $(CONTAINER_APT_PACKAGES)
 	@bash scripts/install-onnxruntime.sh
 
+# Written beside and renamed over bin/speech-container: go build -o rewrites its output in place, and a test of a
+# second make (CI runs make test and make test-measurement at once) may be running the binary while it does.
 container-build: ## build bin/speech-container (cgo: libespeak-ng, ONNX Runtime loaded at run time)
 	@mkdir -p bin
-	cd container && $(CONTAINER_ENV) $(GO) build -o $(CURDIR)/bin/speech-container .
+	cd container && $(CONTAINER_ENV) $(GO) build -o $(CURDIR)/bin/.speech-container.$$$$ . && mv -f $(CURDIR)/bin/.speech-container.$$$$ $(CURDIR)/bin/speech-container
 
 container-test: deps-container container-build ## test the container module with -race (tests use bin/speech-container)
 	cd container && $(CONTAINER_ENV) SPEECH_CONTAINER_BIN=$(CURDIR)/bin/speech-container $(GO) test -count=1 -race ./...
